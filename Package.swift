@@ -1,0 +1,54 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings every Swift target shares: Swift 6 mode, strict checking and zero warnings.
+let strictSwift: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .treatAllWarnings(as: .error),
+]
+
+let package = Package(
+    name: "CloudStorage",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "CloudStorage", targets: ["CloudStorage"])
+    ],
+    targets: [
+        // CRC32C with SSE4.2 / ARMv8 CRC instructions and a portable fallback.
+        .target(
+            name: "CCloudStorage",
+            cSettings: [.treatAllWarnings(as: .error)]
+        ),
+        .target(
+            name: "CloudStorage",
+            dependencies: ["CCloudStorage"],
+            swiftSettings: strictSwift
+        ),
+        // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
+        .target(
+            name: "FakeGCSServer",
+            dependencies: [],
+            path: "Tests/FakeGCSServer",
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "cloud-storage-example",
+            dependencies: ["CloudStorage", "FakeGCSServer"],
+            path: "Sources/cloud-storage-example",
+            swiftSettings: strictSwift
+        ),
+        .executableTarget(
+            name: "upload-benchmarks",
+            dependencies: ["CloudStorage", "FakeGCSServer"],
+            path: "Benchmarks/upload-benchmarks",
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CloudStorageTests",
+            dependencies: ["CloudStorage", "FakeGCSServer"],
+            swiftSettings: strictSwift
+        ),
+    ]
+)

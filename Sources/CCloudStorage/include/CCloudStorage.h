@@ -1,0 +1,21 @@
+#ifndef CCLOUDSTORAGE_H
+#define CCLOUDSTORAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// Extends a CRC32C (Castagnoli) checksum over `length` bytes.
+///
+/// `crc` is the checksum of the bytes before these (0 to start). Uses SSE4.2
+/// (x86_64) or ARMv8 CRC instructions when the CPU has them, detected once at
+/// run time, and a table-driven implementation otherwise.
+uint32_t cs_crc32c_update(uint32_t crc, const void *bytes, size_t length);
+
+/// The same as `cs_crc32c_update`, always with the portable table-driven code.
+/// Exposed so tests can check the hardware path against it.
+uint32_t cs_crc32c_update_portable(uint32_t crc, const void *bytes, size_t length);
+
+/// Whether `cs_crc32c_update` uses CPU instructions on this machine.
+int cs_crc32c_is_hardware_accelerated(void);
+
+#endif

@@ -1,0 +1,2 @@
+// PLACEHOLDER: replaced by the metadata work.
+public struct StorageMetadata: Sendable {}

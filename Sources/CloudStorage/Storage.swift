@@ -1,0 +1,82 @@
+import Foundation
+
+/// A handle for one bucket on one endpoint: the starting point for references.
+///
+/// `Storage` is a small value; create it once and share it freely across
+/// tasks. It hands out ``StorageReference`` values, which name objects and
+/// upload to them.
+///
+/// ```swift
+/// let storage = Storage(bucket: "my-app.appspot.com")
+/// let spaceRef = storage.reference(withPath: "images/space.jpg")
+/// let metadata = try await spaceRef.putDataAsync(imageData)
+/// ```
+public struct Storage: Sendable {
+    /// The bucket every reference from this handle lives in.
+    public let bucket: String
+    /// Where requests go and which protocol they speak.
+    public let endpoint: StorageEndpoint
+    /// The credentials sent with requests.
+    public let authorization: StorageAuthorization
+    /// Upload settings.
+    public let configuration: StorageConfiguration
+    let transport: any HTTPTransport
+
+    /// Creates a handle for a bucket.
+    ///
+    /// - Parameters:
+    ///   - bucket: The bucket name, without `gs://`.
+    ///   - endpoint: Where the bucket is served; Google Cloud Storage by default.
+    ///   - authorization: The credentials to send; none by default.
+    ///   - configuration: Upload settings.
+    public init(
+        bucket: String,
+        endpoint: StorageEndpoint = .googleCloudStorage,
+        authorization: StorageAuthorization = .none,
+        configuration: StorageConfiguration = .init()
+    ) {
+        self.init(
+            bucket: bucket,
+            endpoint: endpoint,
+            authorization: authorization,
+            configuration: configuration,
+            transport: URLSessionTransport.shared
+        )
+    }
+
+    init(
+        bucket: String,
+        endpoint: StorageEndpoint,
+        authorization: StorageAuthorization,
+        configuration: StorageConfiguration,
+        transport: any HTTPTransport
+    ) {
+        self.bucket = bucket
+        self.endpoint = endpoint
+        self.authorization = authorization
+        self.configuration = configuration
+        self.transport = transport
+    }
+
+    /// A reference to the root of the bucket.
+    ///
+    /// - Returns: The root reference; its ``StorageReference/fullPath`` is empty.
+    public func reference() -> StorageReference {
+        StorageReference(storage: self, path: StoragePath.root)
+    }
+
+    /// A reference to a path in the bucket.
+    ///
+    /// Slashes are normalized as by ``StorageReference/child(_:)``. Whether
+    /// the path is a valid object name is checked when an operation uses it.
+    ///
+    /// ```swift
+    /// let spaceRef = storage.reference(withPath: "images/space.jpg")
+    /// ```
+    ///
+    /// - Parameter path: A path such as `images/space.jpg`.
+    /// - Returns: The reference.
+    public func reference(withPath path: String) -> StorageReference {
+        reference().child(path)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+
+/// Moves one HTTP request and its answer: the seam between the upload engine
+/// and the network.
+///
+/// The engine never knows which implementation it is using. An implementation
+/// must guarantee:
+/// - `execute` sends the whole ``HTTPRequest/body`` (re-reading file regions
+///   from their offsets, never buffering a whole region in memory) and returns
+///   the complete response, whatever its status: a 4xx or 5xx is a response,
+///   not an error.
+/// - It throws ``HTTPTransportError`` for failures below HTTP (connect,
+///   reset, time-out) and `CancellationError` when the calling task is
+///   cancelled; cancellation aborts the request promptly.
+/// - `progress` is called with the running total of body bytes handed to the
+///   network, never decreasing, from any thread, at a bounded rate.
+/// - It performs no blocking system call on Swift's cooperative thread pool.
+protocol HTTPTransport: Sendable {
+    func execute(
+        _ request: HTTPRequest,
+        progress: (@Sendable (_ bytesSent: Int64) -> Void)?
+    ) async throws -> HTTPResponse
+}
+
+/// A request for an ``HTTPTransport``.
+struct HTTPRequest: Sendable {
+    var method: String
+    var url: URL
+    var headers: HTTPHeaders
+    var body: HTTPRequestBody
+    /// How long the request may go without progress before it fails with
+    /// ``HTTPTransportError/timedOut``.
+    var idleTimeout: Duration
+
+    init(
+        method: String,
+        url: URL,
+        headers: HTTPHeaders = HTTPHeaders(),
+        body: HTTPRequestBody = .empty,
+        idleTimeout: Duration = .seconds(60)
+    ) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.idleTimeout = idleTimeout
+    }
+}
+
+/// A request body: a sequence of in-memory and file-backed segments, sent in
+/// order, each re-readable so a transport may replay it.
+struct HTTPRequestBody: Sendable {
+    enum Segment: Sendable {
+        /// Bytes in memory, sent from the `Data`'s own storage (a slice, never a copy).
+        case data(Data)
+        /// `length` bytes of a file starting at `offset`, read when sent.
+        case file(ReadOnlyFile, offset: Int64, length: Int64)
+
+        var length: Int64 {
+            switch self {
+            case .data(let data): Int64(data.count)
+            case .file(_, _, let length): length
+            }
+        }
+    }
+
+    var segments: [Segment]
+
+    static let empty = HTTPRequestBody(segments: [])
+
+    static func data(_ data: Data) -> HTTPRequestBody {
+        HTTPRequestBody(segments: [.data(data)])
+    }
+
+    /// The total number of bytes, sent as `Content-Length`.
+    var length: Int64 { segments.reduce(0) { $0 + $1.length } }
+}
+
+/// A complete HTTP response.
+struct HTTPResponse: Sendable {
+    var status: Int
+    var headers: HTTPHeaders
+    var body: Data
+}
+
+/// HTTP header fields in order, with case-insensitive look-up.
+struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
+    private(set) var fields: [(name: String, value: String)] = []
+
+    init() {}
+
+    init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { (name: $0.0, value: $0.1) }
+    }
+
+    /// Appends a field.
+    mutating func add(_ name: String, _ value: String) {
+        fields.append((name, value))
+    }
+
+    /// Replaces every field of this name with one field.
+    mutating func set(_ name: String, _ value: String) {
+        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        fields.append((name, value))
+    }
+
+    /// The first value of the named field.
+    subscript(name: String) -> String? {
+        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
+        fields.makeIterator()
+    }
+}
+
+/// A failure below HTTP.
+struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
+    enum Kind: Sendable, Equatable {
+        /// Could not connect.
+        case connectFailed
+        /// The connection broke (reset, closed early) before the response was complete.
+        case connectionLost
+        /// Nothing moved for longer than the request's idle time-out.
+        case timedOut
+        /// The request body could not be read (its file changed or became unreadable).
+        case bodyUnreadable
+        /// Anything else the transport reports.
+        case other
+    }
+
+    var kind: Kind
+    var message: String
+    /// The body source's own error, for ``Kind/bodyUnreadable``.
+    var bodyError: StorageError?
+
+    var description: String { "\(kind): \(message)" }
+}
