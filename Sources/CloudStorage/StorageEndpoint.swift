@@ -35,16 +35,4 @@ public struct StorageEndpoint: Hashable, Sendable, CustomStringConvertible {
 
     /// The base URL.
     public var description: String { baseURL.absoluteString }
-
-    /// Whether requests travel unencrypted.
-    var isPlainHTTP: Bool { baseURL.scheme?.lowercased() == "http" }
-
-    /// Whether the host is this machine (a loopback name or address), where
-    /// plain HTTP exposes nothing to a network.
-    var isLoopback: Bool {
-        guard let host = baseURL.host?.lowercased() else { return false }
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        return bare == "localhost" || bare.hasSuffix(".localhost") || bare == "::1"
-            || bare.hasPrefix("127.") && bare.split(separator: ".").count == 4
-    }
 }

@@ -9,4 +9,5 @@ public struct StorageReference: Sendable {
 struct StoragePath: Hashable, Sendable {
     var string: String
     static let root = StoragePath(string: "")
+    func validatedObjectName() throws(StorageError) -> String { string }
 }

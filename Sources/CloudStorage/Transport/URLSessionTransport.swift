@@ -1,7 +1,251 @@
-// PLACEHOLDER
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An ``HTTPTransport`` over Foundation's `URLSession`: available everywhere,
+/// and the one used for `https://` endpoints.
+///
+/// One session serves every ``Storage``; each request carries its own idle
+/// time-out. Bodies are streamed through ``RequestBodyStream``, which reads
+/// file regions with `pread` straight into the buffer `URLSession` hands it,
+/// on `URLSession`'s own thread, so no whole body is ever held in memory.
 final class URLSessionTransport: HTTPTransport {
     static let shared = URLSessionTransport()
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        throw HTTPTransportError(kind: .other, message: "unimplemented")
+
+    private let session: URLSession
+    private let router: TaskRouter
+
+    init() {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        configuration.httpMaximumConnectionsPerHost = 64
+        configuration.timeoutIntervalForResource = 7 * 24 * 3600
+        let router = TaskRouter()
+        let queue = OperationQueue()
+        queue.name = "CloudStorage.URLSessionTransport"
+        queue.maxConcurrentOperationCount = 1
+        self.router = router
+        self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
+    }
+
+    func execute(
+        _ request: HTTPRequest,
+        progress: (@Sendable (_ bytesSent: Int64) -> Void)?
+    ) async throws -> HTTPResponse {
+        var urlRequest = URLRequest(url: request.url)
+        urlRequest.httpMethod = request.method
+        urlRequest.timeoutInterval = request.idleTimeout.timeInterval
+        for (name, value) in request.headers {
+            urlRequest.addValue(value, forHTTPHeaderField: name)
+        }
+        let bodyLength = request.body.length
+        if request.method != "GET" && request.method != "HEAD" {
+            // An explicit length keeps the body out of chunked transfer encoding.
+            urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
+        }
+        let exchange = Exchange(body: request.body, progress: progress)
+        if bodyLength > 0 {
+            urlRequest.httpBodyStream = exchange.makeBodyStream()
+        }
+        let dataTask = session.dataTask(with: urlRequest)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
+                exchange.begin(continuation)
+                router.register(exchange, for: dataTask)
+                if exchange.isCancelled {
+                    // Cancelled before the task existed: never start it.
+                    router.unregister(dataTask)
+                    exchange.complete(.failure(CancellationError()))
+                } else {
+                    dataTask.resume()
+                }
+            }
+        } onCancel: {
+            exchange.cancel()
+            dataTask.cancel()
+        }
+    }
+}
+
+/// One request's state, shared between the awaiting task and the delegate queue.
+private final class Exchange: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<HTTPResponse, any Error>?
+        var cancelled = false
+        var status = 0
+        var headers = HTTPHeaders()
+        var body = Data()
+        var bodyError: StorageError?
+    }
+
+    let requestBody: HTTPRequestBody
+    let progress: (@Sendable (Int64) -> Void)?
+    private let state = Mutex(State())
+
+    init(body: HTTPRequestBody, progress: (@Sendable (Int64) -> Void)?) {
+        self.requestBody = body
+        self.progress = progress
+    }
+
+    /// A stream over the request body from its start; read failures are kept here.
+    func makeBodyStream() -> InputStream {
+        RequestBodyStream(body: requestBody) { [weak self] error in
+            self?.state.withLock { $0.bodyError = $0.bodyError ?? error }
+        }
+    }
+
+    var bodyError: StorageError? { state.withLock { $0.bodyError } }
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func cancel() {
+        state.withLock { $0.cancelled = true }
+    }
+
+    func receive(_ response: HTTPURLResponse) {
+        var headers = HTTPHeaders()
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String {
+                headers.add(name, value)
+            }
+        }
+        state.withLock {
+            $0.status = response.statusCode
+            $0.headers = headers
+            $0.body = Data()
+        }
+    }
+
+    func receive(_ data: Data) {
+        state.withLock { $0.body.append(data) }
+    }
+
+    /// Finishes the exchange once; later calls do nothing.
+    func complete(_ result: Result<HTTPResponse, any Error>) {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
+    }
+
+    func completeWithResponse() {
+        let response = state.withLock { HTTPResponse(status: $0.status, headers: $0.headers, body: $0.body) }
+        complete(.success(response))
+    }
+}
+
+/// The session delegate: routes callbacks to the ``Exchange`` of each task.
+private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
+    private let exchanges = Mutex<[Int: Exchange]>([:])
+
+    func register(_ exchange: Exchange, for task: URLSessionTask) {
+        exchanges.withLock { $0[task.taskIdentifier] = exchange }
+    }
+
+    func unregister(_ task: URLSessionTask) {
+        _ = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+    }
+
+    private func exchange(_ task: URLSessionTask) -> Exchange? {
+        exchanges.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
+    ) {
+        if let response = response as? HTTPURLResponse {
+            exchange(dataTask)?.receive(response)
+        }
+        completionHandler(.allow)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        exchange(dataTask)?.receive(data)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        exchange(task)?.progress?(totalBytesSent)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping (URLRequest?) -> Void
+    ) {
+        // A resumable upload's 308 is an answer, not a redirect.
+        completionHandler(nil)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
+    ) {
+        // URLSession asks for a fresh stream when it must resend the body.
+        completionHandler(exchange(task)?.makeBodyStream())
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else {
+            return
+        }
+        guard let error else {
+            exchange.completeWithResponse()
+            return
+        }
+        if let bodyError = exchange.bodyError {
+            exchange.complete(.failure(HTTPTransportError(kind: .bodyUnreadable, message: bodyError.message, bodyError: bodyError)))
+        } else if exchange.isCancelled {
+            exchange.complete(.failure(CancellationError()))
+        } else {
+            exchange.complete(.failure(HTTPTransportError(error)))
+        }
+    }
+}
+
+extension HTTPTransportError {
+    /// Classifies a `URLSession` failure.
+    fileprivate init(_ error: any Error) {
+        let code = (error as? URLError)?.code
+        let kind: Kind
+        switch code {
+        case .timedOut?:
+            kind = .timedOut
+        case .cannotConnectToHost?, .cannotFindHost?, .dnsLookupFailed?, .notConnectedToInternet?:
+            kind = .connectFailed
+        case .networkConnectionLost?, .badServerResponse?, .cannotParseResponse?, .secureConnectionFailed?:
+            kind = .connectionLost
+        default:
+            kind = .other
+        }
+        self.init(kind: kind, message: String(describing: error))
+    }
+}
+
+extension Duration {
+    var timeInterval: TimeInterval {
+        let (seconds, attoseconds) = components
+        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

@@ -1,0 +1,132 @@
+import Foundation
+
+/// Sends requests for one operation: adds credentials (refreshing them once
+/// after a 401), enforces the rule that credentials never travel over plain
+/// HTTP to another machine, and sorts every outcome into an answer, a failure
+/// worth retrying, or a final error. Also owns the operation's retry budget.
+struct RequestRunner: Sendable {
+    /// The outcome of one attempt.
+    enum Outcome: Sendable {
+        /// The server answered with a status the caller accepts.
+        case answer(HTTPResponse)
+        /// A failure that may pass: wait and try again.
+        case retryable(StorageError)
+    }
+
+    let storage: Storage
+    private let policy: RetryPolicy
+    private var attempts = RetryPolicy.Attempts()
+    private var token: String?
+    private var hasToken = false
+
+    init(storage: Storage) {
+        self.storage = storage
+        self.policy = RetryPolicy(configuration: storage.configuration)
+    }
+
+    /// Sends `request` once (twice after a 401 with a token provider).
+    ///
+    /// - Parameters:
+    ///   - accepted: Statuses returned as ``Outcome/answer(_:)``.
+    ///   - subject: What a 404 is about.
+    ///   - sentChecksum: Whether the request carried a checksum, so that a
+    ///     400 about it becomes ``StorageErrorCode/nonMatchingChecksum``.
+    ///   - progress: Called with body bytes sent.
+    /// - Throws: Final errors, and ``StorageErrorCode/cancelled`` when the
+    ///   task is cancelled.
+    mutating func send(
+        _ request: HTTPRequest,
+        accepting accepted: Set<Int>,
+        about subject: HTTPResponse.Subject,
+        sentChecksum: Bool = false,
+        progress: (@Sendable (Int64) -> Void)? = nil
+    ) async throws(StorageError) -> Outcome {
+        var request = request
+        request.idleTimeout = storage.configuration.requestTimeout
+        for refreshed in [false, true] {
+            if Task.isCancelled { throw .cancelled() }
+            if let token = try await credential(refreshing: refreshed) {
+                guard !request.url.isPlainHTTPToAnotherMachine else {
+                    throw .invalidArgument(
+                        "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
+                    )
+                }
+                request.headers.set("Authorization", "Bearer \(token)")
+            }
+            let response: HTTPResponse
+            do {
+                response = try await storage.transport.execute(request, progress: progress)
+            } catch let error as HTTPTransportError {
+                if Task.isCancelled { throw .cancelled() }
+                if error.kind == .bodyUnreadable, let bodyError = error.bodyError { throw bodyError }
+                return .retryable(StorageError(.unknown, "The request failed: \(error.kind).", underlyingError: error))
+            } catch {
+                if Task.isCancelled || error is CancellationError { throw .cancelled() }
+                return .retryable(StorageError(.unknown, "The request failed.", underlyingError: error))
+            }
+            if accepted.contains(response.status) {
+                return .answer(response)
+            }
+            if response.status == 401, !refreshed, case .tokenProvider = storage.authorization.kind {
+                continue
+            }
+            let error = response.storageError(about: subject, sentChecksum: sentChecksum)
+            if response.isRetryable { return .retryable(error) }
+            throw error
+        }
+        // Only reached after a refreshed token was refused too.
+        throw StorageError(.unauthenticated, "The server refused a freshly fetched token.", httpStatus: 401)
+    }
+
+    private mutating func credential(refreshing: Bool) async throws(StorageError) -> String? {
+        if hasToken && !refreshing { return token }
+        token = try await storage.authorization.token(forceRefresh: refreshing)
+        hasToken = true
+        return token
+    }
+
+    /// Notes that the operation moved forward, which restarts the retry budget.
+    mutating func madeProgress() {
+        attempts.reset()
+    }
+
+    /// Waits before the next retry of a failure, or throws when the retry
+    /// budget is spent.
+    ///
+    /// - Throws: ``StorageErrorCode/retryLimitExceeded`` (or
+    ///   ``StorageErrorCode/quotaExceeded`` when the server was throttling)
+    ///   with `failure` as the underlying error; ``StorageErrorCode/cancelled``.
+    mutating func backOff(after failure: StorageError) async throws(StorageError) {
+        guard let delay = attempts.recordFailure(at: .now, policy: policy, jitter: Double.random(in: 0..<1)) else {
+            let throttled = failure.httpStatus == 429
+            throw StorageError(
+                throttled ? .quotaExceeded : .retryLimitExceeded,
+                throttled
+                    ? "The server kept throttling requests until the retry time (\(policy.budget)) ran out."
+                    : "Retries went on for longer than the retry time (\(policy.budget)); the last failure is attached.",
+                httpStatus: failure.httpStatus,
+                serverMessage: failure.serverMessage,
+                underlyingError: failure
+            )
+        }
+        do {
+            try await Task.sleep(for: delay)
+        } catch {
+            throw .cancelled()
+        }
+    }
+}
+
+extension URL {
+    /// Whether a request to this URL would travel unencrypted to a host other
+    /// than this machine.
+    var isPlainHTTPToAnotherMachine: Bool {
+        guard scheme?.lowercased() == "http" else { return false }
+        guard let host = host?.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) else {
+            return true
+        }
+        let isLoopback = host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
+            || (host.hasPrefix("127.") && host.split(separator: ".").count == 4)
+        return !isLoopback
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import Synchronization
+
+/// What an upload has achieved so far, kept across the pauses and retries of
+/// one task: the opened source, the server session, and the bytes the server
+/// has committed. Written by the engine, read by the task to clean up.
+final class UploadCheckpoint: Sendable {
+    private struct State {
+        var source: PreparedSource?
+        var session: URL?
+        var committedBytes: Int64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    var source: PreparedSource? {
+        get { state.withLock { $0.source } }
+        set { state.withLock { $0.source = newValue } }
+    }
+
+    /// The resumable session's URL, once the server opened one.
+    var session: URL? {
+        get { state.withLock { $0.session } }
+        set { state.withLock { $0.session = newValue } }
+    }
+
+    var committedBytes: Int64 {
+        get { state.withLock { $0.committedBytes } }
+        set { state.withLock { $0.committedBytes = newValue } }
+    }
+}

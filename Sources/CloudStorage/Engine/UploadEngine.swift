@@ -1,0 +1,238 @@
+import Foundation
+
+/// Carries one upload to the server: opens the source, then sends it in one
+/// request (small objects) or through a resumable session, retrying and
+/// resuming from the server's committed offset, and verifies what was stored.
+///
+/// ``run(checkpoint:progress:)`` may be called again after it was cancelled
+/// (a pause): it continues from the ``UploadCheckpoint`` — the same session,
+/// from the offset the server reports — rather than starting over.
+struct UploadEngine: Sendable {
+    let storage: Storage
+    let path: StoragePath
+    let source: UploadSource
+    let metadata: StorageMetadata
+
+    private var wire: any UploadWireProtocol {
+        GCSJSONProtocol(baseURL: storage.endpoint.baseURL)
+    }
+
+    /// How many times a session the server forgot is replaced by a new one
+    /// before the upload fails.
+    private static let maxSessionRestarts = 3
+
+    /// Uploads, or continues uploading, and returns the stored object's metadata.
+    ///
+    /// - Parameters:
+    ///   - checkpoint: What earlier runs of this upload achieved; updated as this one goes.
+    ///   - progress: Called with the number of bytes the upload has reached.
+    /// - Throws: The ``StorageError`` that ended the upload;
+    ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    func run(
+        checkpoint: UploadCheckpoint,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws(StorageError) -> StorageMetadata {
+        let name = try path.validatedObjectName()
+        let configuration = storage.configuration
+        if let chunkSize = configuration.chunkSize,
+            chunkSize <= 0 || chunkSize % StorageConfiguration.chunkGranularity != 0
+        {
+            throw .invalidArgument(
+                "chunkSize must be a positive multiple of 256 KiB (262144 bytes); it is \(chunkSize)."
+            )
+        }
+        let prepared: PreparedSource
+        if let opened = checkpoint.source {
+            prepared = opened
+        } else {
+            prepared = try await PreparedSource.prepare(source, computingChecksum: configuration.verifiesChecksums)
+            checkpoint.source = prepared
+        }
+        let upload = UploadDescription(
+            bucket: storage.bucket,
+            objectName: name,
+            metadata: metadata,
+            contentType: metadata.contentType ?? "application/octet-stream",
+            size: prepared.size,
+            crc32c: prepared.crc32c
+        )
+        var runner = RequestRunner(storage: storage)
+        if prepared.size <= configuration.multipartUploadThreshold && checkpoint.session == nil {
+            return try await sendInOneRequest(upload, prepared, &runner, progress)
+        }
+        return try await sendResumably(upload, prepared, checkpoint, &runner, progress)
+    }
+
+    private func sendInOneRequest(
+        _ upload: UploadDescription,
+        _ prepared: PreparedSource,
+        _ runner: inout RequestRunner,
+        _ progress: @escaping @Sendable (Int64) -> Void
+    ) async throws(StorageError) -> StorageMetadata {
+        let request = wire.singleRequestUpload(upload, body: prepared.body(from: 0, length: prepared.size))
+        let overhead = request.body.length - prepared.size
+        while true {
+            try await prepared.checkUnchanged()
+            let outcome = try await runner.send(
+                request,
+                accepting: [200, 201],
+                about: .bucket(upload.bucket),
+                sentChecksum: upload.crc32c != nil,
+                progress: { sent in progress(max(0, min(sent, prepared.size + overhead) - overhead)) }
+            )
+            switch outcome {
+            case .answer(let response):
+                let stored = try StorageMetadata(objectResource: response.body)
+                return try await verify(stored, upload, prepared, &runner)
+            case .retryable(let failure):
+                try await runner.backOff(after: failure)
+            }
+        }
+    }
+
+    private func sendResumably(
+        _ upload: UploadDescription,
+        _ prepared: PreparedSource,
+        _ checkpoint: UploadCheckpoint,
+        _ runner: inout RequestRunner,
+        _ progress: @escaping @Sendable (Int64) -> Void
+    ) async throws(StorageError) -> StorageMetadata {
+        let size = prepared.size
+        var restarts = 0
+        // A session from an earlier run may have more (or less) than we know: ask first.
+        var mustQuery = checkpoint.session != nil
+        do throws(StorageError) {
+            while true {
+                guard let session = checkpoint.session else {
+                    switch try await runner.send(wire.startSession(upload), accepting: [200, 201], about: .bucket(upload.bucket)) {
+                    case .answer(let response):
+                        checkpoint.session = try wire.sessionURL(from: response)
+                        checkpoint.committedBytes = 0
+                        mustQuery = false
+                        runner.madeProgress()
+                    case .retryable(let failure):
+                        try await runner.backOff(after: failure)
+                    }
+                    continue
+                }
+                let accepted = wire.successStatuses.union(wire.sessionGoneStatuses)
+                let before = checkpoint.committedBytes
+                let outcome: RequestRunner.Outcome
+                let queried = mustQuery
+                if queried {
+                    outcome = try await runner.send(wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
+                } else {
+                    try await prepared.checkUnchanged()
+                    let end = storage.configuration.chunkSize.map { min(before + $0, size) } ?? size
+                    let isFinal = end == size
+                    let request = wire.send(
+                        session: session,
+                        offset: before,
+                        body: prepared.body(from: before, length: end - before),
+                        isFinal: isFinal,
+                        totalSize: size,
+                        crc32c: upload.crc32c
+                    )
+                    outcome = try await runner.send(
+                        request,
+                        accepting: accepted,
+                        about: .object(upload.objectName),
+                        sentChecksum: isFinal && upload.crc32c != nil,
+                        progress: { sent in progress(before + sent) }
+                    )
+                }
+                let response: HTTPResponse
+                switch outcome {
+                case .retryable(let failure):
+                    try await runner.backOff(after: failure)
+                    mustQuery = true
+                    continue
+                case .answer(let answer):
+                    response = answer
+                }
+                if wire.sessionGoneStatuses.contains(response.status) {
+                    // The server forgot the session (expired or deleted): start a new one.
+                    restarts += 1
+                    guard restarts <= Self.maxSessionRestarts else {
+                        throw StorageError(
+                            .internalError,
+                            "The server lost the upload session \(restarts) times.",
+                            httpStatus: response.status,
+                            serverMessage: response.serverMessage
+                        )
+                    }
+                    checkpoint.session = nil
+                    checkpoint.committedBytes = 0
+                    progress(0)
+                    continue
+                }
+                switch try wire.sessionState(from: response) {
+                case .complete(let stored):
+                    return try await verify(stored, upload, prepared, &runner)
+                case .active(let committed):
+                    guard committed <= size else {
+                        throw .internalError("The server claims \(committed) bytes of a \(size)-byte object.")
+                    }
+                    checkpoint.committedBytes = committed
+                    progress(committed)
+                    mustQuery = false
+                    if committed > before {
+                        runner.madeProgress()
+                    } else if !queried {
+                        // Bytes went out and none were kept: count it as a failure, so a
+                        // server that never commits cannot keep the upload looping.
+                        try await runner.backOff(
+                            after: StorageError(.unknown, "The server committed none of the bytes sent.", httpStatus: response.status)
+                        )
+                    }
+                }
+            }
+        } catch {
+            if error.code != .cancelled, let session = checkpoint.session {
+                // The upload cannot finish: let the server discard what it holds.
+                await discardSession(session, &runner)
+                checkpoint.session = nil
+            }
+            throw error
+        }
+    }
+
+    /// Checks the stored object against what was sent; a wrong object is
+    /// deleted rather than left looking like a success.
+    private func verify(
+        _ stored: StorageMetadata,
+        _ upload: UploadDescription,
+        _ prepared: PreparedSource,
+        _ runner: inout RequestRunner
+    ) async throws(StorageError) -> StorageMetadata {
+        var problem: StorageError?
+        do throws(StorageError) {
+            try await prepared.checkUnchanged()
+        } catch {
+            problem = error
+        }
+        if problem == nil && stored.size != prepared.size {
+            problem = StorageError(
+                .nonMatchingChecksum,
+                "The server stored \(stored.size) bytes, but \(prepared.size) were sent."
+            )
+        }
+        if problem == nil, let sent = prepared.crc32c, let reported = stored.crc32cValue, sent != reported {
+            problem = StorageError(
+                .nonMatchingChecksum,
+                "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."
+            )
+        }
+        guard let problem else { return stored }
+        if let generation = stored.generation {
+            let delete = wire.deleteObject(bucket: upload.bucket, name: upload.objectName, generation: generation)
+            _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(upload.objectName))
+        }
+        throw problem
+    }
+
+    /// Asks the server to drop a session; failures are ignored (sessions expire anyway).
+    func discardSession(_ session: URL, _ runner: inout RequestRunner) async {
+        _ = try? await runner.send(wire.cancel(session: session), accepting: [200, 204, 404, 410, 499], about: .object(path.string))
+    }
+}

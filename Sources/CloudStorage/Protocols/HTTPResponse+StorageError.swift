@@ -1,0 +1,71 @@
+import Foundation
+
+extension HTTPResponse {
+    /// What the request was about, so a 404 can say what was not found.
+    enum Subject {
+        case bucket(String)
+        case object(String)
+    }
+
+    /// Whether the same request may succeed later: time-outs, throttling and
+    /// server errors.
+    var isRetryable: Bool {
+        status == 408 || status == 429 || (500...599).contains(status)
+    }
+
+    /// The error this response reports.
+    func storageError(about subject: Subject, sentChecksum: Bool = false) -> StorageError {
+        let message = serverMessage
+        let code: StorageErrorCode
+        let text: String
+        switch status {
+        case 400 where sentChecksum && message.map(Self.mentionsChecksum) == true:
+            code = .nonMatchingChecksum
+            text = "The server refused the bytes: their checksum does not match the one sent."
+        case 400, 411, 413, 416:
+            code = .invalidArgument
+            text = "The server rejected the request as invalid."
+        case 401:
+            code = .unauthenticated
+            text = "The server did not accept the credentials (or none were sent)."
+        case 403:
+            code = .unauthorized
+            text = "The credentials do not allow this operation."
+        case 404:
+            switch subject {
+            case .bucket(let bucket):
+                code = .bucketNotFound
+                text = "The bucket \(bucket) does not exist."
+            case .object(let name):
+                code = .objectNotFound
+                text = "No object named \(name) exists."
+            }
+        case 429:
+            code = .quotaExceeded
+            text = "The server is throttling requests."
+        default:
+            code = .unknown
+            text = "The server answered with an unexpected status."
+        }
+        return StorageError(code, text, httpStatus: status, serverMessage: message)
+    }
+
+    /// The `error.message` of a JSON error body, or the start of a text body.
+    var serverMessage: String? {
+        guard !body.isEmpty else { return nil }
+        if let object = try? JSONSerialization.jsonObject(with: body) as? [String: Any] {
+            if let error = object["error"] as? [String: Any], let message = error["message"] as? String {
+                return message
+            }
+            if let message = object["message"] as? String { return message }
+        }
+        let text = String(decoding: body.prefix(300), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.isEmpty ? nil : text
+    }
+
+    private static func mentionsChecksum(_ message: String) -> Bool {
+        let lowered = message.lowercased()
+        return lowered.contains("crc32c") || lowered.contains("checksum") || lowered.contains("hash")
+    }
+}

@@ -1,0 +1,106 @@
+public import Foundation
+
+extension StorageReference {
+    /// Starts uploading bytes in memory to this reference's object.
+    ///
+    /// Returns at once; the upload runs in the background until it ends,
+    /// whether or not the returned task is kept. The bytes are sent from the
+    /// `Data`'s own storage, never copied. Without a content type in
+    /// `metadata`, the object is stored as `application/octet-stream`.
+    ///
+    /// ```swift
+    /// let riversRef = storage.reference().child("images/rivers.jpg")
+    /// let task = riversRef.putData(imageData, metadata: nil)
+    /// let metadata = try await task.value
+    /// print(metadata.size)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - data: The object's bytes.
+    ///   - metadata: Content type, caching headers and custom metadata to store.
+    /// - Returns: The running upload.
+    @discardableResult
+    public func putData(_ data: Data, metadata: StorageMetadata? = nil) -> StorageUploadTask {
+        StorageUploadTask.start(reference: self, source: .data(data), metadata: metadata ?? StorageMetadata())
+    }
+
+    /// Starts uploading a file to this reference's object.
+    ///
+    /// Returns at once; the upload runs in the background until it ends. The
+    /// file is read as it is sent, never loaded whole, and must not change
+    /// until the upload ends: if it changes, shrinks, grows or disappears,
+    /// the upload fails with ``StorageErrorCode/fileChanged``. A missing or
+    /// unreadable file, or a directory, fails it with
+    /// ``StorageErrorCode/unreadableFile``. Without a content type in
+    /// `metadata`, one is inferred from the file's extension
+    /// (`application/octet-stream` when unknown).
+    ///
+    /// ```swift
+    /// let task = storage.reference(withPath: "videos/launch.mp4")
+    ///     .putFile(from: URL(fileURLWithPath: "/tmp/launch.mp4"))
+    /// for await snapshot in task.snapshots {
+    ///     print(snapshot.status, snapshot.progress.fractionCompleted)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - fileURL: A `file://` URL of a regular file.
+    ///   - metadata: Content type, caching headers and custom metadata to store.
+    /// - Returns: The running upload.
+    @discardableResult
+    public func putFile(from fileURL: URL, metadata: StorageMetadata? = nil) -> StorageUploadTask {
+        var metadata = metadata ?? StorageMetadata()
+        if metadata.contentType == nil {
+            metadata.contentType = ContentTypes.forPath(fileURL.path)
+        }
+        return StorageUploadTask.start(reference: self, source: .file(fileURL), metadata: metadata)
+    }
+
+    /// Uploads bytes in memory and returns the stored object's metadata.
+    ///
+    /// Cancelling the calling Swift task cancels the upload.
+    ///
+    /// ```swift
+    /// let metadata = try await storage.reference(withPath: "notes/today.txt")
+    ///     .putDataAsync(Data("hello".utf8))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - data: The object's bytes.
+    ///   - metadata: Metadata to store with the object.
+    /// - Returns: The metadata the server stored.
+    /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
+    ///   calling task is cancelled.
+    public func putDataAsync(_ data: Data, metadata: StorageMetadata? = nil) async throws(StorageError) -> StorageMetadata {
+        try await Self.awaitCancellingOnCancel(putData(data, metadata: metadata))
+    }
+
+    /// Uploads a file and returns the stored object's metadata.
+    ///
+    /// Cancelling the calling Swift task cancels the upload. The rules of
+    /// ``putFile(from:metadata:)`` apply.
+    ///
+    /// ```swift
+    /// let metadata = try await ref.putFileAsync(from: URL(fileURLWithPath: "/tmp/report.pdf"))
+    /// print(metadata.contentType ?? "")  // application/pdf
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - fileURL: A `file://` URL of a regular file.
+    ///   - metadata: Metadata to store with the object.
+    /// - Returns: The metadata the server stored.
+    /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
+    ///   calling task is cancelled.
+    public func putFileAsync(from fileURL: URL, metadata: StorageMetadata? = nil) async throws(StorageError) -> StorageMetadata {
+        try await Self.awaitCancellingOnCancel(putFile(from: fileURL, metadata: metadata))
+    }
+
+    private static func awaitCancellingOnCancel(_ task: StorageUploadTask) async throws(StorageError) -> StorageMetadata {
+        let result = await withTaskCancellationHandler {
+            await task.result()
+        } onCancel: {
+            Task { await task.cancel() }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,102 @@
+/// The state of a storage task at one moment, as its observers see it.
+///
+/// ```swift
+/// for await snapshot in task.snapshots {
+///     switch snapshot.status {
+///     case .progress:
+///         print("\(Int(snapshot.progress.fractionCompleted * 100))%")
+///     case .success:
+///         print("stored", snapshot.metadata?.size ?? 0, "bytes")
+///     case .failure:
+///         print("failed:", snapshot.error!)
+///     case .resume, .pause:
+///         break
+///     }
+/// }
+/// ```
+public struct TaskSnapshot: Sendable {
+    /// What happened: the task started or resumed, made progress, paused,
+    /// or ended.
+    public let status: TaskStatus
+    /// How many bytes are done out of how many.
+    public let progress: TaskProgress
+    /// The object's metadata as the server stored it; set on ``TaskStatus/success``.
+    public let metadata: StorageMetadata?
+    /// Why the task failed; set on ``TaskStatus/failure``.
+    public let error: StorageError?
+    /// The object the task works on.
+    public let reference: StorageReference
+    /// The task itself.
+    public let task: any StorageTask
+}
+
+/// What a ``TaskSnapshot`` reports.
+public enum TaskStatus: Sendable, Hashable, CustomStringConvertible {
+    /// The task started, or resumed after a pause.
+    case resume
+    /// More bytes were transferred.
+    case progress
+    /// The task paused; nothing is transferred until it is resumed.
+    case pause
+    /// The task ended with the object stored.
+    case success
+    /// The task ended with an error, or was cancelled.
+    case failure
+
+    /// Whether the task has ended.
+    public var isTerminal: Bool { self == .success || self == .failure }
+
+    /// The status's name, such as `progress`.
+    public var description: String {
+        switch self {
+        case .resume: "resume"
+        case .progress: "progress"
+        case .pause: "pause"
+        case .success: "success"
+        case .failure: "failure"
+        }
+    }
+}
+
+/// Bytes done out of bytes in all.
+public struct TaskProgress: Sendable, Hashable, CustomStringConvertible {
+    /// Bytes transferred so far.
+    public let completedUnitCount: Int64
+    /// Bytes in all, or 0 before the size is known.
+    public let totalUnitCount: Int64
+
+    /// Creates a progress value.
+    ///
+    /// - Parameters:
+    ///   - completedUnitCount: Bytes transferred.
+    ///   - totalUnitCount: Bytes in all.
+    public init(completedUnitCount: Int64, totalUnitCount: Int64) {
+        self.completedUnitCount = completedUnitCount
+        self.totalUnitCount = totalUnitCount
+    }
+
+    /// The completed fraction, from 0 to 1 (1 for an empty object once done,
+    /// 0 before the size is known).
+    public var fractionCompleted: Double {
+        guard totalUnitCount > 0 else { return 0 }
+        return min(1, Double(completedUnitCount) / Double(totalUnitCount))
+    }
+
+    /// `completed/total bytes`.
+    public var description: String { "\(completedUnitCount)/\(totalUnitCount) bytes" }
+}
+
+/// A task that moves an object's bytes and can be watched, paused, resumed
+/// and cancelled, such as ``StorageUploadTask``.
+public protocol StorageTask: Actor {
+    /// A new stream of snapshots: the latest first, then every later change.
+    nonisolated var snapshots: AsyncStream<TaskSnapshot> { get }
+    /// The latest snapshot.
+    nonisolated var snapshot: TaskSnapshot { get }
+    /// Stops transferring until ``resume()``.
+    func pause()
+    /// Continues after ``pause()``.
+    func resume()
+    /// Stops for good; the task ends with ``StorageErrorCode/cancelled``.
+    func cancel()
+}
