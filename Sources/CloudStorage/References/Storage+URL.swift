@@ -25,7 +25,9 @@ extension Storage {
     /// plus sign; the query (`alt=media&token=…`) and fragment are ignored.
     /// The Firebase, JSON API and path-style forms without an object
     /// (`/v0/b/BUCKET`, `/v0/b/BUCKET/o`, `https://storage.googleapis.com/BUCKET`)
-    /// give the root reference. The bucket is compared with ``bucket`` exactly.
+    /// give the root reference. The bucket is compared with ``bucket`` exactly;
+    /// one read from a host name is lowercased first, as host names are
+    /// case-insensitive.
     ///
     /// The resulting path is normalized like ``StorageReference/child(_:)``;
     /// it is checked against the path rules only when an operation uses it.
@@ -289,11 +291,20 @@ enum StorageURLParser {
         }
     }
 
-    /// The URL without its query and fragment, which may carry a download
-    /// token that must never appear in an error.
+    /// The URL without user information, query and fragment, which may
+    /// carry a password or a download token that must never appear in an error.
     static func redacted(_ text: String) -> String {
         if text.lowercased().hasPrefix("gs://") { return text }
-        guard let cut = text.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return text }
-        return String(text[..<cut]) + "?…"
+        var result = text[...]
+        var suffix = ""
+        if let cut = result.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+            result = result[..<cut]
+            suffix = "?…"
+        }
+        guard let schemeEnd = result.range(of: "://") else { return String(result) + suffix }
+        let authority = result[schemeEnd.upperBound...].prefix(while: { $0 != "/" })
+        guard let at = authority.lastIndex(of: "@") else { return String(result) + suffix }
+        return String(result[..<schemeEnd.upperBound]) + "…@" + String(result[authority.index(after: at)...])
+            + suffix
     }
 }

@@ -92,7 +92,7 @@ struct StoragePath: Hashable, Sendable {
         // Scan bytes, not Characters: "\r\n" is a single Character, so
         // `contains("\n")` would miss a CR LF pair.
         if string.utf8.contains(where: { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }) {
-            throw .pathError("The object path contains a carriage return or line feed, which object names cannot contain.")
+            throw .pathError("The object path contains a carriage return or line feed; object names cannot.")
         }
         if string == "." || string == ".." {
             throw .pathError("The object path \"\(string)\" is not allowed: object names cannot be \".\" or \"..\".")

@@ -36,7 +36,7 @@ struct StorageMetadataJSONTests {
               "kind": "storage#object",
               "id": "my-bucket/images/space.jpg/1714979289123456",
               "selfLink": "https://www.googleapis.com/storage/v1/b/my-bucket/o/images%2Fspace.jpg",
-              "mediaLink": "https://storage.googleapis.com/download/storage/v1/b/my-bucket/o/images%2Fspace.jpg?generation=1714979289123456&alt=media",
+              "mediaLink": "https://storage.googleapis.com/download/storage/v1/b/my-bucket/o/images%2Fspace.jpg?alt=media",
               "name": "images/space.jpg",
               "bucket": "my-bucket",
               "generation": "1714979289123456",

@@ -44,7 +44,8 @@ struct URLParsingTests {
     @Test func firebaseAppspotBucket() throws {
         let appStorage = Storage(bucket: "my-app.appspot.com")
         let ref = try appStorage.reference(
-            forURL: "https://firebasestorage.googleapis.com/v0/b/my-app.appspot.com/o/images%2Fstars%20big.jpg?alt=media&token=abc"
+            forURL: "https://firebasestorage.googleapis.com/v0/b/my-app.appspot.com/o/images%2Fstars%20big.jpg"
+                + "?alt=media&token=abc"
         )
         #expect(ref.fullPath == "images/stars big.jpg")
         #expect(ref.bucket == "my-app.appspot.com")
@@ -95,7 +96,8 @@ struct URLParsingTests {
     }
 
     @Test func queryIsIgnored() throws {
-        #expect(try path("https://firebasestorage.googleapis.com/v0/b/my-bucket/o/a.jpg?alt=media&token=x%2Fy/z") == "a.jpg")
+        let firebase = "https://firebasestorage.googleapis.com/v0/b/my-bucket/o/a.jpg?alt=media&token=x%2Fy/z"
+        #expect(try path(firebase) == "a.jpg")
         #expect(try path("https://storage.googleapis.com/my-bucket/a.jpg?generation=12#x") == "a.jpg")
         #expect(try path("https://storage.googleapis.com/my-bucket/a.jpg?bad%ZZ") == "a.jpg")
     }
@@ -224,5 +226,16 @@ struct URLParsingTests {
         #expect(error.code == .pathError)
         #expect(!error.description.contains("secret-token"))
         #expect(error.message.contains("example.com/whatever"))
+    }
+
+    @Test func errorsNeverRepeatUserInformation() throws {
+        let error = try #require(throws: StorageError.self) {
+            try storage.reference(forURL: "https://user:hunter2@example.com/whatever#x")
+        }
+        #expect(error.code == .pathError)
+        #expect(!error.message.contains("hunter2"))
+        #expect(error.message.contains("https://…@example.com/whatever"))
+        // User information does not change what a valid URL names.
+        #expect(try path("https://user:pw@storage.googleapis.com/my-bucket/a.jpg") == "a.jpg")
     }
 }
