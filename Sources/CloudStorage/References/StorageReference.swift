@@ -1,13 +1,135 @@
-// PLACEHOLDER: replaced by the references work.
-public struct StorageReference: Sendable {
+/// A pointer to an object, or a place for one, in a Cloud Storage bucket.
+///
+/// A reference is a cheap value: creating one, or navigating with
+/// ``child(_:)``, ``parent()`` and ``root()``, never talks to the server and
+/// never fails. Get one from ``Storage/reference()``,
+/// ``Storage/reference(withPath:)`` or ``Storage/reference(forURL:)-(String)``.
+///
+/// ```swift
+/// let storage = Storage(bucket: "my-bucket")
+/// let imagesRef = storage.reference().child("images")
+/// let spaceRef = imagesRef.child("space.jpg")
+/// print(spaceRef.fullPath)   // "images/space.jpg"
+/// print(spaceRef.name)       // "space.jpg"
+/// print(spaceRef)            // "gs://my-bucket/images/space.jpg"
+/// ```
+///
+/// ## Paths
+///
+/// Paths are normalized as they are built: leading and trailing slashes are
+/// dropped and repeated slashes collapse, so `child("/images//space.jpg/")`
+/// and `child("images/space.jpg")` are the same reference.
+///
+/// An operation on an object checks its path against the object-name rules of
+/// Cloud Storage when the operation is attempted, not when the reference is
+/// made. A valid path:
+/// - is 1 to 1024 bytes long in UTF-8 (the root reference, with an empty path,
+///   names no object and fails with ``StorageErrorCode/invalidArgument``);
+/// - contains no carriage return or line feed;
+/// - is not `.` or `..`, and does not start with `.well-known/acme-challenge/`.
+///
+/// Breaking a rule fails the operation with ``StorageErrorCode/pathError``.
+/// The characters `#`, `[`, `]`, `*` and `?` are allowed but discouraged:
+/// other tools read them as URL or wildcard syntax.
+///
+/// ## Equality
+///
+/// Two references are equal when they have the same bucket, the same
+/// ``Storage/endpoint`` and the same normalized path. Credentials and
+/// configuration are not compared.
+public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
+    /// The service handle this reference came from: its bucket, endpoint,
+    /// credentials and settings are the ones operations on the reference use.
     public let storage: Storage
+    /// The normalized path inside the bucket.
     let path: StoragePath
-    public var fullPath: String { path.string }
-    public func child(_ path: String) -> StorageReference { self }
-}
 
-struct StoragePath: Hashable, Sendable {
-    var string: String
-    static let root = StoragePath(string: "")
-    func validatedObjectName() throws(StorageError) -> String { string }
+    init(storage: Storage, path: StoragePath) {
+        self.storage = storage
+        self.path = path
+    }
+
+    /// A reference to a path below this one.
+    ///
+    /// The path may hold several segments; it is normalized (leading,
+    /// trailing and repeated slashes removed), and an empty path or `/` gives
+    /// this reference back. Whether the result is a valid object name is
+    /// checked when an operation uses it.
+    ///
+    /// ```swift
+    /// let imagesRef = storage.reference().child("images")
+    /// let spaceRef = imagesRef.child("space.jpg")       // images/space.jpg
+    /// let sameRef = storage.reference().child("images/space.jpg")
+    /// assert(spaceRef == sameRef)
+    /// ```
+    ///
+    /// - Parameter path: A relative path such as `space.jpg` or `images/space.jpg`.
+    /// - Returns: The reference to `path` below this one.
+    public func child(_ path: String) -> StorageReference {
+        StorageReference(storage: storage, path: self.path.child(path))
+    }
+
+    /// A reference to the path one level up, or nil at the root.
+    ///
+    /// ```swift
+    /// let spaceRef = storage.reference(withPath: "images/space.jpg")
+    /// let imagesRef = spaceRef.parent()          // images
+    /// let rootRef = imagesRef?.parent()          // the bucket's root
+    /// let nilRef = rootRef?.parent()             // nil
+    /// ```
+    ///
+    /// - Returns: The parent reference; nil when this is the root.
+    public func parent() -> StorageReference? {
+        path.parent.map { StorageReference(storage: storage, path: $0) }
+    }
+
+    /// A reference to the root of the bucket.
+    ///
+    /// ```swift
+    /// let rootRef = spaceRef.root()
+    /// assert(rootRef.fullPath.isEmpty)
+    /// ```
+    ///
+    /// - Returns: The root reference of the same bucket and endpoint.
+    public func root() -> StorageReference {
+        StorageReference(storage: storage, path: .root)
+    }
+
+    /// The path from the root of the bucket, such as `images/space.jpg`;
+    /// empty at the root.
+    public var fullPath: String { path.string }
+
+    /// The last segment of the path, such as `space.jpg`; empty at the root.
+    public var name: String { path.lastComponent }
+
+    /// The name of the bucket the reference points into.
+    public var bucket: String { storage.bucket }
+
+    /// The reference as a `gs://` URL, such as `gs://my-bucket/images/space.jpg`
+    /// (`gs://my-bucket/` at the root).
+    ///
+    /// ``Storage/reference(forURL:)-(String)`` reads this form back.
+    public var description: String { "gs://\(storage.bucket)/\(path.string)" }
+
+    /// Whether two references name the same path in the same bucket on the
+    /// same endpoint.
+    ///
+    /// - Parameters:
+    ///   - lhs: A reference.
+    ///   - rhs: Another reference.
+    /// - Returns: True when bucket, endpoint and path are equal.
+    public static func == (lhs: StorageReference, rhs: StorageReference) -> Bool {
+        lhs.storage.bucket == rhs.storage.bucket
+            && lhs.storage.endpoint == rhs.storage.endpoint
+            && lhs.path == rhs.path
+    }
+
+    /// Hashes the bucket, endpoint and path: the parts equality compares.
+    ///
+    /// - Parameter hasher: The hasher to feed.
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(storage.bucket)
+        hasher.combine(storage.endpoint)
+        hasher.combine(path)
+    }
 }

@@ -1,0 +1,242 @@
+import Foundation
+
+extension StorageMetadata {
+    /// Decodes a GCS object resource, or the Firebase v0 metadata JSON, which
+    /// uses the same field names.
+    ///
+    /// The resource's `name` is the full object name: it becomes ``path``, and
+    /// its last segment ``name``. Integers (`size`, `generation`,
+    /// `metageneration`) are accepted as JSON strings, as the API sends them,
+    /// and as JSON numbers, as some emulators do. Custom `metadata` values
+    /// that are strings are kept; numbers and booleans are kept as their JSON
+    /// text (`42`, `true`); nulls, arrays and objects are skipped. A date that
+    /// is not RFC 3339 is left nil rather than failing a request that
+    /// succeeded. Unknown fields are ignored.
+    ///
+    /// - Parameter json: The response body.
+    /// - Throws: ``StorageErrorCode/internalError`` when the body is not a JSON
+    ///   object or a field has the wrong type (a string where a number must be,
+    ///   a negative size, `metadata` that is not an object); the decoding
+    ///   error is the ``StorageError/underlyingError``.
+    init(objectResource json: Data) throws(StorageError) {
+        let resource: ObjectResource
+        do {
+            resource = try JSONDecoder().decode(ObjectResource.self, from: json)
+        } catch {
+            throw .internalError(
+                "The server's answer is not an object resource: it could not be decoded as one.",
+                underlyingError: error
+            )
+        }
+        self.init()
+        if let fullName = resource.name {
+            path = fullName
+            name = StoragePath(normalizing: fullName).lastComponent
+        }
+        bucket = resource.bucket
+        generation = resource.generation?.value
+        metageneration = resource.metageneration?.value
+        size = resource.size?.value ?? 0
+        contentType = resource.contentType
+        md5Hash = resource.md5Hash
+        crc32c = resource.crc32c
+        timeCreated = resource.timeCreated.flatMap(RFC3339Date.parse)
+        updated = resource.updated.flatMap(RFC3339Date.parse)
+        cacheControl = resource.cacheControl
+        contentDisposition = resource.contentDisposition
+        contentEncoding = resource.contentEncoding
+        contentLanguage = resource.contentLanguage
+        customMetadata = resource.metadata?.compactMapValues(\.text) ?? [:]
+    }
+
+    /// The JSON body that starts an upload of this metadata to `name`.
+    ///
+    /// Holds `name`, the writable fields that are set (`contentType`,
+    /// `cacheControl`, `contentDisposition`, `contentEncoding`,
+    /// `contentLanguage`, and `metadata` when ``customMetadata`` is not
+    /// empty), and `crc32c` as base64 of four big-endian bytes when given.
+    /// Keys are sorted at every level, so equal metadata gives equal bytes.
+    ///
+    /// - Parameters:
+    ///   - name: The object name, already validated.
+    ///   - crc32c: The checksum of the whole object, when known in advance.
+    /// - Returns: UTF-8 JSON text.
+    func resourceJSON(name: String, crc32c: UInt32?) -> Data {
+        var fields: [(String, JSONText.Value)] = [("name", .string(name))]
+        let optionalFields: [(String, String?)] = [
+            ("contentType", contentType),
+            ("cacheControl", cacheControl),
+            ("contentDisposition", contentDisposition),
+            ("contentEncoding", contentEncoding),
+            ("contentLanguage", contentLanguage),
+            ("crc32c", crc32c.map(CRC32CEncoding.base64)),
+        ]
+        for case (let key, let value?) in optionalFields {
+            fields.append((key, .string(value)))
+        }
+        if !customMetadata.isEmpty {
+            fields.append(("metadata", .object(customMetadata.map { ($0.key, .string($0.value)) })))
+        }
+        return Data(JSONText.serialize(.object(fields)).utf8)
+    }
+}
+
+/// The fields of a GCS object resource the SDK reads.
+private struct ObjectResource: Decodable {
+    var name: String?
+    var bucket: String?
+    var generation: FlexibleInt64?
+    var metageneration: FlexibleInt64?
+    var size: FlexibleInt64?
+    var contentType: String?
+    var md5Hash: String?
+    var crc32c: String?
+    var timeCreated: String?
+    var updated: String?
+    var cacheControl: String?
+    var contentDisposition: String?
+    var contentEncoding: String?
+    var contentLanguage: String?
+    var metadata: [String: LooseScalar]?
+
+    private enum CodingKeys: String, CodingKey {
+        case name, bucket, generation, metageneration, size, contentType, md5Hash, crc32c
+        case timeCreated, updated, cacheControl, contentDisposition, contentEncoding, contentLanguage
+        case metadata
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decodeIfPresent(String.self, forKey: .name)
+        bucket = try container.decodeIfPresent(String.self, forKey: .bucket)
+        generation = try container.decodeIfPresent(FlexibleInt64.self, forKey: .generation)
+        metageneration = try container.decodeIfPresent(FlexibleInt64.self, forKey: .metageneration)
+        size = try container.decodeIfPresent(FlexibleInt64.self, forKey: .size)
+        if let size, size.value < 0 {
+            throw DecodingError.dataCorruptedError(
+                forKey: .size,
+                in: container,
+                debugDescription: "size is negative: \(size.value)"
+            )
+        }
+        contentType = try container.decodeIfPresent(String.self, forKey: .contentType)
+        md5Hash = try container.decodeIfPresent(String.self, forKey: .md5Hash)
+        crc32c = try container.decodeIfPresent(String.self, forKey: .crc32c)
+        timeCreated = try container.decodeIfPresent(String.self, forKey: .timeCreated)
+        updated = try container.decodeIfPresent(String.self, forKey: .updated)
+        cacheControl = try container.decodeIfPresent(String.self, forKey: .cacheControl)
+        contentDisposition = try container.decodeIfPresent(String.self, forKey: .contentDisposition)
+        contentEncoding = try container.decodeIfPresent(String.self, forKey: .contentEncoding)
+        contentLanguage = try container.decodeIfPresent(String.self, forKey: .contentLanguage)
+        metadata = try container.decodeIfPresent([String: LooseScalar].self, forKey: .metadata)
+    }
+}
+
+/// An integer sent as a JSON string (the GCS JSON API's form for 64-bit
+/// values) or as a JSON number.
+private struct FlexibleInt64: Decodable {
+    var value: Int64
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let number = try? container.decode(Int64.self) {
+            value = number
+            return
+        }
+        let text = try container.decode(String.self)
+        guard let number = Int64(text) else {
+            throw DecodingError.dataCorruptedError(
+                in: container,
+                debugDescription: "\"\(text)\" is not a 64-bit integer"
+            )
+        }
+        value = number
+    }
+}
+
+/// A custom-metadata value: its text when it is a string, number or boolean;
+/// nil (skipped) for null, arrays and objects.
+private struct LooseScalar: Decodable {
+    var text: String?
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            text = nil
+        } else if let string = try? container.decode(String.self) {
+            text = string
+        } else if let bool = try? container.decode(Bool.self) {
+            text = bool ? "true" : "false"
+        } else if let integer = try? container.decode(Int64.self) {
+            text = String(integer)
+        } else if let double = try? container.decode(Double.self) {
+            text = String(double)
+        } else {
+            text = nil
+        }
+    }
+}
+
+/// A tiny JSON writer for request bodies made only of strings and objects.
+///
+/// Hand-written because it cannot fail, unlike `JSONSerialization` and
+/// `JSONEncoder`, whose errors could only be handled by sending a wrong body;
+/// and because its output (sorted keys, no escaped `/`) is byte-for-byte the
+/// same on every platform.
+enum JSONText {
+    /// A JSON value this writer can produce.
+    indirect enum Value {
+        case string(String)
+        case object([(String, Value)])
+    }
+
+    /// The JSON text of a value, with object keys sorted by their UTF-8 bytes.
+    ///
+    /// - Parameter value: The value.
+    /// - Returns: Compact JSON text.
+    static func serialize(_ value: Value) -> String {
+        var output = ""
+        write(value, to: &output)
+        return output
+    }
+
+    private static func write(_ value: Value, to output: inout String) {
+        switch value {
+        case .string(let string):
+            writeString(string, to: &output)
+        case .object(let members):
+            output += "{"
+            let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }
+            for (index, member) in sorted.enumerated() {
+                if index > 0 { output += "," }
+                writeString(member.0, to: &output)
+                output += ":"
+                write(member.1, to: &output)
+            }
+            output += "}"
+        }
+    }
+
+    private static func writeString(_ string: String, to output: inout String) {
+        output += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{08}": output += "\\b"
+            case "\u{0C}": output += "\\f"
+            case "\u{00}"..."\u{1F}", "\u{7F}", "\u{2028}", "\u{2029}":
+                // Control characters must be escaped; U+007F and the line
+                // separators are escaped too, for readers that choke on them.
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default:
+                output.unicodeScalars.append(scalar)
+            }
+        }
+        output += "\""
+    }
+}
