@@ -119,12 +119,14 @@ struct UploadEngine: Sendable {
                 let before = checkpoint.committedBytes
                 let outcome: RequestRunner.Outcome
                 let queried = mustQuery
+                var sentEverything = false
                 if queried {
                     outcome = try await runner.send(wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
                 } else {
                     try await prepared.checkUnchanged()
                     let end = storage.configuration.chunkSize.map { min(before + $0, size) } ?? size
                     let isFinal = end == size
+                    sentEverything = isFinal
                     let request = wire.send(
                         session: session,
                         offset: before,
@@ -152,21 +154,17 @@ struct UploadEngine: Sendable {
                 }
                 if wire.sessionGoneStatuses.contains(response.status) {
                     // The server forgot the session (expired or deleted): start a new one.
-                    restarts += 1
-                    guard restarts <= Self.maxSessionRestarts else {
-                        throw StorageError(
-                            .internalError,
-                            "The server lost the upload session \(restarts) times.",
-                            httpStatus: response.status,
-                            serverMessage: response.serverMessage
-                        )
-                    }
-                    checkpoint.session = nil
-                    checkpoint.committedBytes = 0
-                    progress(0)
+                    try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
                     continue
                 }
                 switch try wire.sessionState(from: response) {
+                case .complete(let stored) where stored.size != size && !sentEverything:
+                    // The server finalized the object before it had every byte (lenient
+                    // servers do so on a status query): remove the truncated object and
+                    // upload again in a new session, rather than report a wrong object.
+                    await deleteObject(stored, upload, &runner)
+                    try restartSession(&restarts, checkpoint, progress, because: "finalized an incomplete object", response)
+                    continue
                 case .complete(let stored):
                     return try await verify(stored, upload, prepared, &runner)
                 case .active(let committed):
@@ -197,6 +195,27 @@ struct UploadEngine: Sendable {
         }
     }
 
+    private func restartSession(
+        _ restarts: inout Int,
+        _ checkpoint: UploadCheckpoint,
+        _ progress: @Sendable (Int64) -> Void,
+        because reason: String,
+        _ response: HTTPResponse
+    ) throws(StorageError) {
+        restarts += 1
+        guard restarts <= Self.maxSessionRestarts else {
+            throw StorageError(
+                .internalError,
+                "The server \(reason) \(restarts) times; giving up.",
+                httpStatus: response.status,
+                serverMessage: response.serverMessage
+            )
+        }
+        checkpoint.session = nil
+        checkpoint.committedBytes = 0
+        progress(0)
+    }
+
     /// Checks the stored object against what was sent; a wrong object is
     /// deleted rather than left looking like a success.
     private func verify(
@@ -224,11 +243,16 @@ struct UploadEngine: Sendable {
             )
         }
         guard let problem else { return stored }
-        if let generation = stored.generation {
-            let delete = wire.deleteObject(bucket: upload.bucket, name: upload.objectName, generation: generation)
-            _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(upload.objectName))
-        }
+        await deleteObject(stored, upload, &runner)
         throw problem
+    }
+
+    /// Deletes the generation of the object this upload created, when it is
+    /// known to be wrong. Best effort: a failure leaves the error as it was.
+    private func deleteObject(_ stored: StorageMetadata, _ upload: UploadDescription, _ runner: inout RequestRunner) async {
+        guard let generation = stored.generation else { return }
+        let delete = wire.deleteObject(bucket: upload.bucket, name: upload.objectName, generation: generation)
+        _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(upload.objectName))
     }
 
     /// Asks the server to drop a session; failures are ignored (sessions expire anyway).

@@ -1,0 +1,110 @@
+import FakeGCSServer
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// Payloads, files and servers for the integration suites.
+enum TestSupport {
+    /// Deterministic pseudo-random bytes, fast enough for 100 MiB in a debug build.
+    static func payload(size: Int, seed: UInt64) -> Data {
+        var data = Data(count: size)
+        var generator = SeededGenerator(seed: seed)
+        data.withUnsafeMutableBytes { raw in
+            let words = size / 8
+            let wordPointer = raw.baseAddress!.assumingMemoryBound(to: UInt64.self)
+            for index in 0..<words {
+                wordPointer[index] = generator.next()
+            }
+            var tail = generator.next()
+            for index in (words * 8)..<size {
+                raw[index] = UInt8(truncatingIfNeeded: tail)
+                tail >>= 8
+            }
+        }
+        return data
+    }
+
+    /// A new directory under the system's temporary directory, for one test.
+    static func temporaryDirectory() throws -> URL {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("cloudstorage-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        return url
+    }
+
+    /// Writes `data` to a new file named `name` in a new temporary directory.
+    static func file(named name: String = "payload.bin", containing data: Data) throws -> URL {
+        let url = try temporaryDirectory().appendingPathComponent(name)
+        try data.write(to: url)
+        return url
+    }
+
+    /// A unique bucket name for one test.
+    static func bucketName(_ label: String = "t") -> String {
+        "\(label)-\(UUID().uuidString.lowercased().prefix(13))"
+    }
+
+    /// A `Storage` for a new bucket on the shared fake-gcs-server.
+    static func fakeGCSStorage(
+        label: String = "t",
+        authorization: StorageAuthorization = .none,
+        configure: (inout StorageConfiguration) -> Void = { _ in }
+    ) async throws -> (Storage, FakeGCSServer) {
+        let server = try await FakeGCSServer.shared()
+        let bucket = bucketName(label)
+        try await server.createBucket(bucket)
+        var configuration = StorageConfiguration()
+        configuration.initialRetryDelay = .milliseconds(50)
+        configuration.maxUploadRetryTime = .seconds(20)
+        configure(&configuration)
+        let storage = Storage(
+            bucket: bucket,
+            endpoint: .gcs(server.baseURL),
+            authorization: authorization,
+            configuration: configuration
+        )
+        return (storage, server)
+    }
+
+    /// Collects every snapshot of a stream until it finishes.
+    static func collect(_ stream: AsyncStream<TaskSnapshot>) async -> [TaskSnapshot] {
+        var snapshots: [TaskSnapshot] = []
+        for await snapshot in stream {
+            snapshots.append(snapshot)
+        }
+        return snapshots
+    }
+
+    /// Checks that the server holds exactly `expected` at `path`.
+    static func expectStored(
+        _ expected: Data,
+        at path: String,
+        in storage: Storage,
+        server: FakeGCSServer,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        let stored = try await server.download(bucket: storage.bucket, object: path)
+        #expect(stored.count == expected.count, sourceLocation: sourceLocation)
+        #expect(stored == expected, "stored bytes differ", sourceLocation: sourceLocation)
+        let resource = try StorageMetadata(objectResource: try await server.objectResource(bucket: storage.bucket, object: path))
+        #expect(resource.crc32cValue == CRC32C.checksum(expected), sourceLocation: sourceLocation)
+    }
+
+    /// Whether the server has no object at `path`.
+    static func isAbsent(_ path: String, in storage: Storage, server: FakeGCSServer) async -> Bool {
+        do {
+            _ = try await server.objectResource(bucket: storage.bucket, object: path)
+            return false
+        } catch let error as FakeGCSServerError {
+            return error.httpStatus == 404
+        } catch {
+            return false
+        }
+    }
+}
+
+extension Int {
+    static let kibibyte = 1024
+    static let mebibyte = 1024 * 1024
+}

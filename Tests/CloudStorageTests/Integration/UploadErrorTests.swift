@@ -1,0 +1,141 @@
+import FakeGCSServer
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Bad input and refused requests end in a specific error and store nothing.
+@Suite("Upload errors", .timeLimit(.minutes(3)))
+struct UploadErrorTests {
+    static func failure(of task: StorageUploadTask) async -> StorageError? {
+        do {
+            _ = try await task.value
+            return nil
+        } catch {
+            #expect(task.snapshot.status == .failure)
+            #expect(task.snapshot.error?.code == error.code)
+            return error
+        }
+    }
+
+    @Test func aMissingFileIsUnreadableAndNamed() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+        let path = "/nonexistent-\(UUID().uuidString)/file.bin"
+        let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: URL(fileURLWithPath: path)))
+        #expect(error?.code == .unreadableFile)
+        #expect(error?.message.contains(path) == true)
+        #expect(error?.message.contains("does not exist") == true)
+    }
+
+    @Test func aDirectoryIsNotAFileToUpload() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: directory))
+        #expect(error?.code == .unreadableFile)
+        #expect(error?.message.contains("directory") == true)
+    }
+
+    @Test(.enabled(if: getuid() != 0, "root reads any file"))
+    func anUnreadableFileIsReported() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+        let file = try TestSupport.file(containing: Data("secret".utf8))
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        chmod(file.path, 0)
+        let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: file))
+        #expect(error?.code == .unreadableFile)
+    }
+
+    @Test func theRootReferenceCannotBeUploadedTo() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+        let error = await Self.failure(of: storage.reference().putData(Data("x".utf8)))
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test(arguments: [String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513)])
+    func invalidObjectNamesFailWithPathError(path: String) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err")
+        let error = await Self.failure(of: storage.reference(withPath: path).putData(Data("x".utf8)))
+        #expect(error?.code == .pathError)
+        #expect(await TestSupport.isAbsent(path, in: storage, server: server))
+    }
+
+    @Test(arguments: [Int64(0), 1000, 256 * 1024 + 1, -262_144])
+    func anInvalidChunkSizeIsRejected(chunkSize: Int64) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = chunkSize }
+        let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: 10)))
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("256 KiB") == true)
+    }
+
+    @Test(arguments: [100, 20 * 1024 * 1024])
+    func aMissingBucketIsReported(size: Int) async throws {
+        let server = try await FakeGCSServer.shared()
+        let storage = Storage(bucket: TestSupport.bucketName("missing"), endpoint: .gcs(server.baseURL))
+        let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: size)))
+        #expect(error?.code == .bucketNotFound)
+        #expect(error?.httpStatus == 404)
+    }
+
+    @Test func credentialsAreNeverSentOverPlainHTTPToAnotherMachine() async throws {
+        // `.invalid` never resolves, and the check runs before any connection is made.
+        let storage = Storage(
+            bucket: "b",
+            endpoint: .gcs(URL(string: "http://storage.example.invalid:4443")!),
+            authorization: .bearerToken("secret-token")
+        )
+        let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data("x".utf8)))
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.description.contains("secret-token") == false)
+        #expect(error?.message.contains("plain HTTP") == true)
+    }
+
+    @Test func aFileTruncatedMidUploadFailsAndStoresNothing() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = 512 * 1024 }
+        let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 21))
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let ref = storage.reference(withPath: "changed/truncated")
+        let task = ref.putFile(from: file)
+        await UploadTaskControlTests.waitForProgress(task)
+        #expect(truncate(file.path, 1024 * 1024) == 0)
+        let error = await Self.failure(of: task)
+        #expect(error?.code == .fileChanged)
+        #expect(error?.message.contains(file.path) == true)
+        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
+    }
+
+    @Test func aFileRewrittenMidUploadFailsAndStoresNothing() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = 512 * 1024 }
+        let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 22))
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let ref = storage.reference(withPath: "changed/rewritten")
+        let task = ref.putFile(from: file)
+        await UploadTaskControlTests.waitForProgress(task)
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.write(contentsOf: Data(repeating: 0xAB, count: 4096))
+        try handle.close()
+        let error = await Self.failure(of: task)
+        #expect(error?.code == .fileChanged)
+        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
+    }
+
+    @Test func aFileDeletedMidUploadFails() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = 512 * 1024 }
+        let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 23))
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let ref = storage.reference(withPath: "changed/deleted")
+        let task = ref.putFile(from: file)
+        await UploadTaskControlTests.waitForProgress(task)
+        try FileManager.default.removeItem(at: file)
+        let error = await Self.failure(of: task)
+        #expect(error?.code == .fileChanged)
+        #expect(error?.message.contains("disappeared") == true)
+        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
+    }
+}

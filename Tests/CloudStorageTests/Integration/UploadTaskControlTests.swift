@@ -1,0 +1,145 @@
+import FakeGCSServer
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// Pause, resume and cancel against fake-gcs-server.
+@Suite("Upload task control", .timeLimit(.minutes(5)))
+struct UploadTaskControlTests {
+    /// Waits until the task reports some bytes sent.
+    static func waitForProgress(_ task: StorageUploadTask) async {
+        for await snapshot in task.snapshots where snapshot.status == .progress && snapshot.progress.completedUnitCount > 0 {
+            return
+        }
+    }
+
+    @Test func pauseThenResumeMidTransferStoresEveryByte() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause") {
+            $0.chunkSize = 512 * 1024
+        }
+        let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 11)
+        let file = try TestSupport.file(containing: payload)
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let ref = storage.reference(withPath: "paused/big.bin")
+        let task = ref.putFile(from: file)
+        let observed = Task { await TestSupport.collect(task.snapshots) }
+
+        await Self.waitForProgress(task)
+        await task.pause()
+        #expect(task.snapshot.status == .pause)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(task.snapshot.status == .pause, "nothing is published while paused")
+        await task.resume()
+        let metadata = try await task.value
+        #expect(metadata.size == Int64(payload.count))
+        try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
+
+        let statuses = await observed.value.map(\.status).filter { $0 != .progress }
+        #expect(statuses == [.resume, .pause, .resume, .success])
+    }
+
+    @Test func pauseAndResumeASmallUploadBeforeItStarts() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause")
+        let payload = TestSupport.payload(size: 100 * .kibibyte, seed: 12)
+        let ref = storage.reference(withPath: "paused/small.bin")
+        let task = ref.putData(payload)
+        await task.pause()
+        await task.pause()  // a second pause changes nothing
+        await task.resume()
+        _ = try await task.value
+        try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
+    }
+
+    @Test func cancelMidTransferEndsInCancelledAndStoresNothing() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel") {
+            $0.chunkSize = 512 * 1024
+        }
+        let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 13)
+        let ref = storage.reference(withPath: "cancelled/big.bin")
+        let task = ref.putData(payload)
+        let observed = Task { await TestSupport.collect(task.snapshots) }
+        await Self.waitForProgress(task)
+        await task.cancel()
+        await #expect(throws: StorageError.self) { try await task.value }
+        do {
+            _ = try await task.value
+        } catch {
+            #expect(error.code == .cancelled)
+        }
+        let snapshots = await observed.value
+        #expect(snapshots.last?.status == .failure)
+        #expect(snapshots.last?.error?.code == .cancelled)
+        #expect(snapshots.filter { $0.status.isTerminal }.count == 1)
+        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
+    }
+
+    @Test func cancelWhilePausedEndsInCancelled() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel") {
+            $0.chunkSize = 512 * 1024
+        }
+        let ref = storage.reference(withPath: "cancelled/paused.bin")
+        let task = ref.putData(TestSupport.payload(size: 20 * .mebibyte, seed: 14))
+        await Self.waitForProgress(task)
+        await task.pause()
+        await task.cancel()
+        await task.resume()  // too late: changes nothing
+        let error = await #expect(throws: StorageError.self) { try await task.value }
+        #expect(error?.code == .cancelled)
+        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
+    }
+
+    @Test func cancellingTheCallingTaskCancelsPutDataAsync() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel") {
+            $0.chunkSize = 512 * 1024
+        }
+        let ref = storage.reference(withPath: "cancelled/async.bin")
+        let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 15)
+        let upload = Task { try await ref.putDataAsync(payload) }
+        try await Task.sleep(for: .milliseconds(200))
+        upload.cancel()
+        let error = await #expect(throws: StorageError.self) { try await upload.value }
+        #expect(error?.code == .cancelled)
+        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
+    }
+
+    @Test func controlsAfterTheEndChangeNothing() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ended")
+        let task = storage.reference(withPath: "ended/a").putData(Data("abc".utf8))
+        let metadata = try await task.value
+        await task.pause()
+        await task.cancel()
+        await task.resume()
+        #expect(task.snapshot.status == .success)
+        #expect(try await task.value == metadata)
+        // A subscriber after the end gets the terminal snapshot, then the stream ends.
+        let late = await TestSupport.collect(task.snapshots)
+        #expect(late.map(\.status) == [.success])
+        #expect(late.first?.metadata == metadata)
+    }
+
+    @Test func manySubscribersSeeTheSameStatusesInOrder() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs")
+        let task = storage.reference(withPath: "subs/a").putData(TestSupport.payload(size: 12 * .mebibyte, seed: 16))
+        let observers = (0..<20).map { _ in Task { await TestSupport.collect(task.snapshots) } }
+        _ = try await task.value
+        for observer in observers {
+            let seen = await observer.value
+            #expect(seen.last?.status == .success)
+            #expect(seen.filter { $0.status.isTerminal }.count == 1)
+            let completed = seen.map(\.progress.completedUnitCount)
+            #expect(completed == completed.sorted())
+        }
+    }
+
+    @Test func aTaskNobodyHoldsStillFinishes() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "detached")
+        let payload = TestSupport.payload(size: 9 * .mebibyte, seed: 17)
+        storage.reference(withPath: "detached/a").putData(payload)
+        let deadline = ContinuousClock.now + .seconds(60)
+        while await TestSupport.isAbsent("detached/a", in: storage, server: server), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await TestSupport.expectStored(payload, at: "detached/a", in: storage, server: server)
+    }
+}
