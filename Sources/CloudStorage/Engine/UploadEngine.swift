@@ -166,6 +166,7 @@ struct UploadEngine: Sendable {
                     try restartSession(&restarts, checkpoint, progress, because: "finalized an incomplete object", response)
                     continue
                 case .complete(let stored):
+                    checkpoint.session = nil  // finalized: nothing left to discard
                     return try await verify(stored, upload, prepared, &runner)
                 case .active(let committed):
                     guard committed <= size else {

@@ -60,8 +60,17 @@ final class SnapshotBroadcast<Element: Sendable>: Sendable {
         self.state = Mutex(State(initial: initial))
     }
 
-    /// The most recent element published (status or progress, or the terminal one).
-    var latest: Element {
+    /// Creates a broadcast with nothing published yet, for an owner that can
+    /// only make its first element once it exists itself (an actor whose
+    /// snapshots refer to it). Until the first publish, ``latest`` is nil and
+    /// new streams start with the first element published.
+    init() {
+        self.state = Mutex(State(initial: nil))
+    }
+
+    /// The most recent element published (status or progress, or the terminal
+    /// one); nil only before anything was published to a broadcast made with ``init()``.
+    var latest: Element? {
         state.withLock { $0.latest }
     }
 
@@ -253,8 +262,8 @@ extension SnapshotBroadcast {
         private var storage: [Entry]
         private var head = 0
 
-        init(_ first: Entry) {
-            storage = [first]
+        init(_ first: Entry?) {
+            storage = first.map { [$0] } ?? []
         }
 
         var count: Int { storage.count - head }
@@ -289,24 +298,25 @@ extension SnapshotBroadcast {
     /// tested) without threads. Every mutation returns the continuations to
     /// resume instead of resuming them.
     struct State {
-        private(set) var latest: Element
+        private(set) var latest: Element?
         private var latestIsProgress = false
         private var progressEpoch: UInt64?
         private var isFinished = false
         private(set) var subscribers: [UInt64: Mailbox] = [:]
         private var nextID: UInt64 = 0
 
-        init(initial: Element) {
+        init(initial: Element?) {
             latest = initial
         }
 
         mutating func subscribe() -> Subscribed {
-            if isFinished {
+            if isFinished, let latest {
                 return .finished(terminal: latest)
             }
             let id = nextID
             nextID += 1
-            subscribers[id] = Mailbox(queue: Queue(Entry(element: latest, isProgress: latestIsProgress)))
+            let first = latest.map { Entry(element: $0, isProgress: latestIsProgress) }
+            subscribers[id] = Mailbox(queue: Queue(first))
             return .subscribed(id: id)
         }
 

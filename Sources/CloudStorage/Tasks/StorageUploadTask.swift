@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// An upload in progress: an actor that owns the upload's state, and that
 /// you can watch, pause, resume and cancel.
@@ -185,7 +185,7 @@ public actor StorageUploadTask: StorageTask {
             // A paused worker may still be unwinding: never let two touch the session.
             await previous?.value
             let outcome: StateMachine.Outcome
-            do {
+            do throws(StorageError) {
                 let metadata = try await engine.run(checkpoint: checkpoint) { [weak self] completed in
                     guard let self else { return }
                     self.broadcast.publishProgress(self.makeSnapshot(.progress, completed: completed), epoch: epoch)
@@ -194,7 +194,7 @@ public actor StorageUploadTask: StorageTask {
             } catch {
                 outcome = .failure(error)
             }
-            await self.workerEnded(epoch: epoch, outcome: outcome)
+            self.workerEnded(epoch: epoch, outcome: outcome)
         }
     }
 

@@ -103,6 +103,8 @@ private final class Exchange: Sendable {
 
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
+    var hasResponse: Bool { state.withLock { $0.status != 0 } }
+
     func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
         state.withLock { $0.continuation = continuation }
     }
@@ -140,6 +142,10 @@ private final class Exchange: Sendable {
 
     func completeWithResponse() {
         let response = state.withLock { HTTPResponse(status: $0.status, headers: $0.headers, body: $0.body) }
+        guard response.status != 0 else {
+            complete(.failure(HTTPTransportError(kind: .connectionLost, message: "The server closed the connection without an answer.")))
+            return
+        }
         complete(.success(response))
     }
 }
@@ -210,16 +216,20 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else {
             return
         }
-        guard let error else {
-            exchange.completeWithResponse()
-            return
-        }
         if let bodyError = exchange.bodyError {
+            // The body could not be read: whatever the server said, the request was not what we meant to send.
             exchange.complete(.failure(HTTPTransportError(kind: .bodyUnreadable, message: bodyError.message, bodyError: bodyError)))
         } else if exchange.isCancelled {
             exchange.complete(.failure(CancellationError()))
-        } else {
+        } else if let error {
             exchange.complete(.failure(HTTPTransportError(error)))
+        } else {
+            // A 3xx whose redirect was declined (a resumable upload's 308) may
+            // complete without a `didReceive response` callback.
+            if let response = task.response as? HTTPURLResponse, !exchange.hasResponse {
+                exchange.receive(response)
+            }
+            exchange.completeWithResponse()
         }
     }
 }
@@ -239,7 +249,9 @@ extension HTTPTransportError {
         default:
             kind = .other
         }
-        self.init(kind: kind, message: String(describing: error))
+        // Never the error's description: URLError's names the URL, and an upload
+        // session's URL is a credential.
+        self.init(kind: kind, message: "URL loading failed (\(code.map { String($0.rawValue) } ?? "unknown code"))")
     }
 }
 

@@ -66,7 +66,7 @@ struct UploadErrorTests {
         #expect(await TestSupport.isAbsent(path, in: storage, server: server))
     }
 
-    @Test(arguments: [Int64(0), 1000, 256 * 1024 + 1, -262_144])
+    @Test(arguments: [0, 1000, 256 * 1024 + 1, -262_144] as [Int64])
     func anInvalidChunkSizeIsRejected(chunkSize: Int64) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = chunkSize }
         let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: 10)))
