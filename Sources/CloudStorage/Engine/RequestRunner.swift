@@ -78,6 +78,32 @@ struct RequestRunner: Sendable {
         throw StorageError(.unauthenticated, "The server refused a freshly fetched token.", httpStatus: 401)
     }
 
+    /// Sends `request` to the end even if the calling task is cancelled
+    /// meanwhile, then reports the cancellation.
+    ///
+    /// For requests whose answer must not be lost: a session the server
+    /// opened can only be deleted (or resumed) if its URL arrives.
+    ///
+    /// - Throws: As ``send(_:accepting:about:sentChecksum:progress:)``.
+    mutating func sendShielded(
+        _ request: HTTPRequest,
+        accepting accepted: Set<Int>,
+        about subject: HTTPResponse.Subject
+    ) async throws(StorageError) -> Outcome {
+        let copy = self
+        let shielded = Task { () async -> (Result<Outcome, StorageError>, RequestRunner) in
+            var runner = copy
+            do throws(StorageError) {
+                return (.success(try await runner.send(request, accepting: accepted, about: subject)), runner)
+            } catch {
+                return (.failure(error), runner)
+            }
+        }
+        let (result, runner) = await shielded.value
+        self = runner
+        return try result.get()
+    }
+
     private mutating func credential(refreshing: Bool) async throws(StorageError) -> String? {
         if hasToken && !refreshing { return token }
         token = try await storage.authorization.token(forceRefresh: refreshing)

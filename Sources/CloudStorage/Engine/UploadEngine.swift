@@ -48,6 +48,7 @@ struct UploadEngine: Sendable {
             prepared = try await PreparedSource.prepare(source, computingChecksum: configuration.verifiesChecksums)
             checkpoint.source = prepared
         }
+        progress(checkpoint.committedBytes)  // observers learn the size before the first byte goes out
         let upload = UploadDescription(
             bucket: storage.bucket,
             objectName: name,
@@ -104,12 +105,16 @@ struct UploadEngine: Sendable {
         do throws(StorageError) {
             while true {
                 guard let session = checkpoint.session else {
-                    switch try await runner.send(wire.startSession(upload), accepting: [200, 201], about: .bucket(upload.bucket)) {
+                    // Shielded: once the server opens a session, its URL must arrive, or
+                    // a pause could not continue it and a cancel could not delete it.
+                    let start = wire.startSession(upload)
+                    switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
                     case .answer(let response):
                         checkpoint.session = try wire.sessionURL(from: response)
                         checkpoint.committedBytes = 0
                         mustQuery = false
                         runner.madeProgress()
+                        if Task.isCancelled { throw .cancelled() }
                     case .retryable(let failure):
                         try await runner.backOff(after: failure)
                     }

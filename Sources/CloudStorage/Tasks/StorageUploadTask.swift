@@ -96,6 +96,9 @@ public actor StorageUploadTask: StorageTask {
         broadcast.subscribe()
     }
 
+    /// Live snapshot streams, for leak checks in tests.
+    nonisolated var subscriberCount: Int { broadcast.subscriberCount }
+
     /// The latest snapshot.
     public nonisolated var snapshot: TaskSnapshot {
         broadcast.latest ?? makeSnapshot(.resume, completed: 0)
@@ -142,8 +145,11 @@ public actor StorageUploadTask: StorageTask {
     /// The task ends in ``TaskStatus/failure`` with
     /// ``StorageErrorCode/cancelled`` once the request in flight has stopped
     /// and the server session is deleted — or in ``TaskStatus/success`` if the
-    /// server had already stored the whole object. Does nothing after the
-    /// task ended.
+    /// server had already stored the whole object. If a session is being
+    /// opened at that moment, the task first waits for the server's answer
+    /// (at most ``StorageConfiguration/requestTimeout``), so that the session
+    /// can be deleted rather than left behind. Does nothing after the task
+    /// ended.
     public func cancel() {
         perform(machine.cancel())
     }

@@ -37,7 +37,21 @@ final class ScriptedGCSTransport: HTTPTransport {
     }
 
     private let state = Mutex(State())
+    /// Random delay before and after the server acts on a request, so that
+    /// pauses and cancellations land at every point of an exchange.
+    private let latency: ClosedRange<Int>?
     static let base = URL(string: "http://127.0.0.1:9")!
+
+    /// - Parameter latencyMicroseconds: Delay range applied twice per request, or nil for none.
+    init(latencyMicroseconds: ClosedRange<Int>? = nil) {
+        latency = latencyMicroseconds
+    }
+
+    private func delay() async throws {
+        if let latency {
+            try await Task.sleep(for: .microseconds(Int.random(in: latency)))
+        }
+    }
 
     /// Queues a fault for the first later request that `matches`.
     func inject(_ fault: Fault, when matches: @escaping @Sendable (HTTPRequest) -> Bool) {
@@ -46,10 +60,17 @@ final class ScriptedGCSTransport: HTTPTransport {
 
     var exchanges: [Exchange] { state.withLock { $0.exchanges } }
     var finalized: Data? { state.withLock { $0.finalized } }
+    /// Whether the newest session was deleted with a DELETE.
+    var lastSessionDeleted: Bool {
+        state.withLock { state in
+            state.exchanges.contains { $0.method == "DELETE" && $0.url.path == "/session/\(state.sessions)" }
+        }
+    }
     var sessionsStarted: Int { state.withLock { $0.sessions } }
 
     func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
         try Task.checkCancellation()
+        try await delay()
         let body = try Self.bytes(of: request.body)
         progress?(Int64(body.count))
         let result: Result<HTTPResponse, HTTPTransportError> = state.withLock { state in
@@ -59,6 +80,8 @@ final class ScriptedGCSTransport: HTTPTransport {
             state.exchanges.append(Exchange(method: request.method, url: request.url, headers: request.headers, status: status))
             return result
         }
+        // The server has acted; a cancellation now loses only the answer, as on a real network.
+        try await delay()
         return try result.get()
     }
 

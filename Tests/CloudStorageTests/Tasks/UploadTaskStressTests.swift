@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// Random interleavings of pause, resume, cancel and Swift task cancellation
+/// against uploads in flight, with request latency so that every control
+/// lands at every point of an exchange.
+@Suite("Upload task stress", .timeLimit(.minutes(3)))
+struct UploadTaskStressTests {
+    static let size = 1024 * 1024 + 123
+
+    enum Control: CaseIterable {
+        case pause, resume, cancel, wait
+    }
+
+    @Test(arguments: 0..<120)
+    func randomControlsEndExactlyOnceWithTheRightBytes(seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &* 7919)
+        let transport = ScriptedGCSTransport(latencyMicroseconds: 0...400)
+        let storage = UploadEngineProtocolTests.storage(transport) { $0.chunkSize = 256 * 1024 }
+        let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed))
+        let useSwiftCancellation = seed % 5 == 0
+
+        let task = storage.reference(withPath: "stress/\(seed)").putData(payload)
+        // Subscribed here, synchronously: each stream must start with the first `.resume`.
+        let observers = (0..<3).map { _ in task.snapshots }.map { stream in Task { await TestSupport.collect(stream) } }
+        let awaiting = Task { try await task.value }
+        let asyncUpload: Task<StorageMetadata, any Error>? = useSwiftCancellation
+            ? Task { try await storage.reference(withPath: "stress/\(seed)-async").putDataAsync(payload) }
+            : nil
+
+        var pausedLast = false
+        for _ in 0..<Int.random(in: 1...12, using: &generator) {
+            switch Control.allCases.randomElement(using: &generator)! {
+            case .pause:
+                await task.pause()
+                pausedLast = true
+            case .resume:
+                await task.resume()
+                pausedLast = false
+            case .cancel:
+                await task.cancel()
+            case .wait:
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...2000, using: &generator)))
+            }
+        }
+        if pausedLast { await task.resume() }
+        asyncUpload?.cancel()
+
+        let outcome = await awaiting.result
+        switch outcome {
+        case .success(let metadata):
+            #expect(metadata.size == Int64(Self.size))
+        case .failure(let error):
+            #expect((error as? StorageError)?.code == .cancelled, "only cancellation can fail these uploads: \(error)")
+        }
+        for observer in observers {
+            let seen = await observer.value
+            #expect(seen.filter { $0.status.isTerminal }.count == 1)
+            #expect(seen.last?.status.isTerminal == true)
+            #expect(seen.first?.status == .resume)
+        }
+        // After the end, a new stream holds just the terminal snapshot.
+        let statuses = await TestSupport.collect(task.snapshots).map(\.status)
+        #expect(statuses.count == 1 && statuses[0].isTerminal)
+        #expect(task.subscriberCount == 0, "every stream was finished and released")
+
+        if let asyncUpload {
+            let result = await asyncUpload.result
+            if case .failure(let error) = result {
+                #expect((error as? StorageError)?.code == .cancelled)
+            }
+        }
+    }
+
+    @Test(arguments: 0..<40)
+    func cancelAlwaysDiscardsTheSessionUnlessTheObjectWasStored(seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &+ 100)
+        let transport = ScriptedGCSTransport(latencyMicroseconds: 0...300)
+        let storage = UploadEngineProtocolTests.storage(transport) { $0.chunkSize = 256 * 1024 }
+        let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed))
+        let task = storage.reference(withPath: "cancel/\(seed)").putData(payload)
+        try await Task.sleep(for: .microseconds(Int.random(in: 0...4000, using: &generator)))
+        if Bool.random(using: &generator) { await task.pause() }
+        await task.cancel()
+        switch await task.result() {
+        case .success:
+            #expect(transport.finalized == payload)
+        case .failure(let error):
+            #expect(error.code == .cancelled)
+            #expect(transport.finalized == nil)
+            if transport.sessionsStarted > 0 {
+                #expect(transport.lastSessionDeleted, "a cancelled upload deletes its session")
+            }
+        }
+    }
+
+    @Test(arguments: 0..<40)
+    func pausesAndResumesNeverCorruptTheObject(seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &+ 500)
+        let transport = ScriptedGCSTransport(latencyMicroseconds: 0...300)
+        let storage = UploadEngineProtocolTests.storage(transport) { $0.chunkSize = 256 * 1024 }
+        let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) + 1)
+        let task = storage.reference(withPath: "pause/\(seed)").putData(payload)
+        for _ in 0..<Int.random(in: 1...8, using: &generator) {
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...1500, using: &generator)))
+            await task.pause()
+            try await Task.sleep(for: .microseconds(Int.random(in: 0...500, using: &generator)))
+            await task.resume()
+        }
+        let metadata = try await task.value
+        #expect(metadata.size == Int64(Self.size))
+        #expect(transport.finalized == payload)
+    }
+}
