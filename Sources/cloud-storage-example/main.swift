@@ -138,7 +138,9 @@ func run() async throws {
     guard stored == original else {
         throw ExampleError("the stored object differs from the file (\(stored.count) vs \(original.count) bytes)")
     }
-    print("Stored \(ref): \(metadata.size) bytes, \(metadata.contentType ?? "no content type"), CRC32C \(metadata.crc32c ?? "-")")
+    print(
+        "Stored \(ref): \(metadata.size) bytes, \(metadata.contentType ?? "no content type"), CRC32C \(metadata.crc32c ?? "-")"
+    )
     print("Read it back from the server: every byte matches.")
 }
 

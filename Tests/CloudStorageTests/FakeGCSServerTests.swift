@@ -3,13 +3,13 @@ import Foundation
 import Testing
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// The support target that installs and runs fake-gcs-server for the compatibility tests.
@@ -77,7 +77,7 @@ struct FakeGCSServerTests {
         let pid = server.supervisorProcessIdentifier
         #expect(processExists(pid))
         #if os(Linux)
-            #expect(serverProcessExists(port: server.port))
+        #expect(serverProcessExists(port: server.port))
         #endif
 
         server.stop()
@@ -87,7 +87,7 @@ struct FakeGCSServerTests {
         #expect(!server.isRunning)
         #expect(!processExists(pid))
         #if os(Linux)
-            #expect(!serverProcessExists(port: server.port))
+        #expect(!serverProcessExists(port: server.port))
         #endif
         await #expect(throws: (any Error).self) {
             _ = try await URLSession.shared.data(from: server.baseURL.appendingPathComponent("storage/v1/b"))
@@ -105,7 +105,7 @@ struct FakeGCSServerTests {
         await server.waitUntilStopped()
         #expect(!processExists(pid))
         #if os(Linux)
-            #expect(!serverProcessExists(port: server.port))
+        #expect(!serverProcessExists(port: server.port))
         #endif
         await #expect(throws: (any Error).self) {
             _ = try await URLSession.shared.data(from: server.baseURL.appendingPathComponent("storage/v1/b"))
@@ -125,17 +125,17 @@ private func processExists(_ pid: Int32) -> Bool {
 }
 
 #if os(Linux)
-    /// Whether some process's command line holds `-external-url http://127.0.0.1:<port>`.
-    private func serverProcessExists(port: Int) -> Bool {
-        let needle = Data("-external-url\u{0}http://127.0.0.1:\(port)\u{0}".utf8)
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        for entry in entries where entry.allSatisfy(\.isNumber) {
-            guard let commandLine = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
-            // The supervisor's command line holds the server's arguments too; only count the server itself.
-            if commandLine.range(of: needle) != nil, commandLine.range(of: Data("-c\u{0}".utf8)) == nil {
-                return true
-            }
+/// Whether some process's command line holds `-external-url http://127.0.0.1:<port>`.
+private func serverProcessExists(port: Int) -> Bool {
+    let needle = Data("-external-url\u{0}http://127.0.0.1:\(port)\u{0}".utf8)
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+    for entry in entries where entry.allSatisfy(\.isNumber) {
+        guard let commandLine = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+        // The supervisor's command line holds the server's arguments too; only count the server itself.
+        if commandLine.range(of: needle) != nil, commandLine.range(of: Data("-c\u{0}".utf8)) == nil {
+            return true
         }
-        return false
     }
+    return false
+}
 #endif

@@ -2,7 +2,7 @@ public import Foundation
 import Synchronization
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// A fake-gcs-server process on a free loopback port, for tests, examples and benchmarks.

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// Finds TCP ports on 127.0.0.1 that nobody is listening on.
@@ -15,9 +15,9 @@ enum LoopbackPort {
     /// server exits early.
     static func free() throws -> Int {
         #if canImport(Glibc) || canImport(Musl)
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
         guard fd >= 0 else {
             throw FakeGCSServerError(.launchFailed, "socket() failed: errno \(errno)")

@@ -151,7 +151,8 @@ extension URL {
         guard let host = host?.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) else {
             return true
         }
-        let isLoopback = host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
+        let isLoopback =
+            host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
             || (host.hasPrefix("127.") && host.split(separator: ".").count == 4)
         return !isLoopback
     }

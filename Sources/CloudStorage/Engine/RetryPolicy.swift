@@ -7,7 +7,8 @@ struct RetryPolicy: Sendable {
 
     init(configuration: StorageConfiguration) {
         initialDelay = configuration.initialRetryDelay
-        maxDelay = configuration.maxUploadRetryTime < configuration.maxRetryDelay
+        maxDelay =
+            configuration.maxUploadRetryTime < configuration.maxRetryDelay
             ? configuration.maxUploadRetryTime : configuration.maxRetryDelay
         budget = configuration.maxUploadRetryTime
     }

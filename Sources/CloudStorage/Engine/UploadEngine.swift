@@ -126,7 +126,8 @@ struct UploadEngine: Sendable {
                 let queried = mustQuery
                 var sentEverything = false
                 if queried {
-                    outcome = try await runner.send(wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
+                    outcome = try await runner.send(
+                        wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
                 } else {
                     try await prepared.checkUnchanged()
                     let end = storage.configuration.chunkSize.map { min(before + $0, size) } ?? size
@@ -168,7 +169,8 @@ struct UploadEngine: Sendable {
                     // servers do so on a status query): remove the truncated object and
                     // upload again in a new session, rather than report a wrong object.
                     await deleteObject(stored, upload, &runner)
-                    try restartSession(&restarts, checkpoint, progress, because: "finalized an incomplete object", response)
+                    try restartSession(
+                        &restarts, checkpoint, progress, because: "finalized an incomplete object", response)
                     continue
                 case .complete(let stored):
                     checkpoint.session = nil  // finalized: nothing left to discard
@@ -186,7 +188,8 @@ struct UploadEngine: Sendable {
                         // Bytes went out and none were kept: count it as a failure, so a
                         // server that never commits cannot keep the upload looping.
                         try await runner.backOff(
-                            after: StorageError(.unknown, "The server committed none of the bytes sent.", httpStatus: response.status)
+                            after: StorageError(
+                                .unknown, "The server committed none of the bytes sent.", httpStatus: response.status)
                         )
                     }
                 }
@@ -255,7 +258,9 @@ struct UploadEngine: Sendable {
 
     /// Deletes the generation of the object this upload created, when it is
     /// known to be wrong. Best effort: a failure leaves the error as it was.
-    private func deleteObject(_ stored: StorageMetadata, _ upload: UploadDescription, _ runner: inout RequestRunner) async {
+    private func deleteObject(
+        _ stored: StorageMetadata, _ upload: UploadDescription, _ runner: inout RequestRunner
+    ) async {
         guard let generation = stored.generation else { return }
         let delete = wire.deleteObject(bucket: upload.bucket, name: upload.objectName, generation: generation)
         _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(upload.objectName))
@@ -263,6 +268,7 @@ struct UploadEngine: Sendable {
 
     /// Asks the server to drop a session; failures are ignored (sessions expire anyway).
     func discardSession(_ session: URL, _ runner: inout RequestRunner) async {
-        _ = try? await runner.send(wire.cancel(session: session), accepting: [200, 204, 404, 410, 499], about: .object(path.string))
+        _ = try? await runner.send(
+            wire.cancel(session: session), accepting: [200, 204, 404, 410, 499], about: .object(path.string))
     }
 }

@@ -145,7 +145,10 @@ private final class Exchange: Sendable {
     func completeWithResponse() {
         let response = state.withLock { HTTPResponse(status: $0.status, headers: $0.headers, body: $0.body) }
         guard response.status != 0 else {
-            complete(.failure(HTTPTransportError(kind: .connectionLost, message: "The server closed the connection without an answer.")))
+            complete(
+                .failure(
+                    HTTPTransportError(
+                        kind: .connectionLost, message: "The server closed the connection without an answer.")))
             return
         }
         complete(.success(response))
@@ -220,7 +223,8 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         }
         if let bodyError = exchange.bodyError {
             // The body could not be read: whatever the server said, the request was not what we meant to send.
-            exchange.complete(.failure(HTTPTransportError(kind: .bodyUnreadable, message: bodyError.message, bodyError: bodyError)))
+            exchange.complete(
+                .failure(HTTPTransportError(kind: .bodyUnreadable, message: bodyError.message, bodyError: bodyError)))
         } else if exchange.isCancelled {
             exchange.complete(.failure(CancellationError()))
         } else if let error {

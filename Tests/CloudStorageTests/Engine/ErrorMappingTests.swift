@@ -36,7 +36,8 @@ struct ErrorMappingTests {
     }
 
     @Test func aChecksumComplaintIsNonMatchingChecksumOnlyWhenOneWasSent() {
-        let response = Self.response(400, "Provided CRC32C \\\"AAAAAA==\\\" doesn't match calculated CRC32C \\\"BBBBBB==\\\".")
+        let response = Self.response(
+            400, "Provided CRC32C \\\"AAAAAA==\\\" doesn't match calculated CRC32C \\\"BBBBBB==\\\".")
         #expect(response.storageError(about: .object("o"), sentChecksum: true).code == .nonMatchingChecksum)
         #expect(response.storageError(about: .object("o"), sentChecksum: false).code == .invalidArgument)
     }
@@ -52,7 +53,8 @@ struct ErrorMappingTests {
 
     @Test func serverMessagesComeFromJSONOrText() {
         #expect(Self.response(500, "boom").serverMessage == "boom")
-        #expect(HTTPResponse(status: 500, headers: [:], body: Data("  plain text \n".utf8)).serverMessage == "plain text")
+        #expect(
+            HTTPResponse(status: 500, headers: [:], body: Data("  plain text \n".utf8)).serverMessage == "plain text")
         #expect(HTTPResponse(status: 500, headers: [:], body: Data()).serverMessage == nil)
     }
 

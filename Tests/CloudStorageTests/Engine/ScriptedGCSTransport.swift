@@ -77,7 +77,8 @@ final class ScriptedGCSTransport: HTTPTransport {
             let fault = state.faults.firstIndex { $0.matches(request) }.map { state.faults.remove(at: $0).fault }
             let result = Self.answer(request, body: body, fault: fault, state: &state)
             let status = (try? result.get())?.status ?? -1
-            state.exchanges.append(Exchange(method: request.method, url: request.url, headers: request.headers, status: status))
+            state.exchanges.append(
+                Exchange(method: request.method, url: request.url, headers: request.headers, status: status))
             return result
         }
         // The server has acted; a cancellation now loses only the answer, as on a real network.
@@ -85,16 +86,22 @@ final class ScriptedGCSTransport: HTTPTransport {
         return try result.get()
     }
 
-    private static func answer(_ request: HTTPRequest, body: Data, fault: Fault?, state: inout State) -> Result<HTTPResponse, HTTPTransportError> {
+    private static func answer(
+        _ request: HTTPRequest, body: Data, fault: Fault?, state: inout State
+    ) -> Result<HTTPResponse, HTTPTransportError> {
         if case .status(let status)? = fault {
-            return .success(HTTPResponse(status: status, headers: [:], body: Data("{\"error\":{\"message\":\"scripted \(status)\"}}".utf8)))
+            return .success(
+                HTTPResponse(
+                    status: status, headers: [:], body: Data("{\"error\":{\"message\":\"scripted \(status)\"}}".utf8)))
         }
         let query = request.url.query ?? ""
         switch request.method {
         case "POST" where query.contains("uploadType=resumable"):
             state.sessions += 1
             state.stored = Data()
-            return .success(HTTPResponse(status: 200, headers: ["Location": "http://127.0.0.1:9/session/\(state.sessions)"], body: Data()))
+            return .success(
+                HTTPResponse(
+                    status: 200, headers: ["Location": "http://127.0.0.1:9/session/\(state.sessions)"], body: Data()))
         case "POST":
             return .failure(HTTPTransportError(kind: .other, message: "multipart not scripted"))
         case "DELETE" where request.url.path.hasPrefix("/session"):
@@ -132,7 +139,8 @@ final class ScriptedGCSTransport: HTTPTransport {
                 state.finalized = state.stored
                 var crc = CRC32C.checksum(state.stored)
                 if case .wrongChecksum? = fault { crc ^= 1 }
-                let json = "{\"name\":\"obj\",\"bucket\":\"b\",\"size\":\"\(total)\",\"generation\":\"7\",\"crc32c\":\"\(CRC32CEncoding.base64(crc))\"}"
+                let json =
+                    "{\"name\":\"obj\",\"bucket\":\"b\",\"size\":\"\(total)\",\"generation\":\"7\",\"crc32c\":\"\(CRC32CEncoding.base64(crc))\"}"
                 return .success(HTTPResponse(status: 200, headers: [:], body: Data(json.utf8)))
             }
             return .success(rangeAnswer(committed: state.stored.count))
@@ -154,7 +162,9 @@ final class ScriptedGCSTransport: HTTPTransport {
                 data.append(bytes)
             case .file(let file, let offset, let length):
                 var chunk = Data(count: Int(length))
-                try chunk.withUnsafeMutableBytes { try file.readExactly(into: $0.baseAddress!, count: Int(length), at: offset) }
+                try chunk.withUnsafeMutableBytes {
+                    try file.readExactly(into: $0.baseAddress!, count: Int(length), at: offset)
+                }
                 data.append(chunk)
             }
         }

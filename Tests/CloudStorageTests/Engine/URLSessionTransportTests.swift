@@ -6,7 +6,8 @@ import Testing
 @Suite("URLSession transport")
 struct URLSessionTransportTests {
     /// Port 1 on loopback: nothing listens there on a test machine.
-    static let refusing = URL(string: "http://127.0.0.1:1/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=SECRET-SESSION")!
+    static let refusing = URL(
+        string: "http://127.0.0.1:1/upload/storage/v1/b/b/o?uploadType=resumable&upload_id=SECRET-SESSION")!
 
     @Test func aRefusedConnectionIsAConnectFailureThatDoesNotNameTheURL() async throws {
         let request = HTTPRequest(method: "PUT", url: Self.refusing, body: .data(Data("x".utf8)))

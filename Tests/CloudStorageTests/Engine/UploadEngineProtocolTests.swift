@@ -46,7 +46,10 @@ struct UploadEngineProtocolTests {
         #expect(metadata.size == Int64(Self.size))
         #expect(transport.finalized == payload)
         let ranges = transport.exchanges.filter { $0.method == "PUT" }.map { $0.headers["Content-Range"] ?? "" }
-        #expect(ranges == ["bytes 0-\(Self.size - 1)/\(Self.size)", "bytes */*", "bytes 300000-\(Self.size - 1)/\(Self.size)"])
+        #expect(
+            ranges == [
+                "bytes 0-\(Self.size - 1)/\(Self.size)", "bytes */*", "bytes 300000-\(Self.size - 1)/\(Self.size)",
+            ])
     }
 
     @Test func a308WithoutRangeRestartsFromZero() async throws {
@@ -132,7 +135,8 @@ struct UploadEngineProtocolTests {
             return forceRefresh ? "fresh" : "stale"
         }
         let payload = TestSupport.payload(size: 1000, seed: 6)
-        _ = try await Self.storage(transport, authorization: authorization).reference(withPath: "o").putDataAsync(payload)
+        _ = try await Self.storage(transport, authorization: authorization).reference(withPath: "o").putDataAsync(
+            payload)
         #expect(refreshes.value == 1)
         let tokens = transport.exchanges.map { $0.headers["Authorization"] }
         #expect(tokens.first == "Bearer stale")
@@ -145,7 +149,8 @@ struct UploadEngineProtocolTests {
         transport.inject(.status(401), when: { _ in true })
         let authorization = StorageAuthorization.tokenProvider { _ in "t" }
         let error = await #expect(throws: StorageError.self) {
-            try await Self.storage(transport, authorization: authorization).reference(withPath: "o").putDataAsync(Data(count: 5))
+            try await Self.storage(transport, authorization: authorization).reference(withPath: "o").putDataAsync(
+                Data(count: 5))
         }
         #expect(error?.code == .unauthenticated)
     }
@@ -154,7 +159,8 @@ struct UploadEngineProtocolTests {
         let transport = ScriptedGCSTransport()
         transport.inject(.wrongChecksum, when: Self.isPut)
         let error = await #expect(throws: StorageError.self) {
-            try await Self.storage(transport).reference(withPath: "o").putDataAsync(TestSupport.payload(size: Self.size, seed: 7))
+            try await Self.storage(transport).reference(withPath: "o").putDataAsync(
+                TestSupport.payload(size: Self.size, seed: 7))
         }
         #expect(error?.code == .nonMatchingChecksum)
         let last = try #require(transport.exchanges.last)
@@ -168,7 +174,8 @@ struct UploadEngineProtocolTests {
         transport.inject(.commitThenDrop(1000), when: Self.isPut)
         transport.inject(.overclaim, when: Self.isQuery)
         let error = await #expect(throws: StorageError.self) {
-            try await Self.storage(transport).reference(withPath: "o").putDataAsync(TestSupport.payload(size: Self.size, seed: 8))
+            try await Self.storage(transport).reference(withPath: "o").putDataAsync(
+                TestSupport.payload(size: Self.size, seed: 8))
         }
         #expect(error?.code == .internalError)
         #expect(transport.exchanges.last?.method == "DELETE", "the session is discarded")

@@ -1,5 +1,6 @@
 import FakeGCSServer
 import Foundation
+import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -51,7 +52,9 @@ struct FakeGCSUploadTests {
         #expect(completed.allSatisfy { $0 <= Int64(size) })
     }
 
-    @Test("chunked uploads send bounded requests", arguments: [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
+    @Test(
+        "chunked uploads send bounded requests",
+        arguments: [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
     func chunked(size: Int, chunk: Int) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk") {
             $0.chunkSize = Int64(chunk)
@@ -80,7 +83,8 @@ struct FakeGCSUploadTests {
         let stored = try await ref.putDataAsync(Data("hello".utf8), metadata: metadata)
         #expect(stored.contentType == "text/plain")
         #expect(stored.customMetadata == ["owner": "ada", "purpose": "test ✓"])
-        let resource = try StorageMetadata(objectResource: try await server.objectResource(bucket: storage.bucket, object: ref.fullPath))
+        let resource = try StorageMetadata(
+            objectResource: try await server.objectResource(bucket: storage.bucket, object: ref.fullPath))
         #expect(resource.contentType == "text/plain")
         #expect(resource.cacheControl == "public, max-age=60")
         #expect(resource.contentDisposition == "attachment; filename=\"notes.txt\"")
@@ -88,7 +92,10 @@ struct FakeGCSUploadTests {
         #expect(resource.customMetadata == ["owner": "ada", "purpose": "test ✓"])
     }
 
-    @Test(arguments: [("photo.PNG", "image/png"), ("report.pdf", "application/pdf"), ("clip.mp4", "video/mp4"), ("data.unknownext", "application/octet-stream"), ("README", "application/octet-stream")])
+    @Test(arguments: [
+        ("photo.PNG", "image/png"), ("report.pdf", "application/pdf"), ("clip.mp4", "video/mp4"),
+        ("data.unknownext", "application/octet-stream"), ("README", "application/octet-stream"),
+    ])
     func contentTypeIsInferredFromTheFileExtension(fileName: String, expected: String) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "ctype")
         let file = try TestSupport.file(named: fileName, containing: Data("x".utf8))
@@ -96,7 +103,8 @@ struct FakeGCSUploadTests {
         let ref = storage.reference(withPath: "typed/\(fileName)")
         let stored = try await ref.putFileAsync(from: file)
         #expect(stored.contentType == expected)
-        let resource = try StorageMetadata(objectResource: try await server.objectResource(bucket: storage.bucket, object: ref.fullPath))
+        let resource = try StorageMetadata(
+            objectResource: try await server.objectResource(bucket: storage.bucket, object: ref.fullPath))
         #expect(resource.contentType == expected)
     }
 
@@ -106,7 +114,8 @@ struct FakeGCSUploadTests {
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         var metadata = StorageMetadata()
         metadata.contentType = "application/x-custom"
-        let stored = try await storage.reference(withPath: "typed/explicit.png").putFileAsync(from: file, metadata: metadata)
+        let stored = try await storage.reference(withPath: "typed/explicit.png").putFileAsync(
+            from: file, metadata: metadata)
         #expect(stored.contentType == "application/x-custom")
     }
 
@@ -114,7 +123,9 @@ struct FakeGCSUploadTests {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many") {
             $0.multipartUploadThreshold = 256 * 1024
         }
-        let payloads = (0..<40).map { TestSupport.payload(size: $0 % 4 == 0 ? 600 * .kibibyte : 64 * .kibibyte, seed: UInt64($0)) }
+        let payloads = (0..<40).map {
+            TestSupport.payload(size: $0 % 4 == 0 ? 600 * .kibibyte : 64 * .kibibyte, seed: UInt64($0))
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, payload) in payloads.enumerated() {
                 group.addTask {
@@ -151,5 +162,3 @@ final class CallCounter: Sendable {
     var value: Int { count.withLock { $0 } }
     func increment() { count.withLock { $0 += 1 } }
 }
-
-import Synchronization

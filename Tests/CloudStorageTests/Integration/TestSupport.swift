@@ -87,7 +87,8 @@ enum TestSupport {
         let stored = try await server.download(bucket: storage.bucket, object: path)
         #expect(stored.count == expected.count, sourceLocation: sourceLocation)
         #expect(stored == expected, "stored bytes differ", sourceLocation: sourceLocation)
-        let resource = try StorageMetadata(objectResource: try await server.objectResource(bucket: storage.bucket, object: path))
+        let resource = try StorageMetadata(
+            objectResource: try await server.objectResource(bucket: storage.bucket, object: path))
         #expect(resource.crc32cValue == CRC32C.checksum(expected), sourceLocation: sourceLocation)
     }
 

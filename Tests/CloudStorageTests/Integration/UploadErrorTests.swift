@@ -58,7 +58,9 @@ struct UploadErrorTests {
         #expect(error?.code == .invalidArgument)
     }
 
-    @Test(arguments: [String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513)])
+    @Test(arguments: [
+        String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513),
+    ])
     func invalidObjectNamesFailWithPathError(path: String) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err")
         let error = await Self.failure(of: storage.reference(withPath: path).putData(Data("x".utf8)))

@@ -9,7 +9,8 @@ import Testing
 struct UploadTaskControlTests {
     /// Waits until the task reports some bytes sent.
     static func waitForProgress(_ task: StorageUploadTask) async {
-        for await snapshot in task.snapshots where snapshot.status == .progress && snapshot.progress.completedUnitCount > 0 {
+        for await snapshot in task.snapshots
+        where snapshot.status == .progress && snapshot.progress.completedUnitCount > 0 {
             return
         }
     }

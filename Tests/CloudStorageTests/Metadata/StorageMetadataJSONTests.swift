@@ -183,10 +183,11 @@ struct StorageMetadataJSONTests {
         metadata.customMetadata = ["location": "Yosemite", "quote\"back\\slash": "line\nbreak\ttab\u{01}é🚀/"]
         let body = try object(metadata.resourceJSON(name: "images/space.jpg", crc32c: 0xE306_9283))
 
-        #expect(Set(body.keys) == [
-            "name", "contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
-            "metadata", "crc32c",
-        ])
+        #expect(
+            Set(body.keys) == [
+                "name", "contentType", "cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
+                "metadata", "crc32c",
+            ])
         #expect(body["name"] as? String == "images/space.jpg")
         #expect(body["contentType"] as? String == "image/jpeg")
         #expect(body["cacheControl"] as? String == "public, max-age=3600")
@@ -210,8 +211,9 @@ struct StorageMetadataJSONTests {
     @Test func unsetFieldsAreAbsent() throws {
         let body = try object(StorageMetadata().resourceJSON(name: "a.txt", crc32c: nil))
         #expect(Set(body.keys) == ["name"])
-        #expect(String(decoding: StorageMetadata().resourceJSON(name: "a.txt", crc32c: nil), as: UTF8.self)
-            == #"{"name":"a.txt"}"#)
+        #expect(
+            String(decoding: StorageMetadata().resourceJSON(name: "a.txt", crc32c: nil), as: UTF8.self)
+                == #"{"name":"a.txt"}"#)
 
         var onlyType = StorageMetadata()
         onlyType.contentType = "text/plain"

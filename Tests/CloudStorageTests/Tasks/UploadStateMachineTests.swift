@@ -100,7 +100,8 @@ struct UploadStateMachineTests {
                 action = machine.workerEnded(epoch: epoch, outcome: .failure(.cancelled()))
             default:
                 let epoch = startedEpochs.randomElement(using: &generator)!
-                let outcome: Machine.Outcome = Bool.random(using: &generator) ? .success(Self.stored) : .failure(Self.failed)
+                let outcome: Machine.Outcome =
+                    Bool.random(using: &generator) ? .success(Self.stored) : .failure(Self.failed)
                 action = machine.workerEnded(epoch: epoch, outcome: outcome)
             }
             switch action {

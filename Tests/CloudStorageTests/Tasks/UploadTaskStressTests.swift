@@ -26,7 +26,8 @@ struct UploadTaskStressTests {
         // Subscribed here, synchronously: each stream must start with the first `.resume`.
         let observers = (0..<3).map { _ in task.snapshots }.map { stream in Task { await TestSupport.collect(stream) } }
         let awaiting = Task { try await task.value }
-        let asyncUpload: Task<StorageMetadata, any Error>? = useSwiftCancellation
+        let asyncUpload: Task<StorageMetadata, any Error>? =
+            useSwiftCancellation
             ? Task { try await storage.reference(withPath: "stress/\(seed)-async").putDataAsync(payload) }
             : nil
 
