@@ -97,6 +97,7 @@ public protocol StorageTask: Actor {
     func pause()
     /// Continues after ``pause()``.
     func resume()
-    /// Stops for good; the task ends with ``StorageErrorCode/cancelled``.
+    /// Stops for good; the task ends with ``StorageErrorCode/cancelled``
+    /// unless it had already finished its work (then its own outcome stands).
     func cancel()
 }
