@@ -56,7 +56,8 @@ struct DocumentationSnippetTests {
         #expect(files.contains("DocsCatalog/CloudStorage.docc/GettingStarted.md"))
         #expect(files.contains("DocsCatalog/CloudStorage.docc/UploadingFiles.md"))
         let blocks = try Self.documentationBlocks()
-        for file in ["README.md", "DocsCatalog/CloudStorage.docc/GettingStarted.md", "DocsCatalog/CloudStorage.docc/UploadingFiles.md"] {
+        let catalog = "DocsCatalog/CloudStorage.docc"
+        for file in ["README.md", "\(catalog)/GettingStarted.md", "\(catalog)/UploadingFiles.md"] {
             #expect(blocks["\(file)#1"] != nil, "\(file) has no swift block: is the extractor broken?")
         }
     }
@@ -216,7 +217,10 @@ enum SnippetText {
         }
         while lines.first?.isEmpty == true { lines.removeFirst() }
         while lines.last?.isEmpty == true { lines.removeLast() }
-        let indentation = lines.filter { !$0.isEmpty }.map { $0.prefix(while: { $0 == " " || $0 == "\t" }).count }.min() ?? 0
+        let indentation =
+            lines.filter { !$0.isEmpty }
+            .map { $0.prefix(while: { $0 == " " || $0 == "\t" }).count }
+            .min() ?? 0
         return lines.map { String($0.dropFirst(min(indentation, $0.count))) }.joined(separator: "\n")
     }
 

@@ -10,6 +10,10 @@
 // stand for the values the prose says the reader already has; code after a
 // region only keeps the compiler from warning about values the block leaves
 // unused.
+//
+// swift-format would un-align the examples' end-of-line comments, which the
+// Markdown keeps aligned for readers, and the two must stay identical.
+// swift-format-ignore-file
 
 // snippet: README.md#1
 import CloudStorage
