@@ -11,7 +11,8 @@ import Foundation
 /// do {
 ///     let metadata = try await ref.putFileAsync(from: fileURL)
 ///     print("stored \(metadata.size) bytes")
-/// } catch let error as StorageError where error.code == .unreadableFile {
+/// } catch where error.code == .unreadableFile {
+///     // `error` is a StorageError: the SDK's methods use typed throws.
 ///     print("cannot read the file: \(error)")
 /// }
 /// ```

@@ -6,8 +6,10 @@ public import Foundation
 /// Set the writable properties (``contentType``, ``cacheControl``,
 /// ``contentDisposition``, ``contentEncoding``, ``contentLanguage`` and
 /// ``customMetadata``) to send them with an upload; properties left nil are
-/// not sent, and the server chooses (for ``contentType``, the SDK may infer
-/// one from the path's extension). The other properties are filled in from the
+/// not sent, and the server chooses; without a ``contentType``,
+/// ``StorageReference/putFile(from:metadata:)`` infers one from the file's
+/// extension, and other uploads store `application/octet-stream`. The other
+/// properties are filled in from the
 /// server's answer after an upload and are read-only.
 ///
 /// ```swift

@@ -24,7 +24,9 @@ import Foundation
 ///   ``TaskStatus/progress`` as bytes go out.
 /// - ``pause()`` stops sending, aborting the request in flight, and keeps the
 ///   server's upload session; ``resume()`` asks the server how much it kept
-///   and continues from there. Each publishes its status.
+///   and continues from there. Each publishes its status. (An upload of at
+///   most ``StorageConfiguration/multipartUploadThreshold`` bytes goes in one
+///   request and has no session: resuming it sends that request again.)
 /// - Failures that may pass (time-outs, throttling, server errors, broken
 ///   connections) are retried with back-off, continuing from the server's
 ///   committed offset, until ``StorageConfiguration/maxUploadRetryTime``

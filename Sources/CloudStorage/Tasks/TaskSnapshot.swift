@@ -75,8 +75,9 @@ public struct TaskProgress: Sendable, Hashable, CustomStringConvertible {
         self.totalUnitCount = totalUnitCount
     }
 
-    /// The completed fraction, from 0 to 1 (1 for an empty object once done,
-    /// 0 before the size is known).
+    /// The completed fraction, from 0 to 1; 0 whenever ``totalUnitCount`` is 0,
+    /// that is before the size is known and for an empty object even once it
+    /// is stored (check the snapshot's status to tell those apart).
     public var fractionCompleted: Double {
         guard totalUnitCount > 0 else { return 0 }
         return min(1, Double(completedUnitCount) / Double(totalUnitCount))
@@ -97,6 +98,7 @@ public protocol StorageTask: Actor {
     func pause()
     /// Continues after ``pause()``.
     func resume()
-    /// Stops for good; the task ends with ``StorageErrorCode/cancelled``.
+    /// Stops for good; the task ends with ``StorageErrorCode/cancelled``
+    /// unless it had already finished its work (then its own outcome stands).
     func cancel()
 }

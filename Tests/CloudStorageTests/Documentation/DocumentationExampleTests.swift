@@ -1,0 +1,140 @@
+import FakeGCSServer
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// Runs the documentation's examples that are safe to run, and checks that
+/// they do what the prose around them says.
+///
+/// The examples come from DocumentationSnippets.swift (so they are exactly the
+/// documented code). Those that name no server run offline; those that take a
+/// `Storage` run against fake-gcs-server. Examples with fixed addresses,
+/// credentials or files outside the test's control are only compiled.
+@Suite("Documentation examples", .timeLimit(.minutes(5)))
+struct DocumentationExampleTests {
+    /// The bucket the Getting Started article uses.
+    static let articleStorage = Storage(bucket: "my-project.appspot.com")
+
+    @Test func referenceExamplesHoldTheirAssertions() throws {
+        // These examples `assert` what their comments claim; debug builds check it.
+        DocumentationSnippets.gettingStartedReferences(storage: Self.articleStorage)
+        DocumentationSnippets.gettingStartedNavigation(
+            spaceRef: Self.articleStorage.reference(withPath: "images/space.jpg")
+        )
+        try DocumentationSnippets.gettingStartedReferencesFromURLs(storage: Self.articleStorage)
+
+        // And the claims of the prose around them.
+        let spaceRef = Self.articleStorage.reference().child("images").child("space.jpg")
+        #expect(spaceRef.fullPath == "images/space.jpg")
+        #expect(spaceRef.name == "space.jpg")
+        #expect(spaceRef.bucket == "my-project.appspot.com")
+        #expect(spaceRef.description == "gs://my-project.appspot.com/images/space.jpg")
+        #expect(Self.articleStorage.reference().child("/images//space.jpg/") == spaceRef)
+        #expect(spaceRef.child("") == spaceRef)
+        #expect(try Self.articleStorage.reference(forURL: spaceRef.description) == spaceRef)
+        #expect(throws: StorageError.self) { try Self.articleStorage.reference(forURL: "gs://another-bucket/a") }
+    }
+
+    @Test func thePathRulesExampleFailsWithPathErrorBeforeAnyRequest() async {
+        // Nothing listens at this address: a request would fail differently.
+        let offline = Storage(bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:9")!))
+        await DocumentationSnippets.gettingStartedPathRules(storage: offline)
+        let error = await #expect(throws: StorageError.self) {
+            try await offline.reference(withPath: "notes/two\nlines.txt").putDataAsync(Data("hello".utf8))
+        }
+        #expect(error?.code == .pathError)
+        for path in [String(repeating: "é", count: 512), "a#b[c]*?"] {
+            // 1024 bytes and the discouraged characters are allowed: the upload
+            // gets as far as the network, where nothing answers.
+            let other = await #expect(throws: StorageError.self) {
+                try await Self.quickFailing(offline).reference(withPath: path).putDataAsync(Data("x".utf8))
+            }
+            #expect(other?.code != .pathError)
+        }
+    }
+
+    /// `storage` with retries cut short, so an unreachable server fails fast.
+    static func quickFailing(_ storage: Storage) -> Storage {
+        var configuration = storage.configuration
+        configuration.maxUploadRetryTime = .milliseconds(1)
+        return Storage(bucket: storage.bucket, endpoint: storage.endpoint, configuration: configuration)
+    }
+
+    @Test func theFirstUploadStoresWhatTheArticleSays() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+        try await DocumentationSnippets.gettingStartedFirstUpload(storage: storage)
+        let stored = try StorageMetadata(
+            objectResource: try await server.objectResource(bucket: storage.bucket, object: "greetings/hello.txt")
+        )
+        #expect(stored.size == 21)
+        #expect(stored.contentType == "text/plain")
+    }
+
+    @Test func uploadExamplesStoreTheirObjects() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+        let imageData = TestSupport.payload(size: 300 * .kibibyte, seed: 41)
+        try await DocumentationSnippets.uploadingData(storage: storage, imageData: imageData)
+        try await TestSupport.expectStored(imageData, at: "images/space.jpg", in: storage, server: server)
+
+        try await DocumentationSnippets.uploadingWithMetadata(
+            spaceRef: storage.reference(withPath: "images/with-metadata.jpg"),
+            imageData: imageData
+        )
+        let resource = try StorageMetadata(
+            objectResource: try await server.objectResource(bucket: storage.bucket, object: "images/with-metadata.jpg")
+        )
+        #expect(resource.contentType == "image/jpeg")
+        #expect(resource.cacheControl == "public, max-age=3600")
+        #expect(resource.customMetadata == ["camera": "X100V", "location": "Yosemite"])
+    }
+
+    @Test func theProgressLoopsEndWhenTheUploadEnds() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+        let video = TestSupport.payload(size: 9 * .mebibyte, seed: 42)  // above the one-request threshold
+        let videoURL = try TestSupport.file(named: "launch.mp4", containing: video)
+        defer { try? FileManager.default.removeItem(at: videoURL.deletingLastPathComponent()) }
+        await DocumentationSnippets.uploadingWatchProgress(storage: storage, videoURL: videoURL)
+        // The loop returned, so the upload has ended: the object must be there.
+        try await TestSupport.expectStored(video, at: "videos/launch.mp4", in: storage, server: server)
+        await DocumentationSnippets.readmeProgress(storage: storage, videoURL: videoURL)
+        let resource = try StorageMetadata(
+            objectResource: try await server.objectResource(bucket: storage.bucket, object: "videos/launch.mp4")
+        )
+        #expect(resource.contentType == "video/mp4")
+    }
+
+    @Test func contentTypesAreInferredAsTheArticleSays() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs")
+        let archive = try TestSupport.file(named: "photos-2026.tar.gz", containing: Data("x".utf8))
+        defer { try? FileManager.default.removeItem(at: archive.deletingLastPathComponent()) }
+        let fromFile = try await storage.reference(withPath: "backups/photos-2026.tar.gz").putFileAsync(from: archive)
+        #expect(fromFile.contentType == "application/gzip")
+        // putData infers nothing, even from a telling object path.
+        let fromData = try await storage.reference(withPath: "images/space.jpg").putDataAsync(Data("x".utf8))
+        #expect(fromData.contentType == "application/octet-stream")
+    }
+
+    @Test func theErrorHandlingExampleHandlesAMissingFile() async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs")
+        let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/report.pdf")
+        let ref = storage.reference(withPath: "reports/q3.pdf")
+        // The example catches every error itself; it must return, not throw or hang.
+        await DocumentationSnippets.uploadingHandleErrors(ref: ref, fileURL: missing)
+        await DocumentationSnippets.readmeErrorHandling(storage: storage, reportURL: missing)
+        let error = await #expect(throws: StorageError.self) { try await ref.putFileAsync(from: missing) }
+        #expect(error?.code == .unreadableFile)
+    }
+
+    @Test func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+        let payload = TestSupport.payload(size: Int(StorageConfiguration().multipartUploadThreshold), seed: 43)
+        let ref = storage.reference(withPath: "paused/threshold.bin")
+        let task = ref.putData(payload)
+        await task.pause()
+        #expect(task.snapshot.status == .pause)
+        await task.resume()
+        _ = try await task.value
+        try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
+    }
+}

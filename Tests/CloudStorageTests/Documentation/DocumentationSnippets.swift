@@ -1,0 +1,335 @@
+// The Swift code blocks of README.md and DocsCatalog, compiled with the tests.
+//
+// Each block lives here, verbatim, between `// snippet: <file>#<n>` and
+// `// end snippet`, where <file> is the Markdown file's path from the package
+// root and <n> counts its swift blocks from 1. DocumentationSnippetTests checks
+// that every block equals its region, so an example that stops compiling
+// fails the build and one that drifts from this file fails the tests.
+//
+// Nothing here runs: the functions only have to compile. Their parameters
+// stand for the values the prose says the reader already has; code after a
+// region only keeps the compiler from warning about values the block leaves
+// unused.
+//
+// swift-format would un-align the examples' end-of-line comments, which the
+// Markdown keeps aligned for readers, and the two must stay identical.
+// swift-format-ignore-file
+
+// snippet: README.md#1
+import CloudStorage
+import Foundation
+
+func uploadGreeting() async throws {
+    let storage = Storage(
+        bucket: "test-bucket",
+        endpoint: .gcs(URL(string: "http://127.0.0.1:4443")!)  // an emulator; omit for Google Cloud Storage
+    )
+    let ref = storage.reference(withPath: "greetings/hello.txt")
+    let metadata = try await ref.putDataAsync(Data("Hello, Cloud Storage!".utf8))
+    print("stored \(metadata.size) bytes at \(ref)")  // … at gs://test-bucket/greetings/hello.txt
+}
+// end snippet
+
+/// What the examples call `tokens`: the reader's own source of OAuth 2 access tokens.
+protocol AccessTokenSource: Sendable {
+    func accessToken(forceRefresh: Bool) async throws -> String
+}
+
+/// One function per code block; none is ever called.
+enum DocumentationSnippets {
+
+    static func readmeTokenProvider(tokens: some AccessTokenSource) {
+        // snippet: README.md#2
+        let storage = Storage(
+            bucket: "my-project.appspot.com",
+            authorization: .tokenProvider { forceRefresh in
+                try await tokens.accessToken(forceRefresh: forceRefresh)
+            }
+        )
+        // end snippet
+        _ = storage
+    }
+
+    static func readmeProgress(storage: Storage, videoURL: URL) async {
+        // snippet: README.md#3
+        let task = storage.reference(withPath: "videos/launch.mp4").putFile(from: videoURL)
+        for await snapshot in task.snapshots {
+            switch snapshot.status {
+            case .progress:
+                print("\(Int(snapshot.progress.fractionCompleted * 100))% of \(snapshot.progress.totalUnitCount) bytes")
+            case .success:
+                print("done: \(snapshot.metadata?.md5Hash ?? "")")
+            case .failure:
+                print("failed: \(snapshot.error?.description ?? "")")
+            case .resume, .pause:
+                print(snapshot.status)
+            }
+        }
+        // end snippet
+    }
+
+    static func readmePauseResumeCancel(storage: Storage, archiveURL: URL) async {
+        // snippet: README.md#4
+        let task = storage.reference(withPath: "backups/photos.tar").putFile(from: archiveURL)
+        await task.pause()   // aborts the request in flight; the server keeps the upload session
+        await task.resume()  // asks the server what it committed and continues from there
+        await task.cancel()  // aborts, deletes the session, ends in failure with code .cancelled
+        // end snippet
+    }
+
+    static func readmeErrorHandling(storage: Storage, reportURL: URL) async {
+        // snippet: README.md#5
+        do {
+            _ = try await storage.reference(withPath: "reports/q3.pdf").putFileAsync(from: reportURL)
+        } catch {
+            switch error.code {
+            case .unreadableFile, .fileChanged:
+                print("the file could not be read as it was: \(error.message)")
+            case .retryLimitExceeded, .quotaExceeded:
+                print("the server is unavailable; try later")
+            case .cancelled:
+                break
+            default:
+                print(error)  // code, message, HTTP status and server message
+            }
+        }
+        // end snippet
+    }
+
+    static func readmeConfiguration() {
+        // snippet: README.md#6
+        var configuration = StorageConfiguration()
+        configuration.chunkSize = 16 * 1024 * 1024        // bound each request (a multiple of 256 KiB); default: one request
+        configuration.maxUploadRetryTime = .seconds(120)  // how long to keep retrying; default 600 s
+        configuration.verifiesChecksums = true            // CRC32C check of every upload; the default
+        let configured = Storage(bucket: "my-bucket", configuration: configuration)
+        // end snippet
+        _ = configured
+    }
+
+    static func landingPageOverview(videoURL: URL) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/CloudStorage.md#1
+        let storage = Storage(bucket: "my-bucket", endpoint: .gcs(URL(string: "http://127.0.0.1:4443")!))
+        let task = storage.reference(withPath: "videos/launch.mp4").putFile(from: videoURL)
+        for await snapshot in task.snapshots where snapshot.status == .progress {
+            print(snapshot.progress)
+        }
+        let metadata = try await task.value
+        // end snippet
+        _ = metadata
+    }
+
+    static func gettingStartedTokenProvider(tokens: some AccessTokenSource) {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#1
+        let storage = Storage(
+            bucket: "my-project.appspot.com",
+            authorization: .tokenProvider { forceRefresh in
+                try await tokens.accessToken(forceRefresh: forceRefresh)
+            }
+        )
+        // end snippet
+        _ = storage
+    }
+
+    static func gettingStartedEmulator() {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#2
+        let emulator = Storage(
+            bucket: "test-bucket",
+            endpoint: .gcs(URL(string: "http://127.0.0.1:4443")!)
+        )
+        // end snippet
+        _ = emulator
+    }
+
+    static func gettingStartedEmulatorFromEnvironment() {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#3
+        let environment = ProcessInfo.processInfo.environment
+        let endpoint: StorageEndpoint =
+            if let host = environment["STORAGE_EMULATOR_HOST"], let url = URL(string: host) {
+                .gcs(url)
+            } else {
+                .googleCloudStorage
+            }
+        let storage = Storage(bucket: "test-bucket", endpoint: endpoint)
+        // end snippet
+        _ = storage
+    }
+
+    static func gettingStartedReferences(storage: Storage) {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#4
+        let imagesRef = storage.reference().child("images")
+        let spaceRef = imagesRef.child("space.jpg")
+        print(spaceRef.fullPath)  // images/space.jpg
+        print(spaceRef.name)      // space.jpg
+        print(spaceRef.bucket)    // my-project.appspot.com
+        print(spaceRef)           // gs://my-project.appspot.com/images/space.jpg
+
+        let sameRef = storage.reference(withPath: "images/space.jpg")
+        assert(sameRef == spaceRef)
+        // end snippet
+    }
+
+    static func gettingStartedNavigation(spaceRef: StorageReference) {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#5
+        let parentRef = spaceRef.parent()         // images
+        let rootRef = spaceRef.root()             // the bucket's root
+        assert(parentRef?.parent() == rootRef)
+        assert(rootRef.fullPath.isEmpty && rootRef.parent() == nil)
+        // end snippet
+    }
+
+    static func gettingStartedReferencesFromURLs(storage: Storage) throws {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#6
+        let fromGS = try storage.reference(forURL: "gs://my-project.appspot.com/images/space.jpg")
+        let fromDownloadURL = try storage.reference(
+            forURL: "https://firebasestorage.googleapis.com/v0/b/my-project.appspot.com/o/images%2Fspace.jpg?alt=media"
+        )
+        let fromPathStyle = try storage.reference(
+            forURL: "https://storage.googleapis.com/my-project.appspot.com/images/space.jpg"
+        )
+        assert(fromGS == fromDownloadURL && fromGS == fromPathStyle)
+        // end snippet
+    }
+
+    static func gettingStartedPathRules(storage: Storage) async {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#7
+        let badRef = storage.reference(withPath: "notes/two\nlines.txt")  // no error yet
+        do {
+            _ = try await badRef.putDataAsync(Data("hello".utf8))
+        } catch {
+            print(error.code)  // pathError
+        }
+        // end snippet
+    }
+
+    static func gettingStartedFirstUpload(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#8
+        let greetingRef = storage.reference(withPath: "greetings/hello.txt")
+        var metadata = StorageMetadata()
+        metadata.contentType = "text/plain"
+        let stored = try await greetingRef.putDataAsync(Data("Hello, Cloud Storage!".utf8), metadata: metadata)
+        print(stored.path ?? "", stored.size, stored.generation ?? 0)  // greetings/hello.txt 21 …
+        // end snippet
+    }
+
+    static func uploadingData(storage: Storage, imageData: Data) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#1
+        let task = storage.reference(withPath: "images/space.jpg").putData(imageData)
+        let metadata = try await task.value
+        print(metadata.size, metadata.md5Hash ?? "")
+        // end snippet
+    }
+
+    static func uploadingFiles(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#2
+        let fileURL = URL(fileURLWithPath: "/var/backups/photos-2026.tar.gz")
+        let stored = try await storage.reference(withPath: "backups/photos-2026.tar.gz")
+            .putFileAsync(from: fileURL)
+        print(stored.contentType ?? "")  // application/gzip
+        // end snippet
+    }
+
+    static func uploadingWithMetadata(spaceRef: StorageReference, imageData: Data) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#3
+        var metadata = StorageMetadata()
+        metadata.contentType = "image/jpeg"
+        metadata.cacheControl = "public, max-age=3600"
+        metadata.contentDisposition = "inline; filename=\"space.jpg\""
+        metadata.customMetadata = ["camera": "X100V", "location": "Yosemite"]
+        let stored = try await spaceRef.putDataAsync(imageData, metadata: metadata)
+        print(stored.customMetadata["camera"] ?? "")  // X100V
+        // end snippet
+    }
+
+    static func uploadingWatchProgress(storage: Storage, videoURL: URL) async {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#4
+        let task = storage.reference(withPath: "videos/launch.mp4").putFile(from: videoURL)
+        for await snapshot in task.snapshots {
+            switch snapshot.status {
+            case .resume:
+                print("uploading")
+            case .progress:
+                let percent = Int(snapshot.progress.fractionCompleted * 100)
+                print("\(percent)% (\(snapshot.progress))")
+            case .pause:
+                print("paused")
+            case .success:
+                print("stored \(snapshot.metadata?.size ?? 0) bytes")
+            case .failure:
+                print("failed: \(snapshot.error?.description ?? "")")
+            }
+        }
+        // The loop ends right after the success or failure snapshot.
+        // end snippet
+    }
+
+    static func uploadingPauseResumeCancel(storage: Storage, videoURL: URL) async {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#5
+        let task = storage.reference(withPath: "videos/launch.mp4").putFile(from: videoURL)
+        await task.pause()
+        // … later, for example when the network is back:
+        await task.resume()
+        // … or give up:
+        await task.cancel()
+        // end snippet
+    }
+
+    static func uploadingAwaitValue(ref: StorageReference, fileURL: URL) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#6
+        let task = ref.putFile(from: fileURL)
+        let metadata = try await task.value  // cancelling this caller leaves the upload running
+        // end snippet
+        _ = metadata
+    }
+
+    static func uploadingCancelWithCaller(ref: StorageReference, fileURL: URL) {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#7
+        let upload = Task {
+            try await ref.putFileAsync(from: fileURL)
+        }
+        upload.cancel()  // cancels the upload too
+        // end snippet
+    }
+
+    static func uploadingChunkSize() {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#8
+        var configuration = StorageConfiguration()
+        configuration.chunkSize = 32 * StorageConfiguration.chunkGranularity  // 8 MiB per request
+        let chunkedStorage = Storage(bucket: "my-bucket", configuration: configuration)
+        // end snippet
+        _ = chunkedStorage
+    }
+
+    static func uploadingRetries() {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#9
+        var configuration = StorageConfiguration()
+        configuration.maxUploadRetryTime = .seconds(120)
+        configuration.initialRetryDelay = .milliseconds(500)
+        configuration.requestTimeout = .seconds(30)
+        let patientStorage = Storage(bucket: "my-bucket", configuration: configuration)
+        // end snippet
+        _ = patientStorage
+    }
+
+    static func uploadingHandleErrors(ref: StorageReference, fileURL: URL) async {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#10
+        do {
+            let metadata = try await ref.putFileAsync(from: fileURL)
+            print("stored \(metadata.size) bytes")
+        } catch {
+            switch error.code {
+            case .cancelled:
+                break  // the user asked for it
+            case .unreadableFile, .fileChanged:
+                print("check the file: \(error.message)")
+            case .unauthenticated, .unauthorized:
+                print("sign in again: \(error.serverMessage ?? error.message)")
+            case .retryLimitExceeded, .quotaExceeded:
+                print("try again later: \(error)")
+            default:
+                print("upload failed: \(error)")
+            }
+        }
+        // end snippet
+    }
+}
