@@ -21,9 +21,20 @@ let package = Package(
             name: "CCloudStorage",
             cSettings: [.treatAllWarnings(as: .error)]
         ),
+        // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.
+        .target(
+            name: "HTTP1",
+            swiftSettings: strictSwift
+        ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCloudStorage"],
+            dependencies: ["CCloudStorage", "HTTP1"],
+            swiftSettings: strictSwift
+        ),
+        // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
+        .target(
+            name: "StorageEmulator",
+            dependencies: ["HTTP1", "CCloudStorage"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
@@ -47,7 +58,17 @@ let package = Package(
         ),
         .testTarget(
             name: "CloudStorageTests",
-            dependencies: ["CloudStorage", "FakeGCSServer"],
+            dependencies: ["CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "StorageEmulatorTests",
+            dependencies: ["StorageEmulator", "HTTP1"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "HTTP1Tests",
+            dependencies: ["HTTP1"],
             swiftSettings: strictSwift
         ),
     ]

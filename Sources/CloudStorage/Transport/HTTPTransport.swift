@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 
 /// Moves one HTTP request and its answer: the seam between the upload engine
 /// and the network.
@@ -81,37 +82,6 @@ struct HTTPResponse: Sendable {
     var status: Int
     var headers: HTTPHeaders
     var body: Data
-}
-
-/// HTTP header fields in order, with case-insensitive look-up.
-struct HTTPHeaders: Sendable, Sequence, ExpressibleByDictionaryLiteral {
-    private(set) var fields: [(name: String, value: String)] = []
-
-    init() {}
-
-    init(dictionaryLiteral elements: (String, String)...) {
-        fields = elements.map { (name: $0.0, value: $0.1) }
-    }
-
-    /// Appends a field.
-    mutating func add(_ name: String, _ value: String) {
-        fields.append((name, value))
-    }
-
-    /// Replaces every field of this name with one field.
-    mutating func set(_ name: String, _ value: String) {
-        fields.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
-        fields.append((name, value))
-    }
-
-    /// The first value of the named field.
-    subscript(name: String) -> String? {
-        fields.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
-    }
-
-    func makeIterator() -> IndexingIterator<[(name: String, value: String)]> {
-        fields.makeIterator()
-    }
 }
 
 /// A failure below HTTP.
