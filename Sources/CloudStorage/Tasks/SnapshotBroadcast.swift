@@ -103,9 +103,11 @@ final class SnapshotBroadcast<Element: Sendable>: Sendable {
     func subscribe() -> AsyncStream<Element> {
         switch state.withLock({ $0.subscribe() }) {
         case .subscribed(let id):
-            // The token is captured by both closures; the stream's storage owns
-            // them, so the token (and with it the subscriber) lives exactly as
-            // long as the stream or one of its iterators.
+            // The token is captured by both closures, which the stream's storage
+            // owns, so the token (and with it the subscriber) lives exactly as
+            // long as the stream or one of its iterators. `onCancel` runs when
+            // the task calling `next()` is cancelled (also if it already was);
+            // the stream then returns nil for good. Tests pin both behaviours.
             let subscription = Subscription(broadcast: self, id: id)
             return AsyncStream(
                 unfolding: { await subscription.next() },
@@ -364,18 +366,18 @@ extension SnapshotBroadcast {
             for id: UInt64,
             continuation: CheckedContinuation<Element?, Never>
         ) -> Resumption? {
-            guard var mailbox = subscribers.removeValue(forKey: id) else {
+            guard let index = subscribers.index(forKey: id) else {
                 // Finished, cancelled or released: the stream is over.
                 return Resumption(continuation: continuation, element: nil)
             }
-            if let entry = mailbox.queue.popFirst() {
-                if !(mailbox.isTerminated && mailbox.queue.count == 0) {
-                    subscribers[id] = mailbox
+            // Mutated through `values[index]`, in place: no copy of the queue.
+            if let entry = subscribers.values[index].queue.popFirst() {
+                if subscribers.values[index].isTerminated, subscribers.values[index].queue.count == 0 {
+                    subscribers.remove(at: index)
                 }
                 return Resumption(continuation: continuation, element: entry.element)
             }
-            mailbox.waiters.append(continuation)
-            subscribers[id] = mailbox
+            subscribers.values[index].waiters.append(continuation)
             return nil
         }
 

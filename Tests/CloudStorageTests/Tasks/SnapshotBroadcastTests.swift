@@ -25,13 +25,61 @@ private enum E: Sendable, Equatable {
     }
 }
 
-/// Reads `stream` to its end.
+/// Reads `stream` to its end, in the calling task (so cancelling it ends the stream).
 private func collect(_ stream: AsyncStream<E>) async -> [E] {
     var elements: [E] = []
     for await element in stream {
         elements.append(element)
     }
     return elements
+}
+
+/// Reads `stream` to its end; `nil` if it did not end within the deadline.
+private func elements(of stream: AsyncStream<E>) async -> [E]? {
+    await within { await collect(stream) }
+}
+
+/// The value of `task`; `nil` if it did not finish within the deadline.
+private func value<T: Sendable>(of task: Task<T, Never>) async -> T? {
+    await within { await task.value }
+}
+
+/// Runs `body` in a task of its own and returns its result, or `nil` (after
+/// cancelling it) if it takes longer than `timeout`.
+///
+/// A broken broadcast can leave a consumer suspended for good, ignoring
+/// cancellation; the suite's time limit would then report but never finish.
+/// This returns regardless, so such a test fails instead of hanging.
+private func within<T: Sendable>(
+    _ timeout: Duration = .seconds(20),
+    _ body: @escaping @Sendable () async -> T
+) async -> T? {
+    await withCheckedContinuation { (continuation: CheckedContinuation<T?, Never>) in
+        let once = ResumeOnce(continuation)
+        let worker = Task { once.resume(returning: await body()) }
+        Task {
+            try? await Task.sleep(for: timeout)
+            worker.cancel()
+            once.resume(returning: nil)
+        }
+    }
+}
+
+/// A continuation that only the first of several racing callers resumes.
+private final class ResumeOnce<T: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<T?, Never>?>
+
+    init(_ continuation: CheckedContinuation<T?, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(returning value: T?) {
+        let taken = continuation.withLock { continuation in
+            defer { continuation = nil }
+            return continuation
+        }
+        taken?.resume(returning: value)
+    }
 }
 
 /// Polls `condition` until it holds; `false` if it did not within ten seconds.
@@ -59,7 +107,7 @@ struct SnapshotBroadcastTests {
         #expect(broadcast.latest == .status(0))
         let stream = broadcast.subscribe()
         broadcast.finish(with: .done(0))
-        #expect(await collect(stream) == [.status(0), .done(0)])
+        #expect(await elements(of: stream) == [.status(0), .done(0)])
     }
 
     @Test func firstElementIsTheLatestStatus() async {
@@ -68,8 +116,11 @@ struct SnapshotBroadcastTests {
         broadcast.publishStatus(.status(2), progressEpoch: 2)
         #expect(broadcast.latest == .status(2))
         let stream = broadcast.subscribe()
+        // The first element counts as a status: progress queues behind it.
+        broadcast.publishProgress(.progress(20), epoch: 2)
+        broadcast.publishProgress(.progress(21), epoch: 2)
         broadcast.finish(with: .done(0))
-        #expect(await collect(stream) == [.status(2), .done(0)])
+        #expect(await elements(of: stream) == [.status(2), .progress(21), .done(0)])
     }
 
     @Test func firstElementIsTheLatestProgress() async {
@@ -81,7 +132,18 @@ struct SnapshotBroadcastTests {
         let stream = broadcast.subscribe()
         broadcast.publishStatus(.status(2), progressEpoch: nil)
         broadcast.finish(with: .done(0))
-        #expect(await collect(stream) == [.progress(11), .status(2), .done(0)])
+        #expect(await elements(of: stream) == [.progress(11), .status(2), .done(0)])
+    }
+
+    @Test func aFirstElementThatIsProgressIsCoalescedLikeAnyProgress() async {
+        let broadcast = SnapshotBroadcast<E>(initial: .status(0))
+        broadcast.publishStatus(.status(1), progressEpoch: 1)
+        broadcast.publishProgress(.progress(10), epoch: 1)
+        let stream = broadcast.subscribe()
+        broadcast.publishProgress(.progress(11), epoch: 1)
+        #expect(broadcast.pendingCounts == [1])
+        broadcast.finish(with: .done(0))
+        #expect(await elements(of: stream) == [.progress(11), .done(0)])
     }
 
     @Test func subscriberAfterFinishGetsTheTerminalThenEnds() async {
@@ -91,7 +153,7 @@ struct SnapshotBroadcastTests {
         #expect(broadcast.latest == .done(5))
         let late = broadcast.subscribe()
         #expect(broadcast.subscriberCount == 0)
-        #expect(await collect(late) == [.done(5)])
+        #expect(await elements(of: late) == [.done(5)])
     }
 
     // MARK: Ordering
@@ -110,7 +172,7 @@ struct SnapshotBroadcastTests {
         broadcast.finish(with: .done(0))
         expected.append(.done(0))
         // One progress per status: coalescing can never merge two of them.
-        #expect(await consumer.value == expected)
+        #expect(await value(of: consumer) == expected)
         #expect(broadcast.subscriberCount == 0)
     }
 
@@ -119,20 +181,22 @@ struct SnapshotBroadcastTests {
         let streams = (0..<50).map { _ in broadcast.subscribe() }
         #expect(broadcast.subscriberCount == 50)
         let statuses = 300
-        let results = await withTaskGroup(of: [E].self) { group in
-            for stream in streams {
-                group.addTask { await collect(stream) }
+        let results = await within {
+            await withTaskGroup(of: [E].self) { group in
+                for stream in streams {
+                    group.addTask { await collect(stream) }
+                }
+                for step in 1...statuses {
+                    broadcast.publishStatus(.status(step), progressEpoch: UInt64(step))
+                    if step.isMultiple(of: 10) { await Task.yield() }
+                }
+                broadcast.finish(with: .done(1))
+                return await group.reduce(into: []) { $0.append($1) }
             }
-            for step in 1...statuses {
-                broadcast.publishStatus(.status(step), progressEpoch: UInt64(step))
-                if step.isMultiple(of: 10) { await Task.yield() }
-            }
-            broadcast.finish(with: .done(1))
-            return await group.reduce(into: []) { $0.append($1) }
         }
         let expected = (0...statuses).map(E.status) + [.done(1)]
-        #expect(results.count == 50)
-        for result in results {
+        #expect(results?.count == 50)
+        for result in results ?? [] {
             #expect(result == expected)
         }
         #expect(broadcast.subscriberCount == 0)
@@ -157,7 +221,7 @@ struct SnapshotBroadcastTests {
         broadcast.finish(with: .done(0))
         #expect(broadcast.pendingCounts == [6])
         #expect(
-            await collect(stream) == [
+            await elements(of: stream) == [
                 .status(0), .status(1), .progress(9_999), .status(2), .progress(19_999), .done(0),
             ]
         )
@@ -186,7 +250,7 @@ struct SnapshotBroadcastTests {
             }
         }
         broadcast.finish(with: .done(0))
-        let elements = await consumer.value
+        let elements = await value(of: consumer) ?? []
 
         #expect(elements.compactMap(\.statusValue) == Array(0...rounds))
         #expect(elements.last == .done(0))
@@ -228,7 +292,7 @@ struct SnapshotBroadcastTests {
         #expect(broadcast.latest == .done(0))
 
         #expect(
-            await collect(stream) == [
+            await elements(of: stream) == [
                 .status(0), .status(1), .progress(1), .status(2), .status(3), .progress(2), .done(0),
             ]
         )
@@ -242,8 +306,8 @@ struct SnapshotBroadcastTests {
         #expect(broadcast.finish(with: .done(1)))
         #expect(!broadcast.finish(with: .done(2)))
         #expect(broadcast.latest == .done(1))
-        #expect(await collect(stream) == [.status(0), .done(1)])
-        #expect(await collect(broadcast.subscribe()) == [.done(1)])
+        #expect(await elements(of: stream) == [.status(0), .done(1)])
+        #expect(await elements(of: broadcast.subscribe()) == [.done(1)])
     }
 
     @Test func aStreamEndsRightAfterTheTerminalForAWaitingConsumer() async {
@@ -252,7 +316,7 @@ struct SnapshotBroadcastTests {
         let consumer = Task { await collect(stream) }
         #expect(await eventually { broadcast.waitingCount == 1 })
         broadcast.finish(with: .done(3))
-        #expect(await consumer.value == [.status(0), .done(3)])
+        #expect(await value(of: consumer) == [.status(0), .done(3)])
         #expect(broadcast.subscriberCount == 0)
     }
 
@@ -265,25 +329,25 @@ struct SnapshotBroadcastTests {
         #expect(broadcast.subscriberCount == 2)
 
         consumer.cancel()
-        #expect(await consumer.value == [.status(0)])
+        #expect(await value(of: consumer) == [.status(0)])
         // Removed by the cancellation, while the stream value itself is still alive.
         #expect(broadcast.subscriberCount == 1)
         broadcast.publishStatus(.status(1), progressEpoch: nil)
         #expect(broadcast.pendingCounts == [2])
         broadcast.finish(with: .done(0))
-        #expect(await collect(other) == [.status(0), .status(1), .done(0)])
+        #expect(await elements(of: other) == [.status(0), .status(1), .done(0)])
         // A cancelled stream stays over.
-        #expect(await collect(stream) == [])
+        #expect(await elements(of: stream) == [])
         #expect(broadcast.subscriberCount == 0)
     }
 
     @Test func aConsumerCancelledBeforeReadingGetsNothing() async {
         let broadcast = SnapshotBroadcast<E>(initial: .status(0))
         let stream = broadcast.subscribe()
-        let elements = await Task {
+        let elements = await within {
             withUnsafeCurrentTask { $0?.cancel() }
             return await collect(stream)
-        }.value
+        }
         #expect(elements == [])
         #expect(broadcast.subscriberCount == 0)
         extendLifetime(stream)
@@ -306,12 +370,12 @@ struct SnapshotBroadcastTests {
     @Test func aStreamAbandonedMidwayIsRemoved() async {
         let broadcast = SnapshotBroadcast<E>(initial: .status(0))
         broadcast.publishStatus(.status(1), progressEpoch: nil)
-        let first = await Task { () -> E? in
+        let first = await within { () -> E? in
             for await element in broadcast.subscribe() {
                 return element
             }
             return nil
-        }.value
+        }
         #expect(first == .status(1))
         #expect(broadcast.subscriberCount == 0)
 
@@ -340,7 +404,7 @@ struct SnapshotBroadcastTests {
         broadcast.finish(with: .done(0))
         var all: [E] = []
         for reader in readers {
-            all += await reader.value
+            all += await value(of: reader) ?? []
         }
         #expect(all.compactMap(\.statusValue).sorted() == Array(0...100))
         #expect(all.filter(\.isDone) == [.done(0)])
@@ -358,60 +422,71 @@ struct SnapshotBroadcastTests {
         let epochScale = 1_000_000
         let streams = (0..<consumers).map { _ in broadcast.subscribe() }
 
-        let results = await withTaskGroup(of: [E]?.self) { group in
-            for stream in streams {
-                group.addTask {
-                    var elements: [E] = []
-                    for await element in stream {
-                        elements.append(element)
-                        switch Int.random(in: 0..<10) {
-                        case 0: try? await Task.sleep(for: .microseconds(Int.random(in: 1..<300)))
-                        case 1...3: await Task.yield()
-                        default: break
+        let results = await within {
+            await withTaskGroup(of: [E]?.self) { group in
+                for stream in streams {
+                    group.addTask {
+                        var elements: [E] = []
+                        for await element in stream {
+                            elements.append(element)
+                            switch Int.random(in: 0..<10) {
+                            case 0: try? await Task.sleep(for: .microseconds(Int.random(in: 1..<300)))
+                            case 1...3: await Task.yield()
+                            default: break
+                            }
                         }
+                        return elements
                     }
-                    return elements
                 }
-            }
-            for publisher in 0..<3 {
-                group.addTask {
-                    var counter = 0
-                    while !shared.stop.load(ordering: .relaxed) {
-                        // Read the epoch first: by the time this is published
-                        // the status may have moved on, and it must be ignored.
-                        let epoch = shared.epoch.load(ordering: .relaxed)
-                        counter += 1
-                        broadcast.publishProgress(
-                            .progress(Int(epoch) * epochScale + publisher * 100_000 + counter % 100_000),
-                            epoch: epoch
-                        )
-                        if counter.isMultiple(of: 16) { await Task.yield() }
+                for publisher in 0..<3 {
+                    group.addTask {
+                        var counter = 0
+                        while !shared.stop.load(ordering: .relaxed) {
+                            // Read the epoch first: by the time this is published
+                            // the status may have moved on, and it must be ignored.
+                            let epoch = shared.epoch.load(ordering: .relaxed)
+                            counter += 1
+                            broadcast.publishProgress(
+                                .progress(Int(epoch) * epochScale + publisher * 100_000 + counter % 100_000),
+                                epoch: epoch
+                            )
+                            if counter.isMultiple(of: 16) { await Task.yield() }
+                        }
+                        return nil
                     }
+                }
+                group.addTask {
+                    for step in 1...statuses {
+                        // Every fifth status is a pause: no epoch accepts progress.
+                        let paused = step.isMultiple(of: 5)
+                        let epoch = UInt64(step)
+                        shared.epoch.store(epoch, ordering: .relaxed)
+                        broadcast.publishStatus(.status(step), progressEpoch: paused ? nil : epoch)
+                        if !paused && step.isMultiple(of: 3) {
+                            // Let some progress through, so the epoch checks below are never vacuous.
+                            var spins = 0
+                            while broadcast.latest == .status(step) && spins < 100_000 {
+                                spins += 1
+                                await Task.yield()
+                            }
+                        }
+                        for _ in 0..<Int.random(in: 0..<4) { await Task.yield() }
+                    }
+                    broadcast.finish(with: .done(round))
+                    shared.stop.store(true, ordering: .relaxed)
                     return nil
                 }
-            }
-            group.addTask {
-                for step in 1...statuses {
-                    // Every fifth status is a pause: no epoch accepts progress.
-                    let paused = step.isMultiple(of: 5)
-                    let epoch = UInt64(step)
-                    shared.epoch.store(epoch, ordering: .relaxed)
-                    broadcast.publishStatus(.status(step), progressEpoch: paused ? nil : epoch)
-                    for _ in 0..<Int.random(in: 0..<4) { await Task.yield() }
+                var results: [[E]] = []
+                for await result in group {
+                    if let result { results.append(result) }
                 }
-                broadcast.finish(with: .done(round))
-                shared.stop.store(true, ordering: .relaxed)
-                return nil
+                return results
             }
-            var results: [[E]] = []
-            for await result in group {
-                if let result { results.append(result) }
-            }
-            return results
         }
 
-        #expect(results.count == consumers)
-        for elements in results {
+        #expect(results?.count == consumers)
+        #expect(results?.contains { $0.contains { $0.progressValue != nil } } == true)
+        for elements in results ?? [] {
             #expect(elements.compactMap(\.statusValue) == Array(0...statuses))
             #expect(elements.filter(\.isDone) == [.done(round)])
             #expect(elements.last == .done(round))
