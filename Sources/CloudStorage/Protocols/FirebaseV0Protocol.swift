@@ -103,7 +103,9 @@ struct FirebaseV0Protocol: UploadWireProtocol {
         HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name))
     }
 
-    func sessionState(from response: HTTPResponse, after step: UploadSessionStep) throws(StorageError)
+    func sessionState(
+        from response: HTTPResponse, after step: UploadSessionStep
+    ) throws(StorageError)
         -> UploadSessionState
     {
         if response.status == 404 || response.status == 410 { return .gone }

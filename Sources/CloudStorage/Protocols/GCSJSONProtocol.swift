@@ -91,7 +91,9 @@ struct GCSJSONProtocol: UploadWireProtocol {
         )
     }
 
-    func sessionState(from response: HTTPResponse, after step: UploadSessionStep) throws(StorageError)
+    func sessionState(
+        from response: HTTPResponse, after step: UploadSessionStep
+    ) throws(StorageError)
         -> UploadSessionState
     {
         if response.status == 404 || response.status == 410 { return .gone }

@@ -58,7 +58,9 @@ protocol UploadWireProtocol: Sendable {
     ///   - response: The answer.
     ///   - step: The request it answers.
     /// - Throws: ``StorageErrorCode/internalError`` when the answer breaks the protocol.
-    func sessionState(from response: HTTPResponse, after step: UploadSessionStep) throws(StorageError)
+    func sessionState(
+        from response: HTTPResponse, after step: UploadSessionStep
+    ) throws(StorageError)
         -> UploadSessionState
 
     /// The HTTP statuses of session answers that ``sessionState(from:after:)``

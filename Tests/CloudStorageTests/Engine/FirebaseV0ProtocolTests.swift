@@ -77,7 +77,9 @@ struct FirebaseV0ProtocolTests {
         let payload = TestSupport.payload(size: Self.size, seed: 2)
         _ = try await Self.storage(transport).reference(withPath: "o").putDataAsync(payload)
         #expect(transport.finalized == payload)
-        let steps = transport.exchanges.dropFirst().map { "\($0.command ?? "") @\($0.headers["X-Goog-Upload-Offset"] ?? "-")" }
+        let steps = transport.exchanges.dropFirst().map {
+            "\($0.command ?? "") @\($0.headers["X-Goog-Upload-Offset"] ?? "-")"
+        }
         #expect(steps == ["upload, finalize @0", "query @-", "upload, finalize @300000"])
         #expect(transport.sessionsStarted == 1)
     }
@@ -142,8 +144,9 @@ struct FirebaseV0ProtocolTests {
         for (response, step, expected) in cases {
             #expect(try Self.wire.sessionState(from: response, after: step) == expected)
         }
-        guard case .complete(let stored) = try Self.wire.sessionState(
-            from: Self.answer(200, ["X-Goog-Upload-Status": "final"], json), after: send)
+        guard
+            case .complete(let stored) = try Self.wire.sessionState(
+                from: Self.answer(200, ["X-Goog-Upload-Status": "final"], json), after: send)
         else {
             Issue.record("a final upload answer with a body is complete with its metadata")
             return
@@ -151,14 +154,15 @@ struct FirebaseV0ProtocolTests {
         #expect(stored.generation == 3)
     }
 
-    @Test(arguments: [
-        (["X-Goog-Upload-Status": "active"], UploadSessionStep.query, ""),
-        ([:], .send(offset: 0, length: 1), ""),
-        (["X-Goog-Upload-Status": "paused"], .query, ""),
-        (["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": "-1"], .query, ""),
-        (["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": "many"], .query, ""),
-        (["X-Goog-Upload-Status": "final"], .send(offset: 0, length: 1), "not json"),
-    ] as [([String: String], UploadSessionStep, String)])
+    @Test(
+        arguments: [
+            (["X-Goog-Upload-Status": "active"], UploadSessionStep.query, ""),
+            ([:], .send(offset: 0, length: 1), ""),
+            (["X-Goog-Upload-Status": "paused"], .query, ""),
+            (["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": "-1"], .query, ""),
+            (["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": "many"], .query, ""),
+            (["X-Goog-Upload-Status": "final"], .send(offset: 0, length: 1), "not json"),
+        ] as [([String: String], UploadSessionStep, String)])
     func answersThatBreakTheProtocolAreInternalErrors(
         headers: [String: String], step: UploadSessionStep, body: String
     ) throws {

@@ -176,7 +176,8 @@ final class ScriptedFirebaseTransport: HTTPTransport {
             url.port = request.url.port
             url.path = "/v0/b/b/o"
             url.queryItems = [
-                URLQueryItem(name: "name", value: name), URLQueryItem(name: "upload_id", value: "\(state.sessionCount)"),
+                URLQueryItem(name: "name", value: name),
+                URLQueryItem(name: "upload_id", value: "\(state.sessionCount)"),
                 URLQueryItem(name: "upload_protocol", value: "resumable"),
             ]
             return .success(
@@ -278,7 +279,9 @@ final class ScriptedFirebaseTransport: HTTPTransport {
             let boundary = type.split(separator: "=", maxSplits: 1).last.map(String.init)
         else { return nil }
         let delimiter = Data("--\(boundary)".utf8)
-        let jsonHead = Data("\(String(decoding: delimiter, as: UTF8.self))\r\nContent-Type: application/json; charset=utf-8\r\n\r\n".utf8)
+        let jsonHead = Data(
+            "\(String(decoding: delimiter, as: UTF8.self))\r\nContent-Type: application/json; charset=utf-8\r\n\r\n"
+                .utf8)
         guard body.starts(with: jsonHead) else { return nil }
         let afterHead = body[(body.startIndex + jsonHead.count)...]
         guard let second = afterHead.firstRange(of: Data("\r\n".utf8) + delimiter + Data("\r\n".utf8)) else {
