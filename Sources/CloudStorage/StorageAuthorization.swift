@@ -9,14 +9,21 @@
 /// )
 /// ```
 ///
+/// The header's scheme is the endpoint's: `Authorization: Bearer <token>`
+/// for the Google Cloud Storage JSON API (OAuth 2 access tokens),
+/// `Authorization: Firebase <token>` for Firebase Storage v0 (Firebase ID
+/// tokens).
+///
 /// Tokens are never sent over plain `http://` to a host other than this
 /// machine: such a request fails with ``StorageErrorCode/invalidArgument``
-/// before anything is sent.
+/// before anything is sent. ``emulatorOwner`` is the one exception: it is
+/// not a secret.
 public struct StorageAuthorization: Sendable {
     enum Kind: Sendable {
         case none
         case bearerToken(String)
         case tokenProvider(@Sendable (_ forceRefresh: Bool) async throws -> String)
+        case emulatorOwner
     }
 
     let kind: Kind
@@ -24,9 +31,15 @@ public struct StorageAuthorization: Sendable {
     /// No `Authorization` header: for emulators and public buckets.
     public static let none = StorageAuthorization(kind: .none)
 
-    /// The same OAuth 2 access token on every request, as `Authorization: Bearer <token>`.
+    /// The same token on every request: an OAuth 2 access token, sent as
+    /// `Authorization: Bearer <token>` to the GCS JSON API, or a Firebase ID
+    /// token, sent as `Authorization: Firebase <token>` to Firebase Storage.
     ///
-    /// - Parameter token: The access token.
+    /// ```swift
+    /// let storage = Storage(bucket: "my-bucket", authorization: .bearerToken(accessToken))
+    /// ```
+    ///
+    /// - Parameter token: The token.
     /// - Returns: The authorization.
     public static func bearerToken(_ token: String) -> StorageAuthorization {
         StorageAuthorization(kind: .bearerToken(token))
@@ -48,6 +61,31 @@ public struct StorageAuthorization: Sendable {
         StorageAuthorization(kind: .tokenProvider(provider))
     }
 
+    /// The Firebase emulator's administrator, `owner`: requests bypass the
+    /// emulator's Security Rules, as those of the Firebase Admin SDKs do.
+    ///
+    /// Sent as `Authorization: Firebase owner` to a ``StorageEndpoint/firebase(_:)``
+    /// endpoint and `Authorization: Bearer owner` to a ``StorageEndpoint/gcs(_:)``
+    /// one; the Firebase emulator accepts both. The word `owner` is no secret,
+    /// so unlike real tokens it may travel over plain HTTP to any host (an
+    /// emulator in another container, say). Real servers refuse it.
+    ///
+    /// ```swift
+    /// let storage = Storage(
+    ///     bucket: "my-app.appspot.com",
+    ///     endpoint: .firebase(URL(string: "http://127.0.0.1:9199")!),
+    ///     authorization: .emulatorOwner
+    /// )
+    /// ```
+    public static let emulatorOwner = StorageAuthorization(kind: .emulatorOwner)
+
+    /// Whether the credential must be kept from eavesdroppers (every one but
+    /// ``emulatorOwner``).
+    var isSecret: Bool {
+        if case .emulatorOwner = kind { return false }
+        return true
+    }
+
     /// Whether requests carry a credential at all.
     var sendsCredentials: Bool {
         if case .none = kind { return false }
@@ -61,6 +99,8 @@ public struct StorageAuthorization: Sendable {
             return nil
         case .bearerToken(let token):
             return token
+        case .emulatorOwner:
+            return "owner"
         case .tokenProvider(let provider):
             do {
                 return try await provider(forceRefresh)

@@ -19,9 +19,13 @@ struct RequestRunner: Sendable {
     private var token: String?
     private var hasToken = false
 
+    /// The `Authorization` scheme of the endpoint's wire protocol.
+    private let credentialScheme: String
+
     init(storage: Storage) {
         self.storage = storage
         self.policy = RetryPolicy(configuration: storage.configuration)
+        self.credentialScheme = storage.endpoint.uploadProtocol.credentialScheme
     }
 
     /// Sends `request` once (twice after a 401 with a token provider).
@@ -46,12 +50,12 @@ struct RequestRunner: Sendable {
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }
             if let token = try await credential(refreshing: refreshed) {
-                guard !request.url.isPlainHTTPToAnotherMachine else {
+                guard !storage.authorization.isSecret || !request.url.isPlainHTTPToAnotherMachine else {
                     throw .invalidArgument(
                         "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
                     )
                 }
-                request.headers.set("Authorization", "Bearer \(token)")
+                request.headers.set("Authorization", "\(credentialScheme) \(token)")
             }
             let response: HTTPResponse
             do {

@@ -13,8 +13,9 @@ struct UploadEngine: Sendable {
     let source: UploadSource
     let metadata: StorageMetadata
 
+    /// The endpoint's protocol: the engine is the same for all of them.
     private var wire: any UploadWireProtocol {
-        GCSJSONProtocol(baseURL: storage.endpoint.baseURL)
+        storage.endpoint.uploadProtocol
     }
 
     /// How many times a session the server forgot is replaced by a new one
@@ -120,12 +121,14 @@ struct UploadEngine: Sendable {
                     }
                     continue
                 }
-                let accepted = wire.successStatuses.union(wire.sessionGoneStatuses)
+                let accepted = wire.sessionAnswerStatuses
                 let before = checkpoint.committedBytes
                 let outcome: RequestRunner.Outcome
                 let queried = mustQuery
+                let step: UploadSessionStep
                 var sentEverything = false
                 if queried {
+                    step = .query
                     outcome = try await runner.send(
                         wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
                 } else {
@@ -133,6 +136,7 @@ struct UploadEngine: Sendable {
                     let end = storage.configuration.chunkSize.map { min(before + $0, size) } ?? size
                     let isFinal = end == size
                     sentEverything = isFinal
+                    step = .send(offset: before, length: end - before)
                     let request = wire.send(
                         session: session,
                         offset: before,
@@ -158,12 +162,17 @@ struct UploadEngine: Sendable {
                 case .answer(let answer):
                     response = answer
                 }
-                if wire.sessionGoneStatuses.contains(response.status) {
+                var state = try wire.sessionState(from: response, after: step)
+                if state == .completeWithoutMetadata {
+                    state = .complete(try await storedMetadata(upload, &runner))
+                }
+                switch state {
+                case .gone:
                     // The server forgot the session (expired or deleted): start a new one.
                     try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
                     continue
-                }
-                switch try wire.sessionState(from: response) {
+                case .completeWithoutMetadata:
+                    throw .internalError("The object's metadata could not be read after the upload.")
                 case .complete(let stored) where stored.size != size && !sentEverything:
                     // The server finalized the object before it had every byte (lenient
                     // servers do so on a status query): remove the truncated object and
@@ -223,6 +232,22 @@ struct UploadEngine: Sendable {
         checkpoint.session = nil
         checkpoint.committedBytes = 0
         progress(0)
+    }
+
+    /// Reads the metadata of the object a session reported complete without
+    /// saying what it stored.
+    private func storedMetadata(
+        _ upload: UploadDescription, _ runner: inout RequestRunner
+    ) async throws(StorageError) -> StorageMetadata {
+        while true {
+            let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
+            switch try await runner.send(request, accepting: [200], about: .object(upload.objectName)) {
+            case .answer(let response):
+                return try StorageMetadata(objectResource: response.body)
+            case .retryable(let failure):
+                try await runner.backOff(after: failure)
+            }
+        }
     }
 
     /// Checks the stored object against what was sent; a wrong object is

@@ -2,7 +2,7 @@ import Foundation
 
 extension StorageMetadata {
     /// Decodes a GCS object resource, or the Firebase v0 metadata JSON, which
-    /// uses the same field names.
+    /// uses the same field names (and adds `downloadTokens`, comma-separated).
     ///
     /// The resource's `name` is the full object name: it becomes ``path``, and
     /// its last segment ``name``. Integers (`size`, `generation`,
@@ -47,6 +47,10 @@ extension StorageMetadata {
         contentEncoding = resource.contentEncoding
         contentLanguage = resource.contentLanguage
         customMetadata = resource.metadata?.compactMapValues(\.text) ?? [:]
+        downloadTokens =
+            resource.downloadTokens?.split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty } ?? []
     }
 
     /// The JSON body that starts an upload of this metadata to `name`.
@@ -98,11 +102,12 @@ private struct ObjectResource: Decodable {
     var contentEncoding: String?
     var contentLanguage: String?
     var metadata: [String: LooseScalar]?
+    var downloadTokens: String?
 
     private enum CodingKeys: String, CodingKey {
         case name, bucket, generation, metageneration, size, contentType, md5Hash, crc32c
         case timeCreated, updated, cacheControl, contentDisposition, contentEncoding, contentLanguage
-        case metadata
+        case metadata, downloadTokens
     }
 
     init(from decoder: any Decoder) throws {
@@ -129,6 +134,7 @@ private struct ObjectResource: Decodable {
         contentEncoding = try container.decodeIfPresent(String.self, forKey: .contentEncoding)
         contentLanguage = try container.decodeIfPresent(String.self, forKey: .contentLanguage)
         metadata = try container.decodeIfPresent([String: LooseScalar].self, forKey: .metadata)
+        downloadTokens = try container.decodeIfPresent(String.self, forKey: .downloadTokens)
     }
 }
 

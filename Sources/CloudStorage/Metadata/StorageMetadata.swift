@@ -65,6 +65,13 @@ public struct StorageMetadata: Sendable, Hashable {
     /// When the object's metadata was last changed.
     public internal(set) var updated: Date?
 
+    /// The download tokens Firebase Storage reports (its `downloadTokens`
+    /// field, comma-separated on the wire); empty from Cloud Storage.
+    ///
+    /// Internal, as in the Firebase SDKs, which expose tokens only inside
+    /// download URLs; kept for building those.
+    var downloadTokens: [String] = []
+
     /// Creates empty metadata: nothing set, nothing reported.
     ///
     /// ```swift

@@ -5,22 +5,25 @@ import Foundation
 struct GCSJSONProtocol: UploadWireProtocol {
     let baseURL: URL
 
-    let successStatuses: Set<Int> = [200, 201, 308]
-    let sessionGoneStatuses: Set<Int> = [404, 410]
+    /// Statuses 308 (incomplete), 200/201 (complete) and 404/410 (the
+    /// session is gone).
+    let sessionAnswerStatuses: Set<Int> = [200, 201, 308, 404, 410]
+    let credentialScheme = "Bearer"
 
     func singleRequestUpload(_ upload: UploadDescription, body: HTTPRequestBody) -> HTTPRequest {
-        let boundary = "cloudstorage-" + UUID().uuidString
-        let json = upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c)
-        var head = Data("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n".utf8)
-        head.append(json)
-        head.append(Data("\r\n--\(boundary)\r\nContent-Type: \(upload.contentType)\r\n\r\n".utf8))
-        let tail = Data("\r\n--\(boundary)--\r\n".utf8)
+        let multipart = MultipartRelatedBody(
+            metadataJSON: upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c),
+            jsonContentType: "application/json; charset=UTF-8",
+            mediaContentType: upload.contentType,
+            media: body,
+            closingLineBreak: true
+        )
         var request = HTTPRequest(
             method: "POST",
             url: uploadURL(bucket: upload.bucket, query: [("uploadType", "multipart")]),
-            body: HTTPRequestBody(segments: [.data(head)] + body.segments + [.data(tail)])
+            body: multipart.body
         )
-        request.headers.add("Content-Type", "multipart/related; boundary=\(boundary)")
+        request.headers.add("Content-Type", multipart.contentType)
         return request
     }
 
@@ -77,17 +80,23 @@ struct GCSJSONProtocol: UploadWireProtocol {
         HTTPRequest(method: "DELETE", url: session)
     }
 
+    func objectMetadata(bucket: String, name: String) -> HTTPRequest {
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name, query: []))
+    }
+
     func deleteObject(bucket: String, name: String, generation: Int64) -> HTTPRequest {
         HTTPRequest(
             method: "DELETE",
-            url: url(
-                path: "/storage/v1/b/\(Self.pathSegment(bucket))/o/\(Self.pathSegment(name))",
-                query: [("generation", String(generation))]
-            )
+            url: objectURL(bucket: bucket, name: name, query: [("generation", String(generation))])
         )
     }
 
-    func sessionState(from response: HTTPResponse) throws(StorageError) -> UploadSessionState {
+    func sessionState(
+        from response: HTTPResponse, after step: UploadSessionStep
+    ) throws(StorageError)
+        -> UploadSessionState
+    {
+        if response.status == 404 || response.status == 410 { return .gone }
         if response.status == 308 {
             // "Range: bytes=0-K" means K+1 bytes are stored; no Range means none.
             guard let range = response.headers["Range"] else { return .active(committedBytes: 0) }
@@ -96,37 +105,23 @@ struct GCSJSONProtocol: UploadWireProtocol {
             }
             return .active(committedBytes: last + 1)
         }
+        // A finished session answers with the object resource; a gateway that
+        // drops the body leaves the engine to read it.
+        if response.body.isEmpty { return .completeWithoutMetadata }
         return .complete(try StorageMetadata(objectResource: response.body))
     }
 
     // MARK: URLs
 
     private func uploadURL(bucket: String, query: [(String, String)]) -> URL {
-        url(path: "/upload/storage/v1/b/\(Self.pathSegment(bucket))/o", query: query)
+        WireURL.make(base: baseURL, path: "/upload/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query)
     }
 
-    func url(path: String, query: [(String, String)]) -> URL {
-        var text = baseURL.absoluteString
-        if text.hasSuffix("/") { text.removeLast() }
-        text += path
-        if !query.isEmpty {
-            text += "?" + query.map { "\($0)=\(Self.queryValue($1))" }.joined(separator: "&")
-        }
-        // Every piece was percent-encoded above, so the URL always parses.
-        return URL(string: text) ?? baseURL
+    private func objectURL(bucket: String, name: String, query: [(String, String)]) -> URL {
+        WireURL.make(
+            base: baseURL,
+            path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))",
+            query: query
+        )
     }
-
-    /// Percent-encodes a path segment: everything but RFC 3986 unreserved characters.
-    static func pathSegment(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
-    }
-
-    /// Percent-encodes a query value the same way (so `/`, `+`, `&` and `=` are escaped).
-    static func queryValue(_ text: String) -> String {
-        pathSegment(text)
-    }
-
-    private static let unreserved = CharacterSet(
-        charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
-    )
 }

@@ -3,7 +3,19 @@ import Foundation
 /// The steps of an upload in one wire protocol, as requests to build and
 /// responses to read. It performs no I/O: the engine sends the requests,
 /// retries them and keeps the session's state.
+///
+/// An implementation must guarantee:
+/// - Every request it builds targets the endpoint's base URL or the session
+///   URL the server handed out, and never puts a credential in a URL.
+/// - ``sessionState(from:after:)`` decides from the protocol's own signals
+///   (an HTTP status, a header) whether the session is active, complete or
+///   gone; the engine never interprets a session answer's status itself.
+/// - Error messages never contain a session URL (it is a bearer capability).
 protocol UploadWireProtocol: Sendable {
+    /// The scheme of the `Authorization` header that carries a token, such as
+    /// `Bearer` (`Authorization: Bearer <token>`).
+    var credentialScheme: String { get }
+
     /// One request carrying metadata and every byte, for small objects.
     func singleRequestUpload(_ upload: UploadDescription, body: HTTPRequestBody) -> HTTPRequest
 
@@ -30,20 +42,31 @@ protocol UploadWireProtocol: Sendable {
     /// Ends the session and discards what it stored.
     func cancel(session: URL) -> HTTPRequest
 
+    /// Reads the metadata of a stored object (for a session the server
+    /// reports complete without saying what it stored).
+    func objectMetadata(bucket: String, name: String) -> HTTPRequest
+
     /// Deletes one generation of an object (used to remove an object found to
-    /// be wrong after the server finalized it).
+    /// be wrong after the server finalized it). A protocol that cannot target
+    /// a generation deletes the live object and says so in its documentation.
     func deleteObject(bucket: String, name: String, generation: Int64) -> HTTPRequest
 
     /// Reads an answer to ``send(session:offset:body:isFinal:totalSize:crc32c:)``
-    /// or ``query(session:)`` whose status the engine accepted as a success.
-    func sessionState(from response: HTTPResponse) throws(StorageError) -> UploadSessionState
+    /// or ``query(session:)`` whose HTTP status is in ``sessionAnswerStatuses``.
+    ///
+    /// - Parameters:
+    ///   - response: The answer.
+    ///   - step: The request it answers.
+    /// - Throws: ``StorageErrorCode/internalError`` when the answer breaks the protocol.
+    func sessionState(
+        from response: HTTPResponse, after step: UploadSessionStep
+    ) throws(StorageError)
+        -> UploadSessionState
 
-    /// The HTTP statuses that mean the request did what it should (the rest
-    /// are errors, retried or reported by the engine).
-    var successStatuses: Set<Int> { get }
-
-    /// The statuses with which the server says a session no longer exists.
-    var sessionGoneStatuses: Set<Int> { get }
+    /// The HTTP statuses of session answers that ``sessionState(from:after:)``
+    /// reads (including the ones meaning the session is gone); any other
+    /// status is an error, retried or reported by the engine.
+    var sessionAnswerStatuses: Set<Int> { get }
 }
 
 /// What an upload is: where it goes and what it carries.
@@ -56,10 +79,24 @@ struct UploadDescription: Sendable {
     var crc32c: UInt32?
 }
 
+/// A request to a resumable session whose answer is being read.
+enum UploadSessionStep: Sendable, Equatable {
+    /// ``UploadWireProtocol/query(session:)``.
+    case query
+    /// ``UploadWireProtocol/send(session:offset:body:isFinal:totalSize:crc32c:)``
+    /// with `length` bytes from `offset`.
+    case send(offset: Int64, length: Int64)
+}
+
 /// What a resumable session holds, as the server reports it.
 enum UploadSessionState: Sendable, Equatable {
     /// The server has committed the first `committedBytes` bytes and waits for more.
     case active(committedBytes: Int64)
     /// The object is complete and stored with this metadata.
     case complete(StorageMetadata)
+    /// The object is complete, but the answer does not say what was stored:
+    /// read it with ``UploadWireProtocol/objectMetadata(bucket:name:)``.
+    case completeWithoutMetadata
+    /// The server no longer knows the session (expired, cancelled or deleted).
+    case gone
 }
