@@ -55,8 +55,8 @@ final class BenchmarkRunner {
         }
         if let curl {
             // curl sends no checksums, so the server computes both from the bytes it got.
-            largeReference = try await curl.upload(file: largeFile, size: size, object: "reference-large")
-            smallReference = try await curl.upload(file: smallFile, size: options.smallSize, object: "reference-small")
+            largeReference = try await curl.upload(file: largeFile, size: size, object: "reference-large").facts
+            smallReference = try await curl.upload(file: smallFile, size: options.smallSize, object: "reference-small").facts
             referenceDescription =
                 "each upload's size, md5Hash and crc32c (as the SDK returned them) equal those the server computed for curl's upload of the same bytes; once per scenario, the server's object resource agrees too."
         } else {
@@ -87,12 +87,10 @@ final class BenchmarkRunner {
     /// - Throws: ``BenchmarkError`` on any failure or verification mismatch.
     func run() async throws -> [ScenarioResult] {
         var samples: [[RunSample]] = Array(repeating: [], count: scenarios.count)
-        var curlPeak: Int64 = 0
         for round in 1...options.runs {
             for (index, scenario) in scenarios.enumerated() {
                 progress("round \(round)/\(options.runs): \(scenario.name) …")
-                let (sample, childPeak) = try await measure(scenario, round: round)
-                if scenario.isBaseline { curlPeak = max(curlPeak, childPeak) }
+                let sample = try await measure(scenario, round: round)
                 samples[index].append(sample)
                 progress(String(format: " %.1f MB/s in %.3f s\n", sample.megabytesPerSecond, sample.seconds))
             }
@@ -101,12 +99,12 @@ final class BenchmarkRunner {
             Statistics.median(samples[$0].map(\.megabytesPerSecond))
         }
         return scenarios.enumerated().map { index, scenario in
-            ScenarioResult(scenario, samples: samples[index], baselineMedian: baselineMedian, curlPeakRSS: curlPeak)
+            ScenarioResult(scenario, samples: samples[index], baselineMedian: baselineMedian)
         }
     }
 
     /// Times one run of a scenario, verifies it and removes what it stored.
-    private func measure(_ scenario: Scenario, round: Int) async throws -> (RunSample, childPeak: Int64) {
+    private func measure(_ scenario: Scenario, round: Int) async throws -> RunSample {
         var payload: Data?
         if scenario.kind == .putData {
             let file = largeFile
@@ -136,23 +134,26 @@ final class BenchmarkRunner {
             for (name, _) in uploaded.objects { try await client.delete(name) }
         }
 
-        let sample = RunSample(
+        return RunSample(
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             bytes: uploaded.bytes,
             uploads: uploaded.objects.count,
-            selfCPU: after.selfCPU - before.selfCPU,
-            childrenCPU: after.childrenCPU - before.childrenCPU,
+            clientCPU: uploaded.childUsage?.cpuSeconds ?? (after.selfCPU - before.selfCPU),
             serverCPU: after.serverCPU.flatMap { end in before.serverCPU.map { end - $0 } },
-            peakResidentBytes: after.peakResidentBytes,
-            residentGrowthBytes: after.peakResidentBytes.flatMap { peak in before.residentBytes.map { peak - $0 } }
+            // A spawned child's ru_maxrss includes this process's RSS at spawn time (the
+            // child shares or copies our address space until exec), so curl's is not reported.
+            peakResidentBytes: uploaded.childUsage == nil ? after.peakResidentBytes : nil,
+            residentGrowthBytes: uploaded.childUsage == nil
+                ? after.peakResidentBytes.flatMap { peak in before.residentBytes.map { peak - $0 } } : nil
         )
-        return (sample, after.childrenPeakResidentBytes)
     }
 
     /// The objects one run stored, with the facts the uploader got back.
     private struct Uploaded {
         var bytes: Int64
         var objects: [(String, ObjectFacts)]
+        /// For the baseline: what the curl processes used, measured by `wait4`.
+        var childUsage: CurlBaseline.Result?
     }
 
     private func perform(_ scenario: Scenario, round: Int, payload: Data?) async throws -> Uploaded {
@@ -161,8 +162,8 @@ final class BenchmarkRunner {
         switch scenario.kind {
         case .curlBaseline:
             guard let curl else { throw BenchmarkError("the curl baseline ran without curl") }
-            let facts = try await curl.upload(file: largeFile, size: size, object: name)
-            return Uploaded(bytes: size, objects: [(name, facts)])
+            let result = try await curl.upload(file: largeFile, size: size, object: name)
+            return Uploaded(bytes: size, objects: [(name, result.facts)], childUsage: result)
         case .putFile, .putFileChunked, .putFileWithoutChecksums:
             let metadata = try await storage(for: scenario.kind).reference(withPath: name).putFileAsync(from: largeFile)
             return Uploaded(bytes: size, objects: [(name, ObjectFacts(metadata))])

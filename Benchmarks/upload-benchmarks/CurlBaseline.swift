@@ -16,11 +16,18 @@ struct CurlBaseline: Sendable {
     /// The command line of the timed PUT, for the report.
     static let commandTemplate = "curl -sS -X PUT -T <file> -H 'Content-Range: bytes 0-(n-1)/n' <session>"
 
+    /// What one baseline upload stored and what the two curl processes cost.
+    struct Result: Sendable {
+        var facts: ObjectFacts
+        /// User + system CPU seconds of both curl processes.
+        var cpuSeconds: Double
+    }
+
     /// Uploads `file` (of `size` bytes) as `object`.
     ///
-    /// - Returns: The facts from the object resource the final PUT returned.
+    /// - Returns: The facts from the object resource the final PUT returned, and curl's usage.
     /// - Throws: ``BenchmarkError`` when curl fails or the server refuses.
-    func upload(file: URL, size: Int64, object: String) async throws -> ObjectFacts {
+    func upload(file: URL, size: Int64, object: String) async throws -> Result {
         let start = baseURL.absoluteString + "/upload/storage/v1/b/\(bucket)/o?uploadType=resumable&name=\(object)"
         let opened = try await ProcessRunner.run(
             curl,
@@ -58,7 +65,10 @@ struct CurlBaseline: Sendable {
         guard status == 200 || status == 201 else {
             throw BenchmarkError("the server answered curl's PUT with HTTP \(status): \(String(decoding: body.prefix(512), as: UTF8.self))")
         }
-        return try ObjectFacts(objectResource: body)
+        return Result(
+            facts: try ObjectFacts(objectResource: body),
+            cpuSeconds: opened.cpuSeconds + sent.cpuSeconds
+        )
     }
 
     /// The value of the last header named `name` (case-insensitive) in a raw header block.

@@ -66,7 +66,7 @@ enum ReportPrinter {
                 result.uploadsPerSecond.map { String(format: "%.0f", $0) } ?? "-",
                 String(format: "%.2f", result.cpuSecondsPerRun) + (result.cpuOf == "curl" ? "*" : ""),
                 result.serverCPUSecondsPerRun.map { String(format: "%.2f", $0) } ?? "?",
-                result.peakRSSBytes.map(mebibytes).map { $0 + (result.cpuOf == "curl" ? "*" : "") } ?? "?",
+                result.peakRSSBytes.map(mebibytes) ?? "-",
                 result.rssDeltaBytes.map(mebibytes) ?? "-",
             ])
         }
@@ -93,14 +93,15 @@ enum ReportPrinter {
         lines.append("notes:")
         lines.append("  MB/s = 10^6 payload bytes per second of wall time, median of the runs (min..max); vs curl = median / curl's median.")
         lines.append("  s/run = median wall seconds per run, including opening the session (and the SDK's CRC32C pass over the file).")
-        lines.append("  CPU s/run = user+sys seconds (getrusage) of this process per run; * = of the curl child processes instead.")
+        lines.append("  CPU s/run = user+sys seconds of this process per run (getrusage RUSAGE_SELF, all threads); * = of the two curl processes instead (wait4).")
         lines.append("  srv CPU s/run = user+sys seconds of fake-gcs-server and its supervisor per run (/proc/<pid>/stat).")
         if report.peakRSSResetBetweenRuns {
             lines.append("  peak RSS = highest VmHWM over the runs, reset before each run via /proc/self/clear_refs;")
         } else {
             lines.append("  peak RSS = VmHWM; /proc/self/clear_refs could NOT be written, so it is the process-lifetime high-water mark;")
         }
-        lines.append("  ΔRSS = largest rise of VmHWM above VmRSS measured just before a run; * for curl: ru_maxrss of the curl children.")
+        lines.append("  ΔRSS = largest rise of VmHWM above VmRSS measured just before a run.")
+        lines.append("  curl's memory is not reported: a spawned child's ru_maxrss includes the parent's RSS at spawn time.")
         lines.append("  putData's payload is read into memory before its runs and is part of its 'before' RSS.")
         lines.append("  verified: \(report.reference)")
         return lines.joined(separator: "\n") + "\n"

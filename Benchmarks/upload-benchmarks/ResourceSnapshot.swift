@@ -16,10 +16,6 @@ import Foundation
 struct ResourceSnapshot: Sendable {
     /// User + system CPU seconds of this process (all its threads).
     var selfCPU: Double
-    /// User + system CPU seconds of this process's waited-for children (curl).
-    var childrenCPU: Double
-    /// The largest resident size any waited-for child (curl) ever had, in bytes.
-    var childrenPeakResidentBytes: Int64
     /// Current resident set size (`VmRSS`), in bytes; nil where `/proc` is missing.
     var residentBytes: Int64?
     /// Resident high-water mark (`VmHWM`), in bytes; nil where `/proc` is missing.
@@ -38,11 +34,8 @@ struct ResourceSnapshot: Sendable {
         try await OffPool.run {
             let reset = resetPeak ? resetPeakResident() : false
             let memory = readStatus()
-            let children = usage(.children)
             let snapshot = ResourceSnapshot(
-                selfCPU: usage(.this).cpu,
-                childrenCPU: children.cpu,
-                childrenPeakResidentBytes: children.maxResident,
+                selfCPU: cpuSeconds(),
                 residentBytes: memory.rss,
                 peakResidentBytes: memory.hwm,
                 serverCPU: ProcessTree.cpuSeconds(root: serverRoot)
@@ -52,22 +45,18 @@ struct ResourceSnapshot: Sendable {
     }
 
     /// CPU seconds (user + system) and the maximum resident size in bytes.
-    private enum Who {
-        case this, children
-    }
-
-    private static func usage(_ who: Who) -> (cpu: Double, maxResident: Int64) {
+    /// User + system CPU seconds of every thread of this process (`RUSAGE_SELF`).
+    private static func cpuSeconds() -> Double {
         var info = rusage()
         #if canImport(Glibc)
             // Glibc imports the RUSAGE_* constants as an enum but takes an Int32.
-            let code = __rusage_who_t(who == .this ? RUSAGE_SELF.rawValue : RUSAGE_CHILDREN.rawValue)
+            let who = __rusage_who_t(RUSAGE_SELF.rawValue)
         #else
-            let code = who == .this ? RUSAGE_SELF : RUSAGE_CHILDREN
+            let who = RUSAGE_SELF
         #endif
-        guard getrusage(code, &info) == 0 else { return (0, 0) }
+        guard getrusage(who, &info) == 0 else { return 0 }
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
-        // Linux reports ru_maxrss in KiB.
-        return (seconds(info.ru_utime) + seconds(info.ru_stime), Int64(info.ru_maxrss) * 1024)
+        return seconds(info.ru_utime) + seconds(info.ru_stime)
     }
 
     /// Writes "5" to `/proc/self/clear_refs`, which sets `VmHWM` to the current RSS.

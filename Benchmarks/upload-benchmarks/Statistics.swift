@@ -6,13 +6,11 @@ struct RunSample: Sendable {
     var bytes: Int64
     /// Objects uploaded.
     var uploads: Int
-    /// CPU seconds of this process during the run.
-    var selfCPU: Double
-    /// CPU seconds of child processes (curl) that ended during the run.
-    var childrenCPU: Double
+    /// CPU seconds of the uploader during the run: this process, or the curl processes for the baseline.
+    var clientCPU: Double
     /// CPU seconds of fake-gcs-server (and its supervisor) during the run.
     var serverCPU: Double?
-    /// This process's resident high-water mark at the end of the run.
+    /// This process's resident high-water mark at the end of the run; nil for the curl baseline.
     var peakResidentBytes: Int64?
     /// How far the high-water mark rose above the resident size before the run.
     var residentGrowthBytes: Int64?
@@ -58,16 +56,16 @@ struct ScenarioResult: Sendable, Codable {
     var cpuSecondsPerRun: Double
     var cpuSecondsTotal: Double
     var serverCPUSecondsPerRun: Double?
-    /// The highest `VmHWM` over the runs (for the baseline: curl's `ru_maxrss`).
+    /// The highest `VmHWM` over the runs; nil for the curl baseline.
     var peakRSSBytes: Int64?
     /// The largest rise of `VmHWM` over `VmRSS` taken just before a run.
     var rssDeltaBytes: Int64?
     /// Whether every run's result matched the reference and the server's resource.
     var verified: Bool
 
-    init(_ scenario: Scenario, samples: [RunSample], baselineMedian: Double?, curlPeakRSS: Int64?) {
+    init(_ scenario: Scenario, samples: [RunSample], baselineMedian: Double?) {
         let rates = samples.map(\.megabytesPerSecond)
-        let cpu = samples.map { scenario.isBaseline ? $0.childrenCPU : $0.selfCPU }
+        let cpu = samples.map(\.clientCPU)
         self.scenario = scenario.name
         self.summary = scenario.summary
         runs = samples.count
@@ -83,13 +81,8 @@ struct ScenarioResult: Sendable, Codable {
         cpuSecondsTotal = cpu.reduce(0, +)
         let server = samples.compactMap(\.serverCPU)
         serverCPUSecondsPerRun = server.count == samples.count ? Statistics.mean(server) : nil
-        if scenario.isBaseline {
-            peakRSSBytes = curlPeakRSS
-            rssDeltaBytes = nil
-        } else {
-            peakRSSBytes = samples.compactMap(\.peakResidentBytes).max()
-            rssDeltaBytes = samples.compactMap(\.residentGrowthBytes).max()
-        }
+        peakRSSBytes = samples.compactMap(\.peakResidentBytes).max()
+        rssDeltaBytes = samples.compactMap(\.residentGrowthBytes).max()
         verified = true
     }
 }
