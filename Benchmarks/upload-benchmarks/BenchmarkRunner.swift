@@ -105,12 +105,13 @@ final class BenchmarkRunner {
 
     /// Times one run of a scenario, verifies it and removes what it stored.
     private func measure(_ scenario: Scenario, round: Int) async throws -> RunSample {
+        let root = server.supervisorProcessIdentifier
+        let (initial, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: root)
         var payload: Data?
         if scenario.kind == .putData {
             let file = largeFile
             payload = try await OffPool.run { try Data(contentsOf: file) }
         }
-        let root = server.supervisorProcessIdentifier
         let (before, reset) = try await ResourceSnapshot.take(resetPeak: true, serverRoot: root)
         if !reset { peakResetWorks = false }
         let clock = ContinuousClock()
@@ -133,18 +134,22 @@ final class BenchmarkRunner {
             // Small objects reuse their names every round; large ones would pile up in the server's RAM.
             for (name, _) in uploaded.objects { try await client.delete(name) }
         }
+        let (settled, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: root)
 
         return RunSample(
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             bytes: uploaded.bytes,
             uploads: uploaded.objects.count,
             clientCPU: uploaded.childUsage?.cpuSeconds ?? (after.selfCPU - before.selfCPU),
+            contextSwitches: uploaded.childUsage?.contextSwitches ?? (after.contextSwitches - before.contextSwitches),
             serverCPU: after.serverCPU.flatMap { end in before.serverCPU.map { end - $0 } },
             // A spawned child's ru_maxrss includes this process's RSS at spawn time (the
             // child shares or copies our address space until exec), so curl's is not reported.
             peakResidentBytes: uploaded.childUsage == nil ? after.peakResidentBytes : nil,
             residentGrowthBytes: uploaded.childUsage == nil
-                ? after.peakResidentBytes.flatMap { peak in before.residentBytes.map { peak - $0 } } : nil
+                ? after.peakResidentBytes.flatMap { peak in before.residentBytes.map { peak - $0 } } : nil,
+            retainedBytes: uploaded.childUsage == nil
+                ? settled.residentBytes.flatMap { end in initial.residentBytes.map { end - $0 } } : nil
         )
     }
 

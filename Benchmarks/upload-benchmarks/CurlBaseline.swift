@@ -21,6 +21,8 @@ struct CurlBaseline: Sendable {
         var facts: ObjectFacts
         /// User + system CPU seconds of both curl processes.
         var cpuSeconds: Double
+        /// Context switches of both curl processes.
+        var contextSwitches: Int64
     }
 
     /// Uploads `file` (of `size` bytes) as `object`.
@@ -67,7 +69,8 @@ struct CurlBaseline: Sendable {
         }
         return Result(
             facts: try ObjectFacts(objectResource: body),
-            cpuSeconds: opened.cpuSeconds + sent.cpuSeconds
+            cpuSeconds: opened.cpuSeconds + sent.cpuSeconds,
+            contextSwitches: opened.contextSwitches + sent.contextSwitches
         )
     }
 

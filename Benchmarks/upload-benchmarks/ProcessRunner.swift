@@ -22,6 +22,8 @@ enum ProcessRunner {
         var standardError: Data
         /// User + system CPU seconds of the child.
         var cpuSeconds: Double
+        /// Voluntary + involuntary context switches of the child.
+        var contextSwitches: Int64
 
         var errorText: String {
             String(decoding: standardError.prefix(2048), as: UTF8.self)
@@ -98,7 +100,8 @@ enum ProcessRunner {
             status: exitStatus,
             standardOutput: outputData,
             standardError: errorData.withLock { $0 },
-            cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime)
+            cpuSeconds: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+            contextSwitches: Int64(usage.ru_nvcsw) + Int64(usage.ru_nivcsw)
         )
     }
 

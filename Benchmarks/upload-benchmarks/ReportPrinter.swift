@@ -19,6 +19,7 @@ enum ReportPrinter {
             result.uploadsPerSecond = result.uploadsPerSecond.map(round3)
             result.cpuSecondsPerRun = round3(result.cpuSecondsPerRun)
             result.cpuSecondsTotal = round3(result.cpuSecondsTotal)
+            result.contextSwitchesPerRun = result.contextSwitchesPerRun.rounded()
             result.serverCPUSecondsPerRun = result.serverCPUSecondsPerRun.map(round3)
             return result
         }
@@ -52,7 +53,7 @@ enum ReportPrinter {
 
         let headers = [
             "scenario", "runs", "MB/s med", "min..max", "vs curl", "s/run", "uploads/s", "CPU s/run", "srv CPU s/run",
-            "peak RSS", "ΔRSS",
+            "ctxsw/run", "peak RSS", "ΔRSS", "kept RSS",
         ]
         var rows: [[String]] = []
         for result in report.scenarios {
@@ -66,8 +67,10 @@ enum ReportPrinter {
                 result.uploadsPerSecond.map { String(format: "%.0f", $0) } ?? "-",
                 String(format: "%.2f", result.cpuSecondsPerRun) + (result.cpuOf == "curl" ? "*" : ""),
                 result.serverCPUSecondsPerRun.map { String(format: "%.2f", $0) } ?? "?",
+                String(format: "%.0f", result.contextSwitchesPerRun),
                 result.peakRSSBytes.map(mebibytes) ?? "-",
                 result.rssDeltaBytes.map(mebibytes) ?? "-",
+                result.retainedRSSBytes.map(mebibytes) ?? "-",
             ])
         }
         let numeric = Set(1..<headers.count)
@@ -94,6 +97,7 @@ enum ReportPrinter {
         lines.append("  MB/s = 10^6 payload bytes per second of wall time, median of the runs (min..max); vs curl = median / curl's median.")
         lines.append("  s/run = median wall seconds per run, including opening the session (and the SDK's CRC32C pass over the file).")
         lines.append("  CPU s/run = user+sys seconds of this process per run (getrusage RUSAGE_SELF, all threads); * = of the two curl processes instead (wait4).")
+        lines.append("  ctxsw/run = voluntary + involuntary context switches of the uploader per run (getrusage / wait4).")
         lines.append("  srv CPU s/run = user+sys seconds of fake-gcs-server and its supervisor per run (/proc/<pid>/stat).")
         if report.peakRSSResetBetweenRuns {
             lines.append("  peak RSS = highest VmHWM over the runs, reset before each run via /proc/self/clear_refs;")
@@ -101,6 +105,7 @@ enum ReportPrinter {
             lines.append("  peak RSS = VmHWM; /proc/self/clear_refs could NOT be written, so it is the process-lifetime high-water mark;")
         }
         lines.append("  ΔRSS = largest rise of VmHWM above VmRSS measured just before a run.")
+        lines.append("  kept RSS = largest VmRSS after a run (payload released, objects deleted) minus VmRSS before it: memory left behind.")
         lines.append("  curl's memory is not reported: a spawned child's ru_maxrss includes the parent's RSS at spawn time.")
         lines.append("  putData's payload is read into memory before its runs and is part of its 'before' RSS.")
         lines.append("  verified: \(report.reference)")

@@ -16,6 +16,8 @@ import Foundation
 struct ResourceSnapshot: Sendable {
     /// User + system CPU seconds of this process (all its threads).
     var selfCPU: Double
+    /// Voluntary + involuntary context switches of this process (all its threads).
+    var contextSwitches: Int64
     /// Current resident set size (`VmRSS`), in bytes; nil where `/proc` is missing.
     var residentBytes: Int64?
     /// Resident high-water mark (`VmHWM`), in bytes; nil where `/proc` is missing.
@@ -34,8 +36,10 @@ struct ResourceSnapshot: Sendable {
         try await OffPool.run {
             let reset = resetPeak ? resetPeakResident() : false
             let memory = readStatus()
+            let usage = selfUsage()
             let snapshot = ResourceSnapshot(
-                selfCPU: cpuSeconds(),
+                selfCPU: usage.cpu,
+                contextSwitches: usage.switches,
                 residentBytes: memory.rss,
                 peakResidentBytes: memory.hwm,
                 serverCPU: ProcessTree.cpuSeconds(root: serverRoot)
@@ -45,8 +49,8 @@ struct ResourceSnapshot: Sendable {
     }
 
     /// CPU seconds (user + system) and the maximum resident size in bytes.
-    /// User + system CPU seconds of every thread of this process (`RUSAGE_SELF`).
-    private static func cpuSeconds() -> Double {
+    /// User + system CPU seconds and context switches of every thread of this process (`RUSAGE_SELF`).
+    private static func selfUsage() -> (cpu: Double, switches: Int64) {
         var info = rusage()
         #if canImport(Glibc)
             // Glibc imports the RUSAGE_* constants as an enum but takes an Int32.
@@ -54,9 +58,9 @@ struct ResourceSnapshot: Sendable {
         #else
             let who = RUSAGE_SELF
         #endif
-        guard getrusage(who, &info) == 0 else { return 0 }
+        guard getrusage(who, &info) == 0 else { return (0, 0) }
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
-        return seconds(info.ru_utime) + seconds(info.ru_stime)
+        return (seconds(info.ru_utime) + seconds(info.ru_stime), Int64(info.ru_nvcsw) + Int64(info.ru_nivcsw))
     }
 
     /// Writes "5" to `/proc/self/clear_refs`, which sets `VmHWM` to the current RSS.

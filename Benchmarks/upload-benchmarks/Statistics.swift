@@ -8,12 +8,17 @@ struct RunSample: Sendable {
     var uploads: Int
     /// CPU seconds of the uploader during the run: this process, or the curl processes for the baseline.
     var clientCPU: Double
+    /// Context switches of the uploader during the run (this process, or curl).
+    var contextSwitches: Int64
     /// CPU seconds of fake-gcs-server (and its supervisor) during the run.
     var serverCPU: Double?
     /// This process's resident high-water mark at the end of the run; nil for the curl baseline.
     var peakResidentBytes: Int64?
     /// How far the high-water mark rose above the resident size before the run.
     var residentGrowthBytes: Int64?
+    /// How much more this process keeps resident after the run (its payload
+    /// released, objects deleted) than before it: memory the run left behind.
+    var retainedBytes: Int64?
 
     var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
     var uploadsPerSecond: Double { Double(uploads) / seconds }
@@ -55,11 +60,16 @@ struct ScenarioResult: Sendable, Codable {
     var cpuOf: String
     var cpuSecondsPerRun: Double
     var cpuSecondsTotal: Double
+    /// Mean context switches per run of the uploader (this process, or curl).
+    var contextSwitchesPerRun: Double
     var serverCPUSecondsPerRun: Double?
     /// The highest `VmHWM` over the runs; nil for the curl baseline.
     var peakRSSBytes: Int64?
     /// The largest rise of `VmHWM` over `VmRSS` taken just before a run.
     var rssDeltaBytes: Int64?
+    /// The most resident memory one run left behind (`VmRSS` after minus before);
+    /// nil for the curl baseline.
+    var retainedRSSBytes: Int64?
     /// Whether every run's result matched the reference and the server's resource.
     var verified: Bool
 
@@ -79,10 +89,12 @@ struct ScenarioResult: Sendable, Codable {
         cpuOf = scenario.isBaseline ? "curl" : "this process"
         cpuSecondsPerRun = Statistics.mean(cpu)
         cpuSecondsTotal = cpu.reduce(0, +)
+        contextSwitchesPerRun = Statistics.mean(samples.map { Double($0.contextSwitches) })
         let server = samples.compactMap(\.serverCPU)
         serverCPUSecondsPerRun = server.count == samples.count ? Statistics.mean(server) : nil
         peakRSSBytes = samples.compactMap(\.peakResidentBytes).max()
         rssDeltaBytes = samples.compactMap(\.residentGrowthBytes).max()
+        retainedRSSBytes = samples.compactMap(\.retainedBytes).max()
         verified = true
     }
 }
