@@ -72,7 +72,8 @@ struct BenchmarkOptions: Sendable {
             func integer(in range: ClosedRange<Int>) throws(BenchmarkError) -> Int {
                 let text = try value()
                 guard let number = Int(text), range.contains(number) else {
-                    throw BenchmarkError("\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+                    throw BenchmarkError(
+                        "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
                 }
                 return number
             }

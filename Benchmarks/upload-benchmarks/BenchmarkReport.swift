@@ -14,5 +14,7 @@ struct BenchmarkReport: Sendable, Codable {
     /// Whether `/proc/self/clear_refs` reset the high-water mark before each run.
     var peakRSSResetBetweenRuns: Bool
     var loadAverageAtEnd: String?
+    /// Wall seconds of the whole benchmark, from start-up to the report.
+    var totalSeconds: Double
     var scenarios: [ScenarioResult]
 }

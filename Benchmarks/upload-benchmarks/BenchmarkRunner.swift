@@ -56,13 +56,16 @@ final class BenchmarkRunner {
         if let curl {
             // curl sends no checksums, so the server computes both from the bytes it got.
             largeReference = try await curl.upload(file: largeFile, size: size, object: "reference-large").facts
-            smallReference = try await curl.upload(file: smallFile, size: options.smallSize, object: "reference-small").facts
+            smallReference = try await curl.upload(file: smallFile, size: options.smallSize, object: "reference-small")
+                .facts
             referenceDescription =
                 "each upload's size, md5Hash and crc32c (as the SDK returned them) equal those the server computed for curl's upload of the same bytes; once per scenario, the server's object resource agrees too."
         } else {
             // The SDK compares the server's CRC32C with its own over the bytes it sent.
-            largeReference = ObjectFacts(try await storage(for: .putFile).reference(withPath: "reference-large").putFileAsync(from: largeFile))
-            smallReference = ObjectFacts(try await storage(for: .putFile).reference(withPath: "reference-small").putDataAsync(smallPayload))
+            largeReference = ObjectFacts(
+                try await storage(for: .putFile).reference(withPath: "reference-large").putFileAsync(from: largeFile))
+            smallReference = ObjectFacts(
+                try await storage(for: .putFile).reference(withPath: "reference-small").putDataAsync(smallPayload))
             referenceDescription =
                 "curl is missing, so the reference is an SDK upload with checksums on (its CRC32C checked by the SDK); each upload's size, md5Hash and crc32c equal it, and once per scenario the server's object resource agrees."
         }
@@ -70,7 +73,8 @@ final class BenchmarkRunner {
         try await client.delete("reference-small")
         for (name, reference) in [("large", largeReference), ("small", smallReference)] {
             guard let reference, reference.md5Hash != nil || reference.crc32c != nil else {
-                throw BenchmarkError("the server reported no checksum for the \(name) reference upload, so nothing could be verified")
+                throw BenchmarkError(
+                    "the server reported no checksum for the \(name) reference upload, so nothing could be verified")
             }
         }
         // Opens the SDK's connections, so the first timed run does not pay for it.

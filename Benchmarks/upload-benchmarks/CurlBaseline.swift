@@ -65,7 +65,9 @@ struct CurlBaseline: Sendable {
         }
         let body = Data(text[..<newline].utf8)
         guard status == 200 || status == 201 else {
-            throw BenchmarkError("the server answered curl's PUT with HTTP \(status): \(String(decoding: body.prefix(512), as: UTF8.self))")
+            throw BenchmarkError(
+                "the server answered curl's PUT with HTTP \(status): \(String(decoding: body.prefix(512), as: UTF8.self))"
+            )
         }
         return Result(
             facts: try ObjectFacts(objectResource: body),

@@ -49,13 +49,13 @@ struct MachineFacts: Sendable, Codable {
     /// The compiler this program was built with, as far as `#if compiler` tells.
     static var compilerVersion: String {
         #if compiler(>=6.4)
-            return "Swift 6.4 or later"
+        return "Swift 6.4 or later"
         #elseif compiler(>=6.3)
-            return "Swift 6.3"
+        return "Swift 6.3"
         #elseif compiler(>=6.2)
-            return "Swift 6.2"
+        return "Swift 6.2"
         #else
-            return "Swift before 6.2"
+        return "Swift before 6.2"
         #endif
     }
 }

@@ -32,7 +32,8 @@ struct ObjectFacts: Sendable, Equatable, CustomStringConvertible {
             size = number.int64Value
         }
         guard let object, let size else {
-            throw BenchmarkError("the server's object resource has no size: \(String(decoding: json.prefix(512), as: UTF8.self))")
+            throw BenchmarkError(
+                "the server's object resource has no size: \(String(decoding: json.prefix(512), as: UTF8.self))")
         }
         self.init(size: size, md5Hash: object["md5Hash"] as? String, crc32c: object["crc32c"] as? String)
     }

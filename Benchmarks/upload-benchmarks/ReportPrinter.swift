@@ -43,7 +43,9 @@ enum ReportPrinter {
                 + String(format: ", %.1f GiB RAM", machine.memoryGiB)
         )
         lines.append("os: \(machine.operatingSystem); built with \(machine.swiftCompiler)")
-        lines.append("load average (1/5/15 min): \(machine.loadAverageAtStart ?? "?") at start, \(report.loadAverageAtEnd ?? "?") at end")
+        lines.append(
+            "load average (1/5/15 min): \(machine.loadAverageAtStart ?? "?") at start, \(report.loadAverageAtEnd ?? "?") at end"
+        )
         lines.append(
             "payload: \(megabytes(report.payloadBytes)) (\(report.payloadBytes) bytes); small: \(report.smallUploads) × \(report.smallPayloadBytes / 1024) KiB; \(report.runsPerScenario) timed runs per scenario, rounds interleaved"
         )
@@ -94,21 +96,35 @@ enum ReportPrinter {
             lines.append("  \(result.scenario): \(result.summary)")
         }
         lines.append("notes:")
-        lines.append("  MB/s = 10^6 payload bytes per second of wall time, median of the runs (min..max); vs curl = median / curl's median.")
-        lines.append("  s/run = median wall seconds per run, including opening the session (and the SDK's CRC32C pass over the file).")
-        lines.append("  CPU s/run = user+sys seconds of this process per run (getrusage RUSAGE_SELF, all threads); * = of the two curl processes instead (wait4).")
-        lines.append("  ctxsw/run = voluntary + involuntary context switches of the uploader per run (getrusage / wait4).")
-        lines.append("  srv CPU s/run = user+sys seconds of fake-gcs-server and its supervisor per run (/proc/<pid>/stat).")
+        lines.append(
+            "  MB/s = 10^6 payload bytes per second of wall time, median of the runs (min..max); vs curl = median / curl's median."
+        )
+        lines.append(
+            "  s/run = median wall seconds per run, including opening the session (and the SDK's CRC32C pass over the file)."
+        )
+        lines.append(
+            "  CPU s/run = user+sys seconds of this process per run (getrusage RUSAGE_SELF, all threads); * = of the two curl processes instead (wait4)."
+        )
+        lines.append(
+            "  ctxsw/run = voluntary + involuntary context switches of the uploader per run (getrusage / wait4).")
+        lines.append(
+            "  srv CPU s/run = user+sys seconds of fake-gcs-server and its supervisor per run (/proc/<pid>/stat).")
         if report.peakRSSResetBetweenRuns {
             lines.append("  peak RSS = highest VmHWM over the runs, reset before each run via /proc/self/clear_refs;")
         } else {
-            lines.append("  peak RSS = VmHWM; /proc/self/clear_refs could NOT be written, so it is the process-lifetime high-water mark;")
+            lines.append(
+                "  peak RSS = VmHWM; /proc/self/clear_refs could NOT be written, so it is the process-lifetime high-water mark;"
+            )
         }
         lines.append("  ΔRSS = largest rise of VmHWM above VmRSS measured just before a run.")
-        lines.append("  kept RSS = largest VmRSS after a run (payload released, objects deleted) minus VmRSS before it: memory left behind.")
-        lines.append("  curl's memory is not reported: a spawned child's ru_maxrss includes the parent's RSS at spawn time.")
+        lines.append(
+            "  kept RSS = largest VmRSS after a run (payload released, objects deleted) minus VmRSS before it: memory left behind."
+        )
+        lines.append(
+            "  curl's memory is not reported: a spawned child's ru_maxrss includes the parent's RSS at spawn time.")
         lines.append("  putData's payload is read into memory before its runs and is part of its 'before' RSS.")
         lines.append("  verified: \(report.reference)")
+        lines.append(String(format: "total wall time: %.0f s", report.totalSeconds))
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -1,11 +1,11 @@
 import Foundation
 
 #if canImport(Glibc)
-    import Glibc
+import Glibc
 #elseif canImport(Musl)
-    import Musl
+import Musl
 #elseif canImport(Darwin)
-    import Darwin
+import Darwin
 #endif
 
 /// What this process (and the server's process tree) had used at one instant:
@@ -53,10 +53,10 @@ struct ResourceSnapshot: Sendable {
     private static func selfUsage() -> (cpu: Double, switches: Int64) {
         var info = rusage()
         #if canImport(Glibc)
-            // Glibc imports the RUSAGE_* constants as an enum but takes an Int32.
-            let who = __rusage_who_t(RUSAGE_SELF.rawValue)
+        // Glibc imports the RUSAGE_* constants as an enum but takes an Int32.
+        let who = __rusage_who_t(RUSAGE_SELF.rawValue)
         #else
-            let who = RUSAGE_SELF
+        let who = RUSAGE_SELF
         #endif
         guard getrusage(who, &info) == 0 else { return (0, 0) }
         func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }

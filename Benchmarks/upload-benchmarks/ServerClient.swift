@@ -2,7 +2,7 @@ import FakeGCSServer
 import Foundation
 
 #if canImport(FoundationNetworking)
-    import FoundationNetworking
+import FoundationNetworking
 #endif
 
 /// The few server requests the benchmark needs beyond ``FakeGCSServer``'s

@@ -18,13 +18,16 @@ if options.help {
 
 let curlPath = ProcessRunner.which("curl")
 if curlPath == nil {
-    progress("curl is not on PATH (`which curl` finds nothing): the curl baseline is skipped and ratios are not reported.\n")
+    progress(
+        "curl is not on PATH (`which curl` finds nothing): the curl baseline is skipped and ratios are not reported.\n")
 }
 
 let directory = FileManager.default.temporaryDirectory
     .appendingPathComponent("upload-benchmarks-\(UUID().uuidString)", isDirectory: true)
 var server: FakeGCSServer?
 var status: Int32 = 0
+let clock = ContinuousClock()
+let startedAt = clock.now
 do {
     let machine = try await MachineFacts.collect(curl: curlPath)
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -33,13 +36,16 @@ do {
     server = started
     let bucket = "bench-\(UUID().uuidString.lowercased().prefix(8))"
     try await started.createBucket(bucket)
-    progress("server at \(started.baseURL); writing the \(options.sizeMiB) MiB payload and uploading the references …\n")
+    progress(
+        "server at \(started.baseURL); writing the \(options.sizeMiB) MiB payload and uploading the references …\n")
 
-    let runner = BenchmarkRunner(options: options, server: started, bucket: bucket, directory: directory, curl: curlPath)
+    let runner = BenchmarkRunner(
+        options: options, server: started, bucket: bucket, directory: directory, curl: curlPath)
     try await runner.prepare()
     let results = try await runner.run()
     let loadAtEnd = try await OffPool.run {
-        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ")
+        (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+            separator: " ")
     }
     let report = BenchmarkReport(
         machine: machine,
@@ -53,6 +59,7 @@ do {
         reference: runner.referenceDescription,
         peakRSSResetBetweenRuns: runner.peakResetWorks,
         loadAverageAtEnd: loadAtEnd,
+        totalSeconds: Double(startedAt.duration(to: clock.now).components.seconds),
         scenarios: results
     )
     print(options.json ? try ReportPrinter.json(report) : ReportPrinter.table(report), terminator: "")
