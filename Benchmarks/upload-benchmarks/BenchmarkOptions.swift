@@ -1,0 +1,92 @@
+/// The command line: how many runs, how large the payloads are, and how to report.
+struct BenchmarkOptions: Sendable {
+    /// Timed runs per scenario.
+    var runs = 5
+    /// Size of the large payload, in MiB.
+    var sizeMiB = 256
+    /// Number of concurrent small uploads in the many-small-uploads scenario.
+    var smallCount = 200
+    /// Size of each small upload, in KiB.
+    var smallSizeKiB = 64
+    /// Print JSON instead of a table.
+    var json = false
+    /// Print the help text and exit.
+    var help = false
+
+    var largeSize: Int64 { Int64(sizeMiB) * 1024 * 1024 }
+    var smallSize: Int64 { Int64(smallSizeKiB) * 1024 }
+
+    static let helpText = """
+        USAGE: upload-benchmarks [--runs N] [--size-mib M] [--small-count C] [--small-kib K] [--json]
+
+        Measures CloudStorage upload throughput, CPU time and memory against a
+        fake-gcs-server (memory backend) that the program starts on 127.0.0.1,
+        side by side with a baseline: a raw GCS resumable upload done by curl
+        (POST to open the session, then the whole file in one PUT).
+
+        Scenarios, each timed N times (interleaved round by round):
+          curl-baseline         curl -T <file>, one PUT (skipped when curl is not on PATH)
+          putFile               StorageReference.putFile, default configuration
+          putData               putData of the same bytes from memory
+          putFile-chunk8MiB     putFile with StorageConfiguration.chunkSize = 8 MiB
+          putFile-noChecksums   putFile with verifiesChecksums = false
+          small-putData         C concurrent putData uploads of K KiB each
+
+        Every upload is checked: size, md5Hash and crc32c reported to the SDK must
+        match a reference upload of the same bytes (made by curl, which sends no
+        checksums, or by the SDK with checksums on when curl is missing), and once
+        per scenario the server's own object resource must agree.
+
+        OPTIONS:
+          --runs N          timed runs per scenario, 1...20 (default 5)
+          --size-mib M      large payload size in MiB, 1...1024 (default 256)
+          --small-count C   concurrent small uploads, 1...1000 (default 200)
+          --small-kib K     size of each small upload in KiB, 1...8192 (default 64)
+          --json            print machine-readable JSON on stdout instead of a table
+          -h, --help        show this help
+
+        Progress goes to stderr. MB/s means 10^6 bytes per second. The exit status
+        is non-zero when anything fails, including a verification mismatch.
+        """
+
+    /// Parses the arguments after the program name.
+    ///
+    /// - Parameter arguments: Such as `["--runs", "3", "--json"]`; `--name=value` works too.
+    /// - Returns: The options.
+    /// - Throws: ``BenchmarkError`` naming the bad argument.
+    static func parse(_ arguments: [String]) throws(BenchmarkError) -> BenchmarkOptions {
+        var options = BenchmarkOptions()
+        var remaining = arguments[...]
+        while let argument = remaining.popFirst() {
+            var name = argument
+            var inlineValue: String?
+            if argument.hasPrefix("--"), let equals = argument.firstIndex(of: "=") {
+                name = String(argument[..<equals])
+                inlineValue = String(argument[argument.index(after: equals)...])
+            }
+            func value() throws(BenchmarkError) -> String {
+                if let inlineValue { return inlineValue }
+                guard let next = remaining.popFirst() else { throw BenchmarkError("\(name) needs a value") }
+                return next
+            }
+            func integer(in range: ClosedRange<Int>) throws(BenchmarkError) -> Int {
+                let text = try value()
+                guard let number = Int(text), range.contains(number) else {
+                    throw BenchmarkError(
+                        "\(name) must be an integer in \(range.lowerBound)...\(range.upperBound), not '\(text)'")
+                }
+                return number
+            }
+            switch name {
+            case "--runs": options.runs = try integer(in: 1...20)
+            case "--size-mib": options.sizeMiB = try integer(in: 1...1024)
+            case "--small-count": options.smallCount = try integer(in: 1...1000)
+            case "--small-kib": options.smallSizeKiB = try integer(in: 1...8192)
+            case "--json": options.json = true
+            case "-h", "--help": options.help = true
+            default: throw BenchmarkError("unknown argument '\(argument)' (see --help)")
+            }
+        }
+        return options
+    }
+}
