@@ -57,20 +57,18 @@ final class SnapshotBroadcast<Element: Sendable>: Sendable {
     /// - Parameter initial: The first element every subscriber gets until
     ///   something is published. It counts as a status (it is never coalesced).
     init(initial: Element) {
-        self.state = Mutex(State(initial: initial))
+        self.state = Mutex(State(initial: initial, progressEpoch: nil))
     }
 
-    /// Creates a broadcast with nothing published yet, for an owner that can
-    /// only make its first element once it exists itself (an actor whose
-    /// snapshots refer to it). Until the first publish, ``latest`` is nil and
-    /// new streams start with the first element published.
-    init() {
-        self.state = Mutex(State(initial: nil))
+    /// Creates a broadcast whose ``latest`` element is `initial`, a status
+    /// that already accepts progress for `progressEpoch` (as if it had been
+    /// published with ``publishStatus(_:progressEpoch:)``).
+    init(initial: Element, progressEpoch: UInt64) {
+        self.state = Mutex(State(initial: initial, progressEpoch: progressEpoch))
     }
 
-    /// The most recent element published (status or progress, or the terminal
-    /// one); nil only before anything was published to a broadcast made with ``init()``.
-    var latest: Element? {
+    /// The most recent element published (status or progress, or the terminal one).
+    var latest: Element {
         state.withLock { $0.latest }
     }
 
@@ -101,6 +99,21 @@ final class SnapshotBroadcast<Element: Sendable>: Sendable {
     ///   the consuming task is cancelled, or never if nobody finishes the
     ///   broadcast. Releasing it unregisters the subscriber.
     func subscribe() -> AsyncStream<Element> {
+        subscribe { $0 }
+    }
+
+    /// Returns a new stream like ``subscribe()`` whose elements pass through
+    /// `transform` as they are yielded.
+    ///
+    /// What the broadcast keeps (``latest``, queued elements) stays free of
+    /// whatever `transform` adds, so an owner can attach a reference to itself
+    /// to each element without the broadcast holding that reference.
+    ///
+    /// - Parameter transform: Applied to every element a consumer receives.
+    /// - Returns: The stream, with the same rules as ``subscribe()``.
+    func subscribe<Output: Sendable>(
+        _ transform: @escaping @Sendable (Element) -> Output
+    ) -> AsyncStream<Output> {
         switch state.withLock({ $0.subscribe() }) {
         case .subscribed(let id):
             // The token is captured by both closures, which the stream's storage
@@ -110,15 +123,15 @@ final class SnapshotBroadcast<Element: Sendable>: Sendable {
             // the stream then returns nil for good. Tests pin both behaviours.
             let subscription = Subscription(broadcast: self, id: id)
             return AsyncStream(
-                unfolding: { await subscription.next() },
+                unfolding: { await subscription.next().map(transform) },
                 onCancel: { subscription.cancel() }
             )
         case .finished(let terminal):
             let (stream, continuation) = AsyncStream.makeStream(
-                of: Element.self,
+                of: Output.self,
                 bufferingPolicy: .bufferingNewest(1)
             )
-            continuation.yield(terminal)
+            continuation.yield(transform(terminal))
             continuation.finish()
             return stream
         }
@@ -264,8 +277,8 @@ extension SnapshotBroadcast {
         private var storage: [Entry]
         private var head = 0
 
-        init(_ first: Entry?) {
-            storage = first.map { [$0] } ?? []
+        init(_ first: Entry) {
+            storage = [first]
         }
 
         var count: Int { storage.count - head }
@@ -300,25 +313,25 @@ extension SnapshotBroadcast {
     /// tested) without threads. Every mutation returns the continuations to
     /// resume instead of resuming them.
     struct State {
-        private(set) var latest: Element?
+        private(set) var latest: Element
         private var latestIsProgress = false
         private var progressEpoch: UInt64?
         private var isFinished = false
         private(set) var subscribers: [UInt64: Mailbox] = [:]
         private var nextID: UInt64 = 0
 
-        init(initial: Element?) {
+        init(initial: Element, progressEpoch: UInt64?) {
             latest = initial
+            self.progressEpoch = progressEpoch
         }
 
         mutating func subscribe() -> Subscribed {
-            if isFinished, let latest {
+            if isFinished {
                 return .finished(terminal: latest)
             }
             let id = nextID
             nextID += 1
-            let first = latest.map { Entry(element: $0, isProgress: latestIsProgress) }
-            subscribers[id] = Mailbox(queue: Queue(first))
+            subscribers[id] = Mailbox(queue: Queue(Entry(element: latest, isProgress: latestIsProgress)))
             return .subscribed(id: id)
         }
 

@@ -40,10 +40,11 @@ public actor StorageUploadTask: StorageTask {
     /// The object being uploaded to.
     public nonisolated let reference: StorageReference
 
-    private nonisolated let broadcast: SnapshotBroadcast<TaskSnapshot>
+    private nonisolated let broadcast: SnapshotBroadcast<TaskSnapshot.Content>
     private nonisolated let checkpoint = UploadCheckpoint()
     private nonisolated let knownSize: Int64?
-    private let engine: UploadEngine
+    /// Released when the task ends, with the bytes of a `Data` source.
+    private var engine: UploadEngine?
     private var machine = StateMachine()
     /// The last worker started; a new one waits for it to stop first.
     private var worker: Task<Void, Never>?
@@ -69,11 +70,13 @@ public actor StorageUploadTask: StorageTask {
         } else {
             knownSize = nil
         }
-        broadcast = SnapshotBroadcast()
-        broadcast.publishStatus(
-            makeSnapshot(.resume, completed: 0),
-            progressEpoch: StateMachine.firstEpoch
+        let start = TaskSnapshot.Content(
+            status: .resume,
+            progress: TaskProgress(completedUnitCount: 0, totalUnitCount: knownSize ?? 0),
+            metadata: nil,
+            error: nil
         )
+        broadcast = SnapshotBroadcast(initial: start, progressEpoch: StateMachine.firstEpoch)
     }
 
     // MARK: Observing
@@ -95,7 +98,8 @@ public actor StorageUploadTask: StorageTask {
     /// // here the task has ended
     /// ```
     public nonisolated var snapshots: AsyncStream<TaskSnapshot> {
-        broadcast.subscribe()
+        // Each stream holds the task (through `self` here); the broadcast itself never does.
+        broadcast.subscribe { [reference] content in TaskSnapshot(content, reference: reference, task: self) }
     }
 
     /// Live snapshot streams, for leak checks in tests.
@@ -103,7 +107,7 @@ public actor StorageUploadTask: StorageTask {
 
     /// The latest snapshot.
     public nonisolated var snapshot: TaskSnapshot {
-        broadcast.latest ?? makeSnapshot(.resume, completed: 0)
+        TaskSnapshot(broadcast.latest, reference: reference, task: self)
     }
 
     /// The stored object's metadata, once the upload succeeds.
@@ -168,11 +172,11 @@ public actor StorageUploadTask: StorageTask {
         case .none:
             break
         case .startWorker(let epoch):
-            broadcast.publishStatus(makeSnapshot(.resume), progressEpoch: epoch)
+            broadcast.publishStatus(makeContent(.resume), progressEpoch: epoch)
             launchWorker(epoch: epoch)
         case .pauseWorker:
             worker?.cancel()
-            broadcast.publishStatus(makeSnapshot(.pause), progressEpoch: nil)
+            broadcast.publishStatus(makeContent(.pause), progressEpoch: nil)
         case .tearDown:
             let stopping = worker
             stopping?.cancel()
@@ -186,8 +190,8 @@ public actor StorageUploadTask: StorageTask {
     }
 
     private func launchWorker(epoch: UInt64) {
+        guard let engine else { return }
         let previous = worker
-        let engine = engine
         let checkpoint = checkpoint
         worker = Task {
             // A paused worker may still be unwinding: never let two touch the session.
@@ -196,7 +200,7 @@ public actor StorageUploadTask: StorageTask {
             do throws(StorageError) {
                 let metadata = try await engine.run(checkpoint: checkpoint) { [weak self] completed in
                     guard let self else { return }
-                    self.broadcast.publishProgress(self.makeSnapshot(.progress, completed: completed), epoch: epoch)
+                    self.broadcast.publishProgress(self.makeContent(.progress, completed: completed), epoch: epoch)
                 }
                 outcome = .success(metadata)
             } catch {
@@ -212,7 +216,7 @@ public actor StorageUploadTask: StorageTask {
 
     private func discardSession() async {
         guard machine.state == .cancelling else { return }
-        if let session = checkpoint.session {
+        if let session = checkpoint.session, let engine {
             var runner = RequestRunner(storage: reference.storage)
             await engine.discardSession(session, &runner)
             checkpoint.session = nil
@@ -222,17 +226,18 @@ public actor StorageUploadTask: StorageTask {
 
     private func finish(_ finalOutcome: StateMachine.Outcome) {
         let result: Result<StorageMetadata, StorageError>
-        let terminal: TaskSnapshot
+        let terminal: TaskSnapshot.Content
         switch finalOutcome {
         case .success(let metadata):
             result = .success(metadata)
-            terminal = makeSnapshot(.success, completed: metadata.size, metadata: metadata)
+            terminal = makeContent(.success, completed: metadata.size, metadata: metadata)
         case .failure(let error):
             result = .failure(error)
-            terminal = makeSnapshot(.failure, error: error)
+            terminal = makeContent(.failure, error: error)
         }
         outcome = result
         checkpoint.source = nil  // closes the file once no request holds it
+        engine = nil  // and lets go of a `Data` source's bytes
         broadcast.finish(with: terminal)
         let waiting = waiters
         waiters = []
@@ -241,21 +246,19 @@ public actor StorageUploadTask: StorageTask {
         }
     }
 
-    private nonisolated func makeSnapshot(
+    private nonisolated func makeContent(
         _ status: TaskStatus,
         completed: Int64? = nil,
         metadata: StorageMetadata? = nil,
         error: StorageError? = nil
-    ) -> TaskSnapshot {
+    ) -> TaskSnapshot.Content {
         let total = checkpoint.source?.size ?? knownSize ?? metadata?.size ?? 0
-        let done = completed ?? broadcast.latest?.progress.completedUnitCount ?? 0
-        return TaskSnapshot(
+        let done = completed ?? broadcast.latest.progress.completedUnitCount
+        return TaskSnapshot.Content(
             status: status,
             progress: TaskProgress(completedUnitCount: done, totalUnitCount: total),
             metadata: metadata,
-            error: error,
-            reference: reference,
-            task: self
+            error: error
         )
     }
 }

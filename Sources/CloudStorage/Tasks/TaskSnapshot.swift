@@ -30,6 +30,29 @@ public struct TaskSnapshot: Sendable {
     public let task: any StorageTask
 }
 
+extension TaskSnapshot {
+    /// A snapshot without its task and reference: what a task's broadcast
+    /// keeps, so that nothing it stores points back at the task (which owns
+    /// the broadcast) and a finished task can be freed.
+    struct Content: Sendable {
+        var status: TaskStatus
+        var progress: TaskProgress
+        var metadata: StorageMetadata?
+        var error: StorageError?
+    }
+
+    init(_ content: Content, reference: StorageReference, task: any StorageTask) {
+        self.init(
+            status: content.status,
+            progress: content.progress,
+            metadata: content.metadata,
+            error: content.error,
+            reference: reference,
+            task: task
+        )
+    }
+}
+
 /// What a ``TaskSnapshot`` reports.
 public enum TaskStatus: Sendable, Hashable, CustomStringConvertible {
     /// The task started, or resumed after a pause.
