@@ -71,15 +71,22 @@ package struct ChunkedBodyDecoder: Sendable {
 
     /// Consumes framing at the start of `input` up to and including the next stretch of chunk data.
     ///
+    /// - Parameters:
+    ///   - input: Bytes that follow what was consumed before.
+    ///   - maxDataBytes: The most chunk data to take; 0 stops at the start of the data, so that
+    ///     the caller can read it with ``consumeData(_:)`` into its own buffer.
     /// - Returns: How many bytes of `input` were used, and the range of chunk data among them
     ///   (empty when the input held framing only). Call again with the rest of the input.
     ///   Nothing after the end of the body is consumed.
     /// - Throws: ``HTTP1Error`` when the framing is invalid or beyond the limits.
-    package mutating func decode(_ input: UnsafeRawBufferPointer) throws(HTTP1Error) -> (consumed: Int, data: Range<Int>) {
+    package mutating func decode(
+        _ input: UnsafeRawBufferPointer,
+        maxDataBytes: Int = .max
+    ) throws(HTTP1Error) -> (consumed: Int, data: Range<Int>) {
         var index = 0
         while index < input.count {
             if case .data(let remaining) = state {
-                let count = Int(min(remaining, Int64(input.count - index)))
+                let count = Int(min(remaining, Int64(min(input.count - index, maxDataBytes))))
                 consumeData(count)
                 return (index + count, index..<index + count)
             }
