@@ -49,6 +49,7 @@ package final class EmulatorHTTPServer: Sendable {
         var port = 0
         var connections: [Int: SocketHandle] = [:]
         var nextConnectionID = 0
+        var liveThreads = 0
     }
 
     private let host: String
@@ -150,11 +151,20 @@ package final class EmulatorHTTPServer: Sendable {
         (Thread.current.threadDictionary[Self.threadKey] as? EmulatorHTTPServer) === self
     }
 
+    /// Threads started and not yet ended (the accept thread and one per connection); for tests and diagnostics.
+    var liveThreadCount: Int { state.withLock { $0.liveThreads } }
+
+    /// Connections currently open.
+    var openConnectionCount: Int { state.withLock { $0.connections.count } }
+
     private func startThread(name: String, _ body: @escaping @Sendable (EmulatorHTTPServer) -> Void) {
         threads.enter()
+        state.withLock { $0.liveThreads += 1 }
         let thread = Thread { [self] in
             Thread.current.threadDictionary[Self.threadKey] = self
             body(self)
+            Thread.current.threadDictionary.removeObject(forKey: Self.threadKey)
+            state.withLock { $0.liveThreads -= 1 }
             threads.leave()
         }
         thread.name = name
