@@ -114,6 +114,8 @@ package struct ChunkedBodyDecoder: Sendable {
                 state = .sizeWhitespace(value)
             } else if byte == ASCII.cr {
                 state = .sizeLF(value)
+            } else if byte == ASCII.lf {
+                throw .invalidLineEnding
             } else {
                 throw .invalidChunkSize
             }
@@ -123,6 +125,8 @@ package struct ChunkedBodyDecoder: Sendable {
                 state = .chunkExtension(value)
             } else if byte == ASCII.cr {
                 state = .sizeLF(value)
+            } else if byte == ASCII.lf {
+                throw .invalidLineEnding
             } else if byte != ASCII.space && byte != ASCII.tab {
                 throw .invalidChunkSize
             }

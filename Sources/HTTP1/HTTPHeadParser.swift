@@ -74,6 +74,7 @@ package struct HTTPHeadParser: Sendable {
         var index = scanned
         defer { scanned = index }
         while index < bytes.count {
+            if index >= limits.maxHeadBytes { throw .headTooLarge }
             let byte = bytes[index]
             if index == headStart {
                 // The first byte of a message tells HTTP from TLS or binary garbage at once,
@@ -105,7 +106,6 @@ package struct HTTPHeadParser: Sendable {
                 continue
             }
             index += 1
-            if index > limits.maxHeadBytes { throw .headTooLarge }
         }
         if !isRequest {
             // A response must start with "HTTP/": check the prefix we have.
