@@ -21,7 +21,7 @@ package enum HTTPBodyFraming: Hashable, Sendable {
         let contentLength = try contentLength(head.headers)
         if hasTransferEncoding {
             if contentLength != nil { throw .conflictingFraming }
-            if head.version == .http1_0 { throw .invalidTransferEncoding }
+            if head.version == .http10 { throw .invalidTransferEncoding }
             guard try isChunked(head.headers) else { throw .invalidTransferEncoding }
             return .chunked
         }
@@ -32,7 +32,8 @@ package enum HTTPBodyFraming: Hashable, Sendable {
     ///
     /// - Throws: ``HTTP1Error/invalidContentLength`` when the length is unusable
     ///   (the connection cannot be reused), or an error about Transfer-Encoding.
-    package static func response(_ head: HTTPResponseHead, requestMethod: String) throws(HTTP1Error) -> HTTPBodyFraming {
+    package static func response(_ head: HTTPResponseHead, requestMethod: String) throws(HTTP1Error) -> HTTPBodyFraming
+    {
         if requestMethod == "HEAD" || head.status < 200 || head.status == 204 || head.status == 304 {
             return .length(0)
         }

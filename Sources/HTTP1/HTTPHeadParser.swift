@@ -194,7 +194,8 @@ package struct HTTPHeadParser: Sendable {
 
     // MARK: - Fields
 
-    private static func fields(_ bytes: UnsafeRawBufferPointer, _ lines: [Range<Int>]) throws(HTTP1Error) -> HTTPHeaders {
+    private static func fields(_ bytes: UnsafeRawBufferPointer, _ lines: [Range<Int>]) throws(HTTP1Error) -> HTTPHeaders
+    {
         var headers = HTTPHeaders()
         for line in lines {
             let slice = bytes[line]

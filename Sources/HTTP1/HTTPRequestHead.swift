@@ -7,7 +7,7 @@ package struct HTTPRequestHead: Sendable {
     package var version: HTTPVersion
     package var headers: HTTPHeaders
 
-    package init(method: String, target: String, version: HTTPVersion = .http1_1, headers: HTTPHeaders = [:]) {
+    package init(method: String, target: String, version: HTTPVersion = .http11, headers: HTTPHeaders = [:]) {
         self.method = method
         self.target = target
         self.version = version

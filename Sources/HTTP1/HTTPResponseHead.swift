@@ -8,7 +8,7 @@ package struct HTTPResponseHead: Sendable {
     package var headers: HTTPHeaders
 
     /// A head whose reason phrase is the standard one for `status`.
-    package init(status: Int, headers: HTTPHeaders = [:], version: HTTPVersion = .http1_1, reason: String? = nil) {
+    package init(status: Int, headers: HTTPHeaders = [:], version: HTTPVersion = .http11, reason: String? = nil) {
         self.version = version
         self.status = status
         self.reason = reason ?? HTTPStatus.reasonPhrase(status)

@@ -9,9 +9,9 @@ package struct HTTPVersion: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `HTTP/1.1`.
-    package static let http1_1 = HTTPVersion(major: 1, minor: 1)
+    package static let http11 = HTTPVersion(major: 1, minor: 1)
     /// `HTTP/1.0`.
-    package static let http1_0 = HTTPVersion(major: 1, minor: 0)
+    package static let http10 = HTTPVersion(major: 1, minor: 0)
 
     package var description: String { "HTTP/\(major).\(minor)" }
 }

@@ -25,7 +25,8 @@ private func decode(
 @Suite("Chunked body coding")
 struct ChunkedBodyTests {
     static let wire = Array(
-        "5;name=value;x=\"q\"\r\nhello\r\n1 ; ext\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\nY: 2\r\n\r\nNEXT".utf8)
+        "5;name=value;x=\"q\"\r\nhello\r\n1 ; ext\r\n \r\nA\r\n0123456789\r\n0\r\nX-Trailer: 1\r\nY: 2\r\n\r\nNEXT".utf8
+    )
     static let body = Array("hello 0123456789".utf8)
 
     @Test func decodesWholeInputAndLeavesWhatFollows() throws {
@@ -49,8 +50,13 @@ struct ChunkedBodyTests {
     @Test func decodesAcrossRandomThreeWaySplits() throws {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<500 {
-            let cuts = [Int.random(in: 0...Self.wire.count, using: &generator), Int.random(in: 0...Self.wire.count, using: &generator)].sorted()
-            let pieces = [Array(Self.wire[..<cuts[0]]), Array(Self.wire[cuts[0]..<cuts[1]]), Array(Self.wire[cuts[1]...])]
+            let cuts = [
+                Int.random(in: 0...Self.wire.count, using: &generator),
+                Int.random(in: 0...Self.wire.count, using: &generator),
+            ].sorted()
+            let pieces = [
+                Array(Self.wire[..<cuts[0]]), Array(Self.wire[cuts[0]..<cuts[1]]), Array(Self.wire[cuts[1]...]),
+            ]
             #expect(try decode(pieces).body == Self.body)
         }
     }
@@ -145,7 +151,9 @@ struct HTTPHeadSerializerTests {
             headers: ["Host": "127.0.0.1:9199", "X-Goog-Upload-Command": "upload, finalize", "Content-Length": "0"])
         var wire: [UInt8] = []
         try HTTPHeadSerializer.append(head, to: &wire)
-        #expect(String(decoding: wire, as: UTF8.self).hasPrefix("POST /v0/b/b/o?name=a%20b HTTP/1.1\r\nHost: 127.0.0.1:9199\r\n"))
+        #expect(
+            String(decoding: wire, as: UTF8.self).hasPrefix(
+                "POST /v0/b/b/o?name=a%20b HTTP/1.1\r\nHost: 127.0.0.1:9199\r\n"))
         var parser = HTTPHeadParser()
         let (parsed, used) = try #require(try wire.withUnsafeBytes { try parser.parseRequest($0) })
         #expect(used == wire.count)
@@ -156,10 +164,14 @@ struct HTTPHeadSerializerTests {
     }
 
     @Test func responseHeadsCarryReasonPhrases() throws {
-        for (status, reason) in [(200, "OK"), (308, "Permanent Redirect"), (431, "Request Header Fields Too Large"), (499, "Client Closed Request"), (599, "Server Error")] {
+        for (status, reason) in [
+            (200, "OK"), (308, "Permanent Redirect"), (431, "Request Header Fields Too Large"),
+            (499, "Client Closed Request"), (599, "Server Error"),
+        ] {
             var wire: [UInt8] = []
             try HTTPHeadSerializer.append(HTTPResponseHead(status: status, headers: ["Content-Length": "0"]), to: &wire)
-            #expect(String(decoding: wire, as: UTF8.self) == "HTTP/1.1 \(status) \(reason)\r\nContent-Length: 0\r\n\r\n")
+            #expect(
+                String(decoding: wire, as: UTF8.self) == "HTTP/1.1 \(status) \(reason)\r\nContent-Length: 0\r\n\r\n")
             var parser = HTTPHeadParser()
             let parsed = try #require(try wire.withUnsafeBytes { try parser.parseResponse($0) })
             #expect(parsed.head.status == status)
@@ -170,7 +182,8 @@ struct HTTPHeadSerializerTests {
     @Test func refusesFieldsThatWouldSplitTheMessage() {
         var wire: [UInt8] = []
         #expect(throws: HTTP1Error.invalidFieldValue) {
-            try HTTPHeadSerializer.append(HTTPResponseHead(status: 200, headers: ["X": "a\r\nSet-Cookie: b"]), to: &wire)
+            try HTTPHeadSerializer.append(
+                HTTPResponseHead(status: 200, headers: ["X": "a\r\nSet-Cookie: b"]), to: &wire)
         }
         #expect(throws: HTTP1Error.invalidFieldName) {
             try HTTPHeadSerializer.append(HTTPResponseHead(status: 200, headers: ["X Y": "a"]), to: &wire)

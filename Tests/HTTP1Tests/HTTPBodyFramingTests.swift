@@ -2,7 +2,7 @@ import Testing
 
 @testable import HTTP1
 
-private func framing(_ fields: [(String, String)], version: HTTPVersion = .http1_1) throws -> HTTPBodyFraming {
+private func framing(_ fields: [(String, String)], version: HTTPVersion = .http11) throws -> HTTPBodyFraming {
     var headers = HTTPHeaders()
     for (name, value) in fields { headers.add(name, value) }
     return try HTTPBodyFraming.request(HTTPRequestHead(method: "PUT", target: "/", version: version, headers: headers))
@@ -47,7 +47,7 @@ struct HTTPBodyFramingTests {
         #expect(throws: HTTP1Error.unsupportedTransferCoding) { try framing([("Transfer-Encoding", "chunked, gzip")]) }
         #expect(throws: HTTP1Error.unsupportedTransferCoding) { try framing([("Transfer-Encoding", "xchunked")]) }
         #expect(throws: HTTP1Error.invalidTransferEncoding) {
-            try framing([("Transfer-Encoding", "chunked")], version: .http1_0)
+            try framing([("Transfer-Encoding", "chunked")], version: .http10)
         }
     }
 

@@ -25,7 +25,7 @@ struct HTTPHeadParserTests {
         let (head, used) = try #require(try request(Self.upload + "body bytes.."))
         #expect(head.method == "PUT")
         #expect(head.target == "/upload/storage/v1/b/b/o?uploadType=resumable&name=a%2Fb")
-        #expect(head.version == .http1_1)
+        #expect(head.version == .http11)
         #expect(head.headers["Content-Length"] == "12")
         #expect(head.headers["x-goog-hash"] == "crc32c=AAAAAA==")
         #expect(head.headers["X-Empty"] == "")
@@ -60,7 +60,7 @@ struct HTTPHeadParserTests {
     @Test func skipsEmptyLinesBeforeTheRequestLine() throws {
         let (head, used) = try #require(try request("\r\n\r\nGET / HTTP/1.0\r\n\r\n"))
         #expect(head.method == "GET")
-        #expect(head.version == .http1_0)
+        #expect(head.version == .http10)
         #expect(used == 22)
     }
 
@@ -73,7 +73,7 @@ struct HTTPHeadParserTests {
         let (bare, _) = try #require(try response("HTTP/1.0 200\r\n\r\n"))
         #expect(bare.status == 200)
         #expect(bare.reason == "")
-        #expect(bare.version == .http1_0)
+        #expect(bare.version == .http10)
         #expect(throws: HTTP1Error.invalidStatus) { try response("HTTP/1.1 2x0 OK\r\n\r\n") }
         #expect(throws: HTTP1Error.notHTTP) { try response("SSH-2.0") }
     }
@@ -135,7 +135,9 @@ struct HTTPHeadParserTests {
 
     @Test func keepAliveRules() throws {
         #expect(try #require(try request("GET / HTTP/1.1\r\n\r\n")).0.wantsKeepAlive)
-        #expect(try #require(try request("GET / HTTP/1.1\r\nConnection: Keep-Alive, CLOSE\r\n\r\n")).0.wantsKeepAlive == false)
+        #expect(
+            try #require(try request("GET / HTTP/1.1\r\nConnection: Keep-Alive, CLOSE\r\n\r\n")).0.wantsKeepAlive
+                == false)
         #expect(try #require(try request("GET / HTTP/1.0\r\n\r\n")).0.wantsKeepAlive == false)
         #expect(try #require(try request("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")).0.wantsKeepAlive)
     }

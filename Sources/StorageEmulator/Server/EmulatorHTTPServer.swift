@@ -68,7 +68,9 @@ package final class EmulatorHTTPServer: Sendable {
     ///   - port: The port, or 0 for an ephemeral one.
     ///   - application: What answers the requests.
     ///   - limits: Bounds and timeouts.
-    package init(host: String = "127.0.0.1", port: Int = 0, application: any ServerApplication, limits: Limits = .init()) {
+    package init(
+        host: String = "127.0.0.1", port: Int = 0, application: any ServerApplication, limits: Limits = .init()
+    ) {
         self.host = host
         self.requestedPort = port
         self.application = application

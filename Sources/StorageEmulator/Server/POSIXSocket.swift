@@ -141,7 +141,9 @@ enum POSIXSocket {
     ///
     /// - Returns: The bytes read; 0 means the peer closed its side.
     /// - Throws: ``ServerIOError/timedOut`` or a system error.
-    static func receive(_ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(ServerIOError) -> Int {
+    static func receive(
+        _ fd: Int32, into buffer: UnsafeMutableRawBufferPointer, timeout: Duration
+    ) throws(ServerIOError) -> Int {
         guard let base = buffer.baseAddress, !buffer.isEmpty else { return 0 }
         guard try waitReadable([fd], timeout: timeout) != nil else { throw .timedOut }
         while true {

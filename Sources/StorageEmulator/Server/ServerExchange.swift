@@ -167,7 +167,9 @@ final class ServerExchange: ServerRequest, ServerResponder {
 
     func respond(status: Int, headers: HTTPHeaders, body: Data) throws {
         try checkCanRespond()
-        guard (200...999).contains(status), !(status == 204 && !body.isEmpty) else { throw ServerIOError.invalidResponse }
+        guard (200...999).contains(status), !(status == 204 && !body.isEmpty) else {
+            throw ServerIOError.invalidResponse
+        }
         var wire = try responseHead(status: status, headers: headers, contentLength: Int64(body.count))
         let sendsBody = head.method != "HEAD" && !body.isEmpty
         do {
@@ -205,7 +207,8 @@ final class ServerExchange: ServerRequest, ServerResponder {
             try writeBody { bytes in
                 guard case .sent = response, active else { throw ServerIOError.connectionEnded }
                 guard written + Int64(bytes.count) <= contentLength else {
-                    throw ServerIOError.bodyLengthMismatch(expected: contentLength, written: written + Int64(bytes.count))
+                    throw ServerIOError.bodyLengthMismatch(
+                        expected: contentLength, written: written + Int64(bytes.count))
                 }
                 try connection.send(bytes)
                 written += Int64(bytes.count)
@@ -242,7 +245,8 @@ final class ServerExchange: ServerRequest, ServerResponder {
     }
 
     /// Serializes the head with the server's framing fields and records the response as sent.
-    private func responseHead(status: Int, headers: HTTPHeaders, contentLength: Int64) throws(ServerIOError) -> [UInt8] {
+    private func responseHead(status: Int, headers: HTTPHeaders, contentLength: Int64) throws(ServerIOError) -> [UInt8]
+    {
         var fields = headers
         let applicationCloses = fields.tokens("Connection").contains("close")
         for name in ["Content-Length", "Transfer-Encoding", "Connection"] { fields.remove(name) }

@@ -17,7 +17,8 @@ struct EmulatorHTTPServerTests {
             try await onThread {
                 let client = try RawClient(port: port)
                 for index in 0..<5 {
-                    try client.send("PUT /o/\(index)?name=a%2Fb&x=%20y HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nab\(index)")
+                    try client.send(
+                        "PUT /o/\(index)?name=a%2Fb&x=%20y HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nab\(index)")
                     let response = try client.readResponse()
                     #expect(response.status == 200)
                     #expect(response.text == "ab\(index)")
@@ -104,6 +105,60 @@ struct EmulatorHTTPServerTests {
                 #expect(response.headers["X-Content-Length"] == "chunked")
                 try client.send("GET /next HTTP/1.1\r\nHost: h\r\n\r\n")
                 #expect(try client.readResponse().headers["X-Path"] == "/next")
+            }
+        }
+    }
+
+    @Test func chunkedBodiesSurviveSmallReadsAndLargeChunks() async throws {
+        try await withServer(EchoApplication(readSize: 7)) { _, port in
+            try await onThread {
+                let client = try RawClient(port: port)
+                var wire = Array("PUT / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)
+                var expected: [UInt8] = []
+                for size in [1, 2, 100, 5000, 70_000] {
+                    let piece = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) }
+                    piece.withUnsafeBytes { ChunkedBodyEncoder.appendChunk($0, to: &wire) }
+                    expected += piece
+                }
+                wire += ChunkedBodyEncoder.lastChunk
+                try client.send(wire)
+                let response = try client.readResponse()
+                #expect(response.body == expected)
+            }
+        }
+        try await withServer(CountingApplication()) { _, port in
+            try await onThread {
+                let client = try RawClient(port: port)
+                try client.send("PUT / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n")
+                let chunk = [UInt8](repeating: 1, count: 1024 * 1024)
+                for _ in 0..<8 {
+                    var wire: [UInt8] = []
+                    chunk.withUnsafeBytes { ChunkedBodyEncoder.appendChunk($0, to: &wire) }
+                    try client.send(wire)
+                }
+                try client.send(ChunkedBodyEncoder.lastChunk)
+                #expect(try client.readResponse().text == String(8 * 1024 * 1024))
+            }
+        }
+    }
+
+    @Test func stopFromTheApplicationDoesNotDeadlock() async throws {
+        let server = Box<EmulatorHTTPServer?>(nil)
+        let application = ClosureApplication { _, responder in
+            server.get()?.stop()
+            try? responder.respond(status: 200, headers: [:], body: Data())
+        }
+        try await withServer(application) { running, port in
+            server.set(running)
+            try await onThread {
+                let client = try RawClient(port: port)
+                try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                _ = try? client.readToEOF()
+                let deadline = ContinuousClock.now + .seconds(5)
+                while running.liveThreadCount > 0 && ContinuousClock.now < deadline {
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+                #expect(running.liveThreadCount == 0)
             }
         }
     }
@@ -373,7 +428,8 @@ struct EmulatorHTTPServerTests {
                             for request in 0..<10 {
                                 let body = "\(client)-\(request)"
                                 try connection.send(
-                                    "PUT /\(client) HTTP/1.1\r\nHost: h\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+                                    "PUT /\(client) HTTP/1.1\r\nHost: h\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+                                )
                                 let response = try connection.readResponse()
                                 if response.text == body { served += 1 }
                             }
@@ -451,7 +507,7 @@ struct EmulatorHTTPServerTests {
 }
 
 /// Moves a client between threads in tests; each client is used by one thread at a time.
-final class ClientBox: @unchecked Sendable {  // SAFETY: handed from the thread that made it to the next by awaiting, never used concurrently.
+final class ClientBox: @unchecked Sendable {  // SAFETY: one thread at a time uses it, handed over by await.
     let client: RawClient
     init(_ client: RawClient) { self.client = client }
 }

@@ -19,9 +19,18 @@ struct ClosureApplication: ServerApplication {
 
 /// Reads the whole body and answers with it, describing the request in headers.
 struct EchoApplication: ServerApplication {
+    /// The size of each read; small sizes exercise reads that stop inside a chunk.
+    var readSize = 64 * 1024
+
     func handle(_ request: any ServerRequest, _ responder: any ServerResponder) {
         do {
-            let body = try request.readWholeBody(limit: 64 * 1024 * 1024)
+            var body = Data()
+            var buffer = [UInt8](repeating: 0, count: readSize)
+            while true {
+                let count = try buffer.withUnsafeMutableBytes { try request.readBody(into: $0) }
+                if count == 0 { break }
+                body.append(contentsOf: buffer[0..<count])
+            }
             var headers: HTTPHeaders = [:]
             headers.add("X-Method", request.method)
             headers.add("X-Path", request.path)
