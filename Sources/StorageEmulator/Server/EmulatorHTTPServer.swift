@@ -1,0 +1,243 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The emulator's HTTP/1.1 server: POSIX sockets, one thread per connection.
+///
+/// ```swift
+/// let server = EmulatorHTTPServer(application: MyApplication())
+/// let port = try server.start()
+/// defer { server.stop() }
+/// ```
+///
+/// ## Threads
+/// - One accept thread polls the listening socket and a wake socket; ``stop()`` wakes it.
+/// - Each accepted connection gets a `Foundation.Thread` of its own that reads
+///   requests, calls ``ServerApplication/handle(_:_:)`` and writes responses. All
+///   blocking calls (poll, recv, send, the application itself) happen there,
+///   never on Swift's cooperative pool.
+/// - Shared state (the lifecycle and the set of open connections) sits in a
+///   `Mutex`; no lock is held across a system call that can block.
+///
+/// ## Limits and timeouts (see ``Limits``)
+/// - At most ``Limits/maxConnections`` (256) connections; a connection beyond that
+///   is accepted, answered `503 Service Unavailable` with `Retry-After: 1` and closed.
+/// - Heads up to 64 KiB and 100 fields (`431` beyond); request bodies are never
+///   buffered by the server: the application reads them.
+/// - Between requests a connection may stay idle for ``Limits/idleTimeout`` (60 s);
+///   while a head or body is arriving every read must progress within
+///   ``Limits/readTimeout`` (30 s; a stalled head gets `408`); sends give up after
+///   ``Limits/writeTimeout`` (60 s).
+///
+/// ## Connections
+/// HTTP/1.1 connections persist unless either side says `Connection: close`;
+/// HTTP/1.0 ones close unless the request says `keep-alive`. Pipelined requests
+/// are served in order. Malformed heads get `400`, unsupported transfer codings
+/// `501`, other expectations than `100-continue` `417`, all followed by a close;
+/// TLS, the HTTP/2 preface and other non-HTTP/1 bytes are closed without an answer.
+package final class EmulatorHTTPServer: Sendable {
+    private enum Phase {
+        case idle
+        case starting
+        case running(listener: Int32, wakeWriter: Int32)
+        case stopping
+        case stopped
+    }
+
+    private struct State {
+        var phase = Phase.idle
+        var port = 0
+        var connections: [Int: SocketHandle] = [:]
+        var nextConnectionID = 0
+        var liveThreads = 0
+    }
+
+    private let host: String
+    private let requestedPort: Int
+    let application: any ServerApplication
+    let limits: Limits
+    private let state = Mutex(State())
+    /// Entered by every thread the server starts, left when it ends; ``stop()`` waits on it.
+    private let threads = DispatchGroup()
+    private static let threadKey = "CloudStorage.EmulatorHTTPServer"
+
+    /// Creates a server; nothing is bound until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - host: An IPv4 address (or `localhost`) to bind.
+    ///   - port: The port, or 0 for an ephemeral one.
+    ///   - application: What answers the requests.
+    ///   - limits: Bounds and timeouts.
+    package init(
+        host: String = "127.0.0.1", port: Int = 0, application: any ServerApplication, limits: Limits = .init()
+    ) {
+        self.host = host
+        self.requestedPort = port
+        self.application = application
+        self.limits = limits
+    }
+
+    /// The bound port; 0 before ``start()``.
+    package var port: Int { state.withLock { $0.port } }
+
+    /// Binds, listens and starts the accept thread.
+    ///
+    /// - Returns: The bound port (the ephemeral one when the server was created with port 0).
+    /// - Throws: ``ServerIOError/alreadyStarted`` on a second call, ``ServerIOError/invalidAddress``,
+    ///   or the system error of socket/bind/listen.
+    @discardableResult
+    package func start() throws -> Int {
+        try state.withLock { state throws(ServerIOError) in
+            guard case .idle = state.phase else { throw .alreadyStarted }
+            state.phase = .starting
+        }
+        let listener: Int32
+        let port: Int
+        let wake: (reader: Int32, writer: Int32)
+        do {
+            (listener, port) = try POSIXSocket.listen(
+                host: host, port: requestedPort, backlog: limits.listenBacklog, bufferSize: limits.socketBufferSize)
+            do {
+                wake = try POSIXSocket.wakePair()
+            } catch {
+                POSIXSocket.closeDescriptor(listener)
+                throw error
+            }
+        } catch {
+            state.withLock { $0.phase = .idle }
+            throw error
+        }
+        state.withLock { state in
+            state.phase = .running(listener: listener, wakeWriter: wake.writer)
+            state.port = port
+        }
+        startThread(name: "emulator-accept") { server in
+            server.acceptLoop(listener: listener, wakeReader: wake.reader)
+        }
+        return port
+    }
+
+    /// Stops accepting, shuts down every open connection and waits for all the server's threads to end.
+    ///
+    /// Idempotent, and safe to call concurrently. It returns as soon as every connection thread has
+    /// noticed the shutdown — at once for idle connections; an application blocked in
+    /// ``ServerApplication/handle(_:_:)`` delays it until it returns (its next read or write fails).
+    /// Called from one of the server's own threads it does not wait, to avoid waiting for itself.
+    package func stop() {
+        let action = state.withLock { state -> (wakeWriter: Int32, connections: [SocketHandle])? in
+            switch state.phase {
+            case .idle, .starting:
+                state.phase = .stopped
+                return nil
+            case .running(_, let wakeWriter):
+                state.phase = .stopping
+                return (wakeWriter, Array(state.connections.values))
+            case .stopping, .stopped:
+                return nil
+            }
+        }
+        if let action {
+            POSIXSocket.sendWithoutBlocking(action.wakeWriter, [1])
+            POSIXSocket.closeDescriptor(action.wakeWriter)
+            for connection in action.connections { connection.shutdown() }
+        }
+        if !isServerThread { threads.wait() }
+        state.withLock { state in
+            if case .stopping = state.phase { state.phase = .stopped }
+        }
+    }
+
+    // MARK: - Threads
+
+    private var isServerThread: Bool {
+        (Thread.current.threadDictionary[Self.threadKey] as? EmulatorHTTPServer) === self
+    }
+
+    /// Threads started and not yet ended (the accept thread and one per connection); for tests and diagnostics.
+    var liveThreadCount: Int { state.withLock { $0.liveThreads } }
+
+    /// Connections currently open.
+    var openConnectionCount: Int { state.withLock { $0.connections.count } }
+
+    private func startThread(name: String, _ body: @escaping @Sendable (EmulatorHTTPServer) -> Void) {
+        threads.enter()
+        state.withLock { $0.liveThreads += 1 }
+        let thread = Thread { [self] in
+            Thread.current.threadDictionary[Self.threadKey] = self
+            body(self)
+            Thread.current.threadDictionary.removeObject(forKey: Self.threadKey)
+            state.withLock { $0.liveThreads -= 1 }
+            threads.leave()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    private var isRunning: Bool {
+        state.withLock { state in
+            if case .running = state.phase { return true }
+            return false
+        }
+    }
+
+    private func acceptLoop(listener: Int32, wakeReader: Int32) {
+        defer {
+            POSIXSocket.closeDescriptor(listener)
+            POSIXSocket.closeDescriptor(wakeReader)
+        }
+        while true {
+            let ready: Int?
+            do {
+                ready = try POSIXSocket.waitReadable([listener, wakeReader], timeout: nil)
+            } catch {
+                return
+            }
+            guard ready == 0, isRunning else { return }
+            // Drain the backlog: several connections may be pending behind one wake-up.
+            while let fd = POSIXSocket.accept(listener) {
+                admit(fd)
+            }
+            if errno == EMFILE || errno == ENFILE {
+                // Out of descriptors: pending connections stay queued; try again shortly instead of spinning.
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+        }
+    }
+
+    private enum Admission {
+        case accepted(id: Int, handle: SocketHandle)
+        case tooMany
+        case stopping
+    }
+
+    private func admit(_ fd: Int32) {
+        POSIXSocket.configure(fd, bufferSize: limits.socketBufferSize, sendTimeout: limits.writeTimeout)
+        let admission = state.withLock { state -> Admission in
+            guard case .running = state.phase else { return .stopping }
+            guard state.connections.count < limits.maxConnections else { return .tooMany }
+            let id = state.nextConnectionID
+            state.nextConnectionID += 1
+            let handle = SocketHandle(fd: fd)
+            state.connections[id] = handle
+            return .accepted(id: id, handle: handle)
+        }
+        switch admission {
+        case .stopping:
+            POSIXSocket.closeDescriptor(fd)
+        case .tooMany:
+            POSIXSocket.sendWithoutBlocking(fd, Self.busyResponse)
+            POSIXSocket.shutdownWrite(fd)
+            POSIXSocket.closeDescriptor(fd)
+        case .accepted(let id, let handle):
+            startThread(name: "emulator-conn-\(id)") { server in
+                let connection = ServerConnection(socket: handle, server: server)
+                connection.run()
+                server.state.withLock { _ = $0.connections.removeValue(forKey: id) }
+                handle.close()
+            }
+        }
+    }
+
+    private static let busyResponse = Array(
+        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+}

@@ -1,0 +1,246 @@
+import Foundation
+import HTTP1
+
+/// One accepted connection: its read buffer and its request loop.
+///
+/// Confined to the connection's own thread (it is not `Sendable`); the only
+/// cross-thread access to its socket is ``SocketHandle/shutdown()``.
+final class ServerConnection {
+    private let socket: SocketHandle
+    let server: EmulatorHTTPServer
+    /// Holds a head (up to the limit, plus one byte to notice excess) and read-ahead bytes.
+    private let buffer: UnsafeMutableRawBufferPointer
+    /// The unconsumed bytes are `buffer[start..<end]`.
+    private var start = 0
+    private var end = 0
+    /// Reset or closed: the descriptor must not be used again.
+    private(set) var ended = false
+
+    init(socket: SocketHandle, server: EmulatorHTTPServer) {
+        self.socket = socket
+        self.server = server
+        buffer = .allocate(byteCount: max(server.limits.head.maxHeadBytes + 1, 16 * 1024) + 16 * 1024, alignment: 16)
+    }
+
+    deinit {
+        buffer.deallocate()
+    }
+
+    var limits: EmulatorHTTPServer.Limits { server.limits }
+
+    /// Serves requests until the connection ends.
+    func run() {
+        while !ended {
+            guard let head = readHead() else { return }
+            guard serve(head) else { return }
+        }
+    }
+
+    // MARK: - Requests
+
+    private func readHead() -> HTTPRequestHead? {
+        var parser = HTTPHeadParser(limits: limits.head)
+        var receivedAny = buffered > 0
+        while true {
+            if buffered > 0 {
+                do {
+                    let parsed = try withBufferedBytes { bytes throws(HTTP1Error) in try parser.parseRequest(bytes) }
+                    if let (head, used) = parsed {
+                        consume(used)
+                        return head
+                    }
+                } catch {
+                    refuse(error)
+                    return nil
+                }
+            }
+            do {
+                // Idle between requests; once a byte of the next one arrived, it must keep coming.
+                guard try fill(timeout: receivedAny ? limits.readTimeout : limits.idleTimeout) > 0 else { return nil }
+                receivedAny = true
+            } catch .timedOut where receivedAny {
+                answerAndClose(status: 408)
+                return nil
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    /// Handles one request; returns whether the connection can carry another.
+    private func serve(_ head: HTTPRequestHead) -> Bool {
+        if head.version.minor >= 1 && head.headers.values("Host").count != 1 {
+            answerAndClose(status: 400)
+            return false
+        }
+        let framing: HTTPBodyFraming
+        do {
+            framing = try HTTPBodyFraming.request(head)
+        } catch {
+            refuse(error)
+            return false
+        }
+        let expectations = head.headers.tokens("Expect")
+        guard expectations.isEmpty || expectations == ["100-continue"] else {
+            answerAndClose(status: 417)
+            return false
+        }
+        guard let target = RequestTarget(head.target) else {
+            answerAndClose(status: 400)
+            return false
+        }
+        let exchange = ServerExchange(
+            connection: self, head: head, target: target, framing: framing,
+            expectsContinue: !expectations.isEmpty && head.version.minor >= 1)
+        server.application.handle(exchange, exchange)
+        switch exchange.finish() {
+        case .noResponse:
+            if !ended { answerAndClose(status: 500) }
+            return false
+        case .ended:
+            return false
+        case .failed:
+            closeNow()
+            return false
+        case .sent(let closeAfter, let bodyComplete):
+            if closeAfter || !bodyComplete {
+                finishClosing(mayHaveUnreadBytes: !bodyComplete)
+                return false
+            }
+            return true
+        }
+    }
+
+    /// Answers a head that cannot be served, or just closes when the bytes are not HTTP/1.
+    private func refuse(_ error: HTTP1Error) {
+        switch error {
+        case .notHTTP, .unsupportedVersion:
+            closeNow()
+        case .headTooLarge, .tooManyFields:
+            answerAndClose(status: 431)
+        case .unsupportedTransferCoding:
+            answerAndClose(status: 501)
+        default:
+            answerAndClose(status: 400)
+        }
+    }
+
+    /// Sends a short plain-text answer with `Connection: close`, then closes.
+    func answerAndClose(status: Int) {
+        guard !ended else { return }
+        let reason = HTTPStatus.reasonPhrase(status)
+        let text =
+            "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            + "Content-Length: \(reason.utf8.count + 1)\r\nConnection: close\r\n\r\n\(reason)\n"
+        try? send(Array(text.utf8))
+        finishClosing(mayHaveUnreadBytes: true)
+    }
+
+    // MARK: - Reading
+
+    /// Bytes read ahead and not consumed yet.
+    var buffered: Int { end - start }
+
+    func withBufferedBytes<T, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> T) throws(E) -> T {
+        try body(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+    }
+
+    func consume(_ count: Int) {
+        start += count
+        if start == end {
+            start = 0
+            end = 0
+        }
+    }
+
+    /// Copies up to `destination.count` read-ahead bytes into `destination`.
+    func takeBuffered(into destination: UnsafeMutableRawBufferPointer) -> Int {
+        let count = min(buffered, destination.count)
+        guard count > 0, let target = destination.baseAddress, let source = buffer.baseAddress else { return 0 }
+        target.copyMemory(from: source + start, byteCount: count)
+        consume(count)
+        return count
+    }
+
+    /// Reads more bytes into the read-ahead buffer.
+    ///
+    /// - Returns: The bytes added; 0 when the peer closed.
+    func fill(timeout: Duration) throws(ServerIOError) -> Int {
+        guard !ended else { throw .connectionEnded }
+        if start > 0 && (start == end || end == buffer.count) {
+            if let base = buffer.baseAddress, start < end {
+                base.copyMemory(from: base + start, byteCount: end - start)
+            }
+            end -= start
+            start = 0
+        }
+        let count = try POSIXSocket.receive(
+            socket.fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout)
+        end += count
+        return count
+    }
+
+    /// Reads straight into `destination` (only when nothing is read ahead).
+    ///
+    /// - Returns: The bytes read; 0 when the peer closed.
+    func receiveDirect(into destination: UnsafeMutableRawBufferPointer) throws(ServerIOError) -> Int {
+        guard !ended else { throw .connectionEnded }
+        return try POSIXSocket.receive(socket.fd, into: destination, timeout: limits.readTimeout)
+    }
+
+    // MARK: - Writing
+
+    func send(_ bytes: UnsafeRawBufferPointer) throws(ServerIOError) {
+        guard !ended else { throw .connectionEnded }
+        try POSIXSocket.sendAll(socket.fd, bytes)
+    }
+
+    func send(_ bytes: [UInt8]) throws(ServerIOError) {
+        // Array.withUnsafeBytes rethrows untyped errors; carry the typed one out in a Result.
+        let result = bytes.withUnsafeBytes { buffer in Result { () throws(ServerIOError) in try send(buffer) } }
+        try result.get()
+    }
+
+    // MARK: - Ending
+
+    /// Ends the connection with RST.
+    func reset() {
+        guard !ended else { return }
+        ended = true
+        POSIXSocket.setResetOnClose(socket.fd)
+        socket.close()
+    }
+
+    /// Ends the connection at once with FIN, answering nothing more.
+    func closeNow() {
+        guard !ended else { return }
+        ended = true
+        POSIXSocket.shutdownBoth(socket.fd)
+        socket.close()
+    }
+
+    /// Ends the connection after a final answer.
+    ///
+    /// When the peer may still be sending (an unread body, pipelined bytes), closing at once
+    /// would make the kernel answer with RST and the peer could lose the response; so the
+    /// server half-closes and discards input, bounded in time and bytes, until the peer closes.
+    func finishClosing(mayHaveUnreadBytes: Bool) {
+        guard !ended else { return }
+        guard mayHaveUnreadBytes || buffered > 0 else {
+            closeNow()
+            return
+        }
+        POSIXSocket.shutdownWrite(socket.fd)
+        let deadline = ContinuousClock.now + limits.lingerTimeout
+        var discarded = 0
+        start = 0
+        end = 0
+        while discarded < limits.lingerMaxBytes {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { break }
+            guard let count = try? POSIXSocket.receive(socket.fd, into: buffer, timeout: left), count > 0 else { break }
+            discarded += count
+        }
+        closeNow()
+    }
+}
