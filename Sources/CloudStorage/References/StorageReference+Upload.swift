@@ -71,7 +71,9 @@ extension StorageReference {
     /// - Returns: The metadata the server stored.
     /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
     ///   calling task is cancelled.
-    public func putDataAsync(_ data: Data, metadata: StorageMetadata? = nil) async throws(StorageError) -> StorageMetadata {
+    public func putDataAsync(
+        _ data: Data, metadata: StorageMetadata? = nil
+    ) async throws(StorageError) -> StorageMetadata {
         try await Self.awaitCancellingOnCancel(putData(data, metadata: metadata))
     }
 
@@ -91,11 +93,14 @@ extension StorageReference {
     /// - Returns: The metadata the server stored.
     /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
     ///   calling task is cancelled.
-    public func putFileAsync(from fileURL: URL, metadata: StorageMetadata? = nil) async throws(StorageError) -> StorageMetadata {
+    public func putFileAsync(
+        from fileURL: URL, metadata: StorageMetadata? = nil
+    ) async throws(StorageError) -> StorageMetadata {
         try await Self.awaitCancellingOnCancel(putFile(from: fileURL, metadata: metadata))
     }
 
-    private static func awaitCancellingOnCancel(_ task: StorageUploadTask) async throws(StorageError) -> StorageMetadata {
+    private static func awaitCancellingOnCancel(_ task: StorageUploadTask) async throws(StorageError) -> StorageMetadata
+    {
         let result = await withTaskCancellationHandler {
             await task.result()
         } onCancel: {

@@ -30,7 +30,9 @@ struct UploadTaskLifetimeTests {
             _ = try await task.value
             #expect(task.snapshot.status == .success)
         }
-        #expect(try await Self.eventually { weakTask == nil }, "a finished task must not be kept alive by its own snapshots")
+        #expect(
+            try await Self.eventually { weakTask == nil }, "a finished task must not be kept alive by its own snapshots"
+        )
     }
 
     @Test func aCancelledTaskIsFreed() async throws {
