@@ -49,7 +49,7 @@ final class BenchmarkRunner {
         let smallFile = smallFile
         let smallPayload = smallPayload
         let size = options.largeSize
-        try await OffPool.run {
+        try await BlockingWork.run {
             try Payload.writeFile(at: largeFile, size: size, seed: 256)
             try smallPayload.write(to: smallFile)
         }
@@ -114,7 +114,7 @@ final class BenchmarkRunner {
         var payload: Data?
         if scenario.kind == .putData {
             let file = largeFile
-            payload = try await OffPool.run { try Data(contentsOf: file) }
+            payload = try await BlockingWork.run { try Data(contentsOf: file) }
         }
         let (before, reset) = try await ResourceSnapshot.take(resetPeak: true, serverRoot: root)
         if !reset { peakResetWorks = false }

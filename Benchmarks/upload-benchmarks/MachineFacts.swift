@@ -1,3 +1,4 @@
+import FakeGCSServer
 import Foundation
 
 /// The facts about this machine that a reader needs to interpret the numbers.
@@ -16,7 +17,7 @@ struct MachineFacts: Sendable, Codable {
     /// - Parameter curl: The curl executable, if any, to ask for its version.
     /// - Returns: The facts.
     static func collect(curl: String?) async throws -> MachineFacts {
-        let proc = try await OffPool.run { () -> (String?, String?) in
+        let proc = try await BlockingWork.run { () -> (String?, String?) in
             let model = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?
                 .split(separator: "\n")
                 .first { $0.hasPrefix("model name") }

@@ -1,3 +1,4 @@
+import FakeGCSServer
 import Foundation
 
 /// Deterministic pseudo-random payloads (SplitMix64), so runs are repeatable
@@ -15,7 +16,7 @@ enum Payload {
     }
 
     /// Writes `size` bytes from `seed` to a new file at `url`, block by block,
-    /// so the whole payload is never in memory. Blocks: call through ``OffPool``.
+    /// so the whole payload is never in memory. Blocks: call through ``BlockingWork``.
     ///
     /// - Parameters:
     ///   - url: The file to create (replaced if present).

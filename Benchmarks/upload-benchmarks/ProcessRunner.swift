@@ -1,3 +1,4 @@
+import FakeGCSServer
 import Foundation
 import Synchronization
 
@@ -12,7 +13,7 @@ import Darwin
 /// Runs a program to completion and collects what it printed and what it cost.
 ///
 /// The program is spawned with `posix_spawn` and reaped with `wait4` on a
-/// dispatch thread (``OffPool``), never on the cooperative pool; `wait4`
+/// dispatch thread (``BlockingWork``), never on the cooperative pool; `wait4`
 /// gives the CPU time of exactly that child.
 enum ProcessRunner {
     /// How a program ended, what it printed, and its CPU time.
@@ -39,7 +40,7 @@ enum ProcessRunner {
     /// - Returns: The exit status (128 + signal if killed), output and usage.
     /// - Throws: ``BenchmarkError`` when the program cannot be started.
     static func run(_ executable: String, _ arguments: [String]) async throws -> Output {
-        try await OffPool.run { try spawnAndWait(executable, arguments) }
+        try await BlockingWork.run { try spawnAndWait(executable, arguments) }
     }
 
     private static func spawnAndWait(_ executable: String, _ arguments: [String]) throws -> Output {

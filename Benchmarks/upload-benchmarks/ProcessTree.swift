@@ -1,3 +1,4 @@
+import FakeGCSServer
 import Foundation
 
 #if canImport(Glibc)
@@ -12,7 +13,7 @@ import Darwin
 ///
 /// The fake-gcs-server binary runs under a Python supervisor (and may be
 /// wrapped again), so its CPU time is found by walking the tree below the
-/// supervisor. All methods block; call them through ``OffPool``.
+/// supervisor. All methods block; call them through ``BlockingWork``.
 enum ProcessTree {
     private static let ticksPerSecond = Double(sysconf(Int32(_SC_CLK_TCK)))
 

@@ -1,3 +1,4 @@
+import FakeGCSServer
 import Foundation
 
 #if canImport(Glibc)
@@ -33,7 +34,7 @@ struct ResourceSnapshot: Sendable {
     ///   - serverRoot: The process whose subtree's CPU time to add up.
     /// - Returns: The snapshot, and whether the reset worked (false when not asked).
     static func take(resetPeak: Bool, serverRoot: Int32) async throws -> (ResourceSnapshot, peakWasReset: Bool) {
-        try await OffPool.run {
+        try await BlockingWork.run {
             let reset = resetPeak ? resetPeakResident() : false
             let memory = readStatus()
             let usage = selfUsage()

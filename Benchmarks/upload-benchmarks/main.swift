@@ -43,7 +43,7 @@ do {
         options: options, server: started, bucket: bucket, directory: directory, curl: curlPath)
     try await runner.prepare()
     let results = try await runner.run()
-    let loadAtEnd = try await OffPool.run {
+    let loadAtEnd = try await BlockingWork.run {
         (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
             separator: " ")
     }

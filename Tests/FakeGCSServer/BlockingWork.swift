@@ -3,7 +3,7 @@ import Dispatch
 /// Runs blocking work (waiting for `flock`, for pip, spawning processes) on
 /// dispatch threads, so that it never occupies one of Swift's few cooperative
 /// threads.
-enum BlockingWork {
+public enum BlockingWork {
     private static let queue = DispatchQueue(
         label: "FakeGCSServer.BlockingWork",
         // Processes spawned here inherit the thread's priority; on Linux a
@@ -16,7 +16,7 @@ enum BlockingWork {
     /// Runs `body` on a dispatch thread and returns its result.
     ///
     /// The body is not interrupted by cancellation.
-    static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    public static func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let result: Result<T, any Error> = await withCheckedContinuation { continuation in
             queue.async {
                 continuation.resume(returning: Result { try body() })
