@@ -63,8 +63,13 @@ package final class EmulatorApplication: ServerApplication {
         let path = request.path
         if path.hasPrefix("/_emulator/") {
             let reader = BodyReader(request: request, instruction: .pass, counter: counter)
-            let reply = (try? handleControl(request, reader)) ?? errorReply(HTTPError(400, "Bad request."), .gcs)
-            send(reply, to: responder)
+            do {
+                send(try handleControl(request, reader), to: responder)
+            } catch let error as HTTPError {
+                send(errorReply(error, .gcs), to: responder)
+            } catch {
+                responder.closeConnection()
+            }
             return
         }
         let flavor: Flavor = path.hasPrefix("/v0/") ? .firebase : .gcs
@@ -462,17 +467,14 @@ package final class EmulatorApplication: ServerApplication {
     private func handleControl(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
         guard request.method == "POST" else { throw methodNotAllowed }
+        let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        guard let instructions = json["instructions"] as? [String] else {
+            throw HTTPError.badRequest("Expected {\"instructions\": [\"…\"]}.")
+        }
         do {
-            let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-            guard let instructions = json["instructions"] as? [String] else {
-                throw HTTPError.badRequest("Expected {\"instructions\": [\"…\"]}.")
-            }
-            let id = try installFaultPlan(instructions)
-            return Reply.json(200, ["id": id])
-        } catch let error as FaultPlanError {
-            return errorReply(HTTPError.badRequest(error.message), .gcs)
-        } catch let error as HTTPError {
-            return errorReply(error, .gcs)
+            return Reply.json(200, ["id": try installFaultPlan(instructions)])
+        } catch {
+            throw HTTPError.badRequest(error.message)
         }
     }
 }
