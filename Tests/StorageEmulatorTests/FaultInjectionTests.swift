@@ -14,7 +14,8 @@ struct FaultInjectionTests {
     func respond() throws {
         let harness = try Harness()
         let headers = try plan(harness, ["return-503", "return-429", "pass"])
-        let first = harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x", headers: headers, body: [1, 2])
+        let first = harness.send(
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x", headers: headers, body: [1, 2])
         #expect(first.status == 503)
         #expect(((first.json["error"] as? [String: Any])?["errors"] as? [[String: Any]]) != nil)
         #expect(harness.app.bytesReceived == 0)
@@ -22,7 +23,9 @@ struct FaultInjectionTests {
         let second = harness.send("POST", "/v0/b/bkt/o?name=x", headers: headers, body: [1, 2])
         #expect(second.status == 429)
         #expect(((second.json["error"] as? [String: Any])?["code"] as? Int) == 429)
-        #expect(harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x", headers: headers, body: [1, 2]).status == 200)
+        #expect(
+            harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x", headers: headers, body: [1, 2])
+                .status == 200)
         // Used up: further requests pass.
         #expect(harness.send("GET", "/storage/v1/b/bkt/o/x", headers: headers).status == 200)
         // Requests without the header are not affected by installed plans.
@@ -69,7 +72,10 @@ struct FaultInjectionTests {
         #expect(query.headers["Range"] == "bytes=0-\(kib256 - 1)")
         // Media uploads commit nothing.
         let media = try plan(harness, ["return-503-after-10"])
-        #expect(harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=m", headers: media, body: testBytes(100)).status == 503)
+        #expect(
+            harness.send(
+                "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=m", headers: media, body: testBytes(100)
+            ).status == 503)
         #expect(harness.object("bkt", "m") == nil)
         // Requests without a body get the fault at once, before they are processed.
         harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=d", body: [1])
@@ -97,7 +103,8 @@ struct FaultInjectionTests {
         let query = harness.send("POST", url, headers: ["X-Goog-Upload-Command": "query"])
         #expect(query.headers["X-Goog-Upload-Size-Received"] == String(kib256))
         let resumed = harness.send(
-            "POST", url, headers: ["X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": String(kib256)],
+            "POST", url,
+            headers: ["X-Goog-Upload-Command": "upload, finalize", "X-Goog-Upload-Offset": String(kib256)],
             body: Array(bytes[kib256..<bytes.count]))
         #expect(resumed.status == 200)
         #expect(harness.object("bkt", "r") == Data(bytes))
@@ -188,7 +195,10 @@ struct BackingTests {
         let harness = try Harness(store: store)
         let bytes = testBytes(kib256 * 2 + 3)
         let session = harness.startGCSSession(name: "d")
-        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"], body: Array(bytes[0..<kib256])).status == 308)
+        #expect(
+            harness.send(
+                "PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"], body: Array(bytes[0..<kib256])
+            ).status == 308)
         let done = harness.send(
             "PUT", session, headers: ["Content-Range": "bytes \(kib256)-\(bytes.count - 1)/\(bytes.count)"],
             body: Array(bytes[kib256..<bytes.count]))
@@ -212,7 +222,11 @@ struct BackingTests {
         do {
             let harness = try Harness(store: try DirectoryObjectStore(root: root))
             let session = harness.startGCSSession(name: "../../escape")
-            #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"], body: Array(bytes[0..<kib256])).status == 308)
+            #expect(
+                harness.send(
+                    "PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"],
+                    body: Array(bytes[0..<kib256])
+                ).status == 308)
             #expect(
                 harness.send(
                     "PUT", session, headers: ["Content-Range": "bytes \(kib256)-\(bytes.count - 1)/\(bytes.count)"],
@@ -223,7 +237,9 @@ struct BackingTests {
         let media = reopened.send("GET", "/storage/v1/b/bkt/o/..%2F..%2Fescape?alt=media")
         #expect(media.status == 200)
         #expect(media.body == Data(bytes))
-        #expect(!FileManager.default.fileExists(atPath: root.deletingLastPathComponent().appendingPathComponent("escape").path))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: root.deletingLastPathComponent().appendingPathComponent("escape").path))
         #expect(!allFiles(under: root).contains { $0.contains(".tmp-") })
     }
 

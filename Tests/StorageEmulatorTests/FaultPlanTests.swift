@@ -64,16 +64,17 @@ struct FaultPlanTests {
         #expect(a != c)
         let faults = a.filter { $0 != .pass }.count
         #expect(faults > 220 && faults < 380, "about 30% of 1000, got \(faults)")
-        let kinds = Set(a.map { instruction -> String in
-            switch instruction {
-            case .pass: "pass"
-            case .respond: "return"
-            case .respondAfter: "return-after"
-            case .resetAfter: "reset"
-            case .stall: "stall"
-            case .dropResponse: "drop"
-            }
-        })
+        let kinds = Set(
+            a.map { instruction -> String in
+                switch instruction {
+                case .pass: "pass"
+                case .respond: "return"
+                case .respondAfter: "return-after"
+                case .resetAfter: "reset"
+                case .stall: "stall"
+                case .dropResponse: "drop"
+                }
+            })
         #expect(kinds.count == 6)
         let never = try FaultPlan(["random:seed=1,rate=0"])
         #expect((0..<100).allSatisfy { _ in never.next() == .pass })

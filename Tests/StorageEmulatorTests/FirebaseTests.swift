@@ -22,7 +22,9 @@ struct FirebaseTests {
         #expect(response.headers["X-Goog-Upload-Status"] == "active")
         #expect(response.headers["X-Goog-Upload-Chunk-Granularity"] == "262144")
         let url = response.headers["X-Goog-Upload-URL"] ?? ""
-        #expect(url.hasPrefix("http://emulator.test/v0/b/\(Self.bucket)/o?name=\(URLText.encodeComponent(name))&upload_id="))
+        #expect(
+            url.hasPrefix("http://emulator.test/v0/b/\(Self.bucket)/o?name=\(URLText.encodeComponent(name))&upload_id=")
+        )
         #expect(url.hasSuffix("&upload_protocol=resumable"))
         return String(url.dropFirst("http://emulator.test".count))
     }
@@ -50,9 +52,11 @@ struct FirebaseTests {
         #expect(first.status == 200)
         #expect(first.headers["X-Goog-Upload-Status"] == "active")
         #expect(command(harness, url, "query").headers["X-Goog-Upload-Size-Received"] == String(kib256))
-        let second = command(harness, url, "upload", offset: kib256, body: Array(bytes[kib256..<2 * kib256]), readSize: 999)
+        let second = command(
+            harness, url, "upload", offset: kib256, body: Array(bytes[kib256..<2 * kib256]), readSize: 999)
         #expect(second.status == 200)
-        let last = command(harness, url, "upload, finalize", offset: 2 * kib256, body: Array(bytes[(2 * kib256)..<bytes.count]))
+        let last = command(
+            harness, url, "upload, finalize", offset: 2 * kib256, body: Array(bytes[(2 * kib256)..<bytes.count]))
         #expect(last.status == 200)
         #expect(last.headers["X-Goog-Upload-Status"] == "final")
         let json = last.json
@@ -84,7 +88,8 @@ struct FirebaseTests {
         #expect(command(harness, url, "upload", body: Array(bytes[0..<kib256])).status == 400)
         #expect(command(harness, url, "upload", offset: 0, body: Array(bytes[0..<2 * kib256])).status == 200)
         // A retried request from offset 256 KiB: the first 256 KiB of it are already stored.
-        let retried = command(harness, url, "upload, finalize", offset: kib256, body: Array(bytes[kib256..<bytes.count]))
+        let retried = command(
+            harness, url, "upload, finalize", offset: kib256, body: Array(bytes[kib256..<bytes.count]))
         #expect(retried.status == 200)
         #expect(retried.json["size"] as? String == String(bytes.count))
         #expect(harness.object(Self.bucket, "o") == Data(bytes))
@@ -128,10 +133,12 @@ struct FirebaseTests {
     func singleRequestUploads() throws {
         let harness = try Harness()
         let media = testBytes(3000)
-        let body = GCSUploadTests.multipartBody(boundary: "fb", metadata: ["name": "m", "contentType": "text/csv"], media: media)
+        let body = GCSUploadTests.multipartBody(
+            boundary: "fb", metadata: ["name": "m", "contentType": "text/csv"], media: media)
         let multipart = harness.send(
             "POST", "/v0/b/\(Self.bucket)/o?name=m",
-            headers: ["X-Goog-Upload-Protocol": "multipart", "Content-Type": "multipart/related; boundary=fb"], body: body)
+            headers: ["X-Goog-Upload-Protocol": "multipart", "Content-Type": "multipart/related; boundary=fb"],
+            body: body)
         #expect(multipart.status == 200)
         #expect(multipart.json["contentType"] as? String == "text/csv")
         #expect((multipart.json["downloadTokens"] as? String)?.isEmpty == false)
@@ -159,7 +166,9 @@ struct FirebaseTests {
         let metadata = harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: auth)
         #expect(metadata.status == 200)
         #expect(metadata.json["size"] as? String == "5000")
-        #expect(harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: ["Authorization": "Bearer owner"]).status == 200)
+        #expect(
+            harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: ["Authorization": "Bearer owner"]).status
+                == 200)
         let withToken = harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media&token=\(token)")
         #expect(withToken.status == 200)
         #expect(withToken.body == Data(bytes))
@@ -167,7 +176,8 @@ struct FirebaseTests {
             "GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media&token=\(token)", headers: ["Range": "bytes=10-19"])
         #expect(ranged.status == 206)
         #expect(ranged.body == Data(bytes[10..<20]))
-        #expect(harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media&token=wrong", headers: auth).status == 403)
+        #expect(
+            harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media&token=wrong", headers: auth).status == 403)
         #expect(harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media").status == 401)
         #expect(harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media", headers: auth).body == Data(bytes))
         #expect(harness.send("GET", "/v0/b/\(Self.bucket)/o/missing", headers: auth).status == 404)
@@ -176,7 +186,9 @@ struct FirebaseTests {
         #expect(unauthorized.status == 401)
         #expect(((unauthorized.json["error"] as? [String: Any])?["code"] as? Int) == 401)
         // GCS-style Bearer tokens are not accepted on v0 unless they are the token itself.
-        #expect(harness.send("POST", "/v0/b/\(Self.bucket)/o?name=x", headers: ["Authorization": "Bearer nope"], body: [1]).status == 401)
+        #expect(
+            harness.send("POST", "/v0/b/\(Self.bucket)/o?name=x", headers: ["Authorization": "Bearer nope"], body: [1])
+                .status == 401)
     }
 
     @Test("PATCH metadata and DELETE")
@@ -186,7 +198,9 @@ struct FirebaseTests {
         #expect(command(harness, url, "upload, finalize", offset: 0, body: [1, 2, 3]).status == 200)
         let patched = harness.send(
             "PATCH", "/v0/b/\(Self.bucket)/o/p",
-            json: ["contentType": "text/plain", "cacheControl": "max-age=60", "metadata": ["owner": NSNull(), "k": "v"]])
+            json: [
+                "contentType": "text/plain", "cacheControl": "max-age=60", "metadata": ["owner": NSNull(), "k": "v"],
+            ])
         #expect(patched.status == 200)
         #expect(patched.json["contentType"] as? String == "text/plain")
         #expect(patched.json["cacheControl"] as? String == "max-age=60")
@@ -202,7 +216,9 @@ struct FirebaseTests {
     func list() throws {
         let harness = try Harness()
         for name in ["root1", "root2", "dir/a", "dir/b", "dir/sub/c", "other/x"] {
-            #expect(harness.send("POST", "/v0/b/\(Self.bucket)/o?name=\(URLText.encodeComponent(name))", body: [1]).status == 200)
+            #expect(
+                harness.send("POST", "/v0/b/\(Self.bucket)/o?name=\(URLText.encodeComponent(name))", body: [1]).status
+                    == 200)
         }
         let top = harness.send("GET", "/v0/b/\(Self.bucket)/o?delimiter=%2F")
         #expect(top.json["prefixes"] as? [String] == ["dir/", "other/"])

@@ -7,7 +7,9 @@ import Testing
 @Suite("GCS objects, listing, buckets and auth")
 struct GCSObjectTests {
     @discardableResult
-    func upload(_ harness: Harness, _ name: String, _ bytes: [UInt8], contentType: String = "text/plain") -> TestResponder {
+    func upload(
+        _ harness: Harness, _ name: String, _ bytes: [UInt8], contentType: String = "text/plain"
+    ) -> TestResponder {
         harness.send(
             "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=\(URLText.encodeComponent(name))",
             headers: ["Content-Type": contentType], body: bytes)
@@ -49,7 +51,8 @@ struct GCSObjectTests {
         let bytes = testBytes(1000)
         upload(harness, "r", bytes)
         let cases: [(String, Range<Int>)] = [
-            ("bytes=0-99", 0..<100), ("bytes=900-", 900..<1000), ("bytes=-10", 990..<1000), ("bytes=500-5000", 500..<1000),
+            ("bytes=0-99", 0..<100), ("bytes=900-", 900..<1000), ("bytes=-10", 990..<1000),
+            ("bytes=500-5000", 500..<1000),
         ]
         for (header, expected) in cases {
             let response = harness.send("GET", "/storage/v1/b/bkt/o/r?alt=media", headers: ["Range": header])
@@ -77,7 +80,10 @@ struct GCSObjectTests {
             ).status == 200)
         let patched = harness.send(
             "PATCH", "/storage/v1/b/bkt/o/p",
-            json: ["metadata": ["a": NSNull(), "c": "3"], "contentType": "application/json", "contentLanguage": NSNull(), "size": "999"])
+            json: [
+                "metadata": ["a": NSNull(), "c": "3"], "contentType": "application/json", "contentLanguage": NSNull(),
+                "size": "999",
+            ])
         #expect(patched.status == 200)
         #expect((patched.json["metadata"] as? [String: String]) == ["b": "2", "c": "3"])
         #expect(patched.json["contentType"] as? String == "application/json")
@@ -152,7 +158,9 @@ struct GCSObjectTests {
         #expect(small.pages == 26)
         let underB = listAll("prefix=b%2F&delimiter=%2F&maxResults=33")
         #expect(underB.prefixes == ["b/sub0/", "b/sub1/", "b/sub2/"])
-        let directItems = underB.items == names.filter { $0.hasPrefix("b/") && !$0.hasPrefix("b/sub") }.sorted { NameRules.precedes($0, $1) }
+        let directItems =
+            underB.items
+            == names.filter { $0.hasPrefix("b/") && !$0.hasPrefix("b/sub") }.sorted { NameRules.precedes($0, $1) }
         #expect(directItems)
         // Prefixes count toward maxResults and a prefix spanning pages is not repeated.
         let top = listAll("delimiter=%2F&maxResults=2")
@@ -184,7 +192,8 @@ struct GCSObjectTests {
         #expect(upload.status == 404)
         #expect(upload.errorMessage == "The specified bucket does not exist.")
         #expect(harness.send("GET", "/storage/v1/b/missing/o").status == 404)
-        #expect(harness.send("POST", "/upload/storage/v1/b/new-bucket/o?uploadType=media&name=x", body: [1]).status == 200)
+        #expect(
+            harness.send("POST", "/upload/storage/v1/b/new-bucket/o?uploadType=media&name=x", body: [1]).status == 200)
         // With auto-creation, the first use creates the bucket.
         let auto = try Harness()
         #expect(auto.send("POST", "/upload/storage/v1/b/fresh/o?uploadType=media&name=x", body: [1]).status == 200)
@@ -200,7 +209,8 @@ struct GCSObjectTests {
         #expect(anonymous.headers["WWW-Authenticate"] != nil)
         #expect(
             harness.send(
-                "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x", headers: ["Authorization": "Bearer wrong"],
+                "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x",
+                headers: ["Authorization": "Bearer wrong"],
                 body: [1]
             ).status == 401)
         let authorized: HTTPHeaders = ["Authorization": "Bearer secret"]

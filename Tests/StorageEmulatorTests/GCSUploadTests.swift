@@ -29,7 +29,8 @@ struct GCSUploadTests {
         #expect(json["selfLink"] as? String == "http://emulator.test/storage/v1/b/bkt/o/dir%2Fa%20b.bin")
         #expect(
             json["mediaLink"] as? String
-                == "http://emulator.test/download/storage/v1/b/bkt/o/dir%2Fa%20b.bin?generation=\(generation)&alt=media")
+                == "http://emulator.test/download/storage/v1/b/bkt/o/dir%2Fa%20b.bin?generation=\(generation)&alt=media"
+        )
         let created = try #require(json["timeCreated"] as? String)
         #expect(created.hasSuffix("Z") && created.contains("."))
         #expect(harness.object("bkt", "dir/a b.bin") == Data(bytes))
@@ -55,11 +56,15 @@ struct GCSUploadTests {
         #expect(harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=..", body: [1]).status == 400)
     }
 
-    static func multipartBody(boundary: String, metadata: [String: Any], media: [UInt8], mediaType: String = "text/plain")
+    static func multipartBody(
+        boundary: String, metadata: [String: Any], media: [UInt8], mediaType: String = "text/plain"
+    )
         -> [UInt8]
     {
         let json = String(decoding: (try? JSONSerialization.data(withJSONObject: metadata)) ?? Data(), as: UTF8.self)
-        var body = Array("--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n\(json)\r\n--\(boundary)\r\nContent-Type: \(mediaType)\r\n\r\n".utf8)
+        var body = Array(
+            "--\(boundary)\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n\(json)\r\n--\(boundary)\r\nContent-Type: \(mediaType)\r\n\r\n"
+                .utf8)
         body += media
         body += Array("\r\n--\(boundary)--\r\n".utf8)
         return body
@@ -258,17 +263,21 @@ struct GCSUploadTests {
         let harness = try Harness()
         let bytes = testBytes(kib256 + 10)
         let session = harness.startGCSSession(name: "obj")
-        harness.send("PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"], body: Array(bytes[0..<kib256]))
+        harness.send(
+            "PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"], body: Array(bytes[0..<kib256]))
         let tail = Array(bytes[kib256..<bytes.count])
         let range = "bytes \(kib256)-\(bytes.count - 1)/\(bytes.count)"
-        let bad = harness.send("PUT", session, headers: ["Content-Range": range, "x-goog-hash": "crc32c=AAAAAA=="], body: tail)
+        let bad = harness.send(
+            "PUT", session, headers: ["Content-Range": range, "x-goog-hash": "crc32c=AAAAAA=="], body: tail)
         #expect(bad.status == 400)
         #expect(harness.object("bkt", "obj") == nil)
         let badMD5 = harness.send(
             "PUT", session, headers: ["Content-Range": range, "x-goog-hash": "md5=\(md5Base64([1]))"], body: tail)
         #expect(badMD5.status == 400)
         // The session is back where it was before the final request.
-        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).headers["Range"] == "bytes=0-\(kib256 - 1)")
+        #expect(
+            harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).headers["Range"]
+                == "bytes=0-\(kib256 - 1)")
         let good = harness.send(
             "PUT", session,
             headers: ["Content-Range": range, "x-goog-hash": "crc32c=\(crc32cBase64(bytes)),md5=\(md5Base64(bytes))"],
@@ -277,7 +286,8 @@ struct GCSUploadTests {
         #expect(harness.object("bkt", "obj") == Data(bytes))
         // crc32c declared at the start is verified too.
         let declared = harness.startGCSSession(name: "declared", metadata: ["crc32c": "AAAAAA=="])
-        #expect(harness.send("PUT", declared, headers: ["Content-Range": "bytes 0-2/3"], body: [1, 2, 3]).status == 400)
+        #expect(
+            harness.send("PUT", declared, headers: ["Content-Range": "bytes 0-2/3"], body: [1, 2, 3]).status == 400)
         #expect(harness.object("bkt", "declared") == nil)
     }
 
@@ -291,22 +301,30 @@ struct GCSUploadTests {
         #expect(harness.send("DELETE", session).status == 404)
         #expect(harness.app.sessions.count == 0)
         #expect(
-            harness.send("PUT", "/upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=nope", headers: ["Content-Range": "bytes */*"])
-                .status == 404)
+            harness.send(
+                "PUT", "/upload/storage/v1/b/bkt/o?uploadType=resumable&upload_id=nope",
+                headers: ["Content-Range": "bytes */*"]
+            )
+            .status == 404)
     }
 
     @Test("Resumable: Content-Range that disagrees with the body or the declared size is 400")
     func mismatchedLengths() throws {
         let harness = try Harness()
         let session = harness.startGCSSession(name: "obj", headers: ["X-Upload-Content-Length": "100"])
-        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes 0-9/10"], body: testBytes(10)).status == 400)
-        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes 0-99/100"], body: testBytes(50)).status == 400)
+        #expect(
+            harness.send("PUT", session, headers: ["Content-Range": "bytes 0-9/10"], body: testBytes(10)).status == 400)
+        #expect(
+            harness.send("PUT", session, headers: ["Content-Range": "bytes 0-99/100"], body: testBytes(50)).status
+                == 400)
         let chunked = harness.send(
             "PUT", session, headers: ["Content-Range": "bytes 0-99/100"], body: testBytes(50), chunked: true)
         #expect(chunked.status == 400)
         #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).headers["Range"] == nil)
         #expect(harness.send("PUT", session, headers: ["Content-Range": "nonsense"]).status == 400)
-        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes 0-99/100"], body: testBytes(100)).status == 200)
+        #expect(
+            harness.send("PUT", session, headers: ["Content-Range": "bytes 0-99/100"], body: testBytes(100)).status
+                == 200)
     }
 
     @Test("A PUT without Content-Range uploads the whole object in one request")

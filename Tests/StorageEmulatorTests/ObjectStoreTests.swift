@@ -37,7 +37,9 @@ struct ObjectStoreTests {
     func basicOperations() throws {
         let parent = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: parent) }
-        let stores: [any ObjectStore] = [MemoryObjectStore(), try DirectoryObjectStore(root: parent.appendingPathComponent("root"))]
+        let stores: [any ObjectStore] = [
+            MemoryObjectStore(), try DirectoryObjectStore(root: parent.appendingPathComponent("root")),
+        ]
         for store in stores {
             #expect(try store.createBucket("bkt"))
             #expect(try !store.createBucket("bkt"))
@@ -59,11 +61,14 @@ struct ObjectStoreTests {
         }
     }
 
-    @Test("Invalid object names are refused by every store", arguments: [".", "..", "", "a\u{0}b", "line\nfeed", "cr\r"])
+    @Test(
+        "Invalid object names are refused by every store", arguments: [".", "..", "", "a\u{0}b", "line\nfeed", "cr\r"])
     func invalidNames(_ name: String) throws {
         let parent = temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: parent) }
-        for store in [MemoryObjectStore(), try DirectoryObjectStore(root: parent), DiscardObjectStore()] as [any ObjectStore] {
+        for store in [MemoryObjectStore(), try DirectoryObjectStore(root: parent), DiscardObjectStore()]
+            as [any ObjectStore]
+        {
             _ = try store.createBucket("bkt")
             #expect(throws: StoreError.self) { try put(store, "bkt", name, [1]) }
         }
@@ -93,7 +98,10 @@ struct ObjectStoreTests {
         for file in files {
             let components = file.split(separator: "/")
             #expect(components.count <= 2)
-            #expect(components.allSatisfy { $0 != ".." && $0 != "." && SafeFileName.isSafe(String($0)) || $0 == "bucket.json" }, "\(file)")
+            #expect(
+                components.allSatisfy {
+                    $0 != ".." && $0 != "." && SafeFileName.isSafe(String($0)) || $0 == "bucket.json"
+                }, "\(file)")
             #expect(components.allSatisfy { $0.utf8.count <= 255 })
         }
         // Reopening the directory finds the object under its real name.
@@ -106,8 +114,10 @@ struct ObjectStoreTests {
 
     @Test("Safe file names are one-to-one, and long names do not collide")
     func safeNames() {
-        let names = ["a", "a%41", "aA", "a.b", "a%2Eb", "a/b", "a%2Fb", String(repeating: "x", count: 300),
-                     String(repeating: "x", count: 301), ".", "..", "..."]
+        let names = [
+            "a", "a%41", "aA", "a.b", "a%2Eb", "a/b", "a%2Fb", String(repeating: "x", count: 300),
+            String(repeating: "x", count: 301), ".", "..", "...",
+        ]
         let encoded = names.map(SafeFileName.object)
         #expect(Set(encoded).count == names.count)
         #expect(encoded.allSatisfy { !$0.contains("/") && !$0.contains(".") && $0.utf8.count <= 200 })

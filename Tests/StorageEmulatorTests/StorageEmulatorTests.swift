@@ -53,7 +53,8 @@ final class TestRequest: ServerRequest {
         if let breakAfter { count = min(count, breakAfter - Int(bodyBytesRead)) }
         guard count > 0 else { return 0 }
         body.withUnsafeBytes { raw in
-            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: raw[Int(bodyBytesRead)..<Int(bodyBytesRead) + count]))
+            buffer.copyMemory(
+                from: UnsafeRawBufferPointer(rebasing: raw[Int(bodyBytesRead)..<Int(bodyBytesRead) + count]))
         }
         bodyBytesRead += Int64(count)
         return count
@@ -146,7 +147,8 @@ struct Harness {
             headers: headers, json: metadata)
         #expect(response.status == 200)
         let location = response.headers["Location"] ?? ""
-        #expect(location.hasPrefix("http://emulator.test/upload/storage/v1/b/\(bucket)/o?uploadType=resumable&upload_id="))
+        #expect(
+            location.hasPrefix("http://emulator.test/upload/storage/v1/b/\(bucket)/o?uploadType=resumable&upload_id="))
         return String(location.dropFirst("http://emulator.test".count))
     }
 

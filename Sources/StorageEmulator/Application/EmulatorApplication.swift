@@ -30,7 +30,9 @@ package final class EmulatorApplication: ServerApplication {
     /// Creates the application.
     ///
     /// - Throws: ``FaultPlanError`` if `globalFaults` is not a valid plan.
-    package init(store: any ObjectStore, settings: Settings = Settings(), globalFaults: [String] = [])
+    package init(
+        store: any ObjectStore, settings: Settings = Settings(), globalFaults: [String] = []
+    )
         throws(FaultPlanError)
     {
         self.store = store
@@ -161,7 +163,8 @@ package final class EmulatorApplication: ServerApplication {
                     while offset < end {
                         let want = Int(min(Int64(buffer.count), end - offset))
                         let count = try buffer.withUnsafeMutableBytes { raw in
-                            try stream.reader.read(at: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
+                            try stream.reader.read(
+                                at: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
                         }
                         guard count > 0 else { throw StoreError.io("The object ended early.") }
                         try buffer.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
@@ -372,7 +375,9 @@ package final class EmulatorApplication: ServerApplication {
         if let value = record.attributes.contentLanguage { reply.headers.set("Content-Language", value) }
         let offset = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? record.size
-        if let range { reply.headers.set("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(record.size)") }
+        if let range {
+            reply.headers.set("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(record.size)")
+        }
         if request.method == "HEAD" || length == 0 { return reply }
         let reader: any ObjectReader
         do {
@@ -393,7 +398,9 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Lists a bucket in name order. Items and prefixes both count toward
     /// `maxResults`; the page token names the last entry returned.
-    func list(bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?) throws
+    func list(
+        bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?
+    ) throws
         -> ListPage
     {
         var after: (isPrefix: Bool, key: String)?
@@ -425,7 +432,8 @@ package final class EmulatorApplication: ServerApplication {
             if entry.isPrefix, let lastKey, lastKey.isPrefix, lastKey.key == entry.key { continue }
             if page.items.count + page.prefixes.count == maxResults {
                 if let lastKey {
-                    page.nextPageToken = Data(((lastKey.isPrefix ? "p:" : "i:") + lastKey.key).utf8).base64EncodedString()
+                    page.nextPageToken = Data(((lastKey.isPrefix ? "p:" : "i:") + lastKey.key).utf8)
+                        .base64EncodedString()
                 }
                 break
             }

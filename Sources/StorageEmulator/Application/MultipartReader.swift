@@ -21,7 +21,9 @@ final class MultipartReader {
                 pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary"
             else { continue }
             var value = pair[1].trimmingCharacters(in: .whitespaces)
-            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
+                value = String(value.dropFirst().dropLast())
+            }
             return value.isEmpty ? nil : value
         }
         return nil

@@ -75,9 +75,9 @@ enum ObjectJSON {
 
     static var stringFields: [(key: String, path: WritableKeyPath<ObjectAttributes, String?>)] {
         [
-        ("contentType", \.contentType), ("cacheControl", \.cacheControl),
-        ("contentDisposition", \.contentDisposition), ("contentEncoding", \.contentEncoding),
-        ("contentLanguage", \.contentLanguage),
+            ("contentType", \.contentType), ("cacheControl", \.cacheControl),
+            ("contentDisposition", \.contentDisposition), ("contentEncoding", \.contentEncoding),
+            ("contentLanguage", \.contentLanguage),
         ]
     }
 

@@ -22,7 +22,9 @@ package final class FaultPlan: Sendable {
     /// - Throws: ``FaultPlanError`` for an empty plan, an invalid instruction,
     ///   or a `random:` specification that is malformed or not alone.
     package init(_ instructions: [String]) throws(FaultPlanError) {
-        guard !instructions.isEmpty else { throw FaultPlanError(message: "A fault plan needs at least one instruction.") }
+        guard !instructions.isEmpty else {
+            throw FaultPlanError(message: "A fault plan needs at least one instruction.")
+        }
         if let first = instructions.first, first.lowercased().hasPrefix("random:") {
             guard instructions.count == 1 else {
                 throw FaultPlanError(message: "A random fault plan cannot be combined with other instructions.")
@@ -78,7 +80,8 @@ package final class FaultPlan: Sendable {
     }
 
     private static func parseRandom(_ text: String) throws(FaultPlanError) -> (UInt64, Double) {
-        let invalid = FaultPlanError(message: "Invalid random fault plan '\(text)': expected random:seed=<n>,rate=<0..1>.")
+        let invalid = FaultPlanError(
+            message: "Invalid random fault plan '\(text)': expected random:seed=<n>,rate=<0..1>.")
         var seed: UInt64?
         var rate: Double?
         for item in text.dropFirst("random:".count).split(separator: ",") {

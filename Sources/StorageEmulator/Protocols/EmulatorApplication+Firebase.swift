@@ -21,7 +21,9 @@ extension EmulatorApplication {
         return Reply.json(200, json)
     }
 
-    func firebaseObject(_ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String) throws
+    func firebaseObject(
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String
+    ) throws
         -> Reply
     {
         switch request.method {
@@ -53,7 +55,9 @@ extension EmulatorApplication {
 
     /// A `token` query parameter that is one of the object's download tokens
     /// stands in for authentication; a wrong one is refused even with auth.
-    private func requireObjectAllowingToken(_ request: any ServerRequest, bucket: String, name: String) throws
+    private func requireObjectAllowingToken(
+        _ request: any ServerRequest, bucket: String, name: String
+    ) throws
         -> ObjectRecord
     {
         if let token = request.query("token") {
@@ -84,7 +88,8 @@ extension EmulatorApplication {
             let name = try ObjectJSON.objectName(query: request.query("name"), json: json)
             var attributes = try ObjectJSON.attributes(from: json)
             if attributes.contentType == nil {
-                attributes.contentType = request.headers["X-Goog-Upload-Header-Content-Type"] ?? "application/octet-stream"
+                attributes.contentType =
+                    request.headers["X-Goog-Upload-Header-Content-Type"] ?? "application/octet-stream"
             }
             attributes.downloadTokens = [UUID().uuidString.lowercased()]
             var declared: Int64?
@@ -116,7 +121,8 @@ extension EmulatorApplication {
             var attributes = ObjectAttributes()
             attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
             attributes.downloadTokens = [UUID().uuidString.lowercased()]
-            let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes()) {
+            let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes())
+            {
                 sink in _ = try body.stream(into: sink)
             }
             return Reply.json(200, ObjectJSON.firebaseResource(record))

@@ -128,7 +128,9 @@ extension EmulatorApplication {
         try authorizeGCS(request)
         switch request.query("uploadType") {
         case "media":
-            guard let name = request.query("name"), !name.isEmpty else { throw HTTPError(400, "Required", reason: "required") }
+            guard let name = request.query("name"), !name.isEmpty else {
+                throw HTTPError(400, "Required", reason: "required")
+            }
             var attributes = ObjectAttributes()
             attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
             var expected = ExpectedHashes()
@@ -192,7 +194,9 @@ extension EmulatorApplication {
     }
 
     /// A `multipart/related` upload: a JSON metadata part, then the media part.
-    func multipartUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String, firebase: Bool) throws
+    func multipartUpload(
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, firebase: Bool
+    ) throws
         -> ObjectRecord
     {
         guard let boundary = MultipartReader.boundary(contentType: request.headers["Content-Type"]) else {

@@ -51,13 +51,17 @@ package struct MD5: Sendable {
         let padded = (Int(length % 64) + 1) % 64
         let zeros = padded <= 56 ? 56 - padded : 120 - padded
         tail.append(contentsOf: repeatElement(0, count: zeros))
-        for shift in stride(from: 0, to: 64, by: 8) { tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift))) }
+        for shift in stride(from: 0, to: 64, by: 8) {
+            tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        }
         let savedLength = copy.length
         copy.update(tail)
         copy.length = savedLength
         var digest: [UInt8] = []
         for word in [copy.state.0, copy.state.1, copy.state.2, copy.state.3] {
-            for shift in stride(from: 0, to: 32, by: 8) { digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift))) }
+            for shift in stride(from: 0, to: 32, by: 8) {
+                digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+            }
         }
         return digest
     }
