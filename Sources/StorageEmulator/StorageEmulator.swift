@@ -53,8 +53,8 @@ public final class StorageEmulator: Sendable {
         public init() {}
     }
 
-    /// An emulator that could not be configured or started.
-    public struct StartError: Error, CustomStringConvertible {
+    /// Why the emulator could not start, or refused a bucket or a fault plan.
+    public struct EmulatorError: Error, CustomStringConvertible {
         /// What went wrong.
         public let description: String
     }
@@ -78,7 +78,8 @@ public final class StorageEmulator: Sendable {
     ///
     /// - Parameter configuration: Address, storage, auth and faults.
     /// - Returns: The running emulator; call ``stop()`` when done.
-    /// - Throws: ``StartError`` for an invalid fault plan or storage directory, or when the port cannot be bound.
+    /// - Throws: ``EmulatorError`` for an invalid fault plan or storage directory; the server's error when
+    ///   the address cannot be bound.
     public static func start(_ configuration: Configuration = .init()) throws -> StorageEmulator {
         let store: any ObjectStore
         switch configuration.backing {
@@ -90,7 +91,7 @@ public final class StorageEmulator: Sendable {
             do {
                 store = try DirectoryObjectStore(root: url)
             } catch {
-                throw StartError(description: "Cannot use the storage directory: \(error)")
+                throw EmulatorError(description: "Cannot use the storage directory: \(error)")
             }
         }
         var settings = EmulatorApplication.Settings()
@@ -100,7 +101,7 @@ public final class StorageEmulator: Sendable {
         do {
             application = try EmulatorApplication(store: store, settings: settings, globalFaults: configuration.faults)
         } catch {
-            throw StartError(description: error.message)
+            throw EmulatorError(description: error.message)
         }
         let server = EmulatorHTTPServer(host: configuration.host, port: configuration.port, application: application)
         _ = try server.start()
@@ -123,12 +124,12 @@ public final class StorageEmulator: Sendable {
     /// ```
     ///
     /// - Parameter name: A GCS bucket name.
-    /// - Throws: ``StartError`` for an invalid name or a storage failure.
+    /// - Throws: ``EmulatorError`` for an invalid name or a storage failure.
     public func createBucket(_ name: String) throws {
         do {
             try application.createBucket(name)
         } catch {
-            throw StartError(description: error.description)
+            throw EmulatorError(description: error.description)
         }
     }
 
@@ -147,20 +148,26 @@ public final class StorageEmulator: Sendable {
     ///
     /// - Parameter instructions: The plan, in order.
     /// - Returns: The plan's id.
-    /// - Throws: ``StartError`` naming the first invalid instruction.
+    /// - Throws: ``EmulatorError`` naming the first invalid instruction.
     public func installFaultPlan(_ instructions: [String]) throws -> String {
         do {
             return try application.installFaultPlan(instructions)
         } catch {
-            throw StartError(description: error.message)
+            throw EmulatorError(description: error.message)
         }
     }
 
     /// Request body bytes received so far, over all requests (for `--discard` benchmarks).
     public var bytesReceived: Int64 { application.bytesReceived }
 
-    /// Stops listening and closes every connection; idempotent.
+    /// Stops listening, closes every connection and cancels unfinished upload sessions; idempotent.
+    ///
+    /// ```swift
+    /// let emulator = try StorageEmulator.start()
+    /// defer { emulator.stop() }
+    /// ```
     public func stop() {
         server.stop()
+        application.shutdown()
     }
 }

@@ -247,7 +247,7 @@ struct BackingTests {
     func publicAPI() throws {
         var configuration = StorageEmulator.Configuration()
         configuration.faults = ["bogus"]
-        #expect(throws: StorageEmulator.StartError.self) { try StorageEmulator.start(configuration) }
+        #expect(throws: StorageEmulator.EmulatorError.self) { try StorageEmulator.start(configuration) }
         configuration.faults = []
         // Until the socket server lands, start() fails with the stand-in's error.
         #expect(throws: (any Error).self) { try StorageEmulator.start(configuration) }

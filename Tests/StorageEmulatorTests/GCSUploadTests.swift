@@ -353,3 +353,77 @@ struct GCSUploadTests {
         #expect(harness.object("bkt", "obj") == Data(bytes))
     }
 }
+
+@Suite("GCS preconditions and session lifetime")
+struct GCSSessionLifetimeTests {
+    @Test("ifGenerationMatch: 0 refuses to overwrite (412), the current generation allows it, on every upload type")
+    func ifGenerationMatch() throws {
+        let harness = try Harness()
+        let first = harness.send(
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x&ifGenerationMatch=0", body: [1])
+        #expect(first.status == 200)
+        let generation = try #require(first.json["generation"] as? String)
+        #expect(
+            harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x&ifGenerationMatch=0", body: [2])
+                .status == 412)
+        let multipart = GCSUploadTests.multipartBody(boundary: "q", metadata: ["name": "x"], media: [3])
+        #expect(
+            harness.send(
+                "POST", "/upload/storage/v1/b/bkt/o?uploadType=multipart&ifGenerationMatch=0",
+                headers: ["Content-Type": "multipart/related; boundary=q"], body: multipart
+            ).status == 412)
+        #expect(harness.object("bkt", "x") == Data([1]))
+        let guarded = harness.send(
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=resumable&name=x&ifGenerationMatch=0", json: [:])
+        let path = String((guarded.headers["Location"] ?? "").dropFirst("http://emulator.test".count))
+        let refused = harness.send("PUT", path, headers: ["Content-Range": "bytes 0-0/1"], body: [4])
+        #expect(refused.status == 412)
+        #expect(harness.object("bkt", "x") == Data([1]))
+        let matching = harness.send(
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x&ifGenerationMatch=\(generation)", body: [5])
+        #expect(matching.status == 200)
+        #expect(harness.object("bkt", "x") == Data([5]))
+        #expect(
+            harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x&ifGenerationMatch=abc", body: [6])
+                .status == 400)
+    }
+
+    @Test("Shutdown cancels unfinished sessions and deletes their staged bytes")
+    func shutdown() throws {
+        let root = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let harness = try Harness(store: try DirectoryObjectStore(root: root))
+        let session = harness.startGCSSession(name: "s")
+        harness.send("PUT", session, headers: ["Content-Range": "bytes 0-\(kib256 - 1)/*"], body: testBytes(kib256))
+        #expect(allFiles(under: root).contains { $0.contains(".tmp-") })
+        harness.app.shutdown()
+        #expect(!allFiles(under: root).contains { $0.contains(".tmp-") })
+        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).status == 404)
+    }
+
+    @Test("Concurrent requests on one session are serialised; a cancel racing uploads never leaves partial objects")
+    func concurrentSession() async throws {
+        let harness = try Harness()
+        let bytes = testBytes(kib256 * 8)
+        let session = harness.startGCSSession(name: "race")
+        await withTaskGroup(of: Void.self) { group in
+            for chunk in 0..<8 {
+                group.addTask {
+                    let start = chunk * kib256
+                    let isLast = chunk == 7
+                    let total = isLast ? String(bytes.count) : "*"
+                    harness.send(
+                        "PUT", session, headers: ["Content-Range": "bytes \(start)-\(start + kib256 - 1)/\(total)"],
+                        body: Array(bytes[start..<start + kib256]))
+                }
+            }
+        }
+        // Whatever order they ran in, the session holds a prefix of the data, and any object is complete.
+        if let stored = harness.object("bkt", "race") {
+            #expect(stored == Data(bytes))
+        } else {
+            let query = harness.send("PUT", session, headers: ["Content-Range": "bytes */*"])
+            #expect(query.status == 308)
+        }
+    }
+}

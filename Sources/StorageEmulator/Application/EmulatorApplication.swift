@@ -51,6 +51,11 @@ package final class EmulatorApplication: ServerApplication {
         return id
     }
 
+    /// Cancels every unfinished upload session (their staged bytes are deleted).
+    package func shutdown() {
+        sessions.removeAll()
+    }
+
     /// Creates a bucket; an existing bucket is fine.
     package func createBucket(_ name: String) throws(StoreError) {
         _ = try store.createBucket(name)
@@ -297,7 +302,7 @@ package final class EmulatorApplication: ServerApplication {
     /// Streams a whole single-request upload into a new object.
     func storeObject(
         bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
-        write: (_ sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+        ifGenerationMatch: Int64? = nil, write: (_ sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> ObjectRecord {
         do {
             try NameRules.validateObjectName(name)
@@ -313,6 +318,7 @@ package final class EmulatorApplication: ServerApplication {
                 checksums.update(bytes)
             }
             try expected.verify(checksums)
+            try GenerationPrecondition.check(ifGenerationMatch, store.record(bucket: bucket, name: name))
             var record = ObjectRecord(bucket: bucket, name: name)
             record.size = checksums.count
             record.crc32c = checksums.crc32c

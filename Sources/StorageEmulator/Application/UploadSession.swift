@@ -11,6 +11,8 @@ final class UploadSession: Sendable {
     enum Phase {
         case active
         case finalized(ObjectRecord)
+        /// Cancelled while another request waited for the lock: it must not write.
+        case cancelled
     }
 
     struct State {
@@ -30,12 +32,15 @@ final class UploadSession: Sendable {
     let expected: ExpectedHashes
     /// The total size the client announced at the start, if it did.
     let declaredSize: Int64?
+    /// `ifGenerationMatch` from the start request, checked when the session finalizes.
+    let ifGenerationMatch: Int64?
     let state: Mutex<State>
 
     init(
         id: String, bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
-        declaredSize: Int64?, writer: any StagingWriter
+        declaredSize: Int64?, ifGenerationMatch: Int64? = nil, writer: any StagingWriter
     ) {
+        self.ifGenerationMatch = ifGenerationMatch
         self.id = id
         self.bucket = bucket
         self.name = name
@@ -97,10 +102,21 @@ final class UploadSession: Sendable {
         }
     }
 
-    /// Verifies the checksums and commits the object.
+    /// Throws away the staged bytes of an unfinished session (idempotent).
+    func cancel() {
+        state.withLock { state in
+            if case .active = state.phase {
+                state.writer.discard()
+                state.phase = .cancelled
+            }
+        }
+    }
+
+    /// Verifies the checksums and the generation precondition, and commits the object.
     func finalize(_ state: inout State, store: any ObjectStore, extra: ExpectedHashes) throws -> ObjectRecord {
         try expected.verify(state.checksums)
         try extra.verify(state.checksums)
+        try GenerationPrecondition.check(ifGenerationMatch, store.record(bucket: bucket, name: name))
         var record = ObjectRecord(bucket: bucket, name: name)
         record.size = state.committed
         record.crc32c = state.checksums.crc32c
@@ -129,10 +145,38 @@ final class SessionTable: Sendable {
         sessions.withLock { $0.removeValue(forKey: id) }
     }
 
+    /// Removes every session, discarding unfinished uploads' staged bytes.
+    func removeAll() {
+        let all = sessions.withLock { sessions in
+            let all = Array(sessions.values)
+            sessions.removeAll()
+            return all
+        }
+        for session in all { session.cancel() }
+    }
+
     var count: Int { sessions.withLock { $0.count } }
 
     /// A new unguessable session id.
     static func newID() -> String {
         (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased()
+    }
+}
+
+/// `ifGenerationMatch`: 0 means the object must not exist, N that its current generation is N.
+enum GenerationPrecondition {
+    static func parse(_ text: String?) throws -> Int64? {
+        guard let text else { return nil }
+        guard let value = Int64(text), value >= 0 else {
+            throw HTTPError.badRequest("Invalid ifGenerationMatch: '\(text)'.")
+        }
+        return value
+    }
+
+    static func check(_ expected: Int64?, _ current: ObjectRecord?) throws {
+        guard let expected else { return }
+        if (current?.generation ?? 0) != expected {
+            throw HTTPError(412, "At least one of the pre-conditions you specified did not hold.")
+        }
     }
 }

@@ -153,16 +153,13 @@ extension EmulatorApplication {
                 $0.trimmingCharacters(in: .whitespaces)
             })
         if commands == ["cancel"] {
-            if let removed = sessions.remove(id) {
-                removed.state.withLock { state in
-                    if case .active = state.phase { state.writer.discard() }
-                }
-            }
+            sessions.remove(id)?.cancel()
             var reply = Reply(status: 200)
             reply.headers.set("X-Goog-Upload-Status", "cancelled")
             return reply
         }
         return try session.state.withLock { state in
+            if case .cancelled = state.phase { throw HTTPError(404, "Upload not found.") }
             if commands == ["query"] {
                 if case .finalized(let record) = state.phase { return finalReply(record) }
                 return uploadStatus("active", state)

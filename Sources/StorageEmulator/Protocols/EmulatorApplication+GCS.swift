@@ -135,7 +135,10 @@ extension EmulatorApplication {
             attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
             var expected = ExpectedHashes()
             try expected.merge(googHash: request.headers.values("x-goog-hash"))
-            let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: expected) {
+            let record = try storeObject(
+                bucket: bucket, name: name, attributes: attributes, expected: expected,
+                ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch"))
+            ) {
                 sink in _ = try body.stream(into: sink)
             }
             return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
@@ -158,7 +161,8 @@ extension EmulatorApplication {
             }
             let session = try startSession(
                 bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
-                declaredSize: declared)
+                declaredSize: declared,
+                ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch")))
             var reply = Reply(status: 200)
             reply.headers.set(
                 "Location",
@@ -172,7 +176,8 @@ extension EmulatorApplication {
     }
 
     func startSession(
-        bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes, declaredSize: Int64?
+        bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes, declaredSize: Int64?,
+        ifGenerationMatch: Int64? = nil
     ) throws -> UploadSession {
         do {
             try NameRules.validateObjectName(name)
@@ -188,7 +193,7 @@ extension EmulatorApplication {
         }
         let session = UploadSession(
             id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
-            declaredSize: declaredSize, writer: writer)
+            declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer)
         sessions.add(session)
         return session
     }
@@ -216,7 +221,10 @@ extension EmulatorApplication {
         if firebase { attributes.downloadTokens = [UUID().uuidString.lowercased()] }
         var expected = try ObjectJSON.expectedHashes(json)
         try expected.merge(googHash: request.headers.values("x-goog-hash"))
-        return try storeObject(bucket: bucket, name: name, attributes: attributes, expected: expected) { sink in
+        return try storeObject(
+            bucket: bucket, name: name, attributes: attributes, expected: expected,
+            ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch"))
+        ) { sink in
             try reader.readPartBody(into: sink)
             guard try reader.nextPart() == nil else {
                 throw HTTPError.badRequest("A multipart upload has exactly two parts.")
@@ -232,11 +240,7 @@ extension EmulatorApplication {
         }
         switch request.method {
         case "DELETE":
-            if let removed = sessions.remove(id) {
-                removed.state.withLock { state in
-                    if case .active = state.phase { state.writer.discard() }
-                }
-            }
+            sessions.remove(id)?.cancel()
             return Reply.json(499, ["error": ["code": 499, "message": "Client Closed Request"] as [String: Any]])
         case "PUT", "POST":
             return try session.state.withLock { state in
@@ -258,8 +262,10 @@ extension EmulatorApplication {
         _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession, _ state: inout UploadSession.State
     ) throws -> Reply {
         let base = base(request)
-        if case .finalized(let record) = state.phase {
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        switch state.phase {
+        case .finalized(let record): return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        case .cancelled: throw HTTPError(404, "No such upload session.")
+        case .active: break
         }
         var extra = ExpectedHashes()
         try extra.merge(googHash: request.headers.values("x-goog-hash"))
