@@ -101,7 +101,7 @@ package final class EmulatorApplication: ServerApplication {
             if ["GET", "HEAD", "DELETE"].contains(request.method) || request.contentLength == 0 {
                 try body.fireNow()
             }
-            reply = try route(request, body, flavor)
+            reply = try route(request, body)
             // A fault waiting for bytes the handler never read still happens.
             try body.fireNow()
         } catch let fault as InjectedFault {
@@ -206,7 +206,7 @@ package final class EmulatorApplication: ServerApplication {
 
     // MARK: - Routing
 
-    private func route(_ request: any ServerRequest, _ body: BodyReader, _ flavor: Flavor) throws -> Reply {
+    private func route(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let parts = Array(segments)
         func matches(_ prefix: [String]) -> Bool {
@@ -261,7 +261,6 @@ package final class EmulatorApplication: ServerApplication {
             }
             return try firebaseObject(request, body, bucket: bucket, name: try objectName(after: 4))
         }
-        _ = flavor
         throw HTTPError(404, "Not Found")
     }
 
