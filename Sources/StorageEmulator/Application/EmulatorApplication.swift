@@ -1,0 +1,493 @@
+import Foundation
+import HTTP1
+import Synchronization
+
+/// The emulator's request handling: routing, authentication, fault injection
+/// and both wire protocols over an ``ObjectStore``.
+///
+/// Safe to call from many connection threads at once; all shared state is
+/// behind locks and each upload session serialises its own requests.
+package final class EmulatorApplication: ServerApplication {
+    /// Settings the application needs.
+    package struct Settings: Sendable {
+        /// When set, requests must carry this token (see ``StorageEmulator/Configuration/requiredToken``).
+        package var requiredToken: String?
+        /// Create a bucket the first time a request names it.
+        package var autoCreateBuckets = true
+        /// Used for URLs when a request has no `Host` field.
+        package var fallbackBase = "http://127.0.0.1"
+
+        package init() {}
+    }
+
+    let store: any ObjectStore
+    let settings: Settings
+    let sessions = SessionTable()
+    let counter = ByteCounter()
+    private let plans = Mutex<[String: FaultPlan]>([:])
+    private let globalPlan: FaultPlan?
+
+    /// Creates the application.
+    ///
+    /// - Throws: ``FaultPlanError`` if `globalFaults` is not a valid plan.
+    package init(
+        store: any ObjectStore, settings: Settings = Settings(), globalFaults: [String] = []
+    )
+        throws(FaultPlanError)
+    {
+        self.store = store
+        self.settings = settings
+        globalPlan = globalFaults.isEmpty ? nil : try FaultPlan(globalFaults)
+    }
+
+    /// Body bytes received so far, over all requests.
+    package var bytesReceived: Int64 { counter.total }
+
+    /// Installs a fault plan that requests select with `x-emulator-faults: <id>`.
+    package func installFaultPlan(_ instructions: [String]) throws(FaultPlanError) -> String {
+        let plan = try FaultPlan(instructions)
+        let id = "plan-" + SessionTable.newID().prefix(16)
+        plans.withLock { $0[id] = plan }
+        return id
+    }
+
+    /// Cancels every unfinished upload session (their staged bytes are deleted).
+    package func shutdown() {
+        sessions.removeAll()
+    }
+
+    /// Creates a bucket; an existing bucket is fine.
+    package func createBucket(_ name: String) throws(StoreError) {
+        _ = try store.createBucket(name)
+    }
+
+    // MARK: - Entry point
+
+    /// Which protocol's error JSON a request gets.
+    enum Flavor { case gcs, firebase }
+
+    package func handle(_ request: any ServerRequest, _ responder: any ServerResponder) {
+        let path = request.path
+        if path.hasPrefix("/_emulator/") {
+            let reader = BodyReader(request: request, instruction: .pass, counter: counter)
+            do {
+                send(try handleControl(request, reader), to: responder)
+            } catch let error as HTTPError {
+                send(errorReply(error, .gcs), to: responder)
+            } catch {
+                responder.closeConnection()
+            }
+            return
+        }
+        let flavor: Flavor = path.hasPrefix("/v0/") ? .firebase : .gcs
+
+        let instruction: FaultInstruction
+        do {
+            instruction = try faultInstruction(for: request)
+        } catch let error as HTTPError {
+            send(errorReply(error, flavor), to: responder)
+            return
+        } catch {
+            responder.closeConnection()
+            return
+        }
+        if case .respond(let status) = instruction {
+            send(errorReply(injectedError(status), flavor), to: responder)
+            return
+        }
+        let body = BodyReader(request: request, instruction: instruction, counter: counter)
+        var reply: Reply
+        do {
+            if ["GET", "HEAD", "DELETE"].contains(request.method) || request.contentLength == 0 {
+                try body.fireNow()
+            }
+            reply = try route(request, body)
+            // A fault waiting for bytes the handler never read still happens.
+            try body.fireNow()
+        } catch let fault as InjectedFault {
+            switch fault.instruction {
+            case .resetAfter:
+                responder.resetConnection()
+            case .respondAfter(let status, _):
+                send(errorReply(injectedError(status), flavor), to: responder)
+            default:
+                responder.closeConnection()
+            }
+            return
+        } catch let error as HTTPError {
+            reply = errorReply(error, flavor)
+        } catch let error as StoreError {
+            reply = errorReply(httpError(error), flavor)
+        } catch let error as FaultPlanError {
+            reply = errorReply(HTTPError.badRequest(error.message), flavor)
+        } catch {
+            // The connection broke while reading: nobody to answer.
+            responder.closeConnection()
+            return
+        }
+        if case .dropResponse = instruction {
+            reply.stream?.reader.close()
+            responder.closeConnection()
+            return
+        }
+        send(reply, to: responder)
+    }
+
+    private func faultInstruction(for request: any ServerRequest) throws -> FaultInstruction {
+        if let id = request.headers["x-emulator-faults"] {
+            guard let plan = plans.withLock({ $0[id] }) else {
+                throw HTTPError.badRequest("Unknown fault plan '\(id)'.")
+            }
+            return plan.next()
+        }
+        return globalPlan?.next() ?? .pass
+    }
+
+    private func injectedError(_ status: Int) -> HTTPError {
+        HTTPError(status, "Injected fault: the emulator answered \(status) as its fault plan asked.")
+    }
+
+    func httpError(_ error: StoreError) -> HTTPError {
+        switch error.kind {
+        case .invalidName: HTTPError.badRequest(error.description)
+        case .notFound: HTTPError(404, error.description)
+        case .io: HTTPError(500, error.description, reason: "backendError")
+        }
+    }
+
+    private func send(_ reply: Reply, to responder: any ServerResponder) {
+        do {
+            if let stream = reply.stream {
+                defer { stream.reader.close() }
+                try responder.respondStreaming(
+                    status: reply.status, headers: reply.headers, contentLength: stream.length
+                ) { write in
+                    var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+                    var offset = stream.offset
+                    let end = stream.offset + stream.length
+                    while offset < end {
+                        let want = Int(min(Int64(buffer.count), end - offset))
+                        let count = try buffer.withUnsafeMutableBytes { raw in
+                            try stream.reader.read(
+                                at: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
+                        }
+                        guard count > 0 else { throw StoreError.io("The object ended early.") }
+                        try buffer.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+                        offset += Int64(count)
+                    }
+                }
+            } else {
+                try responder.respond(status: reply.status, headers: reply.headers, body: reply.body)
+            }
+        } catch {
+            responder.closeConnection()
+        }
+    }
+
+    /// The protocol's error JSON.
+    func errorReply(_ error: HTTPError, _ flavor: Flavor) -> Reply {
+        var object: [String: Any]
+        switch flavor {
+        case .gcs:
+            object = [
+                "error": [
+                    "code": error.status,
+                    "message": error.message,
+                    "errors": [["message": error.message, "domain": "global", "reason": error.reason]],
+                ] as [String: Any]
+            ]
+        case .firebase:
+            object = ["error": ["code": error.status, "message": error.message] as [String: Any]]
+        }
+        var reply = Reply.json(error.status, object)
+        for (name, value) in error.headers { reply.headers.add(name, value) }
+        return reply
+    }
+
+    // MARK: - Routing
+
+    private func route(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let parts = Array(segments)
+        func matches(_ prefix: [String]) -> Bool {
+            parts.count >= prefix.count && zip(parts, prefix).allSatisfy { $0.0 == $0.1 || $0.1 == "*" }
+        }
+        // Object names may contain unencoded slashes: everything after `/o/` is the name.
+        func objectName(after index: Int) throws -> String {
+            try URLText.decode(parts[index...].joined(separator: "/")[...])
+        }
+        let method = request.method
+        if matches(["upload", "storage", "v1", "b", "*", "o"]), parts.count == 6 {
+            let bucket = try URLText.decode(parts[4])
+            return try gcsUpload(request, body, bucket: bucket)
+        }
+        if matches(["storage", "v1", "b"]) {
+            if parts.count == 3 || (parts.count == 4 && parts[3].isEmpty) {
+                guard method == "POST" else { throw methodNotAllowed }
+                try authorizeGCS(request)
+                return try gcsCreateBucket(body)
+            }
+            let bucket = try URLText.decode(parts[3])
+            if parts.count == 4 {
+                guard method == "GET" else { throw methodNotAllowed }
+                try authorizeGCS(request)
+                return try gcsGetBucket(bucket)
+            }
+            if parts.count == 5, parts[4] == "o" {
+                guard method == "GET" else { throw methodNotAllowed }
+                try authorizeGCS(request)
+                return try gcsList(request, bucket: bucket)
+            }
+            if parts.count >= 6, parts[4] == "o" {
+                try authorizeGCS(request)
+                return try gcsObject(request, body, bucket: bucket, name: try objectName(after: 5))
+            }
+        }
+        if matches(["download", "storage", "v1", "b", "*", "o"]), parts.count >= 7, method == "GET" {
+            try authorizeGCS(request)
+            let bucket = try URLText.decode(parts[4])
+            return try gcsDownload(request, bucket: bucket, name: try objectName(after: 6))
+        }
+        if matches(["v0", "b", "*", "o"]) {
+            let bucket = try URLText.decode(parts[2])
+            if parts.count == 4 {
+                switch method {
+                case "POST": return try firebaseUpload(request, body, bucket: bucket)
+                case "GET":
+                    try authorizeFirebase(request)
+                    return try firebaseList(request, bucket: bucket)
+                default: throw methodNotAllowed
+                }
+            }
+            return try firebaseObject(request, body, bucket: bucket, name: try objectName(after: 4))
+        }
+        throw HTTPError(404, "Not Found")
+    }
+
+    var methodNotAllowed: HTTPError { HTTPError(405, "Method not allowed.", reason: "methodNotAllowed") }
+
+    // MARK: - Shared helpers
+
+    /// `http://<Host>` for URLs handed back to the client.
+    func base(_ request: any ServerRequest) -> String {
+        if let host = request.headers["Host"], !host.isEmpty { return "http://" + host }
+        return settings.fallbackBase
+    }
+
+    /// The bucket must exist, or be created now when auto-creation is on.
+    func requireBucket(_ name: String) throws {
+        if store.bucket(name) != nil { return }
+        if settings.autoCreateBuckets {
+            do {
+                _ = try store.createBucket(name)
+                return
+            } catch {
+                throw httpError(error)
+            }
+        }
+        throw HTTPError(404, "The specified bucket does not exist.")
+    }
+
+    func requireObject(_ bucket: String, _ name: String) throws -> ObjectRecord {
+        guard store.bucket(bucket) != nil || settings.autoCreateBuckets else {
+            throw HTTPError(404, "The specified bucket does not exist.")
+        }
+        guard let record = store.record(bucket: bucket, name: name) else {
+            throw HTTPError(404, "No such object: \(bucket)/\(name)")
+        }
+        return record
+    }
+
+    /// Streams a whole single-request upload into a new object.
+    func storeObject(
+        bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
+        ifGenerationMatch: Int64? = nil, write: (_ sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws -> ObjectRecord {
+        do {
+            try NameRules.validateObjectName(name)
+        } catch {
+            throw httpError(error)
+        }
+        try requireBucket(bucket)
+        let writer = try store.makeStagingWriter(bucket: bucket)
+        var checksums = Checksums()
+        do {
+            try write { bytes in
+                try writer.write(bytes)
+                checksums.update(bytes)
+            }
+            try expected.verify(checksums)
+            try GenerationPrecondition.check(ifGenerationMatch, store.record(bucket: bucket, name: name))
+            var record = ObjectRecord(bucket: bucket, name: name)
+            record.size = checksums.count
+            record.crc32c = checksums.crc32c
+            record.md5 = checksums.md5Digest
+            record.attributes = attributes
+            return try store.commit(writer, record: record)
+        } catch {
+            writer.discard()
+            throw error
+        }
+    }
+
+    /// Parses `Range: bytes=…` against `size`: nil for no (or an ignorable) range.
+    func byteRange(_ header: String?, size: Int64) throws -> ClosedRange<Int64>? {
+        guard let header else { return nil }
+        let unsatisfiable = { () -> HTTPError in
+            var error = HTTPError(416, "The requested range cannot be satisfied.")
+            error.headers = [("Content-Range", "bytes */\(size)")]
+            return error
+        }
+        let trimmed = header.trimmingCharacters(in: .whitespaces)
+        guard trimmed.lowercased().hasPrefix("bytes=") else { return nil }
+        let spec = trimmed.dropFirst("bytes=".count)
+        guard !spec.contains(","), let dash = spec.firstIndex(of: "-") else { return nil }
+        let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
+        let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
+        if first.isEmpty {
+            guard let suffix = Int64(last) else { return nil }
+            guard suffix > 0, size > 0 else { throw unsatisfiable() }
+            return max(0, size - suffix)...(size - 1)
+        }
+        guard let start = Int64(first) else { return nil }
+        let end: Int64
+        if last.isEmpty {
+            end = size - 1
+        } else {
+            guard let value = Int64(last) else { return nil }
+            guard value >= start else { throw unsatisfiable() }
+            end = min(value, size - 1)
+        }
+        guard start < size else { throw unsatisfiable() }
+        return start...end
+    }
+
+    /// Answers an object's bytes, whole or a range.
+    func mediaReply(_ request: any ServerRequest, _ record: ObjectRecord) throws -> Reply {
+        let range = try byteRange(request.headers["Range"], size: record.size)
+        var reply = Reply(status: range == nil ? 200 : 206)
+        reply.headers.set("Content-Type", record.attributes.contentType ?? "application/octet-stream")
+        reply.headers.set("Accept-Ranges", "bytes")
+        reply.headers.set("ETag", "\"\(ObjectJSON.etag(record))\"")
+        reply.headers.set("x-goog-generation", String(record.generation))
+        reply.headers.set("x-goog-metageneration", String(record.metageneration))
+        reply.headers.set("x-goog-stored-content-length", String(record.size))
+        reply.headers.set(
+            "x-goog-hash",
+            "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c)),md5=\(record.md5.base64EncodedString())")
+        if let value = record.attributes.cacheControl { reply.headers.set("Cache-Control", value) }
+        if let value = record.attributes.contentDisposition { reply.headers.set("Content-Disposition", value) }
+        if let value = record.attributes.contentLanguage { reply.headers.set("Content-Language", value) }
+        let offset = range?.lowerBound ?? 0
+        let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? record.size
+        if let range {
+            reply.headers.set("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound)/\(record.size)")
+        }
+        if request.method == "HEAD" || length == 0 { return reply }
+        let reader: any ObjectReader
+        do {
+            reader = try store.openReader(record)
+        } catch {
+            throw httpError(error)
+        }
+        reply.stream = StreamedBody(reader: reader, offset: offset, length: length)
+        return reply
+    }
+
+    /// A page of a listing: objects and (with a delimiter) common prefixes.
+    struct ListPage {
+        var items: [ObjectRecord] = []
+        var prefixes: [String] = []
+        var nextPageToken: String?
+    }
+
+    /// Lists a bucket in name order. Items and prefixes both count toward
+    /// `maxResults`; the page token names the last entry returned.
+    func list(
+        bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?
+    ) throws
+        -> ListPage
+    {
+        var after: (isPrefix: Bool, key: String)?
+        if let pageToken, !pageToken.isEmpty {
+            guard let data = Data(base64Encoded: pageToken), let text = String(data: data, encoding: .utf8),
+                text.count >= 2
+            else { throw HTTPError.badRequest("Invalid page token.") }
+            after = (text.hasPrefix("p:"), String(text.dropFirst(2)))
+        }
+        var page = ListPage()
+        var lastKey: (isPrefix: Bool, key: String)?
+        for record in store.records(bucket: bucket) {
+            let name = record.name
+            guard name.hasPrefix(prefix) else { continue }
+            if let after {
+                if after.isPrefix {
+                    if name.hasPrefix(after.key) || NameRules.precedes(name, after.key) { continue }
+                } else if !NameRules.precedes(after.key, name) {
+                    continue
+                }
+            }
+            var entry: (isPrefix: Bool, key: String) = (false, name)
+            if let delimiter, !delimiter.isEmpty {
+                let rest = name.dropFirst(prefix.count)
+                if let found = rest.range(of: delimiter) {
+                    entry = (true, prefix + rest[..<found.upperBound])
+                }
+            }
+            if entry.isPrefix, let lastKey, lastKey.isPrefix, lastKey.key == entry.key { continue }
+            if page.items.count + page.prefixes.count == maxResults {
+                if let lastKey {
+                    page.nextPageToken = Data(((lastKey.isPrefix ? "p:" : "i:") + lastKey.key).utf8)
+                        .base64EncodedString()
+                }
+                break
+            }
+            if entry.isPrefix {
+                page.prefixes.append(entry.key)
+            } else {
+                page.items.append(record)
+            }
+            lastKey = entry
+        }
+        return page
+    }
+
+    func maxResults(_ request: any ServerRequest) throws -> Int {
+        guard let text = request.query("maxResults") else { return 1000 }
+        guard let value = Int(text), value > 0 else { throw HTTPError.badRequest("Invalid maxResults: '\(text)'.") }
+        return min(value, 1000)
+    }
+
+    // MARK: - Authentication
+
+    func authorizeGCS(_ request: any ServerRequest) throws {
+        guard let token = settings.requiredToken else { return }
+        if request.headers["Authorization"] == "Bearer \(token)" { return }
+        var error = HTTPError(401, "Anonymous caller does not have storage access to the requested resource.")
+        error.headers = [("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"")]
+        throw error
+    }
+
+    func authorizeFirebase(_ request: any ServerRequest) throws {
+        guard let token = settings.requiredToken else { return }
+        let header = request.headers["Authorization"]
+        if header == "Firebase \(token)" || header == "Bearer owner" || header == "Bearer \(token)" { return }
+        throw HTTPError(401, "Unauthorized: the request needs a valid Authorization header.")
+    }
+
+    // MARK: - Control
+
+    private func handleControl(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+        guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
+        guard request.method == "POST" else { throw methodNotAllowed }
+        let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        guard let instructions = json["instructions"] as? [String] else {
+            throw HTTPError.badRequest("Expected {\"instructions\": [\"…\"]}.")
+        }
+        do {
+            return Reply.json(200, ["id": try installFaultPlan(instructions)])
+        } catch {
+            throw HTTPError.badRequest(error.message)
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+
+/// Reads a `multipart/related` body part by part, streaming part bodies so a
+/// large media part is never held in memory.
+final class MultipartReader {
+    private let body: BodyReader
+    private let delimiter: [UInt8]
+    private var buffer: [UInt8] = []
+    private var position = 0
+    private var atEnd = false
+    private var finished = false
+    private var sawFirstDelimiter = false
+    private var scratch = [UInt8](repeating: 0, count: 256 * 1024)
+
+    /// The boundary from a `Content-Type: multipart/related; boundary=…` value.
+    static func boundary(contentType: String?) -> String? {
+        guard let contentType, contentType.lowercased().hasPrefix("multipart/") else { return nil }
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2,
+                pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary"
+            else { continue }
+            var value = pair[1].trimmingCharacters(in: .whitespaces)
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
+                value = String(value.dropFirst().dropLast())
+            }
+            return value.isEmpty ? nil : value
+        }
+        return nil
+    }
+
+    init(body: BodyReader, boundary: String) {
+        self.body = body
+        delimiter = Array("\r\n--\(boundary)".utf8)
+        // The first delimiter may sit at the very start, without the CRLF.
+        buffer = Array("\r\n".utf8)
+    }
+
+    /// Reads the next part's header fields, or nil after the closing delimiter.
+    func nextPart() throws -> [String: String]? {
+        if finished { return nil }
+        if !sawFirstDelimiter {
+            // Skip the preamble up to the first delimiter.
+            sawFirstDelimiter = true
+            try streamUntilDelimiter { _ in }
+        }
+        // After a delimiter: `--` closes, CRLF starts a part.
+        try fill(2)
+        guard buffer.count - position >= 2 else { throw malformed }
+        if buffer[position] == UInt8(ascii: "-"), buffer[position + 1] == UInt8(ascii: "-") {
+            finished = true
+            return nil
+        }
+        guard buffer[position] == 0x0D, buffer[position + 1] == 0x0A else { throw malformed }
+        position += 2
+        var headers: [String: String] = [:]
+        while true {
+            let line = try readLine()
+            if line.isEmpty { return headers }
+            guard let colon = line.firstIndex(of: ":") else { throw malformed }
+            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] =
+                line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    /// Streams the current part's body into `sink`, up to the next delimiter.
+    func readPartBody(into sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        try streamUntilDelimiter(sink)
+    }
+
+    /// Reads the current part's body into memory.
+    func readPartBody(limit: Int) throws -> Data {
+        var data = Data()
+        try streamUntilDelimiter { bytes in
+            data.append(contentsOf: bytes)
+            if data.count > limit { throw HTTPError(413, "A multipart part is too large.") }
+        }
+        return data
+    }
+
+    private var malformed: HTTPError { HTTPError.badRequest("Malformed multipart body.") }
+
+    private func streamUntilDelimiter(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        while true {
+            if let found = search(from: position) {
+                try emit(position..<found, sink)
+                position = found + delimiter.count
+                return
+            }
+            // Everything but a possible delimiter prefix at the end can go.
+            let safeEnd = max(position, buffer.count - (delimiter.count - 1))
+            try emit(position..<safeEnd, sink)
+            position = safeEnd
+            compact()
+            if atEnd { throw malformed }
+            try readMore()
+        }
+    }
+
+    private func emit(_ range: Range<Int>, _ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
+        guard !range.isEmpty else { return }
+        try buffer.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
+    private func search(from start: Int) -> Int? {
+        guard buffer.count - start >= delimiter.count else { return nil }
+        let first = delimiter[0]
+        var index = start
+        let last = buffer.count - delimiter.count
+        while index <= last {
+            if buffer[index] == first {
+                var match = true
+                for offset in 1..<delimiter.count where buffer[index + offset] != delimiter[offset] {
+                    match = false
+                    break
+                }
+                if match { return index }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    private func readLine() throws -> String {
+        while true {
+            if let newline = buffer[position...].firstIndex(of: 0x0A) {
+                var end = newline
+                if end > position, buffer[end - 1] == 0x0D { end -= 1 }
+                let line = String(decoding: buffer[position..<end], as: UTF8.self)
+                position = newline + 1
+                return line
+            }
+            if buffer.count - position > 16 * 1024 || atEnd { throw malformed }
+            try readMore()
+        }
+    }
+
+    private func fill(_ count: Int) throws {
+        while buffer.count - position < count, !atEnd { try readMore() }
+    }
+
+    private func compact() {
+        if position > 0 {
+            buffer.removeFirst(position)
+            position = 0
+        }
+    }
+
+    private func readMore() throws {
+        compact()
+        let count = try scratch.withUnsafeMutableBytes { try body.read(into: $0) }
+        if count == 0 {
+            atEnd = true
+        } else {
+            buffer.append(contentsOf: scratch[0..<count])
+        }
+    }
+}

@@ -1,0 +1,182 @@
+import Foundation
+import Synchronization
+
+/// A resumable upload in progress (GCS session or Firebase v0 upload URL).
+///
+/// Requests for one session are serialised by its lock, held for the whole
+/// request (handlers run on their own threads, so blocking is fine): the
+/// committed size is what has been written to the staging writer, always a
+/// multiple of 256 KiB until the session is finalised.
+final class UploadSession: Sendable {
+    enum Phase {
+        case active
+        case finalized(ObjectRecord)
+        /// Cancelled while another request waited for the lock: it must not write.
+        case cancelled
+    }
+
+    struct State {
+        var writer: any StagingWriter
+        var checksums = Checksums()
+        var phase = Phase.active
+
+        var committed: Int64 { checksums.count }
+    }
+
+    static let granularity: Int64 = 256 * 1024
+
+    let id: String
+    let bucket: String
+    let name: String
+    let attributes: ObjectAttributes
+    let expected: ExpectedHashes
+    /// The total size the client announced at the start, if it did.
+    let declaredSize: Int64?
+    /// `ifGenerationMatch` from the start request, checked when the session finalizes.
+    let ifGenerationMatch: Int64?
+    let state: Mutex<State>
+
+    init(
+        id: String, bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
+        declaredSize: Int64?, ifGenerationMatch: Int64? = nil, writer: any StagingWriter
+    ) {
+        self.ifGenerationMatch = ifGenerationMatch
+        self.id = id
+        self.bucket = bucket
+        self.name = name
+        self.attributes = attributes
+        self.expected = expected
+        self.declaredSize = declaredSize
+        state = Mutex(State(writer: writer))
+    }
+
+    /// Reads a request body that starts at `start` into the session.
+    ///
+    /// Bytes below the committed size are read and ignored; the rest is
+    /// committed in 256 KiB units as they arrive, and the tail when the body
+    /// ends. If reading fails (a fault, a broken connection) the units already
+    /// committed stay and the partial unit is dropped, as GCS does.
+    ///
+    /// - Returns: The number of body bytes read.
+    static func receive(_ body: BodyReader, start: Int64, into state: inout State) throws -> Int64 {
+        var skip = max(0, state.committed - start)
+        var pending = [UInt8]()
+        pending.reserveCapacity(Int(granularity))
+        var chunk = [UInt8](repeating: 0, count: Int(granularity))
+        var total: Int64 = 0
+        while true {
+            let count = try chunk.withUnsafeMutableBytes { try body.read(into: $0) }
+            if count == 0 { break }
+            total += Int64(count)
+            var used = 0
+            if skip > 0 {
+                used = Int(min(skip, Int64(count)))
+                skip -= Int64(used)
+            }
+            while used < count {
+                let take = min(count - used, Int(granularity) - pending.count)
+                pending.append(contentsOf: chunk[used..<used + take])
+                used += take
+                if pending.count == Int(granularity) {
+                    try commit(pending, into: &state)
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        try commit(pending, into: &state)
+        return total
+    }
+
+    private static func commit(_ bytes: [UInt8], into state: inout State) throws {
+        guard !bytes.isEmpty else { return }
+        try bytes.withUnsafeBytes { raw in
+            try state.writer.write(raw)
+            state.checksums.update(raw)
+        }
+    }
+
+    /// Puts the session back as it was before a request that is being rejected.
+    static func rollBack(_ state: inout State, to snapshot: Checksums) {
+        if (try? state.writer.truncate(to: snapshot.count)) != nil {
+            state.checksums = snapshot
+        }
+    }
+
+    /// Throws away the staged bytes of an unfinished session (idempotent).
+    func cancel() {
+        state.withLock { state in
+            if case .active = state.phase {
+                state.writer.discard()
+                state.phase = .cancelled
+            }
+        }
+    }
+
+    /// Verifies the checksums and the generation precondition, and commits the object.
+    func finalize(_ state: inout State, store: any ObjectStore, extra: ExpectedHashes) throws -> ObjectRecord {
+        try expected.verify(state.checksums)
+        try extra.verify(state.checksums)
+        try GenerationPrecondition.check(ifGenerationMatch, store.record(bucket: bucket, name: name))
+        var record = ObjectRecord(bucket: bucket, name: name)
+        record.size = state.committed
+        record.crc32c = state.checksums.crc32c
+        record.md5 = state.checksums.md5Digest
+        record.attributes = attributes
+        let committed = try store.commit(state.writer, record: record)
+        state.phase = .finalized(committed)
+        return committed
+    }
+}
+
+/// The live sessions, by id.
+final class SessionTable: Sendable {
+    private let sessions = Mutex<[String: UploadSession]>([:])
+
+    func add(_ session: UploadSession) {
+        sessions.withLock { $0[session.id] = session }
+    }
+
+    func session(_ id: String) -> UploadSession? {
+        sessions.withLock { $0[id] }
+    }
+
+    @discardableResult
+    func remove(_ id: String) -> UploadSession? {
+        sessions.withLock { $0.removeValue(forKey: id) }
+    }
+
+    /// Removes every session, discarding unfinished uploads' staged bytes.
+    func removeAll() {
+        let all = sessions.withLock { sessions in
+            let all = Array(sessions.values)
+            sessions.removeAll()
+            return all
+        }
+        for session in all { session.cancel() }
+    }
+
+    var count: Int { sessions.withLock { $0.count } }
+
+    /// A new unguessable session id.
+    static func newID() -> String {
+        (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased()
+    }
+}
+
+/// `ifGenerationMatch`: 0 means the object must not exist, N that its current generation is N.
+enum GenerationPrecondition {
+    static func parse(_ text: String?) throws -> Int64? {
+        guard let text else { return nil }
+        guard let value = Int64(text), value >= 0 else {
+            throw HTTPError.badRequest("Invalid ifGenerationMatch: '\(text)'.")
+        }
+        return value
+    }
+
+    static func check(_ expected: Int64?, _ current: ObjectRecord?) throws {
+        guard let expected else { return }
+        if (current?.generation ?? 0) != expected {
+            throw HTTPError(412, "At least one of the pre-conditions you specified did not hold.")
+        }
+    }
+}

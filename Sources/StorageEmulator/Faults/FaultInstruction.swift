@@ -1,0 +1,125 @@
+/// One step of a fault plan: what the emulator does to one request.
+///
+/// Grammar (one instruction per string, case-insensitive):
+///
+/// | Instruction | Effect |
+/// |---|---|
+/// | `pass` | the request is served normally |
+/// | `return-<status>` | answer `<status>` (e.g. 408, 429, 500, 503) with the protocol's error JSON before reading any body byte |
+/// | `return-<status>-after-<N>` | read N body bytes, commit what a real server would (see below), then answer `<status>` |
+/// | `reset-after-<N>` | read N body bytes, commit them likewise, then end the connection with a TCP reset |
+/// | `stall-<ms>ms-after-<N>` | read N body bytes, sleep `<ms>` milliseconds, then carry on normally |
+/// | `drop-response` | serve the request fully (committing everything), then close the connection without answering |
+///
+/// `N` is a byte count with an optional `K` or `M` suffix (1024-based):
+/// `256K` is 262144. A body shorter than N triggers the fault when the body
+/// ends, before the request is processed.
+///
+/// What "commit" means: a resumable upload request (GCS session `PUT`, Firebase
+/// `upload` command) persists its bytes in units of 256 KiB as they arrive,
+/// like GCS, so a fault after N bytes leaves the session's committed size at
+/// the largest multiple of 262144 not above what had arrived (counted from
+/// the session's committed offset), and the client has to query and resume
+/// from there. Single-request uploads (media, multipart) commit nothing.
+package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
+    case pass
+    case respond(status: Int)
+    case respondAfter(status: Int, bytes: Int64)
+    case resetAfter(bytes: Int64)
+    case stall(milliseconds: Int, afterBytes: Int64)
+    case dropResponse
+
+    /// Parses one instruction.
+    ///
+    /// - Throws: ``FaultPlanError`` naming the instruction when it does not follow the grammar.
+    package static func parse(_ text: String) throws(FaultPlanError) -> FaultInstruction {
+        let lowered = text.trimmingCharactersInWhitespace().lowercased()
+        let parts = lowered.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        let invalid = FaultPlanError(message: "Invalid fault instruction '\(text)'.")
+        switch parts.first {
+        case "pass" where parts.count == 1:
+            return .pass
+        case "drop" where parts == ["drop", "response"]:
+            return .dropResponse
+        case "return":
+            guard let status = parseStatus(parts.count > 1 ? parts[1] : "") else { throw invalid }
+            if parts.count == 2 { return .respond(status: status) }
+            guard parts.count == 4, parts[2] == "after", let bytes = parseByteCount(parts[3]) else { throw invalid }
+            return .respondAfter(status: status, bytes: bytes)
+        case "reset":
+            guard parts.count == 3, parts[1] == "after", let bytes = parseByteCount(parts[2]) else { throw invalid }
+            return .resetAfter(bytes: bytes)
+        case "stall":
+            guard parts.count == 4, parts[1].hasSuffix("ms"), let milliseconds = Int(parts[1].dropLast(2)),
+                milliseconds >= 0, milliseconds <= 600_000, parts[2] == "after",
+                let bytes = parseByteCount(parts[3])
+            else { throw invalid }
+            return .stall(milliseconds: milliseconds, afterBytes: bytes)
+        default:
+            throw invalid
+        }
+    }
+
+    /// The instruction in the grammar's spelling.
+    package var description: String {
+        switch self {
+        case .pass: "pass"
+        case .respond(let status): "return-\(status)"
+        case .respondAfter(let status, let bytes): "return-\(status)-after-\(bytes)"
+        case .resetAfter(let bytes): "reset-after-\(bytes)"
+        case .stall(let milliseconds, let bytes): "stall-\(milliseconds)ms-after-\(bytes)"
+        case .dropResponse: "drop-response"
+        }
+    }
+
+    /// The byte count after which the fault fires, if it waits for body bytes.
+    package var triggerOffset: Int64? {
+        switch self {
+        case .respondAfter(_, let bytes), .resetAfter(let bytes), .stall(_, let bytes): bytes
+        case .pass, .respond, .dropResponse: nil
+        }
+    }
+
+    private static func parseStatus(_ text: String) -> Int? {
+        guard text.count == 3, let status = Int(text), (100...599).contains(status) else { return nil }
+        return status
+    }
+
+    /// `123`, `256K`, `8M` (1024-based).
+    static func parseByteCount(_ text: String) -> Int64? {
+        var digits = text
+        var multiplier: Int64 = 1
+        if digits.hasSuffix("k") {
+            multiplier = 1024
+            digits.removeLast()
+        } else if digits.hasSuffix("m") {
+            multiplier = 1024 * 1024
+            digits.removeLast()
+        }
+        guard !digits.isEmpty, digits.allSatisfy(\.isASCIIDigit), let value = Int64(digits),
+            value <= Int64.max / multiplier
+        else { return nil }
+        return value * multiplier
+    }
+}
+
+/// A fault plan that cannot be installed.
+package struct FaultPlanError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong, naming the offending instruction.
+    package let message: String
+
+    package var description: String { message }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
+extension String {
+    func trimmingCharactersInWhitespace() -> String {
+        var scalars = Substring(self)
+        while let first = scalars.first, first.isWhitespace { scalars.removeFirst() }
+        while let last = scalars.last, last.isWhitespace { scalars.removeLast() }
+        return String(scalars)
+    }
+}

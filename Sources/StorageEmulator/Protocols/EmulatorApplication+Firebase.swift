@@ -1,0 +1,214 @@
+import Foundation
+import HTTP1
+
+/// Firebase Storage v0, as the Firebase client SDKs speak it.
+///
+/// Unlike the Firebase emulator, `X-Goog-Upload-Offset` is honoured: an offset
+/// beyond the committed size is a gap (400); an offset below it is a retried
+/// request whose bytes up to the committed size are ignored, as GCS ignores
+/// re-sent bytes (the JS SDK retries a failed chunk with its original offset).
+extension EmulatorApplication {
+    func firebaseList(_ request: any ServerRequest, bucket: String) throws -> Reply {
+        try requireBucket(bucket)
+        let page = try list(
+            bucket: bucket, prefix: request.query("prefix") ?? "", delimiter: request.query("delimiter"),
+            maxResults: try maxResults(request), pageToken: request.query("pageToken"))
+        var json: [String: Any] = [
+            "prefixes": page.prefixes,
+            "items": page.items.map { ["name": $0.name, "bucket": $0.bucket] },
+        ]
+        if let token = page.nextPageToken { json["nextPageToken"] = token }
+        return Reply.json(200, json)
+    }
+
+    func firebaseObject(
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String
+    ) throws
+        -> Reply
+    {
+        switch request.method {
+        case "GET", "HEAD":
+            let record = try requireObjectAllowingToken(request, bucket: bucket, name: name)
+            if request.query("alt") == "media" { return try mediaReply(request, record) }
+            return Reply.json(200, ObjectJSON.firebaseResource(record))
+        case "PATCH", "PUT":
+            try authorizeFirebase(request)
+            let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+            let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
+                try ObjectJSON.apply(patch: patch, to: &attributes)
+            }
+            return Reply.json(200, ObjectJSON.firebaseResource(record))
+        case "DELETE":
+            try authorizeFirebase(request)
+            let deleted: Bool
+            do {
+                deleted = try store.delete(bucket: bucket, name: name, generation: nil)
+            } catch {
+                throw httpError(error)
+            }
+            guard deleted else { throw HTTPError(404, "Not Found.") }
+            return Reply(status: 204)
+        default:
+            throw methodNotAllowed
+        }
+    }
+
+    /// A `token` query parameter that is one of the object's download tokens
+    /// stands in for authentication; a wrong one is refused even with auth.
+    private func requireObjectAllowingToken(
+        _ request: any ServerRequest, bucket: String, name: String
+    ) throws
+        -> ObjectRecord
+    {
+        if let token = request.query("token") {
+            guard let record = store.record(bucket: bucket, name: name) else { throw HTTPError(404, "Not Found.") }
+            guard record.attributes.downloadTokens.contains(token) else {
+                throw HTTPError(403, "Permission denied. Invalid download token.")
+            }
+            return record
+        }
+        try authorizeFirebase(request)
+        guard let record = store.record(bucket: bucket, name: name) else { throw HTTPError(404, "Not Found.") }
+        return record
+    }
+
+    func firebaseUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
+        if let uploadID = request.query("upload_id") {
+            try authorizeFirebase(request)
+            return try firebaseSessionCommand(request, body, id: uploadID)
+        }
+        try authorizeFirebase(request)
+        let protocolName = request.headers["X-Goog-Upload-Protocol"]?.lowercased()
+        switch protocolName {
+        case "resumable":
+            guard request.headers["X-Goog-Upload-Command"]?.lowercased() == "start" else {
+                throw HTTPError.badRequest("A resumable upload starts with X-Goog-Upload-Command: start.")
+            }
+            let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+            let name = try ObjectJSON.objectName(query: request.query("name"), json: json)
+            var attributes = try ObjectJSON.attributes(from: json)
+            if attributes.contentType == nil {
+                attributes.contentType =
+                    request.headers["X-Goog-Upload-Header-Content-Type"] ?? "application/octet-stream"
+            }
+            attributes.downloadTokens = [UUID().uuidString.lowercased()]
+            var declared: Int64?
+            if let text = request.headers["X-Goog-Upload-Header-Content-Length"] {
+                guard let value = Int64(text), value >= 0 else {
+                    throw HTTPError.badRequest("Invalid X-Goog-Upload-Header-Content-Length: '\(text)'.")
+                }
+                declared = value
+            }
+            let session = try startSession(
+                bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
+                declaredSize: declared)
+            var reply = Reply(status: 200)
+            reply.headers.set("X-Goog-Upload-Status", "active")
+            reply.headers.set(
+                "X-Goog-Upload-URL",
+                "\(base(request))/v0/b/\(URLText.encodeComponent(bucket))/o?name=\(URLText.encodeComponent(name))&upload_id=\(session.id)&upload_protocol=resumable"
+            )
+            reply.headers.set("X-Goog-Upload-Chunk-Granularity", String(UploadSession.granularity))
+            reply.headers.set("X-GUploader-UploadID", session.id)
+            return reply
+        case "multipart":
+            let record = try multipartUpload(request, body, bucket: bucket, firebase: true)
+            return Reply.json(200, ObjectJSON.firebaseResource(record))
+        case nil, "raw":
+            guard let name = request.query("name"), !name.isEmpty else {
+                throw HTTPError.badRequest("The upload needs a name query parameter.")
+            }
+            var attributes = ObjectAttributes()
+            attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+            attributes.downloadTokens = [UUID().uuidString.lowercased()]
+            let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes())
+            {
+                sink in _ = try body.stream(into: sink)
+            }
+            return Reply.json(200, ObjectJSON.firebaseResource(record))
+        default:
+            throw HTTPError.badRequest("Unsupported X-Goog-Upload-Protocol: '\(protocolName ?? "")'.")
+        }
+    }
+
+    private func uploadStatus(_ status: String, _ state: UploadSession.State) -> Reply {
+        var reply = Reply(status: 200)
+        reply.headers.set("X-Goog-Upload-Status", status)
+        reply.headers.set("X-Goog-Upload-Size-Received", String(state.committed))
+        return reply
+    }
+
+    private func finalReply(_ record: ObjectRecord) -> Reply {
+        var reply = Reply.json(200, ObjectJSON.firebaseResource(record))
+        reply.headers.set("X-Goog-Upload-Status", "final")
+        reply.headers.set("X-Goog-Upload-Size-Received", String(record.size))
+        return reply
+    }
+
+    private func firebaseSessionCommand(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
+        guard request.method == "POST" || request.method == "PUT" else { throw methodNotAllowed }
+        guard let session = sessions.session(id) else { throw HTTPError(404, "Upload not found.") }
+        let commands = Set(
+            (request.headers["X-Goog-Upload-Command"] ?? "").lowercased().split(separator: ",").map {
+                $0.trimmingCharacters(in: .whitespaces)
+            })
+        if commands == ["cancel"] {
+            sessions.remove(id)?.cancel()
+            var reply = Reply(status: 200)
+            reply.headers.set("X-Goog-Upload-Status", "cancelled")
+            return reply
+        }
+        return try session.state.withLock { state in
+            if case .cancelled = state.phase { throw HTTPError(404, "Upload not found.") }
+            if commands == ["query"] {
+                if case .finalized(let record) = state.phase { return finalReply(record) }
+                return uploadStatus("active", state)
+            }
+            let upload = commands.contains("upload")
+            let finalize = commands.contains("finalize")
+            guard commands.subtracting(["upload", "finalize"]).isEmpty, upload || finalize else {
+                throw HTTPError.badRequest(
+                    "Unknown X-Goog-Upload-Command: '\(request.headers["X-Goog-Upload-Command"] ?? "")'.")
+            }
+            if case .finalized(let record) = state.phase { return finalReply(record) }
+            let snapshot = state.checksums
+            if upload {
+                guard let text = request.headers["X-Goog-Upload-Offset"], let offset = Int64(text), offset >= 0 else {
+                    throw HTTPError.badRequest("An upload command needs a valid X-Goog-Upload-Offset.")
+                }
+                guard offset <= state.committed else {
+                    throw HTTPError.badRequest(
+                        "X-Goog-Upload-Offset is \(offset) but only \(state.committed) byte(s) have been received.")
+                }
+                if !finalize, let length = request.contentLength, length % UploadSession.granularity != 0 {
+                    throw HTTPError.badRequest(
+                        "Chunks other than the last must be a multiple of \(UploadSession.granularity) bytes; this one has \(length)."
+                    )
+                }
+                if let declared = session.declaredSize, let length = request.contentLength, offset + length > declared {
+                    throw HTTPError.badRequest("The upload would exceed the declared size of \(declared) bytes.")
+                }
+                let received = try UploadSession.receive(body, start: offset, into: &state)
+                let lengthIsValid =
+                    finalize || received % UploadSession.granularity == 0
+                if !lengthIsValid || (session.declaredSize.map { offset + received > $0 } ?? false) {
+                    UploadSession.rollBack(&state, to: snapshot)
+                    throw HTTPError.badRequest("The chunk of \(received) bytes is not acceptable here.")
+                }
+            }
+            guard finalize else { return uploadStatus("active", state) }
+            if let declared = session.declaredSize, declared != state.committed {
+                UploadSession.rollBack(&state, to: snapshot)
+                throw HTTPError.badRequest(
+                    "Cannot finalize: \(state.committed) byte(s) received but \(declared) were declared.")
+            }
+            do {
+                let record = try session.finalize(&state, store: store, extra: ExpectedHashes())
+                return finalReply(record)
+            } catch {
+                UploadSession.rollBack(&state, to: snapshot)
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,360 @@
+import Foundation
+import HTTP1
+
+/// The GCS JSON API: uploads (media, multipart, resumable), objects, listing, buckets.
+extension EmulatorApplication {
+    // MARK: Buckets
+
+    func gcsCreateBucket(_ body: BodyReader) throws -> Reply {
+        let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        guard let name = json["name"] as? String else { throw HTTPError(400, "Required", reason: "required") }
+        let created: Bool
+        do {
+            created = try store.createBucket(name)
+        } catch {
+            throw httpError(error)
+        }
+        guard created else {
+            throw HTTPError(409, "Your previous request to create the named bucket succeeded and you already own it.")
+        }
+        return try gcsGetBucket(name)
+    }
+
+    func gcsGetBucket(_ name: String) throws -> Reply {
+        guard let bucket = store.bucket(name) else { throw HTTPError(404, "The specified bucket does not exist.") }
+        return Reply.json(
+            200,
+            [
+                "kind": "storage#bucket", "id": bucket.name, "name": bucket.name, "location": "US",
+                "storageClass": "STANDARD", "timeCreated": Timestamp.format(bucket.timeCreated),
+                "updated": Timestamp.format(bucket.timeCreated), "metageneration": "1", "projectNumber": "0",
+            ])
+    }
+
+    // MARK: Objects
+
+    func gcsList(_ request: any ServerRequest, bucket: String) throws -> Reply {
+        try requireBucket(bucket)
+        let page = try list(
+            bucket: bucket, prefix: request.query("prefix") ?? "", delimiter: request.query("delimiter"),
+            maxResults: try maxResults(request), pageToken: request.query("pageToken"))
+        var json: [String: Any] = ["kind": "storage#objects"]
+        let base = base(request)
+        if !page.items.isEmpty { json["items"] = page.items.map { ObjectJSON.gcsResource($0, base: base) } }
+        if !page.prefixes.isEmpty { json["prefixes"] = page.prefixes }
+        if let token = page.nextPageToken { json["nextPageToken"] = token }
+        return Reply.json(200, json)
+    }
+
+    func gcsObject(_ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String) throws -> Reply {
+        switch request.method {
+        case "GET", "HEAD":
+            let record = try gcsRecord(request, bucket: bucket, name: name)
+            if request.query("alt") == "media" { return try mediaReply(request, record) }
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+        case "PATCH", "PUT":
+            let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+            let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
+                if request.method == "PUT" {
+                    // `update` replaces every writable field.
+                    var replaced = ObjectAttributes()
+                    replaced.downloadTokens = attributes.downloadTokens
+                    attributes = replaced
+                }
+                try ObjectJSON.apply(patch: patch, to: &attributes)
+                if let tokens = attributes.metadata.removeValue(forKey: "firebaseStorageDownloadTokens") {
+                    attributes.downloadTokens = tokens.split(separator: ",").map(String.init)
+                }
+            }
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+        case "DELETE":
+            let generation = try generationParameter(request)
+            let deleted: Bool
+            do {
+                deleted = try store.delete(bucket: bucket, name: name, generation: generation)
+            } catch {
+                throw httpError(error)
+            }
+            guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)") }
+            return Reply(status: 204)
+        default:
+            throw methodNotAllowed
+        }
+    }
+
+    func gcsDownload(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
+        try mediaReply(request, try gcsRecord(request, bucket: bucket, name: name))
+    }
+
+    private func gcsRecord(_ request: any ServerRequest, bucket: String, name: String) throws -> ObjectRecord {
+        let record = try requireObject(bucket, name)
+        if let generation = try generationParameter(request), generation != record.generation {
+            throw HTTPError(404, "No such object: \(bucket)/\(name)")
+        }
+        return record
+    }
+
+    private func generationParameter(_ request: any ServerRequest) throws -> Int64? {
+        guard let text = request.query("generation") else { return nil }
+        guard let value = Int64(text) else { throw HTTPError.badRequest("Invalid generation: '\(text)'.") }
+        return value
+    }
+
+    /// Applies a metadata change, bumping the metageneration.
+    func patchRecord(
+        _ request: any ServerRequest, bucket: String, name: String, _ change: (inout ObjectAttributes) throws -> Void
+    ) throws -> ObjectRecord {
+        _ = try requireObject(bucket, name)
+        let metagenerationMatch = request.query("ifMetagenerationMatch").flatMap { Int64($0) }
+        let updated = try store.updateRecord(bucket: bucket, name: name) { record in
+            if let metagenerationMatch, metagenerationMatch != record.metageneration {
+                throw HTTPError(412, "Precondition Failed")
+            }
+            try change(&record.attributes)
+            record.metageneration += 1
+            record.updated = Date()
+        }
+        guard let updated else { throw HTTPError(404, "No such object: \(bucket)/\(name)") }
+        return updated
+    }
+
+    // MARK: Uploads
+
+    func gcsUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
+        if let uploadID = request.query("upload_id") {
+            return try gcsSession(request, body, id: uploadID)
+        }
+        guard request.method == "POST" else { throw methodNotAllowed }
+        try authorizeGCS(request)
+        switch request.query("uploadType") {
+        case "media":
+            guard let name = request.query("name"), !name.isEmpty else {
+                throw HTTPError(400, "Required", reason: "required")
+            }
+            var attributes = ObjectAttributes()
+            attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+            var expected = ExpectedHashes()
+            try expected.merge(googHash: request.headers.values("x-goog-hash"))
+            let record = try storeObject(
+                bucket: bucket, name: name, attributes: attributes, expected: expected,
+                ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch"))
+            ) {
+                sink in _ = try body.stream(into: sink)
+            }
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+        case "multipart":
+            let record = try multipartUpload(request, body, bucket: bucket, firebase: false)
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+        case "resumable":
+            let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+            let name = try ObjectJSON.objectName(query: request.query("name"), json: json)
+            var attributes = try ObjectJSON.attributes(from: json)
+            if attributes.contentType == nil {
+                attributes.contentType = request.headers["X-Upload-Content-Type"] ?? "application/octet-stream"
+            }
+            var declared: Int64?
+            if let text = request.headers["X-Upload-Content-Length"] {
+                guard let value = Int64(text), value >= 0 else {
+                    throw HTTPError.badRequest("Invalid X-Upload-Content-Length: '\(text)'.")
+                }
+                declared = value
+            }
+            let session = try startSession(
+                bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
+                declaredSize: declared,
+                ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch")))
+            var reply = Reply(status: 200)
+            reply.headers.set(
+                "Location",
+                "\(base(request))/upload/storage/v1/b/\(URLText.encodeComponent(bucket))/o?uploadType=resumable&upload_id=\(session.id)"
+            )
+            reply.headers.set("X-GUploader-UploadID", session.id)
+            return reply
+        default:
+            throw HTTPError.badRequest("Invalid upload type: '\(request.query("uploadType") ?? "")'.")
+        }
+    }
+
+    func startSession(
+        bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes, declaredSize: Int64?,
+        ifGenerationMatch: Int64? = nil
+    ) throws -> UploadSession {
+        do {
+            try NameRules.validateObjectName(name)
+        } catch {
+            throw httpError(error)
+        }
+        try requireBucket(bucket)
+        let writer: any StagingWriter
+        do {
+            writer = try store.makeStagingWriter(bucket: bucket)
+        } catch {
+            throw httpError(error)
+        }
+        let session = UploadSession(
+            id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
+            declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer)
+        sessions.add(session)
+        return session
+    }
+
+    /// A `multipart/related` upload: a JSON metadata part, then the media part.
+    func multipartUpload(
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, firebase: Bool
+    ) throws
+        -> ObjectRecord
+    {
+        guard let boundary = MultipartReader.boundary(contentType: request.headers["Content-Type"]) else {
+            throw HTTPError.badRequest("A multipart upload needs Content-Type: multipart/related; boundary=….")
+        }
+        let reader = MultipartReader(body: body, boundary: boundary)
+        guard try reader.nextPart() != nil else { throw HTTPError.badRequest("The multipart body has no parts.") }
+        let json = try JSON.decodeObject(try reader.readPartBody(limit: 1024 * 1024))
+        guard let mediaHeaders = try reader.nextPart() else {
+            throw HTTPError.badRequest("The multipart body has no media part.")
+        }
+        let name = try ObjectJSON.objectName(query: request.query("name"), json: json)
+        var attributes = try ObjectJSON.attributes(from: json)
+        if attributes.contentType == nil {
+            attributes.contentType = mediaHeaders["content-type"] ?? "application/octet-stream"
+        }
+        if firebase { attributes.downloadTokens = [UUID().uuidString.lowercased()] }
+        var expected = try ObjectJSON.expectedHashes(json)
+        try expected.merge(googHash: request.headers.values("x-goog-hash"))
+        return try storeObject(
+            bucket: bucket, name: name, attributes: attributes, expected: expected,
+            ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch"))
+        ) { sink in
+            try reader.readPartBody(into: sink)
+            guard try reader.nextPart() == nil else {
+                throw HTTPError.badRequest("A multipart upload has exactly two parts.")
+            }
+        }
+    }
+
+    // MARK: Resumable sessions
+
+    private func gcsSession(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
+        guard let session = sessions.session(id) else {
+            throw HTTPError(404, "No such upload session.", reason: "notFound")
+        }
+        switch request.method {
+        case "DELETE":
+            sessions.remove(id)?.cancel()
+            return Reply.json(499, ["error": ["code": 499, "message": "Client Closed Request"] as [String: Any]])
+        case "PUT", "POST":
+            return try session.state.withLock { state in
+                try gcsSessionPut(request, body, session, &state)
+            }
+        default:
+            throw methodNotAllowed
+        }
+    }
+
+    private func incomplete(_ state: UploadSession.State) -> Reply {
+        var reply = Reply(status: 308)
+        if state.committed > 0 { reply.headers.set("Range", "bytes=0-\(state.committed - 1)") }
+        reply.headers.set("X-Range-MD5", state.checksums.md5Digest.base64EncodedString())
+        return reply
+    }
+
+    private func gcsSessionPut(
+        _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession, _ state: inout UploadSession.State
+    ) throws -> Reply {
+        let base = base(request)
+        switch state.phase {
+        case .finalized(let record): return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        case .cancelled: throw HTTPError(404, "No such upload session.")
+        case .active: break
+        }
+        var extra = ExpectedHashes()
+        try extra.merge(googHash: request.headers.values("x-goog-hash"))
+        let range = try ContentRange.parse(request.headers["Content-Range"], contentLength: request.contentLength)
+        if let total = range.total, let declared = session.declaredSize, total != declared {
+            throw HTTPError.badRequest(
+                "The total size \(total) in Content-Range does not match X-Upload-Content-Length \(declared).")
+        }
+        guard let first = range.first, let last = range.last else {
+            // `bytes */*` asks; `bytes */N` with N == committed finalises.
+            guard let total = range.total else { return incomplete(state) }
+            if total == state.committed {
+                let record = try session.finalize(&state, store: store, extra: extra)
+                return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+            }
+            if total < state.committed {
+                throw HTTPError.badRequest(
+                    "The total size \(total) is smaller than the \(state.committed) byte(s) already uploaded.")
+            }
+            return incomplete(state)
+        }
+        let length = last - first + 1
+        guard first <= state.committed else {
+            throw HTTPError.badRequest(
+                "Invalid request. According to the Content-Range header, the upload offset is \(first) byte(s), which exceeds already uploaded size of \(state.committed) byte(s)."
+            )
+        }
+        if let total = range.total, last >= total {
+            throw HTTPError.badRequest("The Content-Range \(first)-\(last) goes beyond the total size \(total).")
+        }
+        let isFinal = range.total.map { last + 1 == $0 } ?? false
+        if !isFinal, length % UploadSession.granularity != 0 {
+            throw HTTPError.badRequest(
+                "Invalid request. The number of bytes uploaded is required to be equal or greater than 262144, except for the final request (it's recommended to be the exact multiple of 262144). The received request contained \(length) bytes, which does not meet this requirement."
+            )
+        }
+        if let contentLength = request.contentLength, contentLength != length {
+            throw HTTPError.badRequest(
+                "The Content-Range says \(length) byte(s) but the body has \(contentLength).")
+        }
+        let snapshot = state.checksums
+        let received = try UploadSession.receive(body, start: first, into: &state)
+        guard received == length else {
+            UploadSession.rollBack(&state, to: snapshot)
+            throw HTTPError.badRequest("The Content-Range says \(length) byte(s) but the body had \(received).")
+        }
+        guard isFinal else { return incomplete(state) }
+        do {
+            let record = try session.finalize(&state, store: store, extra: extra)
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        } catch {
+            UploadSession.rollBack(&state, to: snapshot)
+            throw error
+        }
+    }
+}
+
+/// `Content-Range: bytes a-b/N`, `bytes a-b/*`, `bytes */N`, `bytes */*`.
+struct ContentRange {
+    var first: Int64?
+    var last: Int64?
+    var total: Int64?
+
+    /// A missing header means the whole object in one request (`bytes 0-(len-1)/len`).
+    static func parse(_ header: String?, contentLength: Int64?) throws -> ContentRange {
+        let invalid = HTTPError.badRequest("Invalid Content-Range: '\(header ?? "")'.")
+        guard let header else {
+            let length = contentLength ?? 0
+            if length == 0 { return ContentRange(first: nil, last: nil, total: 0) }
+            return ContentRange(first: 0, last: length - 1, total: length)
+        }
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.hasPrefix("bytes ") else { throw invalid }
+        let spec = text.dropFirst("bytes ".count).trimmingCharacters(in: .whitespaces)
+        let halves = spec.split(separator: "/", omittingEmptySubsequences: false)
+        guard halves.count == 2 else { throw invalid }
+        var range = ContentRange()
+        if halves[1] != "*" {
+            guard let total = Int64(halves[1]), total >= 0 else { throw invalid }
+            range.total = total
+        }
+        if halves[0] != "*" {
+            let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
+            guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0,
+                last >= first
+            else { throw invalid }
+            range.first = first
+            range.last = last
+        }
+        return range
+    }
+}

@@ -1,0 +1,326 @@
+package import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Keeps buckets and objects in a directory, one file per object plus a JSON
+/// metadata file beside it.
+///
+/// Layout: `<root>/b-<bucket>/bucket.json`, `<root>/b-<bucket>/o-<name>` and
+/// `o-<name>.json` (see ``SafeFileName``), staging files `.tmp-<random>` in the
+/// bucket's directory. Bytes are streamed into a staging file and `rename`d into
+/// place, so a reader never sees part of an object; an index of the metadata is
+/// kept in memory (loaded at start) so listing does not read every file.
+package final class DirectoryObjectStore: ObjectStore {
+    private struct State {
+        var buckets: [String: BucketRecord] = [:]
+        var objects: [String: [String: ObjectRecord]] = [:]
+        var clock = GenerationClock()
+    }
+
+    /// The root directory.
+    package let root: URL
+    private let state = Mutex(State())
+
+    /// Opens (creating if needed) a store in `root`, loading what is there.
+    package init(root: URL) throws(StoreError) {
+        self.root = root.standardizedFileURL
+        do {
+            try FileManager.default.createDirectory(at: self.root, withIntermediateDirectories: true)
+        } catch {
+            throw .io("Cannot create the storage directory.")
+        }
+        try load()
+    }
+
+    private func bucketDirectory(_ bucket: String) -> URL {
+        root.appendingPathComponent(SafeFileName.bucket(bucket), isDirectory: true)
+    }
+
+    private func objectFile(_ bucket: String, _ name: String) -> URL {
+        bucketDirectory(bucket).appendingPathComponent(SafeFileName.object(name), isDirectory: false)
+    }
+
+    private func load() throws(StoreError) {
+        let manager = FileManager.default
+        let decoder = JSONDecoder()
+        var loaded = State()
+        let entries = (try? manager.contentsOfDirectory(atPath: root.path)) ?? []
+        for entry in entries where entry.hasPrefix("b-") {
+            let directory = root.appendingPathComponent(entry, isDirectory: true)
+            guard let data = try? Data(contentsOf: directory.appendingPathComponent("bucket.json")),
+                let bucket = try? decoder.decode(BucketRecord.self, from: data),
+                SafeFileName.bucket(bucket.name) == entry
+            else { continue }
+            loaded.buckets[bucket.name] = bucket
+            var objects: [String: ObjectRecord] = [:]
+            for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
+                if file.hasPrefix(".tmp-") {
+                    try? manager.removeItem(at: directory.appendingPathComponent(file))
+                    continue
+                }
+                guard file.hasSuffix(".json"), file != "bucket.json",
+                    let data = try? Data(contentsOf: directory.appendingPathComponent(file)),
+                    let record = try? decoder.decode(ObjectRecord.self, from: data),
+                    record.bucket == bucket.name, SafeFileName.object(record.name) + ".json" == file
+                else { continue }
+                objects[record.name] = record
+                _ = loaded.clock.next(now: Date(timeIntervalSince1970: Double(record.generation) / 1_000_000))
+            }
+            loaded.objects[bucket.name] = objects
+        }
+        state.withLock { $0 = loaded }
+    }
+
+    package func createBucket(_ name: String) throws(StoreError) -> Bool {
+        try NameRules.validateBucketName(name)
+        return try state.withLock { (state) throws(StoreError) -> Bool in
+            guard state.buckets[name] == nil else { return false }
+            let record = BucketRecord(name: name, timeCreated: Date())
+            let directory = bucketDirectory(name)
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: "bucket.json")
+            } catch {
+                throw .io("Cannot create the bucket directory.")
+            }
+            state.buckets[name] = record
+            state.objects[name] = [:]
+            return true
+        }
+    }
+
+    package func bucket(_ name: String) -> BucketRecord? {
+        state.withLock { $0.buckets[name] }
+    }
+
+    package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
+        guard self.bucket(bucket) != nil else { throw .notFound("The bucket does not exist.") }
+        let path = bucketDirectory(bucket).appendingPathComponent(".tmp-" + UUID().uuidString).path
+        return try FileStagingWriter(path: path)
+    }
+
+    package func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord {
+        try NameRules.validateObjectName(record.name)
+        guard let writer = writer as? FileStagingWriter else { throw .io("A staging writer of another store.") }
+        let stagedPath = try writer.close()
+        let destination = objectFile(record.bucket, record.name)
+        let directory = bucketDirectory(record.bucket)
+        return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
+            guard state.buckets[record.bucket] != nil else {
+                unlink(stagedPath)
+                throw .notFound("The bucket does not exist.")
+            }
+            var record = record
+            let now = Date()
+            record.generation = state.clock.next(now: now)
+            record.metageneration = 1
+            record.timeCreated = now
+            record.updated = now
+            do {
+                let json = try JSONEncoder().encode(record)
+                guard rename(stagedPath, destination.path) == 0 else {
+                    unlink(stagedPath)
+                    throw StoreError.io("Cannot move the object into place.")
+                }
+                try Self.writeAtomically(json, in: directory, as: destination.lastPathComponent + ".json")
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw .io("Cannot write the object's metadata.")
+            }
+            state.objects[record.bucket, default: [:]][record.name] = record
+            return record
+        }
+    }
+
+    package func record(bucket: String, name: String) -> ObjectRecord? {
+        state.withLock { $0.objects[bucket]?[name] }
+    }
+
+    package func records(bucket: String) -> [ObjectRecord] {
+        let all = state.withLock { state in Array((state.objects[bucket] ?? [:]).values) }
+        return all.sorted { NameRules.precedes($0.name, $1.name) }
+    }
+
+    package func updateRecord(
+        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+    ) throws -> ObjectRecord? {
+        let directory = bucketDirectory(bucket)
+        let fileName = SafeFileName.object(name) + ".json"
+        return try state.withLock { state in
+            guard var record = state.objects[bucket]?[name] else { return nil }
+            try change(&record)
+            try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: fileName)
+            state.objects[bucket]?[name] = record
+            return record
+        }
+    }
+
+    package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
+        let file = objectFile(bucket, name)
+        return state.withLock { state in
+            guard let record = state.objects[bucket]?[name] else { return false }
+            if let generation, generation != record.generation { return false }
+            unlink(file.path + ".json")
+            unlink(file.path)
+            state.objects[bucket]?[name] = nil
+            return true
+        }
+    }
+
+    package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
+        let path = objectFile(record.bucket, record.name).path
+        // Opened under the lock so the file is the version the index names: a
+        // commit renaming a newer file into place cannot slip in between.
+        let descriptor = try state.withLock { (state) throws(StoreError) -> Int32 in
+            guard let current = state.objects[record.bucket]?[record.name],
+                current.generation == record.generation
+            else { throw .notFound("No such object.") }
+            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { throw .io("Cannot open the object's file.") }
+            return descriptor
+        }
+        return FileObjectReader(descriptor: descriptor)
+    }
+
+    /// Writes `data` to a temporary file in `directory` and renames it to `name`.
+    static func writeAtomically(_ data: Data, in directory: URL, as name: String) throws(StoreError) {
+        let temporary = directory.appendingPathComponent(".tmp-" + UUID().uuidString).path
+        let writer = try FileStagingWriter(path: temporary)
+        do throws(StoreError) {
+            var failure: StoreError?
+            data.withUnsafeBytes { raw in
+                do throws(StoreError) { try writer.write(raw) } catch { failure = error }
+            }
+            if let failure { throw failure }
+            let path = try writer.close()
+            guard rename(path, directory.appendingPathComponent(name).path) == 0 else {
+                throw StoreError.io("Cannot rename a file into place.")
+            }
+        } catch {
+            writer.discard()
+            throw error
+        }
+    }
+}
+
+/// A staging file, written with `write(2)`.
+final class FileStagingWriter: StagingWriter {
+    private struct State {
+        var descriptor: Int32
+        var size: Int64 = 0
+    }
+
+    private let path: String
+    private let state: Mutex<State>
+
+    init(path: String) throws(StoreError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .io("Cannot create a staging file.") }
+        self.path = path
+        state = Mutex(State(descriptor: descriptor))
+    }
+
+    var size: Int64 { state.withLock { $0.size } }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        try state.withLock { (state) throws(StoreError) in
+            guard state.descriptor >= 0 else { throw .io("The staging file is closed.") }
+            var written = 0
+            while written < bytes.count {
+                let result = pwrite(
+                    state.descriptor, bytes.baseAddress! + written, bytes.count - written,
+                    off_t(state.size) + off_t(written))
+                if result < 0 {
+                    if errno == EINTR { continue }
+                    throw .io("Cannot write a staging file.")
+                }
+                written += result
+            }
+            state.size += Int64(bytes.count)
+        }
+    }
+
+    func truncate(to size: Int64) throws(StoreError) {
+        try state.withLock { (state) throws(StoreError) in
+            guard state.descriptor >= 0, size < state.size else { return }
+            guard ftruncate(state.descriptor, off_t(size)) == 0 else { throw .io("Cannot truncate a staging file.") }
+            state.size = size
+        }
+    }
+
+    /// Closes the file and returns its path, for the caller to rename.
+    func close() throws(StoreError) -> String {
+        try state.withLock { (state) throws(StoreError) -> String in
+            guard state.descriptor >= 0 else { throw .io("The staging file is closed.") }
+            _ = closeDescriptor(state.descriptor)
+            state.descriptor = -1
+            return path
+        }
+    }
+
+    func discard() {
+        state.withLock { state in
+            if state.descriptor >= 0 {
+                _ = closeDescriptor(state.descriptor)
+                state.descriptor = -1
+            }
+        }
+        unlink(path)
+    }
+
+    deinit {
+        state.withLock { state in
+            if state.descriptor >= 0 {
+                _ = closeDescriptor(state.descriptor)
+                unlink(path)
+            }
+        }
+    }
+}
+
+/// Reads an open file with `pread`, so it keeps reading the version it opened
+/// even after a newer one is renamed over it.
+final class FileObjectReader: ObjectReader {
+    private let descriptor: Mutex<Int32>
+
+    init(descriptor: Int32) {
+        self.descriptor = Mutex(descriptor)
+    }
+
+    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int {
+        try descriptor.withLock { (descriptor) throws(StoreError) -> Int in
+            guard descriptor >= 0 else { throw .io("The object reader is closed.") }
+            while true {
+                let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
+                if count >= 0 { return count }
+                if errno != EINTR { throw .io("Cannot read an object's file.") }
+            }
+        }
+    }
+
+    func close() {
+        descriptor.withLock { descriptor in
+            if descriptor >= 0 {
+                _ = closeDescriptor(descriptor)
+                descriptor = -1
+            }
+        }
+    }
+
+    deinit { close() }
+}
+
+/// `close(2)`, named apart from the methods called `close`.
+private func closeDescriptor(_ descriptor: Int32) -> Int32 {
+    #if canImport(Glibc)
+    Glibc.close(descriptor)
+    #else
+    Darwin.close(descriptor)
+    #endif
+}

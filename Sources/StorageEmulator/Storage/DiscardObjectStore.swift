@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+
+/// Stores nothing: uploads succeed (with the size and checksums the caller
+/// computed while streaming) and their bytes are only counted; every object
+/// then reads as not found. Buckets are remembered. For throughput benchmarks.
+package final class DiscardObjectStore: ObjectStore {
+    private struct State {
+        var buckets: [String: BucketRecord] = [:]
+        var clock = GenerationClock()
+        var bytesDiscarded: Int64 = 0
+        var objectsDiscarded = 0
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    /// Bytes committed and thrown away so far.
+    package var bytesDiscarded: Int64 { state.withLock { $0.bytesDiscarded } }
+    /// Objects committed and thrown away so far.
+    package var objectsDiscarded: Int { state.withLock { $0.objectsDiscarded } }
+
+    package func createBucket(_ name: String) throws(StoreError) -> Bool {
+        try NameRules.validateBucketName(name)
+        return state.withLock { state in
+            guard state.buckets[name] == nil else { return false }
+            state.buckets[name] = BucketRecord(name: name, timeCreated: Date())
+            return true
+        }
+    }
+
+    package func bucket(_ name: String) -> BucketRecord? {
+        state.withLock { $0.buckets[name] }
+    }
+
+    package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
+        CountingStagingWriter()
+    }
+
+    package func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord {
+        try NameRules.validateObjectName(record.name)
+        let size = writer.size
+        writer.discard()
+        return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
+            guard state.buckets[record.bucket] != nil else { throw .notFound("The bucket does not exist.") }
+            var record = record
+            let now = Date()
+            record.generation = state.clock.next(now: now)
+            record.metageneration = 1
+            record.timeCreated = now
+            record.updated = now
+            state.bytesDiscarded += size
+            state.objectsDiscarded += 1
+            return record
+        }
+    }
+
+    package func record(bucket: String, name: String) -> ObjectRecord? { nil }
+
+    package func records(bucket: String) -> [ObjectRecord] { [] }
+
+    package func updateRecord(
+        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+    ) throws -> ObjectRecord? { nil }
+
+    package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool { false }
+
+    package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
+        throw .notFound("No such object.")
+    }
+}
+
+/// Counts bytes and keeps none.
+final class CountingStagingWriter: StagingWriter {
+    private let count = Mutex<Int64>(0)
+
+    var size: Int64 { count.withLock { $0 } }
+
+    func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
+        count.withLock { $0 += Int64(bytes.count) }
+    }
+
+    func truncate(to size: Int64) throws(StoreError) {
+        count.withLock { $0 = min($0, size) }
+    }
+
+    func discard() {}
+}

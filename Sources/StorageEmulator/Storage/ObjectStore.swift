@@ -1,0 +1,174 @@
+package import Foundation
+
+/// Everything the emulator knows about one stored object, as persisted.
+package struct ObjectRecord: Sendable, Codable, Equatable {
+    package var bucket: String
+    package var name: String
+    package var generation: Int64 = 0
+    package var metageneration: Int64 = 1
+    package var size: Int64 = 0
+    package var crc32c: UInt32 = 0
+    package var md5: Data = Data()
+    package var timeCreated = Date(timeIntervalSince1970: 0)
+    package var updated = Date(timeIntervalSince1970: 0)
+    package var attributes = ObjectAttributes()
+
+    package init(bucket: String, name: String) {
+        self.bucket = bucket
+        self.name = name
+    }
+}
+
+/// The writable metadata of an object: what uploads and `PATCH` set.
+package struct ObjectAttributes: Sendable, Codable, Equatable {
+    package var contentType: String?
+    package var cacheControl: String?
+    package var contentDisposition: String?
+    package var contentEncoding: String?
+    package var contentLanguage: String?
+    package var metadata: [String: String] = [:]
+    package var downloadTokens: [String] = []
+
+    package init() {}
+}
+
+/// A bucket as stored.
+package struct BucketRecord: Sendable, Codable, Equatable {
+    package var name: String
+    package var timeCreated: Date
+}
+
+/// Why a store refused an operation.
+package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable { case invalidName, notFound, io }
+    package let kind: Kind
+    package let description: String
+
+    package static func invalidName(_ message: String) -> StoreError { .init(kind: .invalidName, description: message) }
+    package static func notFound(_ message: String) -> StoreError { .init(kind: .notFound, description: message) }
+    package static func io(_ message: String) -> StoreError { .init(kind: .io, description: message) }
+}
+
+/// Where buckets, objects and their metadata live.
+///
+/// Implementations must be safe to call from many threads at once (the server
+/// runs each connection on its own thread) and may block. Object bytes are
+/// written to a ``StagingWriter`` first and become visible only through
+/// ``commit(_:record:)``, atomically: a reader sees the old object or the new
+/// one, never part of one. Generations increase strictly within a store.
+package protocol ObjectStore: Sendable {
+    /// Creates a bucket; returns false if it already existed.
+    func createBucket(_ name: String) throws(StoreError) -> Bool
+    /// The bucket, if it exists.
+    func bucket(_ name: String) -> BucketRecord?
+    /// A fresh place to stream an object's bytes into, for an object of `bucket`.
+    func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter
+    /// Makes the staged bytes the current version of `record.bucket`/`record.name`.
+    ///
+    /// Assigns the generation, metageneration 1 and the creation time; size and
+    /// checksums come from the caller, who computed them while streaming.
+    /// The writer is consumed (its bytes moved or discarded).
+    func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord
+    /// The current version of an object.
+    func record(bucket: String, name: String) -> ObjectRecord?
+    /// Every object of a bucket, sorted by the UTF-8 bytes of their names.
+    func records(bucket: String) -> [ObjectRecord]
+    /// Changes an object's metadata under the store's lock; nil if there is no such object.
+    func updateRecord(
+        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+    ) throws -> ObjectRecord?
+    /// Deletes an object (only if its generation is `generation`, when given); false if nothing matched.
+    func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool
+    /// Opens the bytes of this version of an object for reading.
+    func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader
+}
+
+/// Bytes of an object being uploaded, not yet visible.
+package protocol StagingWriter: Sendable {
+    /// Bytes written so far.
+    var size: Int64 { get }
+    /// Appends bytes.
+    func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError)
+    /// Drops everything after the first `size` bytes.
+    func truncate(to size: Int64) throws(StoreError)
+    /// Throws the staged bytes away (idempotent).
+    func discard()
+}
+
+/// Random access to one stored version of an object.
+package protocol ObjectReader: Sendable {
+    /// Reads up to `buffer.count` bytes at `offset`; 0 at the end.
+    func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int
+    /// Releases the reader's resources (idempotent).
+    func close()
+}
+
+extension ObjectStore {
+    /// Reads a whole object into memory (tests and small objects only).
+    package func readAll(_ record: ObjectRecord) throws(StoreError) -> Data {
+        let reader = try openReader(record)
+        defer { reader.close() }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        var offset: Int64 = 0
+        while true {
+            var failure: StoreError?
+            let count = buffer.withUnsafeMutableBytes { raw -> Int in
+                do throws(StoreError) { return try reader.read(at: offset, into: raw) } catch {
+                    failure = error
+                    return 0
+                }
+            }
+            if let failure { throw failure }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+            offset += Int64(count)
+        }
+    }
+}
+
+/// Object and bucket name rules shared by every store (those of GCS, plus NUL).
+package enum NameRules {
+    /// Checks an object name: 1–1024 bytes of UTF-8, no CR, LF or NUL, not `.` or `..`.
+    package static func validateObjectName(_ name: String) throws(StoreError) {
+        let bytes = name.utf8.count
+        guard bytes > 0 else { throw .invalidName("The object name is empty.") }
+        guard bytes <= 1024 else { throw .invalidName("The object name is longer than 1024 bytes.") }
+        guard name != ".", name != ".." else { throw .invalidName("Object names cannot be '.' or '..'.") }
+        guard !name.utf8.contains(where: { $0 == 0 || $0 == 0x0A || $0 == 0x0D }) else {
+            throw .invalidName("Object names cannot contain NUL, carriage return or line feed characters.")
+        }
+    }
+
+    /// Checks a bucket name: 3–222 characters of lowercase letters, digits, `-`, `_` and `.`,
+    /// starting and ending with a letter or digit.
+    package static func validateBucketName(_ name: String) throws(StoreError) {
+        let bytes = Array(name.utf8)
+        let allowed = { (byte: UInt8) in
+            (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+                || byte == 0x2E
+        }
+        let alphanumeric = { (byte: UInt8) in (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) }
+        guard (3...222).contains(bytes.count), bytes.allSatisfy(allowed), let first = bytes.first,
+            let last = bytes.last, alphanumeric(first), alphanumeric(last), !name.contains("..")
+        else { throw .invalidName("Invalid bucket name: '\(name)'.") }
+    }
+
+    /// Orders names by their UTF-8 bytes, as GCS lists them.
+    package static func precedes(_ lhs: String, _ rhs: String) -> Bool {
+        lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
+    }
+}
+
+/// Strictly increasing generation numbers, microseconds since 1970 like GCS's.
+package struct GenerationClock: Sendable {
+    private var last: Int64 = 0
+
+    package init() {}
+
+    package mutating func next(now: Date = Date()) -> Int64 {
+        let micros = Int64(now.timeIntervalSince1970 * 1_000_000)
+        last = max(last + 1, micros)
+        return last
+    }
+}

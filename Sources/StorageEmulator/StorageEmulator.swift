@@ -1,0 +1,173 @@
+public import Foundation
+
+/// A strict local server for the GCS JSON API and Firebase Storage v0, with
+/// memory, directory or discarding storage and scriptable fault injection.
+///
+/// Start one per test (port 0 picks a free port) and point the SDK at
+/// ``baseURL``:
+///
+/// ```swift
+/// var configuration = StorageEmulator.Configuration()
+/// configuration.faults = ["return-503", "pass"]
+/// let emulator = try StorageEmulator.start(configuration)
+/// defer { emulator.stop() }
+/// try emulator.createBucket("my-bucket")
+/// // STORAGE_EMULATOR_HOST=\(emulator.baseURL)
+/// ```
+///
+/// Uploads follow the real services exactly: 256 KiB chunk granularity, `308`
+/// with `Range`, re-sent bytes ignored, checksums verified, sessions that can be
+/// queried, cancelled and re-answered. Fault plans (see ``installFaultPlan(_:)``)
+/// make requests fail in the ways networks and servers do, without ever
+/// corrupting what is stored.
+public final class StorageEmulator: Sendable {
+    /// How to run an emulator.
+    public struct Configuration: Sendable {
+        /// Where objects are kept.
+        public enum Backing: Sendable {
+            /// In memory, gone when the emulator stops.
+            case memory
+            /// In this directory (created if needed), which survives restarts.
+            case directory(URL)
+            /// Nowhere: uploads succeed with correct size and checksums, bytes are only counted,
+            /// and objects then read as not found. For throughput benchmarks.
+            case discard
+        }
+
+        /// The address to listen on.
+        public var host = "127.0.0.1"
+        /// The port to listen on; 0 picks a free one.
+        public var port = 0
+        /// Where objects are kept.
+        public var backing: Backing = .memory
+        /// When set, GCS requests need `Authorization: Bearer <token>` and Firebase requests
+        /// `Authorization: Firebase <token>` (or `Bearer owner`); others get 401.
+        public var requiredToken: String? = nil
+        /// A fault plan applied to every request without an `x-emulator-faults` header:
+        /// instructions such as `["return-503", "reset-after-256K"]`, or `["random:seed=1,rate=0.05"]`.
+        public var faults: [String] = []
+        /// Create a bucket the first time a request names it.
+        public var autoCreateBuckets = true
+
+        /// The defaults: loopback, a free port, memory, no auth, no faults, buckets created on use.
+        public init() {}
+    }
+
+    /// Why the emulator could not start, or refused a bucket or a fault plan.
+    public struct EmulatorError: Error, CustomStringConvertible {
+        /// What went wrong.
+        public let description: String
+    }
+
+    let application: EmulatorApplication
+    private let server: EmulatorHTTPServer
+    private let host: String
+
+    private init(application: EmulatorApplication, server: EmulatorHTTPServer, host: String) {
+        self.application = application
+        self.server = server
+        self.host = host
+    }
+
+    /// Starts an emulator and returns once it is listening.
+    ///
+    /// ```swift
+    /// let emulator = try StorageEmulator.start()
+    /// print(emulator.baseURL)   // http://127.0.0.1:<port>
+    /// ```
+    ///
+    /// - Parameter configuration: Address, storage, auth and faults.
+    /// - Returns: The running emulator; call ``stop()`` when done.
+    /// - Throws: ``EmulatorError`` for an invalid fault plan or storage directory; the server's error when
+    ///   the address cannot be bound.
+    public static func start(_ configuration: Configuration = .init()) throws -> StorageEmulator {
+        let store: any ObjectStore
+        switch configuration.backing {
+        case .memory:
+            store = MemoryObjectStore()
+        case .discard:
+            store = DiscardObjectStore()
+        case .directory(let url):
+            do {
+                store = try DirectoryObjectStore(root: url)
+            } catch {
+                throw EmulatorError(description: "Cannot use the storage directory: \(error)")
+            }
+        }
+        var settings = EmulatorApplication.Settings()
+        settings.requiredToken = configuration.requiredToken
+        settings.autoCreateBuckets = configuration.autoCreateBuckets
+        let application: EmulatorApplication
+        do {
+            application = try EmulatorApplication(store: store, settings: settings, globalFaults: configuration.faults)
+        } catch {
+            throw EmulatorError(description: error.message)
+        }
+        let server = EmulatorHTTPServer(host: configuration.host, port: configuration.port, application: application)
+        _ = try server.start()
+        return StorageEmulator(application: application, server: server, host: configuration.host)
+    }
+
+    /// The port the emulator listens on.
+    public var port: Int { server.port }
+
+    /// `http://<host>:<port>`, the value for `STORAGE_EMULATOR_HOST` or the SDK's emulator endpoint.
+    public var baseURL: URL {
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        return URL(string: "http://\(hostPart):\(port)") ?? URL(fileURLWithPath: "/")
+    }
+
+    /// Creates a bucket (an existing one is fine).
+    ///
+    /// ```swift
+    /// try emulator.createBucket("my-project.appspot.com")
+    /// ```
+    ///
+    /// - Parameter name: A GCS bucket name.
+    /// - Throws: ``EmulatorError`` for an invalid name or a storage failure.
+    public func createBucket(_ name: String) throws {
+        do {
+            try application.createBucket(name)
+        } catch {
+            throw EmulatorError(description: error.description)
+        }
+    }
+
+    /// Installs a fault plan that requests opt into with the header `x-emulator-faults: <id>`.
+    ///
+    /// Each request carrying the header consumes the plan's next instruction;
+    /// once the plan is used up requests pass. The grammar:
+    /// `pass`, `return-<status>`, `return-<status>-after-<N>`, `reset-after-<N>`,
+    /// `stall-<ms>ms-after-<N>`, `drop-response`, where N is a byte count with an
+    /// optional `K`/`M` (1024-based) suffix; or one `random:seed=<n>,rate=<0..1>`.
+    ///
+    /// ```swift
+    /// let plan = try emulator.installFaultPlan(["return-503-after-512K", "pass"])
+    /// // send requests with the header  x-emulator-faults: \(plan)
+    /// ```
+    ///
+    /// - Parameter instructions: The plan, in order.
+    /// - Returns: The plan's id.
+    /// - Throws: ``EmulatorError`` naming the first invalid instruction.
+    public func installFaultPlan(_ instructions: [String]) throws -> String {
+        do {
+            return try application.installFaultPlan(instructions)
+        } catch {
+            throw EmulatorError(description: error.message)
+        }
+    }
+
+    /// Request body bytes received so far, over all requests (for `--discard` benchmarks).
+    public var bytesReceived: Int64 { application.bytesReceived }
+
+    /// Stops listening, closes every connection and cancels unfinished upload sessions; idempotent.
+    ///
+    /// ```swift
+    /// let emulator = try StorageEmulator.start()
+    /// defer { emulator.stop() }
+    /// ```
+    public func stop() {
+        server.stop()
+        application.shutdown()
+    }
+}
