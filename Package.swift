@@ -13,7 +13,8 @@ let package = Package(
     name: "CloudStorage",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
-        .library(name: "CloudStorage", targets: ["CloudStorage"])
+        .library(name: "CloudStorage", targets: ["CloudStorage"]),
+        .executable(name: "cloud-storage", targets: ["cloud-storage"]),
     ],
     targets: [
         // CRC32C with SSE4.2 / ARMv8 CRC instructions and a portable fallback.
@@ -42,6 +43,12 @@ let package = Package(
             name: "FakeGCSServer",
             dependencies: [],
             path: "Tests/FakeGCSServer",
+            swiftSettings: strictSwift
+        ),
+        // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
+        .executableTarget(
+            name: "cloud-storage",
+            dependencies: ["CloudStorage", "StorageEmulator"],
             swiftSettings: strictSwift
         ),
         .executableTarget(

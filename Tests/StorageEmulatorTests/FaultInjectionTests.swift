@@ -4,6 +4,10 @@ import Testing
 
 @testable import StorageEmulator
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 @Suite("Fault injection")
 struct FaultInjectionTests {
     func plan(_ harness: Harness, _ instructions: [String]) throws -> HTTPHeaders {
@@ -243,13 +247,31 @@ struct BackingTests {
         #expect(!allFiles(under: root).contains { $0.contains(".tmp-") })
     }
 
-    @Test("The public StorageEmulator reports the stand-in server's failure to start, and rejects bad fault plans")
-    func publicAPI() throws {
+    @Test("The public StorageEmulator rejects bad fault plans, serves on a real socket and stops")
+    func publicAPI() async throws {
         var configuration = StorageEmulator.Configuration()
         configuration.faults = ["bogus"]
         #expect(throws: StorageEmulator.EmulatorError.self) { try StorageEmulator.start(configuration) }
         configuration.faults = []
-        // Until the socket server lands, start() fails with the stand-in's error.
-        #expect(throws: (any Error).self) { try StorageEmulator.start(configuration) }
+        let emulator = try StorageEmulator.start(configuration)
+        #expect(emulator.port > 0)
+        #expect(emulator.baseURL.absoluteString == "http://127.0.0.1:\(emulator.port)")
+        try emulator.createBucket("public-api")
+        var upload = URLRequest(
+            url: URL(
+                string:
+                    "\(emulator.baseURL.absoluteString)/upload/storage/v1/b/public-api/o?uploadType=media&name=a%2Fb")!)
+        upload.httpMethod = "POST"
+        let (_, uploaded) = try await URLSession.shared.upload(for: upload, from: Data("hello".utf8))
+        #expect((uploaded as? HTTPURLResponse)?.statusCode == 200)
+        let (body, _) = try await URLSession.shared.data(
+            from: URL(string: "\(emulator.baseURL.absoluteString)/storage/v1/b/public-api/o/a%2Fb?alt=media")!)
+        #expect(body == Data("hello".utf8))
+        #expect(emulator.bytesReceived >= 5)
+        emulator.stop()
+        await #expect(throws: (any Error).self) {
+            _ = try await URLSession.shared.data(
+                from: URL(string: "\(emulator.baseURL.absoluteString)/storage/v1/b/public-api")!)
+        }
     }
 }

@@ -59,10 +59,17 @@ struct UploadEngine: Sendable {
             crc32c: prepared.crc32c
         )
         var runner = RequestRunner(storage: storage)
-        if prepared.size <= configuration.multipartUploadThreshold && checkpoint.session == nil {
+        let requestLimit = storage.transport.maximumBodyLength
+        // A single request also carries the metadata: leave it room under the transport's limit.
+        let fitsOneRequest = requestLimit.map { prepared.size + 1024 * 1024 <= $0 } ?? true
+        if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest && checkpoint.session == nil {
             return try await sendInOneRequest(upload, prepared, &runner, progress)
         }
-        return try await sendResumably(upload, prepared, checkpoint, &runner, progress)
+        // The most bytes one request of the session carries, if anything bounds it.
+        let granularity = StorageConfiguration.chunkGranularity
+        let transportChunk = requestLimit.map { max(granularity, $0 / granularity * granularity) }
+        let chunk = [configuration.chunkSize, transportChunk].compactMap { $0 }.min()
+        return try await sendResumably(upload, prepared, checkpoint, chunk, &runner, progress)
     }
 
     private func sendInOneRequest(
@@ -96,6 +103,7 @@ struct UploadEngine: Sendable {
         _ upload: UploadDescription,
         _ prepared: PreparedSource,
         _ checkpoint: UploadCheckpoint,
+        _ chunkSize: Int64?,
         _ runner: inout RequestRunner,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
@@ -133,7 +141,7 @@ struct UploadEngine: Sendable {
                         wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
                 } else {
                     try await prepared.checkUnchanged()
-                    let end = storage.configuration.chunkSize.map { min(before + $0, size) } ?? size
+                    let end = chunkSize.map { min(before + $0, size) } ?? size
                     let isFinal = end == size
                     sentEverything = isFinal
                     step = .send(offset: before, length: end - before)

@@ -17,6 +17,10 @@ import HTTP1
 ///   network, never decreasing, from any thread, at a bounded rate.
 /// - It performs no blocking system call on Swift's cooperative thread pool.
 protocol HTTPTransport: Sendable {
+    /// The longest body one request can carry, or nil when bodies of any
+    /// length stream through. The engine never sends a longer one.
+    var maximumBodyLength: Int64? { get }
+
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
@@ -75,6 +79,40 @@ struct HTTPRequestBody: Sendable {
 
     /// The total number of bytes, sent as `Content-Length`.
     var length: Int64 { segments.reduce(0) { $0 + $1.length } }
+
+    /// The whole body in one `Data`: a single data segment as it is, anything
+    /// else gathered off the cooperative pool (file segments with `pread`).
+    ///
+    /// - Throws: The file's error when a file segment cannot be read whole.
+    func collected() async throws(StorageError) -> Data {
+        if segments.count == 1, case .data(let data) = segments[0] {
+            return data
+        }
+        let segments = segments
+        let total = Int(length)
+        return try await BlockingIO.run { () throws(StorageError) -> Data in
+            var data = Data(count: total)
+            var position = 0
+            for segment in segments {
+                let count = Int(segment.length)
+                switch segment {
+                case .data(let bytes):
+                    data.replaceSubrange(position..<(position + count), with: bytes)
+                case .file(let file, let offset, _):
+                    // `withUnsafeMutableBytes` only rethrows untyped errors: carry ours out as a value.
+                    let read = data.withUnsafeMutableBytes { raw -> Result<Void, StorageError> in
+                        guard let base = raw.baseAddress else { return .success(()) }
+                        return Result { () throws(StorageError) in
+                            try file.readExactly(into: base + position, count: count, at: offset)
+                        }
+                    }
+                    try read.get()
+                }
+                position += count
+            }
+            return data
+        }
+    }
 }
 
 /// A complete HTTP response.

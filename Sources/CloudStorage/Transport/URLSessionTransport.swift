@@ -10,11 +10,26 @@ import FoundationNetworking
 /// and the one used for `https://` endpoints.
 ///
 /// One session serves every ``Storage``; each request carries its own idle
-/// time-out. Bodies are streamed through ``RequestBodyStream``, which reads
-/// file regions with `pread` straight into the buffer `URLSession` hands it,
-/// on `URLSession`'s own thread, so no whole body is ever held in memory.
+/// time-out.
+///
+/// On Apple platforms bodies of any length stream through
+/// ``RequestBodyStream``, which reads file regions with `pread` straight into
+/// the buffer `URLSession` hands it. swift-corelibs-foundation, however, sends
+/// every streamed body with chunked transfer coding, and adding our
+/// `Content-Length` to that makes a request that HTTP forbids (RFC 9112
+/// §6.2) and strict servers refuse. So on Linux a body goes as one `Data` of
+/// known length, gathered off the cooperative pool, and
+/// ``maximumBodyLength`` bounds it (and with it the memory a request takes).
 final class URLSessionTransport: HTTPTransport {
     static let shared = URLSessionTransport()
+
+    #if canImport(FoundationNetworking)
+    /// 32 MiB: large enough that round trips cost little next to the bytes,
+    /// small enough to hold in memory per upload.
+    let maximumBodyLength: Int64? = 32 * 1024 * 1024
+    #else
+    let maximumBodyLength: Int64? = nil
+    #endif
 
     private let session: URLSession
     private let router: TaskRouter
@@ -47,13 +62,23 @@ final class URLSessionTransport: HTTPTransport {
             urlRequest.addValue(value, forHTTPHeaderField: name)
         }
         let bodyLength = request.body.length
-        if request.method != "GET" && request.method != "HEAD" {
-            // An explicit length keeps the body out of chunked transfer encoding.
-            urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
-        }
         let exchange = Exchange(body: request.body, progress: progress)
-        if bodyLength > 0 {
+        if bodyLength == 0 {
+            if request.method != "GET" && request.method != "HEAD" {
+                urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
+            }
+        } else {
+            #if canImport(FoundationNetworking)
+            do {
+                urlRequest.httpBody = try await request.body.collected()
+            } catch {
+                throw HTTPTransportError(kind: .bodyUnreadable, message: error.message, bodyError: error)
+            }
+            #else
+            // With a length, Apple's URLSession streams the body without chunked coding.
+            urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
             urlRequest.httpBodyStream = exchange.makeBodyStream()
+            #endif
         }
         let dataTask = session.dataTask(with: urlRequest)
         return try await withTaskCancellationHandler {

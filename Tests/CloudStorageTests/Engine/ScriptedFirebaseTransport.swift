@@ -14,6 +14,8 @@ import Synchronization
 /// Protocol compatibility with real servers is for integration tests; this
 /// drives the engine through answers those servers will not give on demand.
 final class ScriptedFirebaseTransport: HTTPTransport {
+    let maximumBodyLength: Int64? = nil
+
     enum Fault: Sendable {
         /// Answer the next matching request with this status and no effect.
         case status(Int)

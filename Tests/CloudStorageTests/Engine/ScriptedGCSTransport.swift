@@ -43,9 +43,14 @@ final class ScriptedGCSTransport: HTTPTransport {
     private let latency: ClosedRange<Int>?
     static let base = URL(string: "http://127.0.0.1:9")!
 
-    /// - Parameter latencyMicroseconds: Delay range applied twice per request, or nil for none.
-    init(latencyMicroseconds: ClosedRange<Int>? = nil) {
+    let maximumBodyLength: Int64?
+
+    /// - Parameters:
+    ///   - latencyMicroseconds: Delay range applied twice per request, or nil for none.
+    ///   - maximumBodyLength: The longest body the double claims to carry.
+    init(latencyMicroseconds: ClosedRange<Int>? = nil, maximumBodyLength: Int64? = nil) {
         latency = latencyMicroseconds
+        self.maximumBodyLength = maximumBodyLength
     }
 
     private func delay() async throws {

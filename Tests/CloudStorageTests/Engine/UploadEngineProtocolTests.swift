@@ -199,4 +199,15 @@ struct UploadEngineProtocolTests {
         _ = try await Self.storage(transport).reference(withPath: "o").putFileAsync(from: file)
         #expect(transport.finalized == payload)
     }
+
+    @Test func requestsNeverExceedTheTransportsLimit() async throws {
+        let transport = ScriptedGCSTransport(maximumBodyLength: 600 * 1024)
+        let payload = TestSupport.payload(size: Self.size, seed: 11)
+        let storage = Self.storage(transport) { $0.multipartUploadThreshold = 8 * 1024 * 1024 }
+        _ = try await storage.reference(withPath: "o").putDataAsync(payload)
+        #expect(transport.finalized == payload)
+        let ranges = transport.exchanges.filter { $0.method == "PUT" }.map { $0.headers["Content-Range"] ?? "" }
+        // 600 KiB rounds down to two 256 KiB units per request; no single request for 768 KiB + 17.
+        #expect(ranges == ["bytes 0-524287/*", "bytes 524288-\(Self.size - 1)/\(Self.size)"])
+    }
 }

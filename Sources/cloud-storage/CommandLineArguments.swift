@@ -1,0 +1,50 @@
+/// The words after the command name, taken apart: options (`--name value`,
+/// `--name=value`, flags) and positional arguments, in order.
+struct CommandLineArguments {
+    private(set) var positional: [String] = []
+    private var options: [String: String] = [:]
+    private var flags: Set<String> = []
+
+    /// - Parameters:
+    ///   - words: The arguments.
+    ///   - valued: Options that take a value.
+    ///   - flags: Options that take none.
+    /// - Throws: ``UsageError`` for an unknown option or a missing value.
+    init(_ words: [String], valued: Set<String>, flags knownFlags: Set<String>) throws(UsageError) {
+        var rest = words[...]
+        var onlyPositional = false
+        while let word = rest.popFirst() {
+            if onlyPositional || word == "-" || !word.hasPrefix("-") {
+                positional.append(word)
+            } else if word == "--" {
+                onlyPositional = true
+            } else {
+                let (name, inline) = Self.split(word)
+                if knownFlags.contains(name) {
+                    guard inline == nil else { throw UsageError("\(name) takes no value") }
+                    flags.insert(name)
+                } else if valued.contains(name) {
+                    guard let value = inline ?? rest.popFirst() else { throw UsageError("\(name) needs a value") }
+                    options[name] = value
+                } else {
+                    throw UsageError("unknown option \(name)")
+                }
+            }
+        }
+    }
+
+    private static func split(_ word: String) -> (String, String?) {
+        guard let equals = word.firstIndex(of: "=") else { return (word, nil) }
+        return (String(word[..<equals]), String(word[word.index(after: equals)...]))
+    }
+
+    func value(_ name: String) -> String? { options[name] }
+
+    func has(_ flag: String) -> Bool { flags.contains(flag) }
+}
+
+/// The command line was wrong: say what, and show the usage.
+struct UsageError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

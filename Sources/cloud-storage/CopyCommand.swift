@@ -1,0 +1,209 @@
+import CloudStorage
+import Foundation
+import StorageEmulator
+
+/// `cloud-storage cp FILE gs://BUCKET/PATH`: uploads a file with a progress bar.
+struct CopyCommand {
+    static let usage = """
+        usage: cloud-storage cp [options] FILE gs://BUCKET/[PATH]
+
+        Uploads FILE to the object PATH (or, when PATH is empty or ends in /,
+        to PATH followed by the file's name). Where it goes:
+          --endpoint URL     a Google Cloud Storage JSON API endpoint
+          --firebase URL     a Cloud Storage for Firebase (v0) endpoint
+          --production       Google Cloud Storage itself (needs a token)
+          otherwise STORAGE_EMULATOR_HOST or FIREBASE_STORAGE_EMULATOR_HOST, and
+          with none of these the built-in emulator, which keeps objects in
+          --emulator-dir DIR (default: $XDG_DATA_HOME/cloud-storage/emulator,
+          i.e. ~/.local/share/cloud-storage/emulator).
+
+        Options:
+          --token TOKEN       an access token (default: $CLOUD_STORAGE_TOKEN)
+          --content-type T    the object's content type (default: from the extension)
+          --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
+          --no-checksum       do not send or verify CRC32C
+          --quiet             no progress bar
+
+        Ctrl-C cancels the upload and deletes the server's upload session.
+        Exit status: 0 stored, 2 usage, 3 local file problem, 4 credentials refused,
+        5 bucket not found, 6 retries ran out, 7 integrity failure, 130 interrupted, 1 other.
+        """
+
+    let source: URL
+    let bucket: String
+    let path: String
+    let endpoint: Destination
+    let token: String?
+    let contentType: String?
+    let chunkSize: Int64?
+    let verifiesChecksums: Bool
+    let quiet: Bool
+
+    enum Destination {
+        case endpoint(StorageEndpoint)
+        case builtInEmulator(directory: URL)
+    }
+
+    init(_ words: [String], environment: [String: String]) throws(UsageError) {
+        let arguments = try CommandLineArguments(
+            words,
+            valued: ["--endpoint", "--firebase", "--token", "--emulator-dir", "--content-type", "--chunk-size"],
+            flags: ["--production", "--no-checksum", "--quiet"]
+        )
+        guard arguments.positional.count == 2 else { throw UsageError("cp needs a FILE and a gs://BUCKET/PATH") }
+        let file = arguments.positional[0]
+        guard file != "-" else { throw UsageError("reading from standard input is not supported yet; give a file") }
+        source = URL(fileURLWithPath: file)
+        let destination = arguments.positional[1]
+        guard destination.hasPrefix("gs://") else { throw UsageError("the destination must be gs://BUCKET/PATH") }
+        let rest = destination.dropFirst("gs://".count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        bucket = String(rest[..<slash])
+        guard !bucket.isEmpty else { throw UsageError("the destination names no bucket") }
+        var objectPath = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
+        if objectPath.isEmpty || objectPath.hasSuffix("/") {
+            objectPath += source.lastPathComponent
+        }
+        path = objectPath
+
+        let chosen = [
+            arguments.value("--endpoint") != nil, arguments.value("--firebase") != nil, arguments.has("--production"),
+        ]
+        guard chosen.filter({ $0 }).count <= 1 else {
+            throw UsageError("choose one of --endpoint, --firebase and --production")
+        }
+        if let text = arguments.value("--endpoint") {
+            endpoint = .endpoint(.gcs(try Self.url(text)))
+        } else if let text = arguments.value("--firebase") {
+            endpoint = .endpoint(.firebase(try Self.url(text)))
+        } else if arguments.has("--production") {
+            endpoint = .endpoint(.googleCloudStorage)
+        } else if let fromEnvironment = try Self.endpoint(fromEnvironment: environment) {
+            endpoint = .endpoint(fromEnvironment)
+        } else {
+            let directory =
+                arguments.value("--emulator-dir").map { URL(fileURLWithPath: $0) }
+                ?? Self.defaultEmulatorDirectory(environment)
+            endpoint = .builtInEmulator(directory: directory)
+        }
+        token = arguments.value("--token") ?? environment["CLOUD_STORAGE_TOKEN"]
+        contentType = arguments.value("--content-type")
+        if let text = arguments.value("--chunk-size") {
+            guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
+            chunkSize = size
+        } else {
+            chunkSize = nil
+        }
+        verifiesChecksums = !arguments.has("--no-checksum")
+        quiet = arguments.has("--quiet")
+    }
+
+    static func url(_ text: String) throws(UsageError) -> URL {
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw UsageError("not an http(s) URL: \(text)")
+        }
+        return url
+    }
+
+    static func endpoint(fromEnvironment environment: [String: String]) throws(UsageError) -> StorageEndpoint? {
+        do {
+            return try StorageEndpoint.fromEnvironment(environment)
+        } catch {
+            throw UsageError("\(error.message)")
+        }
+    }
+
+    static func defaultEmulatorDirectory(_ environment: [String: String]) -> URL {
+        let base =
+            environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
+        return base.appendingPathComponent("cloud-storage/emulator", isDirectory: true)
+    }
+
+    /// Parses `262144`, `256K`, `8M`, `1G` (powers of 1024).
+    static func byteCount(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        if let last = text.uppercased().last, let unit = units[last] {
+            return Int64(text.dropLast()).flatMap {
+                $0.multipliedReportingOverflow(by: unit).overflow ? nil : $0 * unit
+            }
+        }
+        return Int64(text)
+    }
+
+    func run() async -> ExitCode {
+        var emulator: StorageEmulator?
+        let storageEndpoint: StorageEndpoint
+        switch endpoint {
+        case .endpoint(let given):
+            storageEndpoint = given
+        case .builtInEmulator(let directory):
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                var configuration = StorageEmulator.Configuration()
+                configuration.backing = .directory(directory)
+                configuration.autoCreateBuckets = true
+                let started = try StorageEmulator.start(configuration)
+                emulator = started
+                storageEndpoint = .gcs(started.baseURL)
+            } catch {
+                report("cannot start the built-in emulator in \(directory.path): \(error)")
+                return .failure
+            }
+        }
+        defer { emulator?.stop() }
+
+        var configuration = StorageConfiguration()
+        configuration.chunkSize = chunkSize
+        configuration.verifiesChecksums = verifiesChecksums
+        let storage = Storage(
+            bucket: bucket,
+            endpoint: storageEndpoint,
+            authorization: token.map { .bearerToken($0) } ?? .none,
+            configuration: configuration
+        )
+        let reference: StorageReference
+        do {
+            reference = try storage.reference(forURL: "gs://\(bucket)/\(path)")
+        } catch {
+            report("\(error.message)")
+            return .usage
+        }
+        var metadata = StorageMetadata()
+        metadata.contentType = contentType
+
+        let task = reference.putFile(from: source, metadata: contentType == nil ? nil : metadata)
+        let interrupts = SignalHandler { _ in
+            Task { await task.cancel() }
+        }
+        var bar = ProgressBar()
+        for await snapshot in task.snapshots where !quiet {
+            bar.show(snapshot)
+        }
+        withExtendedLifetime(interrupts) {}
+
+        do {
+            let stored = try await task.value
+            var location = "\(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+            if case .builtInEmulator(let directory) = endpoint {
+                location += " in the built-in emulator; its files are in \(directory.path)"
+            } else {
+                location += " at \(storageEndpoint)"
+            }
+            print("Stored \(location)")
+            return .success
+        } catch {
+            if error.code == .cancelled {
+                report("cancelled; the server's upload session was deleted and nothing was stored")
+            } else {
+                report(String(describing: error))
+            }
+            return ExitCode(error)
+        }
+    }
+}
+
+/// Writes a message for people to standard error.
+func report(_ message: String) {
+    FileHandle.standardError.write(Data("cloud-storage: \(message)\n".utf8))
+}

@@ -1,0 +1,102 @@
+import Foundation
+import StorageEmulator
+
+/// `cloud-storage emulator`: runs the built-in emulator until Ctrl-C.
+struct EmulatorCommand {
+    static let usage = """
+        usage: cloud-storage emulator [options]
+
+        Serves the Google Cloud Storage JSON API and Cloud Storage for Firebase (v0)
+        on one port, until Ctrl-C.
+
+        Options:
+          --host HOST        address to listen on (default 127.0.0.1)
+          --port PORT        port (default 0: any free port; printed at start)
+          --dir DIR          keep objects in DIR (default: in memory)
+          --discard          count bytes and store nothing (for benchmarks)
+          --token TOKEN      require this token (Bearer for GCS, Firebase for v0)
+          --faults LIST      a fault plan applied to every request, comma-separated,
+                             e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1
+                             (clients can also send x-emulator-faults: <plan id>)
+        """
+
+    let configuration: StorageEmulator.Configuration
+
+    init(_ words: [String]) throws(UsageError) {
+        let arguments = try CommandLineArguments(
+            words,
+            valued: ["--host", "--port", "--dir", "--token", "--faults"],
+            flags: ["--discard"]
+        )
+        guard arguments.positional.isEmpty else { throw UsageError("unexpected \(arguments.positional[0])") }
+        var configuration = StorageEmulator.Configuration()
+        if let host = arguments.value("--host") { configuration.host = host }
+        if let text = arguments.value("--port") {
+            guard let port = Int(text), (0...65535).contains(port) else {
+                throw UsageError("--port: not a port: \(text)")
+            }
+            configuration.port = port
+        }
+        switch (arguments.value("--dir"), arguments.has("--discard")) {
+        case (.some, true):
+            throw UsageError("--dir and --discard exclude each other")
+        case (.some(let directory), false):
+            configuration.backing = .directory(URL(fileURLWithPath: directory))
+        case (nil, true):
+            configuration.backing = .discard
+        case (nil, false):
+            configuration.backing = .memory
+        }
+        configuration.requiredToken = arguments.value("--token")
+        if let faults = arguments.value("--faults") {
+            // A random plan's parameters are separated by commas too: keep it whole.
+            configuration.faults =
+                faults.hasPrefix("random:") ? [faults] : faults.split(separator: ",").map(String.init)
+        }
+        self.configuration = configuration
+    }
+
+    func run() async -> ExitCode {
+        if case .directory(let directory) = configuration.backing {
+            do {
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            } catch {
+                report("cannot create \(directory.path): \(error)")
+                return .failure
+            }
+        }
+        let emulator: StorageEmulator
+        do {
+            emulator = try StorageEmulator.start(configuration)
+        } catch {
+            report("cannot start the emulator: \(error)")
+            return .failure
+        }
+        let storage: String
+        switch configuration.backing {
+        case .memory: storage = "in memory"
+        case .directory(let directory): storage = "in \(directory.path)"
+        case .discard: storage = "discarded (bytes are counted, nothing is stored)"
+        }
+        print(
+            """
+            CloudStorage emulator listening on \(emulator.baseURL.absoluteString)
+              objects are kept \(storage)
+              GCS JSON API:  export STORAGE_EMULATOR_HOST=\(emulator.baseURL.absoluteString)
+              Firebase (v0): export FIREBASE_STORAGE_EMULATOR_HOST=\(configuration.host):\(emulator.port)
+            Press Ctrl-C to stop.
+            """
+        )
+        let once = OnceFlag()
+        var handler: SignalHandler?
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            handler = SignalHandler { _ in
+                if once.take() { continuation.resume() }
+            }
+        }
+        withExtendedLifetime(handler) {}
+        emulator.stop()
+        print("\nStopped after receiving \(emulator.bytesReceived) bytes.")
+        return .success
+    }
+}

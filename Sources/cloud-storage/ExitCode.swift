@@ -1,0 +1,36 @@
+import CloudStorage
+
+/// The process's exit status, one per kind of failure a shell script may
+/// want to tell apart.
+enum ExitCode: Int32 {
+    case success = 0
+    /// Anything not listed below.
+    case failure = 1
+    /// The command line was wrong.
+    case usage = 2
+    /// The local file is missing, unreadable, or changed during the upload.
+    case localFile = 3
+    /// The server refused the credentials.
+    case denied = 4
+    /// The bucket (or project) does not exist.
+    case notFound = 5
+    /// Retries ran out, or the server throttled until they did.
+    case unavailable = 6
+    /// The stored object did not match what was sent.
+    case integrity = 7
+    /// Interrupted by Ctrl-C (128 + SIGINT, as shells report it).
+    case interrupted = 130
+
+    init(_ error: StorageError) {
+        switch error.code {
+        case .unreadableFile, .fileChanged: self = .localFile
+        case .unauthenticated, .unauthorized: self = .denied
+        case .bucketNotFound, .projectNotFound, .objectNotFound: self = .notFound
+        case .retryLimitExceeded, .quotaExceeded: self = .unavailable
+        case .nonMatchingChecksum: self = .integrity
+        case .invalidArgument, .pathError, .bucketMismatch: self = .usage
+        case .cancelled: self = .interrupted
+        default: self = .failure
+        }
+    }
+}
