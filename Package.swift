@@ -46,9 +46,14 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
+        .target(
+            name: "CloudStorageCLI",
+            dependencies: ["CloudStorage", "StorageEmulator"],
+            swiftSettings: strictSwift
+        ),
         .executableTarget(
             name: "cloud-storage",
-            dependencies: ["CloudStorage", "StorageEmulator"],
+            dependencies: ["CloudStorageCLI"],
             swiftSettings: strictSwift
         ),
         .executableTarget(
@@ -65,7 +70,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CloudStorageTests",
-            dependencies: ["CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1"],
+            dependencies: ["CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI"],
             swiftSettings: strictSwift
         ),
         .testTarget(

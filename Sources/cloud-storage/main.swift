@@ -1,74 +1,7 @@
 // cloud-storage: upload files to Google Cloud Storage, Cloud Storage for
 // Firebase or the built-in emulator, and run that emulator.
 
+import CloudStorageCLI
 import Foundation
-import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-let usage = """
-    usage: cloud-storage <command> [options]
-
-    Commands:
-      cp FILE gs://BUCKET/PATH   upload a file (with no endpoint configured, to the built-in emulator)
-      emulator                   run the built-in emulator until Ctrl-C
-      help [COMMAND]             show help
-
-    Run `cloud-storage help cp` or `cloud-storage help emulator` for their options.
-    """
-
-/// Lets exactly one caller through.
-final class OnceFlag: Sendable {
-    private let taken = Mutex(false)
-
-    func take() -> Bool {
-        taken.withLock { taken in
-            defer { taken = true }
-            return !taken
-        }
-    }
-}
-
-func main() async -> ExitCode {
-    var words = Array(CommandLine.arguments.dropFirst())
-    guard let command = words.first else {
-        print(usage)
-        return .usage
-    }
-    words.removeFirst()
-    do {
-        switch command {
-        case "cp":
-            if words.contains("--help") || words.contains("-h") {
-                print(CopyCommand.usage)
-                return .success
-            }
-            return try await CopyCommand(words, environment: ProcessInfo.processInfo.environment).run()
-        case "emulator":
-            if words.contains("--help") || words.contains("-h") {
-                print(EmulatorCommand.usage)
-                return .success
-            }
-            return try await EmulatorCommand(words).run()
-        case "help", "--help", "-h":
-            switch words.first {
-            case "cp": print(CopyCommand.usage)
-            case "emulator": print(EmulatorCommand.usage)
-            default: print(usage)
-            }
-            return .success
-        default:
-            throw UsageError("unknown command \(command)")
-        }
-    } catch {
-        report("\(error)")
-        FileHandle.standardError.write(Data("\n\(usage)\n".utf8))
-        return .usage
-    }
-}
-
-exit(await main().rawValue)
+exit(await runCommandLine(Array(CommandLine.arguments.dropFirst())).rawValue)

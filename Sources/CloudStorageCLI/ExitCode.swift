@@ -2,7 +2,7 @@ import CloudStorage
 
 /// The process's exit status, one per kind of failure a shell script may
 /// want to tell apart.
-enum ExitCode: Int32 {
+package enum ExitCode: Int32 {
     case success = 0
     /// Anything not listed below.
     case failure = 1
