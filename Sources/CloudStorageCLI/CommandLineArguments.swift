@@ -46,5 +46,11 @@ struct CommandLineArguments {
 /// The command line was wrong: say what, and show the usage.
 struct UsageError: Error, CustomStringConvertible {
     let description: String
-    init(_ description: String) { self.description = description }
+    /// Whether to show the usage text after the message (not for, say, a bad environment variable).
+    let showsUsage: Bool
+
+    init(_ description: String, showsUsage: Bool = true) {
+        self.description = description
+        self.showsUsage = showsUsage
+    }
 }

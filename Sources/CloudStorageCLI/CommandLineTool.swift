@@ -63,8 +63,9 @@ package func runCommandLine(
         }
     } catch {
         report("\(error)")
-        FileHandle.standardError.write(Data("\n\(usage)\n".utf8))
+        if (error as? UsageError)?.showsUsage ?? true {
+            FileHandle.standardError.write(Data("\n\(usage)\n".utf8))
+        }
         return .usage
     }
 }
-

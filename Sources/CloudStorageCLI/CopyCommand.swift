@@ -109,7 +109,7 @@ struct CopyCommand {
         do {
             return try StorageEndpoint.fromEnvironment(environment)
         } catch {
-            throw UsageError("\(error.message)")
+            throw UsageError("\(error.message)", showsUsage: false)
         }
     }
 

@@ -78,15 +78,17 @@ struct EmulatorCommand {
         case .directory(let directory): storage = "in \(directory.path)"
         case .discard: storage = "discarded (bytes are counted, nothing is stored)"
         }
-        print(
-            """
-            CloudStorage emulator listening on \(emulator.baseURL.absoluteString)
-              objects are kept \(storage)
-              GCS JSON API:  export STORAGE_EMULATOR_HOST=\(emulator.baseURL.absoluteString)
-              Firebase (v0): export FIREBASE_STORAGE_EMULATOR_HOST=\(configuration.host):\(emulator.port)
-            Press Ctrl-C to stop.
-            """
-        )
+        // Written unbuffered: a script reading this from a pipe needs the port now, not at exit.
+        FileHandle.standardOutput.write(
+            Data(
+                """
+                CloudStorage emulator listening on \(emulator.baseURL.absoluteString)
+                  objects are kept \(storage)
+                  GCS JSON API:  export STORAGE_EMULATOR_HOST=\(emulator.baseURL.absoluteString)
+                  Firebase (v0): export FIREBASE_STORAGE_EMULATOR_HOST=\(configuration.host):\(emulator.port)
+                Press Ctrl-C to stop.
+
+                """.utf8))
         let once = OnceFlag()
         var handler: SignalHandler?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -20,6 +20,8 @@ struct ProgressBar {
     mutating func show(_ snapshot: TaskSnapshot) {
         let now = ContinuousClock.now
         let progress = snapshot.progress
+        // Until the file is opened its size is unknown: a bar of 0/0 says nothing.
+        guard progress.totalUnitCount > 0 || snapshot.status != .resume else { return }
         rate.record(bytes: progress.completedUnitCount, at: now)
         if isTerminal {
             // Redraw at most 10 times a second, but always for a status change.
