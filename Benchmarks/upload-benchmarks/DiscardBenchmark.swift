@@ -39,14 +39,18 @@ struct DiscardBenchmark {
                 if name == "curl PUT", let curl {
                     let baseline = CurlBaseline(curl: curl, baseURL: emulator.baseURL, bucket: bucket)
                     let result = try await baseline.upload(file: file, size: options.largeSize, object: "curl-\(round)")
-                    guard result.facts.size == options.largeSize else { throw BenchmarkError("curl stored a wrong size") }
+                    guard result.facts.size == options.largeSize else {
+                        throw BenchmarkError("curl stored a wrong size")
+                    }
                 } else {
                     let choice = transports.first { "putFile \($0.name)" == name }?.choice ?? .automatic
                     var settings = StorageConfiguration()
                     settings.transport = choice
                     let storage = Storage(bucket: bucket, endpoint: .gcs(emulator.baseURL), configuration: settings)
                     let metadata = try await storage.reference(withPath: "sdk-\(round)").putFileAsync(from: file)
-                    guard metadata.size == options.largeSize else { throw BenchmarkError("\(name) stored a wrong size") }
+                    guard metadata.size == options.largeSize else {
+                        throw BenchmarkError("\(name) stored a wrong size")
+                    }
                 }
                 let seconds = Self.seconds(started.duration(to: clock.now))
                 scenarios[index].1.append(seconds)

@@ -149,7 +149,8 @@ final class NativeExchange {
         let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(1, nonEmpty.count))
         defer { vectors.deallocate() }
         for (index, buffer) in nonEmpty.enumerated() {
-            vectors[index] = iovec(iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
+            vectors[index] = iovec(
+                iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
         }
         var headLeft = headLength
         var first = 0
@@ -343,7 +344,8 @@ final class NativeExchange {
             input.removeFirst(consumed)
             parser.reset()
             if head.status == 101 {
-                throw HTTPTransportError(kind: .other, message: "\(socket.key) switched protocols, which is not supported.")
+                throw HTTPTransportError(
+                    kind: .other, message: "\(socket.key) switched protocols, which is not supported.")
             }
             if head.status >= 200 { finalHead = head }
         }

@@ -42,7 +42,8 @@ struct NativePreparedRequest: Sendable {
         var host = components.host ?? ""
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty, let port = components.port ?? 80 as Int?, (1...65535).contains(port) else {
-            throw HTTPTransportError(kind: .other, message: "The request's URL has no usable host and port.", permanent: true)
+            throw HTTPTransportError(
+                kind: .other, message: "The request's URL has no usable host and port.", permanent: true)
         }
         self.method = request.method
         self.host = host

@@ -74,7 +74,8 @@ struct NativeHTTPTransportTests {
         defer { server.stop() }
         let transport = NativeHTTPTransport()
         for _ in 0..<3 {
-            let response = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            let response = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
             #expect(String(decoding: response.body, as: UTF8.self) == "ok")
         }
         #expect(server.acceptedConnections == 3)
@@ -106,7 +107,8 @@ struct NativeHTTPTransportTests {
         defer { server.stop() }
         let transport = NativeHTTPTransport()
         for _ in 0..<2 {
-            let response = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            let response = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
             #expect(String(decoding: response.body, as: UTF8.self) == "hello world")
         }
         #expect(server.acceptedConnections == 1)
@@ -122,7 +124,8 @@ struct NativeHTTPTransportTests {
         defer { server.stop() }
         let transport = NativeHTTPTransport()
         for _ in 0..<2 {
-            let response = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            let response = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
             #expect(String(decoding: response.body, as: UTF8.self) == "until the end")
         }
         #expect(server.acceptedConnections == 2)
@@ -165,11 +168,14 @@ struct NativeHTTPTransportTests {
         defer { release.signal() }
         let file = try Self.sparseFile(size: 512 * Int64(Int.mebibyte))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let body = HTTPRequestBody(segments: [.file(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)])
+        let body = HTTPRequestBody(segments: [
+            .file(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
+        ])
         let transport = NativeHTTPTransport()
         let started = ContinuousClock.now
         let response = try await transport.execute(
-            HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(30)), progress: nil)
+            HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(30)), progress: nil
+        )
         #expect(response.status == 413)
         #expect(String(decoding: response.body, as: UTF8.self) == "too much")
         #expect(started.duration(to: .now) < .seconds(10))
@@ -185,7 +191,8 @@ struct NativeHTTPTransportTests {
         let transport = NativeHTTPTransport()
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         try await Task.sleep(for: .milliseconds(100))
-        let response = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        let response = try await transport.execute(
+            HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         #expect(response.status == 200)
         #expect(server.acceptedConnections == 2)
     }
@@ -201,7 +208,8 @@ struct NativeHTTPTransportTests {
         defer { server.stop() }
         let transport = NativeHTTPTransport()
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
-        let response = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        let response = try await transport.execute(
+            HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         #expect(String(decoding: response.body, as: UTF8.self) == "first")
         #expect(server.acceptedConnections == 2)
     }
@@ -423,7 +431,8 @@ struct NativeHTTPTransportTests {
     @Test func aRefusedConnectionIsAConnectFailureThatDoesNotNameTheURL() async throws {
         let url = URL(string: "http://127.0.0.1:1/upload?upload_id=SECRET-SESSION")!
         let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await NativeHTTPTransport().execute(HTTPRequest(method: "PUT", url: url, body: .data(Data("x".utf8))), progress: nil)
+            _ = try await NativeHTTPTransport().execute(
+                HTTPRequest(method: "PUT", url: url, body: .data(Data("x".utf8))), progress: nil)
         }
         #expect(error?.kind == .connectFailed)
         #expect(error?.description.contains("SECRET") == false)

@@ -104,7 +104,11 @@ struct ScriptFailure: Error, CustomStringConvertible {
 }
 
 /// One accepted connection, used by its script's thread only (blocking calls).
-final class ScriptedConnection: @unchecked Sendable {  // SAFETY: `pending` is touched by the script's thread only; close/shutdown (non-blocking syscalls) are serialized by `lifecycle`, so the fd is never shut down after it was closed.
+///
+/// `pending` is touched by the script's thread only; close and shutdown (non-blocking
+/// system calls) are serialized by `lifecycle`, so the descriptor is never shut down
+/// after it was closed.
+final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pending` is thread-confined.
     let fd: Int32
     private var pending: [UInt8] = []
     private let lifecycle = Mutex(false)
