@@ -10,6 +10,10 @@ struct BenchmarkOptions: Sendable {
     var smallSizeKiB = 64
     /// Print JSON instead of a table.
     var json = false
+    /// Benchmark against the built-in emulator in discard mode instead of fake-gcs-server.
+    var discard = false
+    /// With `--discard`: `native`, `urlsession` or `both`.
+    var transport = "both"
     /// Print the help text and exit.
     var help = false
 
@@ -18,6 +22,7 @@ struct BenchmarkOptions: Sendable {
 
     static let helpText = """
         USAGE: upload-benchmarks [--runs N] [--size-mib M] [--small-count C] [--small-kib K] [--json]
+               upload-benchmarks --discard [--transport native|urlsession|both] [--runs N] [--size-mib M]
 
         Measures CloudStorage upload throughput, CPU time and memory against a
         fake-gcs-server (memory backend) that the program starts on 127.0.0.1,
@@ -43,6 +48,9 @@ struct BenchmarkOptions: Sendable {
           --small-count C   concurrent small uploads, 1...1000 (default 200)
           --small-kib K     size of each small upload in KiB, 1...8192 (default 64)
           --json            print machine-readable JSON on stdout instead of a table
+          --discard         instead: time putFile per transport and a curl PUT against the
+                            built-in emulator in discard mode (in this process); no fake-gcs-server
+          --transport T     with --discard: native, urlsession or both (default both)
           -h, --help        show this help
 
         Progress goes to stderr. MB/s means 10^6 bytes per second. The exit status
@@ -83,6 +91,13 @@ struct BenchmarkOptions: Sendable {
             case "--small-count": options.smallCount = try integer(in: 1...1000)
             case "--small-kib": options.smallSizeKiB = try integer(in: 1...8192)
             case "--json": options.json = true
+            case "--discard": options.discard = true
+            case "--transport":
+                let text = try value()
+                guard ["native", "urlsession", "both"].contains(text) else {
+                    throw BenchmarkError("--transport must be native, urlsession or both, not '\(text)'")
+                }
+                options.transport = text
             case "-h", "--help": options.help = true
             default: throw BenchmarkError("unknown argument '\(argument)' (see --help)")
             }

@@ -24,6 +24,18 @@ if curlPath == nil {
 
 let directory = FileManager.default.temporaryDirectory
     .appendingPathComponent("upload-benchmarks-\(UUID().uuidString)", isDirectory: true)
+if options.discard {
+    var exitStatus: Int32 = 0
+    do {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try await DiscardBenchmark(options: options, curl: curlPath).run(directory: directory)
+    } catch {
+        FileHandle.standardError.write(Data("upload-benchmarks: error: \(error)\n".utf8))
+        exitStatus = 1
+    }
+    try? FileManager.default.removeItem(at: directory)
+    exit(exitStatus)
+}
 var server: FakeGCSServer?
 var status: Int32 = 0
 let clock = ContinuousClock()

@@ -28,7 +28,8 @@ public struct Storage: Sendable {
     ///   - bucket: The bucket name, without `gs://`.
     ///   - endpoint: Where the bucket is served; Google Cloud Storage by default.
     ///   - authorization: The credentials to send; none by default.
-    ///   - configuration: Upload settings.
+    ///   - configuration: Upload settings, including which HTTP transport
+    ///     carries the requests (``StorageConfiguration/transport``).
     public init(
         bucket: String,
         endpoint: StorageEndpoint = .googleCloudStorage,
@@ -40,7 +41,7 @@ public struct Storage: Sendable {
             endpoint: endpoint,
             authorization: authorization,
             configuration: configuration,
-            transport: URLSessionTransport.shared
+            transport: configuration.transport.transport(for: endpoint)
         )
     }
 

@@ -49,6 +49,11 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// Default true.
     public var verifiesChecksums = true
 
+    /// Which HTTP implementation carries the requests. Default
+    /// ``StorageTransportChoice/automatic``: the SDK's own HTTP/1.1 transport
+    /// for `http://` URLs (emulators), `URLSession` for `https://`.
+    public var transport: StorageTransportChoice = .automatic
+
     /// Creates the default configuration.
     public init() {}
 }

@@ -28,8 +28,10 @@ final class ReadOnlyFile: Sendable {
     let path: String
     /// The identity captured when the file was opened.
     let identity: Identity
+    /// The open descriptor, for `sendfile(2)` at absolute offsets. Valid while this
+    /// object lives; never close it, never move its file position (use offsets).
     // Never reassigned; closed exactly once, in deinit, when no reader can remain.
-    private let descriptor: Int32
+    let descriptor: Int32
 
     var size: Int64 { identity.size }
 
@@ -77,7 +79,7 @@ final class ReadOnlyFile: Sendable {
             } else if n == 0 {
                 break
             } else if errno != EINTR {
-                throw Self.error(.unreadableFile, "Reading \(path) failed.", errno: errno)
+                throw Self.readError(path: path, errno: errno)
             }
         }
         return done
@@ -91,11 +93,21 @@ final class ReadOnlyFile: Sendable {
     func readExactly(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws(StorageError) {
         let n = try read(into: buffer, count: count, at: offset)
         if n < count {
-            throw StorageError(
-                .fileChanged,
-                "The file at \(path) shrank while it was being uploaded (ended at byte \(offset + Int64(n)), expected \(identity.size) bytes)."
-            )
+            throw shrankError(endingAt: offset + Int64(n))
         }
+    }
+
+    /// The error for a file found to end at `end`, before the bytes an upload still needs.
+    func shrankError(endingAt end: Int64) -> StorageError {
+        StorageError(
+            .fileChanged,
+            "The file at \(path) shrank while it was being uploaded (ended at byte \(end), expected \(identity.size) bytes)."
+        )
+    }
+
+    /// The error for a read of the file at `path` that failed with `errno`.
+    static func readError(path: String, errno code: Int32) -> StorageError {
+        error(.unreadableFile, "Reading \(path) failed.", errno: code)
     }
 
     /// Checks that the file is still the one opened, with the same size and

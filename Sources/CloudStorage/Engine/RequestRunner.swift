@@ -63,6 +63,7 @@ struct RequestRunner: Sendable {
             } catch let error as HTTPTransportError {
                 if Task.isCancelled { throw .cancelled() }
                 if error.kind == .bodyUnreadable, let bodyError = error.bodyError { throw bodyError }
+                if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
                 return .retryable(StorageError(.unknown, "The request failed: \(error.kind).", underlyingError: error))
             } catch {
                 if Task.isCancelled || error is CancellationError { throw .cancelled() }

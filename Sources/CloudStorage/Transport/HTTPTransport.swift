@@ -141,6 +141,10 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     var message: String
     /// The body source's own error, for ``Kind/bodyUnreadable``.
     var bodyError: StorageError?
+    /// Whether sending the same request again can only fail the same way (a
+    /// URL the transport cannot serve, a head it cannot write): the engine
+    /// gives up at once instead of retrying.
+    var permanent = false
 
     var description: String { "\(kind): \(message)" }
 }

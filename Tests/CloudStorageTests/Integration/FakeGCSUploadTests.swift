@@ -12,10 +12,12 @@ import Testing
 @Suite("Uploads to fake-gcs-server", .timeLimit(.minutes(5)))
 struct FakeGCSUploadTests {
     static let sizes = [0, 1, 300 * .kibibyte, 20 * .mebibyte, 100 * .mebibyte]
+    /// Every transport an `http://` endpoint can use (the other suites run on the default, native).
+    static let transports: [StorageTransportChoice] = [.native, .urlSession]
 
-    @Test("putData stores every byte", arguments: sizes)
-    func putData(size: Int) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "data")
+    @Test("putData stores every byte", arguments: transports, sizes)
+    func putData(transport: StorageTransportChoice, size: Int) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "data", transport: transport)
         let payload = TestSupport.payload(size: size, seed: UInt64(size))
         let ref = storage.reference().child("uploads/data-\(size).bin")
         let metadata = try await ref.putDataAsync(payload)
@@ -28,9 +30,9 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
     }
 
-    @Test("putFile stores every byte", arguments: sizes)
-    func putFile(size: Int) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "file")
+    @Test("putFile stores every byte", arguments: transports, sizes)
+    func putFile(transport: StorageTransportChoice, size: Int) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "file", transport: transport)
         let payload = TestSupport.payload(size: size, seed: UInt64(size) + 7)
         let file = try TestSupport.file(containing: payload)
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }

@@ -49,6 +49,7 @@ enum TestSupport {
     static func fakeGCSStorage(
         label: String = "t",
         authorization: StorageAuthorization = .none,
+        transport: StorageTransportChoice = .automatic,
         configure: (inout StorageConfiguration) -> Void = { _ in }
     ) async throws -> (Storage, FakeGCSServer) {
         let server = try await FakeGCSServer.shared()
@@ -57,6 +58,7 @@ enum TestSupport {
         var configuration = StorageConfiguration()
         configuration.initialRetryDelay = .milliseconds(50)
         configuration.maxUploadRetryTime = .seconds(20)
+        configuration.transport = transport
         configure(&configuration)
         let storage = Storage(
             bucket: bucket,

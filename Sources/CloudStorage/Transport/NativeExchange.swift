@@ -1,0 +1,423 @@
+import Foundation
+import HTTP1
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One request and its response on one connection, run start to finish on
+/// one of the native transport's I/O threads (never on the cooperative pool).
+///
+/// Sending: the head and the `.data` segments that follow it go out gathered
+/// in `sendmsg` calls straight from their storage; `.file` segments go with
+/// `sendfile(2)` from the file's descriptor on Linux, elsewhere (or where the
+/// kernel declines) with `pread` into one reused buffer and `sendmsg`.
+/// Whenever the socket cannot take more, the exchange waits for it to become
+/// writable *or readable*: a server may answer before the body is complete
+/// (an error, or an unrequested `100 Continue`), and such an answer is read
+/// rather than lost behind a send that would never finish.
+///
+/// Receiving: the head is parsed with ``HTTPHeadParser``, interim `1xx`
+/// answers are skipped, and the body is read as ``HTTPBodyFraming`` says
+/// (length, chunked or until close), at most ``maxResponseBody`` bytes.
+///
+/// Every wait is bounded by the request's idle time-out.
+final class NativeExchange {
+    private let socket: NativeSocket
+    private let request: NativePreparedRequest
+    private let isCancelled: () -> Bool
+    private let maxResponseBody: Int
+    private let usesSendfile: Bool
+    private var meter: ProgressMeter
+
+    /// Request bytes (head and body) the kernel accepted.
+    private(set) var bytesWritten: Int64 = 0
+    /// Body bytes the kernel accepted.
+    private(set) var bodyBytesSent: Int64 = 0
+    /// Whether any byte of a response arrived.
+    private(set) var receivedResponseBytes = false
+
+    /// Received bytes not yet consumed.
+    private var input: [UInt8] = []
+    private var parser = HTTPHeadParser()
+    private var finalHead: HTTPResponseHead?
+    private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
+    /// For copying file regions where `sendfile` is unavailable; allocated on first use.
+    private var fileBuffer: UnsafeMutableRawBufferPointer?
+
+    init(
+        socket: NativeSocket,
+        request: NativePreparedRequest,
+        maxResponseBody: Int,
+        usesSendfile: Bool,
+        progress: (@Sendable (Int64) -> Void)?,
+        isCancelled: @escaping () -> Bool
+    ) {
+        self.socket = socket
+        self.request = request
+        self.maxResponseBody = maxResponseBody
+        self.usesSendfile = usesSendfile
+        self.meter = ProgressMeter(report: progress)
+        self.isCancelled = isCancelled
+    }
+
+    deinit {
+        scratch.deallocate()
+        fileBuffer?.deallocate()
+    }
+
+    /// Sends the request and reads the response.
+    ///
+    /// - Returns: The response, and whether the connection may carry another request.
+    /// - Throws: ``HTTPTransportError``.
+    func run() throws(HTTPTransportError) -> (response: HTTPResponse, reusable: Bool) {
+        var bodyComplete = false
+        var sendFailure: HTTPTransportError?
+        do {
+            bodyComplete = try sendRequest()
+        } catch {
+            // A broken connection may still hold the server's answer (say, a 413 sent
+            // before it closed): look for it below. Anything else ends the exchange.
+            guard error.kind == .connectionLost, !isCancelled() else { throw error }
+            sendFailure = error
+        }
+        meter.finish(bodyBytesSent)
+        do {
+            let (response, keepAlive) = try receiveResponse()
+            return (response, keepAlive && bodyComplete && sendFailure == nil)
+        } catch {
+            throw sendFailure ?? error
+        }
+    }
+
+    // MARK: - Sending
+
+    /// Sends the head and the body.
+    ///
+    /// - Returns: True when everything was sent; false when a final response arrived first.
+    private func sendRequest() throws(HTTPTransportError) -> Bool {
+        let segments = request.body.segments
+        var head: [UInt8]? = request.head
+        var index = 0
+        while head != nil || index < segments.count {
+            var run: [Data] = []
+            while index < segments.count, run.count < 64, case .data(let data) = segments[index] {
+                if !data.isEmpty { run.append(data) }
+                index += 1
+            }
+            if head != nil || !run.isEmpty {
+                guard try sendGathered(head: head ?? [], run) else { return false }
+                head = nil
+            }
+            if index < segments.count, case .file(let file, let offset, let length) = segments[index] {
+                index += 1
+                guard try sendFile(file, offset: offset, length: length) else { return false }
+            }
+        }
+        return true
+    }
+
+    /// Sends `head` and `datas` in as few `sendmsg` calls as the socket allows, from their own storage.
+    private func sendGathered(head: [UInt8], _ datas: [Data]) throws(HTTPTransportError) -> Bool {
+        let result = head.withUnsafeBytes { headBytes in
+            Self.withPinnedBuffers(datas[...], collected: [headBytes]) { buffers in
+                Result { () throws(HTTPTransportError) -> Bool in try sendAll(buffers, headLength: headBytes.count) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// Calls `body` with the storage of every `Data` in `rest`, valid all at once.
+    private static func withPinnedBuffers<R>(
+        _ rest: ArraySlice<Data>,
+        collected: [UnsafeRawBufferPointer],
+        _ body: ([UnsafeRawBufferPointer]) -> R
+    ) -> R {
+        guard let first = rest.first else { return body(collected) }
+        return first.withUnsafeBytes { bytes in
+            withPinnedBuffers(rest.dropFirst(), collected: collected + [bytes], body)
+        }
+    }
+
+    /// Sends every byte of `buffers`, the first `headLength` of which are the head (not counted as progress).
+    private func sendAll(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) -> Bool {
+        let nonEmpty = buffers.filter { !$0.isEmpty }
+        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(1, nonEmpty.count))
+        defer { vectors.deallocate() }
+        for (index, buffer) in nonEmpty.enumerated() {
+            vectors[index] = iovec(
+                iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
+        }
+        var headLeft = headLength
+        var first = 0
+        while first < nonEmpty.count {
+            let window = UnsafeMutableBufferPointer(rebasing: vectors[first..<min(nonEmpty.count, first + 512)])
+            guard let sent = try socket.send(window) else {
+                guard try waitWritable() else { return false }
+                continue
+            }
+            let headPart = min(headLeft, sent)
+            headLeft -= headPart
+            account(written: sent, body: sent - headPart)
+            var left = sent
+            while left > 0 {
+                let length = vectors[first].iov_len
+                if left >= length {
+                    left -= length
+                    first += 1
+                } else {
+                    vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
+                    vectors[first].iov_len = length - left
+                    left = 0
+                }
+            }
+        }
+        return true
+    }
+
+    /// Sends `length` bytes of `file` from `offset`.
+    private func sendFile(_ file: ReadOnlyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
+        var sent: Int64 = 0
+        #if os(Linux)
+        var kernelCopies = usesSendfile
+        while kernelCopies && sent < length {
+            let count = Int(min(length - sent, 1 << 30))
+            switch try socket.sendFile(file.descriptor, offset: offset + sent, count: count) {
+            case .sent(0):
+                throw Self.unreadable(file.shrankError(endingAt: offset + sent))
+            case .sent(let count):
+                sent += Int64(count)
+                account(written: count, body: count)
+            case .wouldBlock:
+                guard try waitWritable() else { return false }
+            case .unsupported:
+                kernelCopies = false
+            case .fileError(let code):
+                throw Self.unreadable(ReadOnlyFile.readError(path: file.path, errno: code))
+            }
+        }
+        #endif
+        if sent < length {
+            return try copyFile(file, offset: offset + sent, length: length - sent)
+        }
+        return true
+    }
+
+    /// Sends a file region through a buffer: `pread`, then `sendmsg`.
+    private func copyFile(_ file: ReadOnlyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
+        let buffer = fileBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1024 * 1024, alignment: 16)
+        fileBuffer = buffer
+        guard let base = buffer.baseAddress else { return true }
+        var done: Int64 = 0
+        while done < length {
+            let count = Int(min(length - done, Int64(buffer.count)))
+            do {
+                try file.readExactly(into: base, count: count, at: offset + done)
+            } catch {
+                throw Self.unreadable(error)
+            }
+            guard try sendAll([UnsafeRawBufferPointer(start: base, count: count)], headLength: 0) else { return false }
+            done += Int64(count)
+        }
+        return true
+    }
+
+    private func account(written: Int, body: Int) {
+        bytesWritten += Int64(written)
+        bodyBytesSent += Int64(body)
+        meter.update(bodyBytesSent)
+    }
+
+    /// Waits until the socket can take more.
+    ///
+    /// - Returns: True to go on sending; false when a final response arrived instead.
+    private func waitWritable() throws(HTTPTransportError) -> Bool {
+        while true {
+            let ready = try socket.wait(
+                readable: true, writable: true, timeout: request.idleTimeout, isCancelled: isCancelled)
+            if ready.readable {
+                guard let count = try readAvailable() else { continue }
+                if count == 0 {
+                    if finalHead != nil { return false }
+                    throw HTTPTransportError(
+                        kind: .connectionLost,
+                        message: "\(socket.key) closed the connection while the request was being sent.")
+                }
+                if try parseHeads() { return false }
+            }
+            // On an error or hang-up the next send reports which.
+            if ready.writable || ready.broken { return true }
+        }
+    }
+
+    // MARK: - Receiving
+
+    private func receiveResponse() throws(HTTPTransportError) -> (HTTPResponse, Bool) {
+        while try !parseHeads() {
+            if try readBlocking() == 0 {
+                throw HTTPTransportError(
+                    kind: .connectionLost,
+                    message: receivedResponseBytes
+                        ? "\(socket.key) closed the connection in the middle of the response head."
+                        : "\(socket.key) closed the connection without answering.")
+            }
+        }
+        guard let head = finalHead else {
+            throw HTTPTransportError(kind: .other, message: "No response head.")
+        }
+        let framing: HTTPBodyFraming
+        do {
+            framing = try HTTPBodyFraming.response(head, requestMethod: request.method)
+        } catch {
+            throw malformed(error)
+        }
+        var keepAlive = head.wantsKeepAlive && !request.closesConnection
+        var body = Data()
+        switch framing {
+        case .length(let length):
+            guard length <= Int64(maxResponseBody) else { throw tooLarge() }
+            let count = Int(length)
+            while input.count < count {
+                if try readBlocking() == 0 { throw truncated() }
+            }
+            body = Data(input[0..<count])
+            input.removeFirst(count)
+        case .chunked:
+            var decoder = ChunkedBodyDecoder()
+            while true {
+                var consumed = 0
+                while consumed < input.count && !decoder.isComplete {
+                    let step = input.withUnsafeBytes { raw in
+                        Result { () throws(HTTP1Error) in
+                            try decoder.decode(UnsafeRawBufferPointer(rebasing: raw[consumed...]))
+                        }
+                    }
+                    let (used, data): (Int, Range<Int>)
+                    do {
+                        (used, data) = try step.get()
+                    } catch {
+                        throw malformed(error)
+                    }
+                    if !data.isEmpty {
+                        body.append(contentsOf: input[(consumed + data.lowerBound)..<(consumed + data.upperBound)])
+                        guard body.count <= maxResponseBody else { throw tooLarge() }
+                    }
+                    consumed += used
+                    if used == 0 { break }
+                }
+                input.removeFirst(consumed)
+                if decoder.isComplete { break }
+                if try readBlocking() == 0 { throw truncated() }
+            }
+        case .untilClose:
+            keepAlive = false
+            while try readBlocking() != 0 {
+                guard input.count <= maxResponseBody else { throw tooLarge() }
+            }
+            body = Data(input)
+            input = []
+        }
+        // Bytes nobody asked for: the connection's framing cannot be trusted any more.
+        if !input.isEmpty { keepAlive = false }
+        return (HTTPResponse(status: head.status, headers: head.headers, body: body), keepAlive)
+    }
+
+    /// Parses the heads in `input`, dropping interim (1xx) ones.
+    ///
+    /// - Returns: Whether the final head has been parsed.
+    private func parseHeads() throws(HTTPTransportError) -> Bool {
+        while finalHead == nil {
+            let step = input.withUnsafeBytes { raw in
+                Result { () throws(HTTP1Error) in try parser.parseResponse(raw) }
+            }
+            let parsed: (head: HTTPResponseHead, consumed: Int)?
+            do {
+                parsed = try step.get()
+            } catch {
+                throw malformed(error)
+            }
+            guard let (head, consumed) = parsed else { return false }
+            input.removeFirst(consumed)
+            parser.reset()
+            if head.status == 101 {
+                throw HTTPTransportError(
+                    kind: .other, message: "\(socket.key) switched protocols, which is not supported.")
+            }
+            if head.status >= 200 { finalHead = head }
+        }
+        return true
+    }
+
+    /// Reads what is there without waiting.
+    ///
+    /// - Returns: The byte count (0 at end of stream), or nil when nothing is there.
+    private func readAvailable() throws(HTTPTransportError) -> Int? {
+        guard let count = try socket.receive(into: scratch) else { return nil }
+        if count > 0 {
+            receivedResponseBytes = true
+            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+        }
+        return count
+    }
+
+    /// Reads, waiting up to the idle time-out for bytes to arrive.
+    ///
+    /// - Returns: The byte count; 0 at end of stream.
+    private func readBlocking() throws(HTTPTransportError) -> Int {
+        while true {
+            if let count = try readAvailable() { return count }
+            _ = try socket.wait(readable: true, writable: false, timeout: request.idleTimeout, isCancelled: isCancelled)
+        }
+    }
+
+    // MARK: - Errors
+
+    private static func unreadable(_ error: StorageError) -> HTTPTransportError {
+        HTTPTransportError(kind: .bodyUnreadable, message: error.message, bodyError: error)
+    }
+
+    private func malformed(_ error: HTTP1Error) -> HTTPTransportError {
+        HTTPTransportError(kind: .connectionLost, message: "The response from \(socket.key) is malformed: \(error).")
+    }
+
+    private func truncated() -> HTTPTransportError {
+        HTTPTransportError(
+            kind: .connectionLost, message: "\(socket.key) closed the connection in the middle of the response body.")
+    }
+
+    private func tooLarge() -> HTTPTransportError {
+        HTTPTransportError(
+            kind: .other, message: "The response from \(socket.key) is larger than \(maxResponseBody) bytes.")
+    }
+}
+
+/// Reports body bytes sent at a bounded rate: at most once per 10 ms, plus the final total.
+struct ProgressMeter {
+    private let report: (@Sendable (Int64) -> Void)?
+    private var reported: Int64 = 0
+    private var lastReport = ContinuousClock.now
+    static let interval: Duration = .milliseconds(10)
+
+    init(report: (@Sendable (Int64) -> Void)?) {
+        self.report = report
+    }
+
+    mutating func update(_ total: Int64) {
+        guard let report, total > reported else { return }
+        let now = ContinuousClock.now
+        guard lastReport.duration(to: now) >= Self.interval else { return }
+        lastReport = now
+        reported = total
+        report(total)
+    }
+
+    mutating func finish(_ total: Int64) {
+        guard let report, total > reported else { return }
+        reported = total
+        report(total)
+    }
+}

@@ -1,0 +1,242 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An ``HTTPTransport`` speaking HTTP/1.1 over POSIX sockets, for `http://`
+/// URLs: the fast path for emulators and local gateways (see DESIGN.md,
+/// decision 2).
+///
+/// - **Bodies** of any length go with `Content-Length` (never chunked):
+///   memory segments straight from their storage with gathered `sendmsg`,
+///   file segments with `sendfile(2)` on Linux (a `pread` + `sendmsg` loop
+///   elsewhere). ``maximumBodyLength`` is nil.
+/// - **Threads**: each request runs on a thread of its own, started for it
+///   and ended with it; every blocking call (DNS, connect, poll, send, recv,
+///   sendfile, pread) happens there, never on Swift's cooperative pool. The
+///   awaiting task is resumed through a continuation. SIGPIPE is blocked on
+///   those threads (`sendfile` cannot suppress it per call) and suppressed
+///   per call (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
+/// - **Connections** are kept alive in a ``NativeConnectionPool`` per
+///   `host:port` (16 idle per host, 30 s at most) and reused only after a
+///   response was read completely and neither side said `Connection: close`.
+///   A pooled connection that turns out dead before any response byte is
+///   replaced once by a fresh one — but only when the request is safe to send
+///   twice (none of it reached the kernel, or it is an idempotent request
+///   without a body). An upload whose body was partly sent fails with
+///   ``HTTPTransportError/Kind/connectionLost`` instead, and the engine asks
+///   the server what it has.
+/// - **Time-outs**: connecting may take ``Configuration/connectTimeout`` (or
+///   the request's idle time-out if shorter); every other wait ends with
+///   ``HTTPTransportError/Kind/timedOut`` after the request's
+///   ``HTTPRequest/idleTimeout`` without progress.
+/// - **Cancellation** shuts the socket down (`shutdown(SHUT_RDWR)`), which
+///   wakes the I/O thread at once from whatever it is blocked in; the request
+///   throws `CancellationError` and its connection is closed, never pooled.
+///
+/// ```swift
+/// let transport = NativeHTTPTransport()
+/// let response = try await transport.execute(HTTPRequest(method: "GET", url: url), progress: nil)
+/// ```
+final class NativeHTTPTransport: HTTPTransport {
+    /// Internal tuning, for tests and benchmarks.
+    struct Configuration: Sendable {
+        /// Idle keep-alive connections kept per `host:port`.
+        var maxIdleConnectionsPerHost = 16
+        /// How long a connection may wait unused in the pool.
+        var maxIdleTime: Duration = .seconds(30)
+        /// The longest a connection attempt may take.
+        var connectTimeout: Duration = .seconds(30)
+        /// `SO_SNDBUF` to ask for (the kernel caps it at `net.core.wmem_max`); nil keeps auto-tuning.
+        var sendBufferSize: Int? = 4 * 1024 * 1024
+        /// The largest response body accepted; storage answers are small JSON documents.
+        var maxResponseBodyBytes = 64 * 1024 * 1024
+        /// Whether file regions go with `sendfile(2)` where available (false: `pread` + `sendmsg`).
+        var usesSendfile = true
+
+        init() {}
+    }
+
+    /// The instance every ``Storage`` with a native transport shares.
+    static let shared = NativeHTTPTransport()
+
+    let maximumBodyLength: Int64? = nil
+    let configuration: Configuration
+    let pool: NativeConnectionPool
+
+    init(configuration: Configuration = .init()) {
+        self.configuration = configuration
+        self.pool = NativeConnectionPool(
+            maxIdlePerHost: configuration.maxIdleConnectionsPerHost, maxIdleTime: configuration.maxIdleTime)
+    }
+
+    /// Connections this transport has opened so far.
+    var connectionsOpened: Int { pool.connectionsOpened }
+
+    func execute(
+        _ request: HTTPRequest,
+        progress: (@Sendable (_ bytesSent: Int64) -> Void)?
+    ) async throws -> HTTPResponse {
+        let prepared = try NativePreparedRequest(request)
+        let exchange = NativeRequestState()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
+                guard exchange.begin(continuation) else {
+                    // Cancelled before it started: no thread, no socket.
+                    continuation.resume(throwing: CancellationError())
+                    return
+                }
+                let thread = Thread { [self] in
+                    Self.blockSIGPIPE()
+                    let result: Result<HTTPResponse, any Error>
+                    do {
+                        result = .success(try perform(prepared, exchange, progress))
+                    } catch {
+                        result = .failure(error)
+                    }
+                    exchange.finish(exchange.isCancelled ? .failure(CancellationError()) : result)
+                }
+                thread.name = "CloudStorage.NativeHTTPTransport"
+                thread.start()
+            }
+        } onCancel: {
+            exchange.cancel()
+        }
+    }
+
+    /// Runs the request on the calling (I/O) thread, replacing a dead pooled connection once when that is safe.
+    private func perform(
+        _ request: NativePreparedRequest,
+        _ state: NativeRequestState,
+        _ progress: (@Sendable (Int64) -> Void)?
+    ) throws(HTTPTransportError) -> HTTPResponse {
+        var mayUsePool = true
+        while true {
+            if state.isCancelled { throw NativeSocket.cancelledError }
+            var socket = mayUsePool ? pool.take(request.key) : nil
+            let reused = socket != nil
+            if let pooled = socket, !state.attach(pooled) {
+                pooled.close()
+                throw NativeSocket.cancelledError
+            }
+            if socket == nil {
+                socket = try NativeSocket.connect(
+                    host: request.host,
+                    port: request.port,
+                    timeout: min(configuration.connectTimeout, request.idleTimeout),
+                    sendBufferSize: configuration.sendBufferSize,
+                    register: { state.attach($0) }
+                )
+                pool.noteOpened()
+            }
+            guard let socket else { throw NativeSocket.cancelledError }
+            let exchange = NativeExchange(
+                socket: socket,
+                request: request,
+                maxResponseBody: configuration.maxResponseBodyBytes,
+                usesSendfile: configuration.usesSendfile,
+                progress: progress,
+                isCancelled: { state.isCancelled }
+            )
+            do {
+                let (response, reusable) = try exchange.run()
+                // After detaching, a cancel can no longer touch the socket; if one came first it is shut down.
+                if state.detach() && reusable {
+                    pool.put(socket)
+                } else {
+                    socket.close()
+                }
+                return response
+            } catch {
+                _ = state.detach()
+                socket.close()
+                let safeToRepeat = exchange.bytesWritten == 0 || request.isReplayable
+                if reused && !exchange.receivedResponseBytes && safeToRepeat && error.kind == .connectionLost
+                    && !state.isCancelled
+                {
+                    mayUsePool = false
+                    continue
+                }
+                throw error
+            }
+        }
+    }
+
+    /// Keeps SIGPIPE from killing the process when `sendfile` writes to a closed connection;
+    /// the call fails with EPIPE instead. Only this thread's mask changes.
+    private static func blockSIGPIPE() {
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+    }
+}
+
+/// One native request's shared state: the awaiting task's continuation, the
+/// cancellation flag and the socket in use, so that a cancel from any thread
+/// can shut it down.
+///
+/// A cancel that arrives before the request started is not lost: ``begin(_:)``
+/// refuses to start, and ``attach(_:)`` refuses sockets afterwards.
+/// Continuations are resumed and sockets shut down outside the lock.
+final class NativeRequestState: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<HTTPResponse, any Error>?
+        var cancelled = false
+        var socket: NativeSocket?
+    }
+
+    private let state = Mutex(State())
+
+    var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+    /// Stores the continuation; false when the request was already cancelled (the caller resumes it).
+    func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.continuation = continuation
+            return true
+        }
+    }
+
+    /// Marks the request cancelled and shuts its socket down; idempotent, never blocks.
+    func cancel() {
+        let socket = state.withLock { state in
+            state.cancelled = true
+            return state.socket
+        }
+        socket?.shutdown()
+    }
+
+    /// Makes `socket` the one a cancel shuts down; false when already cancelled.
+    func attach(_ socket: NativeSocket) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.socket = socket
+            return true
+        }
+    }
+
+    /// Forgets the socket; returns false when a cancel came first (and shut it down).
+    func detach() -> Bool {
+        state.withLock { state in
+            state.socket = nil
+            return !state.cancelled
+        }
+    }
+
+    /// Resumes the awaiting task once; later calls do nothing.
+    func finish(_ result: Result<HTTPResponse, any Error>) {
+        let continuation = state.withLock { state in
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(with: result)
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import HTTP1
+
+/// An ``HTTPRequest`` checked and serialized for the native transport: where
+/// to connect, the head bytes, and the facts that decide connection reuse.
+struct NativePreparedRequest: Sendable {
+    let method: String
+    /// The host to resolve (an IPv6 literal without brackets).
+    let host: String
+    let port: Int
+    /// `host:port`, the connection pool's key.
+    var key: String { "\(host):\(port)" }
+    /// The serialized request head, ending with the empty line.
+    let head: [UInt8]
+    let body: HTTPRequestBody
+    let idleTimeout: Duration
+    /// Whether the request asked the server to close the connection after it.
+    let closesConnection: Bool
+    /// Whether sending the request twice does no harm, so that a pooled
+    /// connection found dead may be replaced and the request sent again even
+    /// after its bytes were handed to the kernel: an idempotent method
+    /// without a body. (A request whose first byte could not be written at
+    /// all is always safe to send again.)
+    let isReplayable: Bool
+
+    /// Prepares `request`.
+    ///
+    /// - Throws: ``HTTPTransportError/Kind/other`` (permanent) for a URL that
+    ///   is not `http://host[:port]/…` or a head that cannot be written.
+    init(_ request: HTTPRequest) throws(HTTPTransportError) {
+        guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
+            components.scheme?.lowercased() == "http"
+        else {
+            // Never the URL itself: an upload session's URL is a credential.
+            throw HTTPTransportError(
+                kind: .other,
+                message:
+                    "The native transport speaks plain http:// only; this request's URL has scheme '\(request.url.scheme ?? "")' (use StorageTransportChoice.automatic or .urlSession).",
+                permanent: true
+            )
+        }
+        var host = components.host ?? ""
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, let port = components.port ?? 80 as Int?, (1...65535).contains(port) else {
+            throw HTTPTransportError(
+                kind: .other, message: "The request's URL has no usable host and port.", permanent: true)
+        }
+        self.method = request.method
+        self.host = host
+        self.port = port
+        self.body = request.body
+        self.idleTimeout = request.idleTimeout
+
+        var headers = request.headers
+        if headers["Host"] == nil {
+            let hostField = host.contains(":") ? "[\(host)]" : host
+            headers.set("Host", components.port.map { "\(hostField):\($0)" } ?? hostField)
+        }
+        // The body always goes with its length, never chunked.
+        headers.remove("Transfer-Encoding")
+        let length = request.body.length
+        if length > 0 || (request.method != "GET" && request.method != "HEAD") {
+            headers.set("Content-Length", String(length))
+        } else {
+            headers.remove("Content-Length")
+        }
+        self.closesConnection = headers.tokens("Connection").contains("close")
+        self.isReplayable = length == 0 && ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(request.method)
+
+        var target = components.percentEncodedPath
+        if target.isEmpty { target = "/" }
+        if let query = components.percentEncodedQuery { target += "?" + query }
+        var head: [UInt8] = []
+        head.reserveCapacity(512)
+        do {
+            try HTTPHeadSerializer.append(
+                HTTPRequestHead(method: request.method, target: target, headers: headers), to: &head)
+        } catch {
+            // The serializer's message names the rule broken, never the offending value.
+            throw HTTPTransportError(kind: .other, message: "The request cannot be sent: \(error).", permanent: true)
+        }
+        self.head = head
+    }
+}

@@ -1,0 +1,28 @@
+/// Which HTTP implementation a ``Storage`` sends its requests with.
+///
+/// The default, ``automatic``, is right almost always: plain-HTTP endpoints
+/// (emulators, local gateways) get the SDK's own HTTP/1.1 transport, which
+/// streams files from the page cache to the socket with `sendfile(2)` and is
+/// several times faster than Foundation's `URLSession` on Linux; `https://`
+/// endpoints use `URLSession`, which does TLS.
+///
+/// ```swift
+/// var configuration = StorageConfiguration()
+/// configuration.transport = .urlSession   // e.g. to compare, or behind an HTTP proxy URLSession knows
+/// let storage = Storage.gcsEmulator(bucket: "b", baseURL: emulatorURL, configuration: configuration)
+/// ```
+public enum StorageTransportChoice: Sendable, Hashable {
+    /// Chooses per request by the URL's scheme: the native transport for
+    /// `http://`, `URLSession` for everything else (`https://`). An upload
+    /// session URL the server hands out is routed by its own scheme, so an
+    /// `http` endpoint that answers with an `https` session still works.
+    case automatic
+    /// The native HTTP/1.1 transport for every request. It speaks plain
+    /// `http://` only: a request to any other scheme fails at once with
+    /// ``StorageErrorCode/invalidArgument``.
+    case native
+    /// Foundation's `URLSession` for every request. On Linux it sends each
+    /// request's body from memory, so resumable uploads go in requests of at
+    /// most 32 MiB.
+    case urlSession
+}

@@ -1,0 +1,511 @@
+import Foundation
+import StorageEmulator
+import Synchronization
+import Testing
+
+@testable import CloudStorage
+
+@Suite("Native HTTP transport", .timeLimit(.minutes(3)))
+struct NativeHTTPTransportTests {
+    // MARK: - Helpers
+
+    static func url(_ port: Int, _ path: String = "/x") -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)")!
+    }
+
+    static func mediaUploadURL(_ emulator: StorageEmulator, bucket: String, name: String) -> URL {
+        URL(string: "\(emulator.baseURL)/upload/storage/v1/b/\(bucket)/o?uploadType=media&name=\(name)")!
+    }
+
+    static func mediaURL(_ emulator: StorageEmulator, bucket: String, name: String) -> URL {
+        URL(string: "\(emulator.baseURL)/storage/v1/b/\(bucket)/o/\(name)?alt=media")!
+    }
+
+    /// A sparse file of `size` zero bytes (instant to create, read from the page cache).
+    static func sparseFile(size: Int64) throws -> URL {
+        let url = try TestSupport.temporaryDirectory().appendingPathComponent("sparse.bin")
+        #expect(FileManager.default.createFile(atPath: url.path, contents: nil))
+        let handle = try FileHandle(forWritingTo: url)
+        try handle.truncate(atOffset: UInt64(size))
+        try handle.close()
+        return url
+    }
+
+    static func ok(_ body: String = "ok", extra: String = "") -> String {
+        "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
+    }
+
+    /// Collects progress reports.
+    final class ProgressLog: Sendable {
+        private let values = Mutex<[Int64]>([])
+        var all: [Int64] { values.withLock { $0 } }
+        var callback: @Sendable (Int64) -> Void { { value in self.values.withLock { $0.append(value) } } }
+    }
+
+    // MARK: - Connections
+
+    @Test func sequentialRequestsReuseOneConnection() async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        let transport = NativeHTTPTransport()
+        for index in 0..<10 {
+            let payload = Data("object number \(index)".utf8)
+            let upload = try await transport.execute(
+                HTTPRequest(
+                    method: "POST", url: Self.mediaUploadURL(emulator, bucket: "reuse", name: "o\(index)"),
+                    body: .data(payload)),
+                progress: nil)
+            #expect(upload.status == 200)
+            let download = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.mediaURL(emulator, bucket: "reuse", name: "o\(index)")),
+                progress: nil)
+            #expect(download.status == 200)
+            #expect(download.body == payload)
+        }
+        #expect(transport.connectionsOpened == 1)
+        #expect(transport.pool.idleCount == 1)
+    }
+
+    @Test func connectionCloseFromTheServerIsHonoured() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            connection.write(Self.ok(extra: "Connection: close\r\n"))
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        for _ in 0..<3 {
+            let response = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            #expect(String(decoding: response.body, as: UTF8.self) == "ok")
+        }
+        #expect(server.acceptedConnections == 3)
+        #expect(transport.connectionsOpened == 3)
+        #expect(transport.pool.idleCount == 0)
+    }
+
+    @Test func connectionCloseFromTheRequestIsHonoured() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            while connection.readRequest() != nil { connection.write(Self.ok()) }
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        var request = HTTPRequest(method: "GET", url: Self.url(server.port))
+        request.headers.set("Connection", "close")
+        _ = try await transport.execute(request, progress: nil)
+        _ = try await transport.execute(request, progress: nil)
+        #expect(transport.connectionsOpened == 2)
+    }
+
+    @Test func chunkedResponsesAreDecodedAndKeepTheConnection() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            while connection.readRequest() != nil {
+                connection.write("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel")
+                Thread.sleep(forTimeInterval: 0.01)
+                connection.write("lo\r\n6;name=value\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n")
+            }
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        for _ in 0..<2 {
+            let response = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            #expect(String(decoding: response.body, as: UTF8.self) == "hello world")
+        }
+        #expect(server.acceptedConnections == 1)
+    }
+
+    @Test func closeDelimitedResponsesAreReadToTheEndAndNotReused() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil ")
+            Thread.sleep(forTimeInterval: 0.01)
+            connection.write("the end")
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        for _ in 0..<2 {
+            let response = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            #expect(String(decoding: response.body, as: UTF8.self) == "until the end")
+        }
+        #expect(server.acceptedConnections == 2)
+    }
+
+    @Test func interimResponsesAreSkipped() async throws {
+        let bodies = Mutex<[Int]>([])
+        let server = try ScriptedHTTPServer { connection, _ in
+            while let head = connection.readHead() {
+                connection.write("HTTP/1.1 100 Continue\r\n\r\n")
+                let body = connection.readBody(Int(head.headers["Content-Length"] ?? "0") ?? 0)
+                bodies.withLock { $0.append(body.count) }
+                connection.write("HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n")
+                connection.write("HTTP/1.1 201 Created\r\nContent-Length: 7\r\n\r\ncreated")
+            }
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        let payload = TestSupport.payload(size: 4 * .mebibyte, seed: 3)
+        for _ in 0..<2 {
+            let response = try await transport.execute(
+                HTTPRequest(method: "PUT", url: Self.url(server.port), body: .data(payload)), progress: nil)
+            #expect(response.status == 201)
+            #expect(String(decoding: response.body, as: UTF8.self) == "created")
+        }
+        #expect(bodies.withLock { $0 } == [payload.count, payload.count])
+        #expect(server.acceptedConnections == 1)
+    }
+
+    @Test func anEarlyAnswerStopsTheUploadAndIsReturned() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readHead() != nil else { return }
+            _ = connection.readBody(64 * 1024)
+            connection.write("HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo much")
+            // Read nothing more: a client that only sends would wait forever.
+            _ = release.wait(timeout: .now() + 20)
+        }
+        defer { server.stop() }
+        defer { release.signal() }
+        let file = try Self.sparseFile(size: 512 * Int64(Int.mebibyte))
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let body = HTTPRequestBody(segments: [
+            .file(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
+        ])
+        let transport = NativeHTTPTransport()
+        let started = ContinuousClock.now
+        let response = try await transport.execute(
+            HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(30)), progress: nil
+        )
+        #expect(response.status == 413)
+        #expect(String(decoding: response.body, as: UTF8.self) == "too much")
+        #expect(started.duration(to: .now) < .seconds(10))
+        #expect(transport.pool.idleCount == 0)
+    }
+
+    @Test func aDeadPooledConnectionIsNotUsed() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            connection.write(Self.ok())  // keep-alive promised, then closed
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        try await Task.sleep(for: .milliseconds(100))
+        let response = try await transport.execute(
+            HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        #expect(response.status == 200)
+        #expect(server.acceptedConnections == 2)
+    }
+
+    @Test func aReplayableRequestOnAConnectionClosedUnderItIsSentAgainOnce() async throws {
+        let server = try ScriptedHTTPServer { connection, index in
+            guard connection.readRequest() != nil else { return }
+            connection.write(Self.ok("first"))
+            guard index == 0 else { return }
+            // The server gives up on the connection just as the next request arrives.
+            _ = connection.readHead()
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        let response = try await transport.execute(
+            HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        #expect(String(decoding: response.body, as: UTF8.self) == "first")
+        #expect(server.acceptedConnections == 2)
+    }
+
+    @Test func anUploadWhoseBodyWasPartlySentIsNeverSentAgain() async throws {
+        let server = try ScriptedHTTPServer { connection, index in
+            guard connection.readRequest() != nil else { return }
+            connection.write(Self.ok())
+            guard index == 0 else { return }
+            _ = connection.readHead()
+            _ = connection.readBody(1024)
+            connection.reset()
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        let payload = TestSupport.payload(size: 16 * .mebibyte, seed: 1)
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(
+                HTTPRequest(method: "PUT", url: Self.url(server.port), body: .data(payload)), progress: nil)
+        }
+        #expect(error?.kind == .connectionLost)
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(server.acceptedConnections == 1)
+    }
+
+    // MARK: - Bodies
+
+    @Test("file segments go out byte for byte from their offsets", arguments: [true, false])
+    func fileSegmentsAtOffsets(usesSendfile: Bool) async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        let payload = TestSupport.payload(size: 3 * .mebibyte + 17, seed: 11)
+        let fileURL = try TestSupport.file(containing: payload)
+        defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
+        let file = try ReadOnlyFile(path: fileURL.path)
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.usesSendfile = usesSendfile
+        let transport = NativeHTTPTransport(configuration: configuration)
+        let length = 2 * Int64(Int.mebibyte) + 5
+        let log = ProgressLog()
+        let upload = try await transport.execute(
+            HTTPRequest(
+                method: "POST", url: Self.mediaUploadURL(emulator, bucket: "files", name: "part"),
+                body: HTTPRequestBody(segments: [.file(file, offset: 1000, length: length)])),
+            progress: log.callback)
+        #expect(upload.status == 200)
+        let stored = try await transport.execute(
+            HTTPRequest(method: "GET", url: Self.mediaURL(emulator, bucket: "files", name: "part")), progress: nil)
+        #expect(stored.body == payload[1000..<(1000 + Int(length))])
+        let reports = log.all
+        #expect(reports.last == length)
+        #expect(reports == reports.sorted())
+        #expect(reports.count < 200, "progress is rate-limited")
+    }
+
+    @Test("memory and file segments mix in order", arguments: [true, false])
+    func mixedSegments(usesSendfile: Bool) async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        let payload = TestSupport.payload(size: 3 * .mebibyte, seed: 12)
+        let fileURL = try TestSupport.file(containing: payload)
+        defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
+        let file = try ReadOnlyFile(path: fileURL.path)
+        let memory = TestSupport.payload(size: 200_000, seed: 13)
+        let segments: [HTTPRequestBody.Segment] = [
+            .data(Data("head-".utf8)),
+            .file(file, offset: 7, length: 100_000),
+            .data(memory[500..<70_000]),  // a slice with a non-zero start index
+            .data(Data()),
+            .file(file, offset: 2 * Int64(Int.mebibyte), length: Int64(Int.mebibyte)),
+            .file(file, offset: 0, length: 1),
+            .data(memory[199_000...]),
+        ]
+        var expected = Data("head-".utf8)
+        expected += payload[7..<100_007]
+        expected += memory[500..<70_000]
+        expected += payload[(2 * .mebibyte)...]
+        expected += payload[0..<1]
+        expected += memory[199_000...]
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.usesSendfile = usesSendfile
+        let transport = NativeHTTPTransport(configuration: configuration)
+        let upload = try await transport.execute(
+            HTTPRequest(
+                method: "POST", url: Self.mediaUploadURL(emulator, bucket: "mixed", name: "m"),
+                body: HTTPRequestBody(segments: segments)),
+            progress: nil)
+        #expect(upload.status == 200)
+        let stored = try await transport.execute(
+            HTTPRequest(method: "GET", url: Self.mediaURL(emulator, bucket: "mixed", name: "m")), progress: nil)
+        #expect(stored.body.count == expected.count)
+        #expect(stored.body == expected)
+    }
+
+    @Test("a file that shrinks mid-send is reported as changed", arguments: [true, false])
+    func fileTruncatedMidSend(usesSendfile: Bool) async throws {
+        let size = 64 * Int64(Int.mebibyte)
+        let fileURL = try Self.sparseFile(size: size)
+        defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
+        let path = fileURL.path
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readHead() != nil else { return }
+            _ = connection.readBody(1024 * 1024)
+            _ = truncate(path, 2 * 1024 * 1024)
+            connection.drainUntilClosed()
+        }
+        defer { server.stop() }
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.usesSendfile = usesSendfile
+        let transport = NativeHTTPTransport(configuration: configuration)
+        let file = try ReadOnlyFile(path: path)
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(
+                HTTPRequest(
+                    method: "PUT", url: Self.url(server.port),
+                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)])),
+                progress: nil)
+        }
+        #expect(error?.kind == .bodyUnreadable)
+        #expect(error?.bodyError?.code == .fileChanged)
+    }
+
+    // MARK: - Failures
+
+    @Test func aStalledResponseTimesOut() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            _ = connection.readHead()  // never answers; returns when the client closes
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        let started = ContinuousClock.now
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.url(server.port), idleTimeout: .milliseconds(300)), progress: nil)
+        }
+        // Not the server giving up (its socket time-out is 20 s, which would be a connection loss):
+        // the client's idle time-out. No upper bound on the wall time: on a loaded machine the
+        // awaiting task may wait long for a cooperative thread.
+        #expect(error?.kind == .timedOut)
+        #expect(started.duration(to: .now) >= .milliseconds(300))
+    }
+
+    @Test func aServerThatStopsReadingTimesOutTheUpload() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readHead() != nil else { return }
+            _ = release.wait(timeout: .now() + 20)
+        }
+        defer { server.stop() }
+        defer { release.signal() }
+        let size = 1024 * Int64(Int.mebibyte)
+        let fileURL = try Self.sparseFile(size: size)
+        defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
+        let file = try ReadOnlyFile(path: fileURL.path)
+        let transport = NativeHTTPTransport()
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(
+                HTTPRequest(
+                    method: "PUT", url: Self.url(server.port),
+                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)]),
+                    idleTimeout: .milliseconds(500)),
+                progress: nil)
+        }
+        #expect(error?.kind == .timedOut)
+    }
+
+    @Test(arguments: [false, true])
+    func cancellationAbortsPromptlyAndTheConnectionIsNotReused(whileReceiving: Bool) async throws {
+        let release = DispatchSemaphore(value: 0)
+        let closedByClient = Mutex(false)
+        let reached = Mutex(false)
+        let server = try ScriptedHTTPServer { connection, index in
+            guard index == 0 else {
+                while connection.readRequest() != nil { connection.write(Self.ok("fresh")) }
+                return
+            }
+            guard connection.readHead() != nil else { return }
+            _ = connection.readBody(whileReceiving ? 1024 : 64 * 1024)
+            reached.withLock { $0 = true }
+            _ = release.wait(timeout: .now() + 20)
+            connection.drainUntilClosed()
+            closedByClient.withLock { $0 = true }
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        let body: HTTPRequestBody =
+            whileReceiving
+            ? .data(Data(count: 1024)) : .data(TestSupport.payload(size: 256 * .mebibyte, seed: 4))
+        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(60))
+        let task = Task { try await transport.execute(request, progress: nil) }
+        // Cancel only once the server holds the request (sending or awaiting the answer).
+        let reachDeadline = ContinuousClock.now + .seconds(20)
+        while !reached.withLock({ $0 }) && ContinuousClock.now < reachDeadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        try await Task.sleep(for: .milliseconds(100))
+        let cancelledAt = ContinuousClock.now
+        task.cancel()
+        let result = await task.result
+        // Far below the 60 s idle time-out (typically a few milliseconds; generous for loaded machines).
+        #expect(cancelledAt.duration(to: .now) < .seconds(5))
+        #expect(throws: CancellationError.self) { try result.get() }
+        release.signal()
+        let fresh = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        #expect(String(decoding: fresh.body, as: UTF8.self) == "fresh")
+        #expect(transport.connectionsOpened == 2)
+        // The server's thread sees the cancelled connection end once it reads again.
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !closedByClient.withLock({ $0 }) && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(closedByClient.withLock { $0 })
+    }
+
+    @Test func aCancelBeforeTheRequestStartsSendsNothing() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in _ = connection.readRequest() }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        }
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(transport.connectionsOpened == 0)
+    }
+
+    @Test func aRefusedConnectionIsAConnectFailureThatDoesNotNameTheURL() async throws {
+        let url = URL(string: "http://127.0.0.1:1/upload?upload_id=SECRET-SESSION")!
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await NativeHTTPTransport().execute(
+                HTTPRequest(method: "PUT", url: url, body: .data(Data("x".utf8))), progress: nil)
+        }
+        #expect(error?.kind == .connectFailed)
+        #expect(error?.description.contains("SECRET") == false)
+    }
+
+    @Test func aResetInTheMiddleOfTheBodyIsAConnectionLoss() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readHead() != nil else { return }
+            _ = connection.readBody(256 * 1024)
+            connection.reset()
+        }
+        defer { server.stop() }
+        let size = 256 * Int64(Int.mebibyte)
+        let fileURL = try Self.sparseFile(size: size)
+        defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
+        let file = try ReadOnlyFile(path: fileURL.path)
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await NativeHTTPTransport().execute(
+                HTTPRequest(
+                    method: "PUT", url: Self.url(server.port),
+                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)])),
+                progress: nil)
+        }
+        #expect(error?.kind == .connectionLost)
+    }
+
+    @Test func onlyPlainHTTPIsSpokenAndTheRefusalIsPermanent() async throws {
+        let url = URL(string: "https://127.0.0.1:1/upload?upload_id=SECRET")!
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
+        }
+        #expect(error?.kind == .other)
+        #expect(error?.permanent == true)
+        #expect(error?.description.contains("SECRET") == false)
+    }
+
+    // MARK: - Selection
+
+    @Test func storagePicksTheTransportByChoiceAndScheme() throws {
+        let http = StorageEndpoint.gcs(URL(string: "http://127.0.0.1:4443")!)
+        var configuration = StorageConfiguration()
+        #expect(configuration.transport == .automatic)
+        #expect(Storage(bucket: "b", endpoint: http).transport is SchemeRoutingTransport)
+        #expect(Storage(bucket: "b").transport is URLSessionTransport)
+        configuration.transport = .native
+        #expect(Storage(bucket: "b", configuration: configuration).transport is NativeHTTPTransport)
+        configuration.transport = .urlSession
+        #expect(Storage(bucket: "b", endpoint: http, configuration: configuration).transport is URLSessionTransport)
+        #expect(Storage(bucket: "b", endpoint: http).transport.maximumBodyLength == nil)
+    }
+
+    @Test func anHTTPSEndpointWithTheNativeTransportFailsAtOnce() async throws {
+        var configuration = StorageConfiguration()
+        configuration.transport = .native
+        // A retry would wait 20 s first: finishing well before that proves there was none.
+        configuration.initialRetryDelay = .seconds(20)
+        let storage = Storage(
+            bucket: "b", endpoint: .gcs(URL(string: "https://127.0.0.1:1")!), configuration: configuration)
+        let started = ContinuousClock.now
+        let error = await #expect(throws: StorageError.self) {
+            try await storage.reference(withPath: "a").putDataAsync(Data("x".utf8))
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(started.duration(to: .now) < .seconds(15))
+    }
+}

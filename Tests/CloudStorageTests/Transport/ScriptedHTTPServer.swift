@@ -1,0 +1,216 @@
+import Foundation
+import HTTP1
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A loopback server that runs a script on every connection, each on a thread
+/// of its own, so that a test controls every byte and every close.
+final class ScriptedHTTPServer: Sendable {
+    private struct State {
+        var accepted = 0
+        var stopped = false
+        var open: [Int32: ScriptedConnection] = [:]
+    }
+
+    let port: Int
+    private let listener: Int32
+    private let state = Mutex(State())
+    private let threads = DispatchGroup()
+
+    /// Starts listening on 127.0.0.1 at a free port.
+    ///
+    /// - Parameter script: Runs for each connection with its index (0, 1, …); the connection closes when it returns.
+    init(script: @escaping @Sendable (_ connection: ScriptedConnection, _ index: Int) -> Void) throws {
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw ScriptFailure("socket: \(errno)") }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(fd, pointer, length) == 0 && listen(fd, 64) == 0 && getsockname(fd, pointer, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw ScriptFailure("bind/listen: \(errno)")
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        threads.enter()
+        let acceptThread = Thread { [self] in
+            defer { threads.leave() }
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 {
+                    if errno == EINTR { continue }
+                    return
+                }
+                let connection = ScriptedConnection(fd: client)
+                let index = state.withLock { state -> Int? in
+                    guard !state.stopped else { return nil }
+                    state.accepted += 1
+                    state.open[client] = connection
+                    return state.accepted - 1
+                }
+                guard let index else {
+                    connection.close()
+                    return
+                }
+                threads.enter()
+                let worker = Thread { [self] in
+                    script(connection, index)
+                    state.withLock { _ = $0.open.removeValue(forKey: client) }
+                    connection.close()
+                    threads.leave()
+                }
+                worker.start()
+            }
+        }
+        acceptThread.start()
+    }
+
+    /// Connections accepted so far.
+    var acceptedConnections: Int { state.withLock { $0.accepted } }
+
+    /// Stops accepting, shuts down open connections and waits for every script to end.
+    func stop() {
+        let open = state.withLock { state -> [ScriptedConnection] in
+            state.stopped = true
+            return Array(state.open.values)
+        }
+        shutdown(listener, Int32(SHUT_RDWR))
+        for connection in open { connection.shutdown() }
+        threads.wait()
+        close(listener)
+    }
+}
+
+struct ScriptFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// One accepted connection, used by its script's thread only (blocking calls).
+///
+/// `pending` is touched by the script's thread only; close and shutdown (non-blocking
+/// system calls) are serialized by `lifecycle`, so the descriptor is never shut down
+/// after it was closed.
+final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pending` is thread-confined.
+    let fd: Int32
+    private var pending: [UInt8] = []
+    private let lifecycle = Mutex(false)
+
+    init(fd: Int32) {
+        self.fd = fd
+        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Reads a request head; nil at end of stream.
+    func readHead() -> HTTPRequestHead? {
+        var parser = HTTPHeadParser()
+        while true {
+            let parsed = try? pending.withUnsafeBytes { try parser.parseRequest($0) }
+            if let (head, used) = parsed {
+                pending.removeFirst(used)
+                return head
+            }
+            guard fill() > 0 else { return nil }
+        }
+    }
+
+    /// Reads `count` body bytes (fewer at end of stream).
+    func readBody(_ count: Int) -> [UInt8] {
+        while pending.count < count {
+            guard fill() > 0 else { break }
+        }
+        let taken = Array(pending.prefix(count))
+        pending.removeFirst(taken.count)
+        return taken
+    }
+
+    /// Reads a whole request, its body framed by Content-Length.
+    func readRequest() -> (head: HTTPRequestHead, body: [UInt8])? {
+        guard let head = readHead() else { return nil }
+        let length = Int(head.headers["Content-Length"] ?? "0") ?? 0
+        return (head, readBody(length))
+    }
+
+    /// Reads and drops everything until the peer closes; returns the number of bytes dropped.
+    @discardableResult
+    func drainUntilClosed() -> Int {
+        var total = pending.count
+        pending = []
+        while true {
+            let count = fill()
+            guard count > 0 else { return total }
+            total += count
+            pending = []
+        }
+    }
+
+    func write(_ text: String) {
+        write(Array(text.utf8))
+    }
+
+    func write(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags) }
+            if sent <= 0 { return }
+            offset += sent
+        }
+    }
+
+    /// Closes with RST instead of FIN.
+    func reset() {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        close()
+    }
+
+    func shutdown() {
+        lifecycle.withLock { closed in
+            if !closed { _ = systemShutdown(fd) }
+        }
+    }
+
+    func close() {
+        lifecycle.withLock { closed in
+            if !closed { _ = systemClose(fd) }
+            closed = true
+        }
+    }
+
+    private func fill() -> Int {
+        guard !lifecycle.withLock({ $0 }) else { return 0 }
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return 0 }
+        pending += buffer[0..<count]
+        return count
+    }
+}
+
+#if canImport(Glibc)
+private let sendFlags = Int32(MSG_NOSIGNAL)
+private func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
+private func systemShutdown(_ fd: Int32) -> Int32 { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+#else
+private let sendFlags: Int32 = 0
+private func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
+private func systemShutdown(_ fd: Int32) -> Int32 { Darwin.shutdown(fd, SHUT_RDWR) }
+#endif
