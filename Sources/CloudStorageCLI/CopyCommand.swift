@@ -90,6 +90,10 @@ struct CopyCommand {
         contentType = arguments.value("--content-type")
         if let text = arguments.value("--chunk-size") {
             guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
+            // Checked here so a typo fails before any server is started or contacted.
+            guard size > 0, size % StorageConfiguration.chunkGranularity == 0 else {
+                throw UsageError("--chunk-size: \(text) is not a positive multiple of 256K (262144 bytes)")
+            }
             chunkSize = size
         } else {
             chunkSize = nil
