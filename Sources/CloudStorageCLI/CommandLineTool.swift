@@ -67,4 +67,3 @@ package func runCommandLine(
         return .usage
     }
 }
-
