@@ -52,10 +52,11 @@ struct CommandLineParsingTests {
 
     // MARK: CopyCommand.byteCount
 
-    @Test(arguments: [
-        ("262144", 262_144), ("256K", 262_144), ("256k", 262_144), ("8M", 8 << 20), ("1G", 1 << 30),
-        ("0", 0), ("300K", 307_200),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("262144", 262_144), ("256K", 262_144), ("256k", 262_144), ("8M", 8 << 20), ("1G", 1 << 30),
+            ("0", 0), ("300K", 307_200),
+        ] as [(String, Int64)])
     func sizesAreBytesOrPowersOf1024(text: String, bytes: Int64) {
         #expect(CopyCommand.byteCount(text) == bytes)
     }
@@ -99,7 +100,8 @@ struct CommandLineParsingTests {
     }
 
     @Test func chunkSizesAreMultiplesOf256K() throws {
-        #expect(try CopyCommand(["--chunk-size", "256K", "a", "gs://bkt/c"], environment: Self.home).chunkSize == 262_144)
+        #expect(
+            try CopyCommand(["--chunk-size", "256K", "a", "gs://bkt/c"], environment: Self.home).chunkSize == 262_144)
         #expect(try CopyCommand(["--chunk-size=8M", "a", "gs://bkt/c"], environment: Self.home).chunkSize == 8 << 20)
         #expect(try CopyCommand(["a", "gs://bkt/c"], environment: Self.home).chunkSize == nil)
     }

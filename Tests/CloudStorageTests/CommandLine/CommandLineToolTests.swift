@@ -37,7 +37,8 @@ struct CommandLineToolTests {
         _ emulator: StorageEmulator, _ bucket: String, _ name: String, token: String? = nil
     ) async throws -> Data? {
         let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        let (status, data) = try await get(emulator.baseURL, "/storage/v1/b/\(bucket)/o/\(encoded)?alt=media", token: token)
+        let (status, data) = try await get(
+            emulator.baseURL, "/storage/v1/b/\(bucket)/o/\(encoded)?alt=media", token: token)
         if status == 404 { return nil }
         try #require(status == 200, "GET \(bucket)/\(name) answered \(status)")
         return data
@@ -61,7 +62,9 @@ struct CommandLineToolTests {
         return try StorageEmulator.start(configuration)
     }
 
-    static func emulator(_ configure: (inout StorageEmulator.Configuration) -> Void = { _ in }) throws
+    static func emulator(
+        _ configure: (inout StorageEmulator.Configuration) -> Void = { _ in }
+    ) throws
         -> StorageEmulator
     {
         var configuration = StorageEmulator.Configuration()
@@ -86,7 +89,9 @@ struct CommandLineToolTests {
         let emulator = try Self.reopen(directory)
         defer { emulator.stop() }
         #expect(try await Self.objectBytes(emulator, "demo", "docs/notes.md") == data)
-        #expect(try await Self.objectResource(emulator, "demo", "docs/notes.md")["contentType"] as? String == "text/markdown")
+        #expect(
+            try await Self.objectResource(emulator, "demo", "docs/notes.md")["contentType"] as? String
+                == "text/markdown")
     }
 
     @Test func aDestinationEndingInASlashOrNamingOnlyTheBucketGetsTheFileName() async throws {
@@ -126,7 +131,9 @@ struct CommandLineToolTests {
         let emulator = try Self.reopen(directory)
         defer { emulator.stop() }
         #expect(try await Self.objectBytes(emulator, "demo", "big.bin") == data)
-        #expect(try await Self.objectResource(emulator, "demo", "big.bin")["contentType"] as? String == "application/x-test")
+        #expect(
+            try await Self.objectResource(emulator, "demo", "big.bin")["contentType"] as? String == "application/x-test"
+        )
     }
 
     @Test(arguments: ["300K", "abc", "0"])
@@ -134,7 +141,8 @@ struct CommandLineToolTests {
         let home = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: home) }
         let status = await runCommandLine(
-            ["cp", "--quiet", "--chunk-size", size, "README.md", "gs://demo/x"], environment: ["XDG_DATA_HOME": home.path]
+            ["cp", "--quiet", "--chunk-size", size, "README.md", "gs://demo/x"],
+            environment: ["XDG_DATA_HOME": home.path]
         )
         #expect(status == .usage)
         #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("cloud-storage").path))
@@ -246,11 +254,13 @@ struct CommandLineToolTests {
         )
         #expect(wrong == .denied)
         #expect(wrong.rawValue == 4)
-        let none = await runCommandLine(["cp", "--quiet", flag, url, source.path, "gs://demo/none.bin"], environment: [:])
+        let none = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://demo/none.bin"], environment: [:])
         #expect(none == .denied)
         // The token may come from CLOUD_STORAGE_TOKEN too.
         let fromEnvironment = await runCommandLine(
-            ["cp", "--quiet", flag, url, source.path, "gs://demo/env.bin"], environment: ["CLOUD_STORAGE_TOKEN": "s3cret"]
+            ["cp", "--quiet", flag, url, source.path, "gs://demo/env.bin"],
+            environment: ["CLOUD_STORAGE_TOKEN": "s3cret"]
         )
         #expect(fromEnvironment == .success)
         #expect(try await Self.objectBytes(emulator, "demo", "wrong.bin", token: "s3cret") == nil)
@@ -264,10 +274,12 @@ struct CommandLineToolTests {
         let (source, _) = try Self.file(size: 2000)
         defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
         let url = emulator.baseURL.absoluteString
-        let missing = await runCommandLine(["cp", "--quiet", flag, url, source.path, "gs://absent/x"], environment: [:])
+        let missing = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://absent/x"], environment: [:])
         #expect(missing == .notFound)
         #expect(missing.rawValue == 5)
-        let present = await runCommandLine(["cp", "--quiet", flag, url, source.path, "gs://present/x"], environment: [:])
+        let present = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://present/x"], environment: [:])
         #expect(present == .success)
     }
 
@@ -282,8 +294,10 @@ struct CommandLineToolTests {
 
         let command = Task {
             await runCommandLine(
-                ["cp", "--quiet", "--chunk-size", "256K", "--endpoint", emulator.baseURL.absoluteString, source.path,
-                 "gs://demo/cancelled.bin"],
+                [
+                    "cp", "--quiet", "--chunk-size", "256K", "--endpoint", emulator.baseURL.absoluteString, source.path,
+                    "gs://demo/cancelled.bin",
+                ],
                 environment: [:]
             )
         }

@@ -3,11 +3,11 @@ import Foundation
 import StorageEmulator
 import Testing
 
+@testable import CloudStorage
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-
-@testable import CloudStorage
 
 /// Runs the documentation's examples that are safe to run, and checks that
 /// they do what the prose around them says.
@@ -157,7 +157,8 @@ struct DocumentationExampleTests {
         defer { emulator.stop() }
         var settings = StorageConfiguration()
         settings.initialRetryDelay = .milliseconds(10)
-        func upload(bucket: String, _ authorization: StorageAuthorization) async throws(StorageError) -> StorageMetadata {
+        func upload(bucket: String, _ authorization: StorageAuthorization) async throws(StorageError) -> StorageMetadata
+        {
             try await Storage.gcsEmulator(
                 bucket: bucket, baseURL: emulator.baseURL, authorization: authorization, configuration: settings
             ).reference(withPath: "a.txt").putDataAsync(Data("abc".utf8))
