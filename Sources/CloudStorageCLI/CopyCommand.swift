@@ -90,6 +90,10 @@ struct CopyCommand {
         contentType = arguments.value("--content-type")
         if let text = arguments.value("--chunk-size") {
             guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
+            // Checked here so a typo fails before any server is started or contacted.
+            guard size > 0, size % StorageConfiguration.chunkGranularity == 0 else {
+                throw UsageError("--chunk-size: \(text) is not a positive multiple of 256K (262144 bytes)")
+            }
             chunkSize = size
         } else {
             chunkSize = nil
@@ -176,14 +180,26 @@ struct CopyCommand {
         let interrupts = SignalHandler { _ in
             Task { await task.cancel() }
         }
-        var bar = ProgressBar()
-        for await snapshot in task.snapshots where !quiet {
-            bar.show(snapshot)
+        // Cancelling the Swift task that runs the command (as a caller embedding
+        // it does, and as the tests do) is a Ctrl-C too: `task.value` alone
+        // would let the upload carry on.
+        let outcome: Result<StorageMetadata, StorageError> = await withTaskCancellationHandler {
+            var bar = ProgressBar()
+            for await snapshot in task.snapshots where !quiet {
+                bar.show(snapshot)
+            }
+            do throws(StorageError) {
+                return .success(try await task.value)
+            } catch {
+                return .failure(error)
+            }
+        } onCancel: {
+            Task { await task.cancel() }
         }
         withExtendedLifetime(interrupts) {}
 
         do {
-            let stored = try await task.value
+            let stored = try outcome.get()
             var location = "\(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
             if case .builtInEmulator(let directory) = endpoint {
                 location += " in the built-in emulator; its files are in \(directory.path)"

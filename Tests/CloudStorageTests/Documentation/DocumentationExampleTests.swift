@@ -1,8 +1,13 @@
 import FakeGCSServer
 import Foundation
+import StorageEmulator
 import Testing
 
 @testable import CloudStorage
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 /// Runs the documentation's examples that are safe to run, and checks that
 /// they do what the prose around them says.
@@ -136,5 +141,56 @@ struct DocumentationExampleTests {
         await task.resume()
         _ = try await task.value
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
+    }
+
+    // MARK: The Emulators article
+
+    @Test func theEmulatorExamplesRunAsTheArticleSays() async throws {
+        try await DocumentationSnippets.emulatorInTests()
+        try await DocumentationSnippets.emulatorRandomFaults()
+    }
+
+    @Test func theConfiguredEmulatorWantsItsTokenAndKnownBucketsAndFailsOnce() async throws {
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let emulator = try DocumentationSnippets.emulatorConfiguration(objectsDirectory: directory)
+        defer { emulator.stop() }
+        var settings = StorageConfiguration()
+        settings.initialRetryDelay = .milliseconds(10)
+        func upload(bucket: String, _ authorization: StorageAuthorization) async throws(StorageError) -> StorageMetadata
+        {
+            try await Storage.gcsEmulator(
+                bucket: bucket, baseURL: emulator.baseURL, authorization: authorization, configuration: settings
+            ).reference(withPath: "a.txt").putDataAsync(Data("abc".utf8))
+        }
+        // The first request gets the planned 503 and is retried.
+        #expect(try await upload(bucket: "test-bucket", .bearerToken("s3cret")).size == 3)
+        let anonymous = await #expect(throws: StorageError.self) { try await upload(bucket: "test-bucket", .none) }
+        #expect(anonymous?.code == .unauthenticated)
+        let unknown = await #expect(throws: StorageError.self) {
+            try await upload(bucket: "unknown-bucket", .bearerToken("s3cret"))
+        }
+        #expect(unknown?.code == .bucketNotFound)
+    }
+
+    @Test func aPlanInstalledByIDAppliesOnlyToRequestsThatNameIt() async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        try emulator.createBucket("test-bucket")
+        let request = try DocumentationSnippets.emulatorFaultPlanByID(emulator: emulator)
+        let plain = URLRequest(url: request.url!)
+        let (_, before) = try await URLSession.shared.data(for: plain)
+        #expect((before as? HTTPURLResponse)?.statusCode == 200)
+        // Requests that name the plan consume it in order, then pass; others are never affected.
+        for expected in [429, 503, 200] {
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == expected)
+            let (_, unaffected) = try await URLSession.shared.data(for: plain)
+            #expect((unaffected as? HTTPURLResponse)?.statusCode == 200)
+        }
+        var unknown = plain
+        unknown.setValue("plan-unknown", forHTTPHeaderField: "x-emulator-faults")
+        let (_, refused) = try await URLSession.shared.data(for: unknown)
+        #expect((refused as? HTTPURLResponse)?.statusCode == 400)
     }
 }

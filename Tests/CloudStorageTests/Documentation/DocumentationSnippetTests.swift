@@ -55,9 +55,12 @@ struct DocumentationSnippetTests {
         #expect(files.contains("DocsCatalog/CloudStorage.docc/CloudStorage.md"))
         #expect(files.contains("DocsCatalog/CloudStorage.docc/GettingStarted.md"))
         #expect(files.contains("DocsCatalog/CloudStorage.docc/UploadingFiles.md"))
+        #expect(files.contains("DocsCatalog/CloudStorage.docc/Emulators.md"))
         let blocks = try Self.documentationBlocks()
         let catalog = "DocsCatalog/CloudStorage.docc"
-        for file in ["README.md", "\(catalog)/GettingStarted.md", "\(catalog)/UploadingFiles.md"] {
+        for file in [
+            "README.md", "\(catalog)/GettingStarted.md", "\(catalog)/UploadingFiles.md", "\(catalog)/Emulators.md",
+        ] {
             #expect(blocks["\(file)#1"] != nil, "\(file) has no swift block: is the extractor broken?")
         }
     }

@@ -30,9 +30,22 @@ func uploadGreeting() async throws {
 }
 // end snippet
 
+// Below README.md#1, which has to start the file with its own imports.
+import StorageEmulator
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// What the examples call `tokens`: the reader's own source of OAuth 2 access tokens.
 protocol AccessTokenSource: Sendable {
     func accessToken(forceRefresh: Bool) async throws -> String
+}
+
+/// What the examples call `user`: the reader's signed-in Firebase user.
+protocol FirebaseUser: Sendable {
+    func idToken(forceRefresh: Bool) async throws -> String
 }
 
 /// One function per code block; none is ever called.
@@ -107,6 +120,34 @@ enum DocumentationSnippets {
         _ = configured
     }
 
+    static func readmeEmulatorsFromCode() throws {
+        // snippet: README.md#7
+        // fake-gcs-server, `cloud-storage emulator`, or any server of the JSON API:
+        let gcs = Storage.gcsEmulator(bucket: "test-bucket", baseURL: URL(string: "http://127.0.0.1:4443")!)
+
+        // The Firebase emulator (127.0.0.1:9199 unless told otherwise), as its administrator:
+        let firebase = try Storage.firebaseEmulator(bucket: "demo-project.appspot.com")
+
+        // FIREBASE_STORAGE_EMULATOR_HOST or STORAGE_EMULATOR_HOST if set, else production:
+        let endpoint = try StorageEndpoint.fromEnvironment() ?? .googleCloudStorage
+        let storage = Storage(bucket: "test-bucket", endpoint: endpoint)
+        // end snippet
+        _ = (gcs, firebase, storage)
+    }
+
+    static func readmeFirebase(user: some FirebaseUser) {
+        // snippet: README.md#8
+        let storage = Storage(
+            bucket: "my-app.appspot.com",
+            endpoint: .firebaseStorage,
+            authorization: .tokenProvider { forceRefresh in
+                try await user.idToken(forceRefresh: forceRefresh)  // a Firebase ID token
+            }
+        )
+        // end snippet
+        _ = storage
+    }
+
     static func landingPageOverview(videoURL: URL) async throws {
         // snippet: DocsCatalog/CloudStorage.docc/CloudStorage.md#1
         let storage = Storage(bucket: "my-bucket", endpoint: .gcs(URL(string: "http://127.0.0.1:4443")!))
@@ -132,7 +173,7 @@ enum DocumentationSnippets {
     }
 
     static func gettingStartedEmulator() {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#2
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#3
         let emulator = Storage(
             bucket: "test-bucket",
             endpoint: .gcs(URL(string: "http://127.0.0.1:4443")!)
@@ -141,22 +182,44 @@ enum DocumentationSnippets {
         _ = emulator
     }
 
-    static func gettingStartedEmulatorFromEnvironment() {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#3
-        let environment = ProcessInfo.processInfo.environment
-        let endpoint: StorageEndpoint =
-            if let host = environment["STORAGE_EMULATOR_HOST"], let url = URL(string: host) {
-                .gcs(url)
-            } else {
-                .googleCloudStorage
+    static func gettingStartedFirebase(user: some FirebaseUser) {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#2
+        let storage = Storage(
+            bucket: "my-app.appspot.com",
+            endpoint: .firebaseStorage,
+            authorization: .tokenProvider { forceRefresh in
+                try await user.idToken(forceRefresh: forceRefresh)
             }
+        )
+        // end snippet
+        _ = storage
+    }
+
+    static func gettingStartedFirebaseEmulator() throws {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#4
+        let local = try Storage.firebaseEmulator(bucket: "demo-project.appspot.com")  // http://127.0.0.1:9199
+        let asUser = try Storage.firebaseEmulator(
+            bucket: "demo-project.appspot.com",
+            port: 9199,
+            authorization: .bearerToken(idTokenFromTheAuthEmulator)
+        )
+        // end snippet
+        _ = (local, asUser)
+    }
+
+    /// What the Getting Started article calls `idTokenFromTheAuthEmulator`.
+    static let idTokenFromTheAuthEmulator = "eyJhbGciOiJub25lIn0.e30."
+
+    static func gettingStartedEmulatorFromEnvironment() throws {
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#5
+        let endpoint = try StorageEndpoint.fromEnvironment() ?? .googleCloudStorage
         let storage = Storage(bucket: "test-bucket", endpoint: endpoint)
         // end snippet
         _ = storage
     }
 
     static func gettingStartedReferences(storage: Storage) {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#4
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#6
         let imagesRef = storage.reference().child("images")
         let spaceRef = imagesRef.child("space.jpg")
         print(spaceRef.fullPath)  // images/space.jpg
@@ -170,7 +233,7 @@ enum DocumentationSnippets {
     }
 
     static func gettingStartedNavigation(spaceRef: StorageReference) {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#5
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#7
         let parentRef = spaceRef.parent()         // images
         let rootRef = spaceRef.root()             // the bucket's root
         assert(parentRef?.parent() == rootRef)
@@ -179,7 +242,7 @@ enum DocumentationSnippets {
     }
 
     static func gettingStartedReferencesFromURLs(storage: Storage) throws {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#6
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#8
         let fromGS = try storage.reference(forURL: "gs://my-project.appspot.com/images/space.jpg")
         let fromDownloadURL = try storage.reference(
             forURL: "https://firebasestorage.googleapis.com/v0/b/my-project.appspot.com/o/images%2Fspace.jpg?alt=media"
@@ -192,7 +255,7 @@ enum DocumentationSnippets {
     }
 
     static func gettingStartedPathRules(storage: Storage) async {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#7
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#9
         let badRef = storage.reference(withPath: "notes/two\nlines.txt")  // no error yet
         do {
             _ = try await badRef.putDataAsync(Data("hello".utf8))
@@ -203,7 +266,7 @@ enum DocumentationSnippets {
     }
 
     static func gettingStartedFirstUpload(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#8
+        // snippet: DocsCatalog/CloudStorage.docc/GettingStarted.md#10
         let greetingRef = storage.reference(withPath: "greetings/hello.txt")
         var metadata = StorageMetadata()
         metadata.contentType = "text/plain"
@@ -331,5 +394,51 @@ enum DocumentationSnippets {
             }
         }
         // end snippet
+    }
+    static func emulatorInTests() async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#1
+        let emulator = try StorageEmulator.start()  // in memory, on a free loopback port
+        defer { emulator.stop() }
+        let storage = Storage.gcsEmulator(bucket: "test-bucket", baseURL: emulator.baseURL)
+        let metadata = try await storage.reference(withPath: "hello.txt").putDataAsync(Data("hi".utf8))
+        #expect(metadata.size == 2)
+        // end snippet
+    }
+
+    static func emulatorConfiguration(objectsDirectory: URL) throws -> StorageEmulator {
+        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#2
+        var configuration = StorageEmulator.Configuration()
+        configuration.backing = .directory(objectsDirectory)  // or .memory (the default), .discard
+        configuration.requiredToken = "s3cret"                // 401 for requests without it
+        configuration.autoCreateBuckets = false               // uploads into unknown buckets get 404
+        configuration.faults = ["return-503", "pass"]         // the first request fails, then all pass
+        let emulator = try StorageEmulator.start(configuration)
+        try emulator.createBucket("test-bucket")
+        // end snippet
+        return emulator
+    }
+
+    static func emulatorRandomFaults() async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#3
+        var configuration = StorageEmulator.Configuration()
+        configuration.faults = ["random:seed=42,rate=0.2"]  // a fifth of the requests fail, the same way every run
+        let emulator = try StorageEmulator.start(configuration)
+        defer { emulator.stop() }
+        var settings = StorageConfiguration()
+        settings.initialRetryDelay = .milliseconds(10)
+        let storage = Storage.gcsEmulator(bucket: "flaky", baseURL: emulator.baseURL, configuration: settings)
+        let payload = Data(repeating: 7, count: 1024 * 1024)
+        let metadata = try await storage.reference(withPath: "payload.bin").putDataAsync(payload)
+        #expect(metadata.size == Int64(payload.count))
+        // end snippet
+    }
+
+    static func emulatorFaultPlanByID(emulator: StorageEmulator) throws -> URLRequest {
+        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#4
+        let plan = try emulator.installFaultPlan(["return-429", "return-503-after-256K"])
+        var request = URLRequest(url: emulator.baseURL.appendingPathComponent("storage/v1/b/test-bucket/o"))
+        request.setValue(plan, forHTTPHeaderField: "x-emulator-faults")
+        // end snippet
+        return request
     }
 }

@@ -1,0 +1,319 @@
+import CloudStorage
+import Foundation
+import StorageEmulator
+import Testing
+
+@testable import CloudStorageCLI
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `cloud-storage` run in-process through `runCommandLine`, against the
+/// built-in emulator (in a temporary directory) and against emulators the
+/// tests start; what got stored is read back over HTTP.
+///
+/// Serialized because `cp` takes over SIGINT and SIGTERM while it runs.
+@Suite("cloud-storage command", .serialized, .timeLimit(.minutes(5)))
+struct CommandLineToolTests {
+    // MARK: Helpers
+
+    /// A new temporary directory holding `file` with `bytes` pseudo-random bytes.
+    static func file(_ name: String = "payload.bin", size: Int, seed: UInt64 = 7) throws -> (URL, Data) {
+        let data = TestSupport.payload(size: size, seed: seed)
+        return (try TestSupport.file(named: name, containing: data), data)
+    }
+
+    /// GET `path` on `baseURL`; the status and body.
+    static func get(_ baseURL: URL, _ path: String, token: String? = nil) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: baseURL.absoluteString + path)!)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, data)
+    }
+
+    /// The object's bytes, or nil when the emulator answers 404.
+    static func objectBytes(
+        _ emulator: StorageEmulator, _ bucket: String, _ name: String, token: String? = nil
+    ) async throws -> Data? {
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let (status, data) = try await get(
+            emulator.baseURL, "/storage/v1/b/\(bucket)/o/\(encoded)?alt=media", token: token)
+        if status == 404 { return nil }
+        try #require(status == 200, "GET \(bucket)/\(name) answered \(status)")
+        return data
+    }
+
+    /// The object's resource JSON.
+    static func objectResource(
+        _ emulator: StorageEmulator, _ bucket: String, _ name: String
+    ) async throws -> [String: Any] {
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+        let (status, data) = try await get(emulator.baseURL, "/storage/v1/b/\(bucket)/o/\(encoded)")
+        try #require(status == 200, "GET \(bucket)/\(name) answered \(status)")
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    /// An emulator serving what the built-in one stored in `directory`.
+    static func reopen(_ directory: URL) throws -> StorageEmulator {
+        var configuration = StorageEmulator.Configuration()
+        configuration.backing = .directory(directory)
+        configuration.autoCreateBuckets = false
+        return try StorageEmulator.start(configuration)
+    }
+
+    static func emulator(
+        _ configure: (inout StorageEmulator.Configuration) -> Void = { _ in }
+    ) throws
+        -> StorageEmulator
+    {
+        var configuration = StorageEmulator.Configuration()
+        configure(&configuration)
+        return try StorageEmulator.start(configuration)
+    }
+
+    // MARK: The built-in emulator
+
+    @Test func cpWithNoEndpointStoresInTheBuiltInEmulatorUnderXDGDataHome() async throws {
+        let home = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let (source, data) = try Self.file("notes.md", size: 300 * 1024)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+
+        let status = await runCommandLine(
+            ["cp", "--quiet", source.path, "gs://demo/docs/notes.md"], environment: ["XDG_DATA_HOME": home.path]
+        )
+        #expect(status == .success)
+
+        let directory = home.appendingPathComponent("cloud-storage/emulator", isDirectory: true)
+        let emulator = try Self.reopen(directory)
+        defer { emulator.stop() }
+        #expect(try await Self.objectBytes(emulator, "demo", "docs/notes.md") == data)
+        #expect(
+            try await Self.objectResource(emulator, "demo", "docs/notes.md")["contentType"] as? String
+                == "text/markdown")
+    }
+
+    @Test func aDestinationEndingInASlashOrNamingOnlyTheBucketGetsTheFileName() async throws {
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (source, data) = try Self.file("photo.jpg", size: 1000)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+
+        for destination in ["gs://demo/images/", "gs://demo", "gs://demo/"] {
+            let status = await runCommandLine(
+                ["cp", "--quiet", "--emulator-dir", directory.path, source.path, destination], environment: [:]
+            )
+            #expect(status == .success, "\(destination)")
+        }
+        let emulator = try Self.reopen(directory)
+        defer { emulator.stop() }
+        #expect(try await Self.objectBytes(emulator, "demo", "images/photo.jpg") == data)
+        #expect(try await Self.objectBytes(emulator, "demo", "photo.jpg") == data)
+        #expect(try await Self.objectBytes(emulator, "demo", "images/") == nil)
+    }
+
+    @Test func contentTypeAndChunkSizeAreHonoured() async throws {
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Above the one-request threshold, so the chunk size shapes the requests.
+        let (source, data) = try Self.file("big.bin", size: 9 * 1024 * 1024 + 5)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+
+        let status = await runCommandLine(
+            [
+                "cp", "--quiet", "--emulator-dir", directory.path, "--content-type", "application/x-test",
+                "--chunk-size", "256K", source.path, "gs://demo/big.bin",
+            ],
+            environment: [:]
+        )
+        #expect(status == .success)
+        let emulator = try Self.reopen(directory)
+        defer { emulator.stop() }
+        #expect(try await Self.objectBytes(emulator, "demo", "big.bin") == data)
+        #expect(
+            try await Self.objectResource(emulator, "demo", "big.bin")["contentType"] as? String == "application/x-test"
+        )
+    }
+
+    @Test(arguments: ["300K", "abc", "0"])
+    func aBadChunkSizeExits2BeforeStartingAnything(size: String) async throws {
+        let home = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let status = await runCommandLine(
+            ["cp", "--quiet", "--chunk-size", size, "README.md", "gs://demo/x"],
+            environment: ["XDG_DATA_HOME": home.path]
+        )
+        #expect(status == .usage)
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("cloud-storage").path))
+    }
+
+    @Test func aMissingFileExits3() async throws {
+        let home = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let missing = home.appendingPathComponent("no-such-file.txt").path
+        let status = await runCommandLine(
+            ["cp", "--quiet", missing, "gs://demo/x"], environment: ["XDG_DATA_HOME": home.path]
+        )
+        #expect(status == .localFile)
+        #expect(status.rawValue == 3)
+    }
+
+    @Test(arguments: [
+        [], ["frobnicate"], ["cp"], ["cp", "--bogus", "a", "gs://demo/b"], ["emulator", "--bogus"],
+        ["cp", "a", "b", "c"],
+    ])
+    func unknownCommandsAndOptionsExit2(arguments: [String]) async {
+        let status = await runCommandLine(arguments, environment: ["XDG_DATA_HOME": "/nonexistent"])
+        #expect(status == .usage)
+        #expect(status.rawValue == 2)
+    }
+
+    @Test(arguments: [["help"], ["help", "cp"], ["cp", "--help"], ["emulator", "-h"]])
+    func helpExits0(arguments: [String]) async {
+        #expect(await runCommandLine(arguments, environment: [:]) == .success)
+    }
+
+    // MARK: Endpoints
+
+    @Test func endpointSendsTheJSONAPIToARunningEmulator() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let (source, data) = try Self.file(size: 70_000)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+        let status = await runCommandLine(
+            ["cp", "--quiet", "--endpoint", emulator.baseURL.absoluteString, source.path, "gs://demo/gcs.bin"],
+            environment: ["XDG_DATA_HOME": "/nonexistent"]
+        )
+        #expect(status == .success)
+        #expect(try await Self.objectBytes(emulator, "demo", "gcs.bin") == data)
+        // The JSON API gives no Firebase download token; Firebase v0 uploads get one.
+        let metadata = try await Self.objectResource(emulator, "demo", "gcs.bin")["metadata"] as? [String: String]
+        #expect(metadata?["firebaseStorageDownloadTokens"] == nil)
+    }
+
+    @Test func firebaseSendsFirebaseV0ToARunningEmulator() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let (source, data) = try Self.file(size: 9 * 1024 * 1024)  // a resumable v0 session
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+        let status = await runCommandLine(
+            ["cp", "--quiet", "--firebase", emulator.baseURL.absoluteString, source.path, "gs://demo/v0.bin"],
+            environment: ["XDG_DATA_HOME": "/nonexistent"]
+        )
+        #expect(status == .success)
+        #expect(try await Self.objectBytes(emulator, "demo", "v0.bin") == data)
+        let metadata = try await Self.objectResource(emulator, "demo", "v0.bin")["metadata"] as? [String: String]
+        #expect(metadata?["firebaseStorageDownloadTokens"]?.isEmpty == false)
+    }
+
+    @Test func theEmulatorVariablesInThePassedEnvironmentAreHonoured() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let home = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let (source, data) = try Self.file(size: 5000)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+        let hostAndPort = "127.0.0.1:\(emulator.port)"
+
+        let gcs = await runCommandLine(
+            ["cp", "--quiet", source.path, "gs://demo/from-env.bin"],
+            environment: ["XDG_DATA_HOME": home.path, "STORAGE_EMULATOR_HOST": hostAndPort]
+        )
+        #expect(gcs == .success)
+        #expect(try await Self.objectBytes(emulator, "demo", "from-env.bin") == data)
+
+        let firebase = await runCommandLine(
+            ["cp", "--quiet", source.path, "gs://demo/from-firebase-env.bin"],
+            environment: ["XDG_DATA_HOME": home.path, "FIREBASE_STORAGE_EMULATOR_HOST": hostAndPort]
+        )
+        #expect(firebase == .success)
+        #expect(try await Self.objectBytes(emulator, "demo", "from-firebase-env.bin") == data)
+        // The built-in emulator was never started.
+        #expect(!FileManager.default.fileExists(atPath: home.appendingPathComponent("cloud-storage").path))
+    }
+
+    // MARK: Failures
+
+    @Test(arguments: ["--endpoint", "--firebase"])
+    func theTokenIsSentAndAWrongOneExits4(flag: String) async throws {
+        let emulator = try Self.emulator { $0.requiredToken = "s3cret" }
+        defer { emulator.stop() }
+        let (source, data) = try Self.file(size: 2000)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+        let url = emulator.baseURL.absoluteString
+
+        let right = await runCommandLine(
+            ["cp", "--quiet", flag, url, "--token", "s3cret", source.path, "gs://demo/right.bin"], environment: [:]
+        )
+        #expect(right == .success)
+        #expect(try await Self.objectBytes(emulator, "demo", "right.bin", token: "s3cret") == data)
+
+        let wrong = await runCommandLine(
+            ["cp", "--quiet", flag, url, "--token", "wrong", source.path, "gs://demo/wrong.bin"], environment: [:]
+        )
+        #expect(wrong == .denied)
+        #expect(wrong.rawValue == 4)
+        let none = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://demo/none.bin"], environment: [:])
+        #expect(none == .denied)
+        // The token may come from CLOUD_STORAGE_TOKEN too.
+        let fromEnvironment = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://demo/env.bin"],
+            environment: ["CLOUD_STORAGE_TOKEN": "s3cret"]
+        )
+        #expect(fromEnvironment == .success)
+        #expect(try await Self.objectBytes(emulator, "demo", "wrong.bin", token: "s3cret") == nil)
+    }
+
+    @Test(arguments: ["--endpoint", "--firebase"])
+    func aMissingBucketExits5(flag: String) async throws {
+        let emulator = try Self.emulator { $0.autoCreateBuckets = false }
+        defer { emulator.stop() }
+        try emulator.createBucket("present")
+        let (source, _) = try Self.file(size: 2000)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+        let url = emulator.baseURL.absoluteString
+        let missing = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://absent/x"], environment: [:])
+        #expect(missing == .notFound)
+        #expect(missing.rawValue == 5)
+        let present = await runCommandLine(
+            ["cp", "--quiet", flag, url, source.path, "gs://present/x"], environment: [:])
+        #expect(present == .success)
+    }
+
+    // MARK: Ctrl-C
+
+    @Test func cancellingTheCommandCancelsTheUploadExits130AndStoresNothing() async throws {
+        // Requests: 1 starts the session, 2 sends the first 256K, 3 stalls after 100K.
+        let emulator = try Self.emulator { $0.faults = ["pass", "pass", "stall-1500ms-after-100K"] }
+        defer { emulator.stop() }
+        let (source, _) = try Self.file(size: 9 * 1024 * 1024)
+        defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
+
+        let command = Task {
+            await runCommandLine(
+                [
+                    "cp", "--quiet", "--chunk-size", "256K", "--endpoint", emulator.baseURL.absoluteString, source.path,
+                    "gs://demo/cancelled.bin",
+                ],
+                environment: [:]
+            )
+        }
+        // Cancel while the third request is stalled, with 256K already committed.
+        let stalled: Int64 = 256 * 1024 + 100 * 1024
+        let deadline = ContinuousClock.now + .seconds(60)
+        while emulator.bytesReceived < stalled && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(emulator.bytesReceived >= stalled)
+        command.cancel()
+        let status = await command.value
+        #expect(status == .interrupted)
+        #expect(status.rawValue == 130)
+        // The session was deleted: the object never appears, even once the stall is over.
+        try await Task.sleep(for: .milliseconds(1600))
+        #expect(try await Self.objectBytes(emulator, "demo", "cancelled.bin") == nil)
+    }
+}
