@@ -14,6 +14,8 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
     products: [
         .library(name: "CloudStorage", targets: ["CloudStorage"]),
+        // The strict local server, for other packages' tests (as swift-log ships its test double).
+        .library(name: "StorageEmulator", targets: ["StorageEmulator"]),
         .executable(name: "cloud-storage", targets: ["cloud-storage"]),
     ],
     targets: [

@@ -210,7 +210,7 @@ struct CopyCommand {
             return .success
         } catch {
             if error.code == .cancelled {
-                report("cancelled; the server's upload session was deleted and nothing was stored")
+                report("cancelled; nothing was stored (an upload session, if one was open, was deleted)")
             } else {
                 report(String(describing: error))
             }

@@ -41,7 +41,8 @@ public final class StorageEmulator: Sendable {
         /// Where objects are kept.
         public var backing: Backing = .memory
         /// When set, GCS requests need `Authorization: Bearer <token>` and Firebase requests
-        /// `Authorization: Firebase <token>` (or `Bearer owner`); others get 401.
+        /// `Authorization: Firebase <token>` (or `owner` in either scheme, as the
+        /// Firebase emulator accepts); others get 401.
         public var requiredToken: String? = nil
         /// A fault plan applied to every request without an `x-emulator-faults` header:
         /// instructions such as `["return-503", "reset-after-256K"]`, or `["random:seed=1,rate=0.05"]`.

@@ -166,9 +166,15 @@ struct FirebaseTests {
         let metadata = harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: auth)
         #expect(metadata.status == 200)
         #expect(metadata.json["size"] as? String == "5000")
+        for owner in ["Bearer owner", "Firebase owner"] {
+            #expect(
+                harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: ["Authorization": owner]).status
+                    == 200)
+        }
         #expect(
-            harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: ["Authorization": "Bearer owner"]).status
-                == 200)
+            harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt", headers: ["Authorization": "Firebase nobody"])
+                .status
+                == 401)
         let withToken = harness.send("GET", "/v0/b/\(Self.bucket)/o/a%2Fb.txt?alt=media&token=\(token)")
         #expect(withToken.status == 200)
         #expect(withToken.body == Data(bytes))

@@ -284,6 +284,9 @@ extension HTTPTransportError {
         // Never the error's description: URLError's names the URL, and an upload
         // session's URL is a credential.
         self.init(kind: kind, message: "URL loading failed (\(code.map { String($0.rawValue) } ?? "unknown code"))")
+        // A URL that URLSession cannot load at all will not load on a retry either.
+        let unloadable: [URLError.Code] = [.badURL, .unsupportedURL, .userAuthenticationRequired]
+        permanent = code.map(unloadable.contains) ?? false
     }
 }
 

@@ -471,7 +471,9 @@ package final class EmulatorApplication: ServerApplication {
     func authorizeFirebase(_ request: any ServerRequest) throws {
         guard let token = settings.requiredToken else { return }
         let header = request.headers["Authorization"]
-        if header == "Firebase \(token)" || header == "Bearer owner" || header == "Bearer \(token)" { return }
+        // The Firebase emulator's convention: `owner` stands for an admin, in either scheme.
+        let accepted = ["Firebase \(token)", "Bearer \(token)", "Firebase owner", "Bearer owner"]
+        if let header, accepted.contains(header) { return }
         throw HTTPError(401, "Unauthorized: the request needs a valid Authorization header.")
     }
 

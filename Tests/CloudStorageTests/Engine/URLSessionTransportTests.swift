@@ -36,4 +36,18 @@ struct URLSessionTransportTests {
         #expect((error?.underlyingError as? StorageError)?.underlyingError is HTTPTransportError)
         #expect(error?.description.contains("SECRET") == false)
     }
+
+    @Test func aURLThatURLSessionCannotLoadFailsAtOnceInsteadOfRetrying() async throws {
+        var configuration = StorageConfiguration()
+        configuration.transport = .urlSession
+        configuration.initialRetryDelay = .milliseconds(10)
+        configuration.maxUploadRetryTime = .seconds(1)
+        // A scheme URLSession does not load: retrying cannot help, so no retries may happen.
+        let storage = Storage(
+            bucket: "b", endpoint: .gcs(URL(string: "gopher://127.0.0.1:1")!), configuration: configuration)
+        let error = await #expect(throws: StorageError.self) {
+            try await storage.reference(withPath: "a").putDataAsync(Data("x".utf8))
+        }
+        #expect(error?.code == .invalidArgument, "a retried failure would end in retryLimitExceeded")
+    }
 }
