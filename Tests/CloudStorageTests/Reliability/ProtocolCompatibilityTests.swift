@@ -67,7 +67,7 @@ struct ProtocolCompatibilityTests {
                     payload, from: testCase.source, to: storage.reference(withPath: name))
                 let metadata = try ending.result.get()
                 try Reliability.expectStored(payload, as: name, in: emulator, returned: metadata)
-                #expect(metadata.name == name)
+                #expect(metadata.path == name)
                 #expect(metadata.bucket == Reliability.bucket)
                 #expect(metadata.contentType == "application/octet-stream")
                 let downloaded = try await Reliability.download(name, wire: testCase.wire, from: emulator)
