@@ -70,8 +70,12 @@ struct ProtocolCompatibilityTests {
                 #expect(metadata.path == name)
                 #expect(metadata.bucket == Reliability.bucket)
                 #expect(metadata.contentType == "application/octet-stream")
-                let downloaded = try await Reliability.download(name, wire: testCase.wire, from: emulator)
-                #expect(downloaded == payload, "the download differs from the payload")
+                // The store is checked above for every case; over HTTP, every small case and one
+                // large one per size and wire (downloads cost time on 2 shared cores).
+                if testCase.size < 1024 * 1024 || (testCase.source == .data && testCase.strategy == .defaults) {
+                    let downloaded = try await Reliability.download(name, wire: testCase.wire, from: emulator)
+                    #expect(downloaded == payload, "the download differs from the payload")
+                }
                 // Which path was taken: multipart uploads open no session, the others exactly one.
                 let usesSession = testCase.strategy != .defaults || testCase.size > 8 * 1024 * 1024
                 #expect(Reliability.liveSessions(emulator) == (usesSession ? 1 : 0))
