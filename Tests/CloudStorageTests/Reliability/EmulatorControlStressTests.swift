@@ -8,7 +8,7 @@ import Testing
 /// Swift task of `putDataAsync` — against uploads in flight over real sockets,
 /// on both protocols. Most runs slow every request with a 20 ms stall after
 /// 64 KiB so that controls land inside requests as well as between them.
-@Suite("Reliability: control stress against the emulator", .timeLimit(.minutes(3)))
+@Suite("Reliability: control stress against the emulator", .timeLimit(.minutes(10)))
 struct EmulatorControlStressTests {
     static let size = 3 * 1024 * 1024 + 5
     static let slowEveryRequest = Array(repeating: "stall-20ms-after-64K", count: 5000)

@@ -12,7 +12,7 @@ import Testing
 /// multipart path the plan is `[fault]` and for the resumable path
 /// `[pass, fault]` (the session start passes). Everything after the fault
 /// passes, so the SDK's retry (or query and resume) must finish the upload.
-@Suite("Reliability: fault matrix", .timeLimit(.minutes(3)))
+@Suite("Reliability: fault matrix", .timeLimit(.minutes(10)))
 struct FaultMatrixTests {
     /// What goes wrong.
     enum Kind: String, CaseIterable, Sendable {
@@ -193,7 +193,7 @@ struct FaultMatrixTests {
 }
 
 /// Seeded random faults on every request of a chunked 5 MiB + 3 upload.
-@Suite("Reliability: random faults", .timeLimit(.minutes(3)))
+@Suite("Reliability: random faults", .timeLimit(.minutes(10)))
 struct RandomFaultTests {
     static let size = 5 * 1024 * 1024 + 3
 

@@ -7,7 +7,7 @@ import Testing
 /// Both wire protocols against our strict emulator, without faults: every
 /// size at the 256 KiB boundaries, both sources, every request strategy,
 /// checked byte for byte in the store, over a download and by CRC32C.
-@Suite("Reliability: protocol compatibility", .timeLimit(.minutes(3)))
+@Suite("Reliability: protocol compatibility", .timeLimit(.minutes(10)))
 struct ProtocolCompatibilityTests {
     /// How the upload is split into requests.
     enum Strategy: String, CaseIterable, Sendable, CustomTestStringConvertible {

@@ -206,6 +206,11 @@ enum Reliability {
 
     /// Limits how many heavy cases run at once, so that 2 shared cores are not
     /// swamped by hundreds of emulators and uploads starting together.
+    ///
+    /// Swift Testing starts every case at once, so a case's time limit also
+    /// counts its wait here: the heavy suites' limits (10 minutes) cover the
+    /// whole suite on a loaded machine (about 3 minutes on an idle one), and
+    /// still end a hang.
     static let gate = AsyncGate(width: 6)
 }
 
