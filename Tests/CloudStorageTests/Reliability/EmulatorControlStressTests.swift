@@ -117,12 +117,15 @@ struct EmulatorControlStressTests {
             try Reliability.expectStored(
                 payload, as: name, in: emulator, returned: metadata, sourceLocation: sourceLocation)
         case .failure(let error):
-            #expect(error.code == .cancelled, "only cancellation can fail these uploads: \(error)",
-                    sourceLocation: sourceLocation)
-            #expect(Reliability.record(name, in: emulator) == nil, "cancelled, yet the object was stored",
-                    sourceLocation: sourceLocation)
-            #expect(Reliability.liveSessions(emulator) == 0, "a cancelled upload deletes its session",
-                    sourceLocation: sourceLocation)
+            #expect(
+                error.code == .cancelled, "only cancellation can fail these uploads: \(error)",
+                sourceLocation: sourceLocation)
+            #expect(
+                Reliability.record(name, in: emulator) == nil, "cancelled, yet the object was stored",
+                sourceLocation: sourceLocation)
+            #expect(
+                Reliability.liveSessions(emulator) == 0, "a cancelled upload deletes its session",
+                sourceLocation: sourceLocation)
         }
     }
 }

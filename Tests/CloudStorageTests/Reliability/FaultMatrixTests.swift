@@ -168,8 +168,9 @@ struct FaultMatrixTests {
         try await Self.run(testCase)
     }
 
-    @Test("Stalls after N bytes: longer than the request time-out, and shorter",
-          arguments: cases([.longStallAfter, .shortStallAfter]))
+    @Test(
+        "Stalls after N bytes: longer than the request time-out, and shorter",
+        arguments: cases([.longStallAfter, .shortStallAfter]))
     func stallAfterNBytes(_ testCase: Case) async throws {
         try await Self.run(testCase)
     }

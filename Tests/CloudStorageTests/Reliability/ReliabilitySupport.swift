@@ -151,14 +151,18 @@ enum Reliability {
     }
 
     /// The emulator's record of an object, read from its store.
-    static func record(_ name: String, in emulator: StorageEmulator, bucket: String = Reliability.bucket)
+    static func record(
+        _ name: String, in emulator: StorageEmulator, bucket: String = Reliability.bucket
+    )
         -> ObjectRecord?
     {
         emulator.application.store.record(bucket: bucket, name: name)
     }
 
     /// The bytes the emulator stores for an object, or nil when there is none.
-    static func stored(_ name: String, in emulator: StorageEmulator, bucket: String = Reliability.bucket) throws
+    static func stored(
+        _ name: String, in emulator: StorageEmulator, bucket: String = Reliability.bucket
+    ) throws
         -> Data?
     {
         guard let record = record(name, in: emulator, bucket: bucket) else { return nil }

@@ -14,7 +14,9 @@ struct ServerErrorTests {
 
     /// A plan that fails every request (the start too, for the resumable path), with a short budget.
     @Test(arguments: Reliability.Wire.allCases, Reliability.Path.allCases)
-    func endlessServiceUnavailableExhaustsTheRetryBudget(wire: Reliability.Wire, path: Reliability.Path)
+    func endlessServiceUnavailableExhaustsTheRetryBudget(
+        wire: Reliability.Wire, path: Reliability.Path
+    )
         async throws
     {
         try await expectExhausted(wire: wire, path: path, status: 503, code: .retryLimitExceeded)
