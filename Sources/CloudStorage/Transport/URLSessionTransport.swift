@@ -61,6 +61,14 @@ final class URLSessionTransport: HTTPTransport {
         for (name, value) in request.headers {
             urlRequest.addValue(value, forHTTPHeaderField: name)
         }
+        #if canImport(FoundationNetworking)
+        // libcurl silently resends a request whose reused connection died before any
+        // answer (a reset, a server that committed and then closed), rewinding the
+        // body through `needNewBodyStream`, which swift-corelibs-foundation cannot do
+        // for a `Data` body (see there). On a fresh connection it never resends: the
+        // failure reaches the engine, which asks the server what it kept and resumes.
+        urlRequest.setValue("close", forHTTPHeaderField: "Connection")
+        #endif
         let bodyLength = request.body.length
         let exchange = Exchange(body: request.body, progress: progress)
         if bodyLength == 0 {
@@ -239,8 +247,18 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         task: URLSessionTask,
         needNewBodyStream completionHandler: @escaping (InputStream?) -> Void
     ) {
+        #if canImport(FoundationNetworking)
+        // Bodies go as `httpBody` here, and swift-corelibs-foundation can only rewind
+        // stream bodies: handed a stream for a `Data` body it stops the process with
+        // `fatalError` (NativeProtocol.seekInputStream). Without one it resends what
+        // is left of the body, short of its Content-Length, and the request stalls
+        // until its time-out; `Connection: close` on every request keeps libcurl from
+        // resending at all, so this is only a guard against the crash.
+        completionHandler(nil)
+        #else
         // URLSession asks for a fresh stream when it must resend the body.
         completionHandler(exchange(task)?.makeBodyStream())
+        #endif
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+@testable import CloudStorage
+@testable import StorageEmulator
+
+/// Seeded random interleavings of pause, resume and cancel — and cancelling the
+/// Swift task of `putDataAsync` — against uploads in flight over real sockets,
+/// on both protocols. Most runs slow every request with a 20 ms stall after
+/// 64 KiB so that controls land inside requests as well as between them.
+@Suite("Reliability: control stress against the emulator", .timeLimit(.minutes(10)))
+struct EmulatorControlStressTests {
+    static let size = 3 * 1024 * 1024 + 5
+    static let slowEveryRequest = Array(repeating: "stall-20ms-after-64K", count: 5000)
+
+    enum Control: CaseIterable {
+        case pause, resume, cancel, wait
+    }
+
+    /// Controls drawn with weights pause 3, resume 3, wait 3, cancel 1, so that
+    /// many runs live through several pauses and some end in success.
+    static func control(_ generator: inout SeededGenerator) -> Control {
+        switch Int.random(in: 0..<10, using: &generator) {
+        case 0..<3: .pause
+        case 3..<6: .resume
+        case 6..<9: .wait
+        default: .cancel
+        }
+    }
+
+    @Test(arguments: Reliability.Wire.allCases, 0..<24)
+    func randomControlsEndExactlyOnceWithTheRightBytes(wire: Reliability.Wire, seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &* 7919 &+ (wire == .gcs ? 0 : 104_729))
+        let slow = seed % 3 != 0
+        // One run in four takes the single-request path: pausing aborts it, resuming sends it again.
+        let singleRequest = seed % 4 == 3
+        try await Reliability.throttled {
+            try await Reliability.withEmulator(faults: slow ? Self.slowEveryRequest : []) { emulator in
+                let storage = Reliability.storage(wire, emulator) {
+                    $0.chunkSize = 256 * 1024
+                    $0.multipartUploadThreshold = singleRequest ? 8 * 1024 * 1024 : -1
+                }
+                let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 40)
+                let source: Reliability.Source = seed.isMultiple(of: 2) ? .data : .file
+                let name = "stress/\(seed).bin"
+                let (task, cleanUp) = try Reliability.start(
+                    payload, from: source, to: storage.reference(withPath: name))
+                defer { cleanUp() }
+                // Subscribed synchronously, before any control: no status change can be missed.
+                let observers = (0..<3).map { _ in task.snapshots }.map { stream in
+                    Task { await TestSupport.collect(stream) }
+                }
+                var pausedLast = false
+                for _ in 0..<Int.random(in: 1...10, using: &generator) {
+                    switch Self.control(&generator) {
+                    case .pause:
+                        await task.pause()
+                        pausedLast = true
+                    case .resume:
+                        await task.resume()
+                        pausedLast = false
+                    case .cancel:
+                        await task.cancel()
+                    case .wait:
+                        try await Task.sleep(for: .milliseconds(Int.random(in: 0...40, using: &generator)))
+                    }
+                }
+                if pausedLast { await task.resume() }
+
+                let result = await task.result()
+                for observer in observers {
+                    let seen = await observer.value  // returns only once the stream finished
+                    Reliability.expectOneTerminal(seen, matching: result)
+                    // The latest snapshot first: the start, or the worker's first progress if it
+                    // already ran (it runs on another thread from the moment putData returns).
+                    #expect(seen.first?.status == .resume || seen.first?.status == .progress)
+                }
+                let statuses = await TestSupport.collect(task.snapshots).map(\.status)
+                #expect(statuses.count == 1 && statuses[0].isTerminal, "a late stream gets just the end")
+                #expect(task.subscriberCount == 0, "every stream was finished and released")
+                try Self.expectOutcome(result, payload: payload, name: name, in: emulator)
+            }
+        }
+    }
+
+    @Test(arguments: Reliability.Wire.allCases, 0..<12)
+    func cancellingTheSwiftTaskOfPutDataAsyncCancelsTheUpload(wire: Reliability.Wire, seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &+ 3000 &+ (wire == .gcs ? 0 : 50))
+        try await Reliability.throttled {
+            try await Reliability.withEmulator(faults: Self.slowEveryRequest) { emulator in
+                let storage = Reliability.storage(wire, emulator) {
+                    $0.chunkSize = 256 * 1024
+                    $0.multipartUploadThreshold = -1
+                }
+                let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 90)
+                let name = "async/\(seed).bin"
+                let reference = storage.reference(withPath: name)
+                let upload = Task { try await reference.putDataAsync(payload) }
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0...120, using: &generator)))
+                upload.cancel()
+                let result: Result<StorageMetadata, StorageError> = await upload.result.mapError {
+                    $0 as? StorageError ?? StorageError(.unknown, "not a StorageError: \($0)")
+                }
+                try Self.expectOutcome(result, payload: payload, name: name, in: emulator)
+            }
+        }
+    }
+
+    /// Success stores exactly the payload; failure is only ever `.cancelled`, stores
+    /// nothing and leaves no session behind on the server.
+    static func expectOutcome(
+        _ result: Result<StorageMetadata, StorageError>, payload: Data, name: String, in emulator: StorageEmulator,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        switch result {
+        case .success(let metadata):
+            try Reliability.expectStored(
+                payload, as: name, in: emulator, returned: metadata, sourceLocation: sourceLocation)
+        case .failure(let error):
+            #expect(
+                error.code == .cancelled, "only cancellation can fail these uploads: \(error)",
+                sourceLocation: sourceLocation)
+            #expect(
+                Reliability.record(name, in: emulator) == nil, "cancelled, yet the object was stored",
+                sourceLocation: sourceLocation)
+            #expect(
+                Reliability.liveSessions(emulator) == 0, "a cancelled upload deletes its session",
+                sourceLocation: sourceLocation)
+        }
+    }
+}

@@ -1,0 +1,302 @@
+import Foundation
+import HTTP1
+import Synchronization
+import Testing
+
+@testable import CloudStorage
+@testable import StorageEmulator
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Emulators, storages, sources and checks shared by the reliability suites.
+///
+/// Every test starts its own in-process ``StorageEmulator`` on an ephemeral
+/// loopback port, so a global fault plan scripts exactly the requests of that
+/// one upload. What was stored is read from the emulator's object store, never
+/// over HTTP, so that checking an object never consumes a fault instruction.
+enum Reliability {
+    /// The SDK's two wire protocols.
+    enum Wire: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case gcs, firebase
+
+        var testDescription: String { rawValue }
+
+        func endpoint(_ base: URL) -> StorageEndpoint {
+            switch self {
+            case .gcs: .gcs(base)
+            case .firebase: .firebase(base)
+            }
+        }
+    }
+
+    /// Where the bytes come from.
+    enum Source: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case data, file
+
+        var testDescription: String { rawValue }
+    }
+
+    /// Which request sequence an upload uses.
+    enum Path: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// One multipart request (the default for objects up to 8 MiB).
+        case multipart
+        /// A resumable session (`multipartUploadThreshold = -1`): start, then the bytes in one request.
+        case resumable
+
+        var testDescription: String { rawValue }
+
+        /// The fault plan that leaves the session start alone and hits the first request carrying bytes.
+        func plan(faultingBytesWith fault: String) -> [String] {
+            switch self {
+            case .multipart: [fault]
+            case .resumable: ["pass", fault]
+            }
+        }
+    }
+
+    static let bucket = "reliability-bucket"
+    static let granule = 256 * 1024
+
+    /// Starts an emulator for one test (stopped when `body` returns).
+    static func withEmulator<T>(
+        faults: [String] = [],
+        configure: (inout StorageEmulator.Configuration) -> Void = { _ in },
+        _ body: (StorageEmulator) async throws -> T
+    ) async throws -> T {
+        var configuration = StorageEmulator.Configuration()
+        configuration.faults = faults
+        configure(&configuration)
+        let emulator = try StorageEmulator.start(configuration)
+        defer { emulator.stop() }
+        if configuration.autoCreateBuckets { try emulator.createBucket(bucket) }
+        return try await body(emulator)
+    }
+
+    /// A `Storage` for `emulator` with fast retries (5 ms doubling up to 40 ms, 30 s budget).
+    static func storage(
+        _ wire: Wire,
+        _ emulator: StorageEmulator,
+        bucket: String = Reliability.bucket,
+        authorization: StorageAuthorization = .none,
+        configure: (inout StorageConfiguration) -> Void = { _ in }
+    ) -> Storage {
+        var configuration = StorageConfiguration()
+        configuration.initialRetryDelay = .milliseconds(5)
+        configuration.maxRetryDelay = .milliseconds(40)
+        configuration.maxUploadRetryTime = .seconds(30)
+        configure(&configuration)
+        return Storage(
+            bucket: bucket, endpoint: wire.endpoint(emulator.baseURL), authorization: authorization,
+            configuration: configuration)
+    }
+
+    /// Starts an upload of `payload` from memory or from a temporary file.
+    ///
+    /// - Returns: The task, and a closure that removes the file (call it after the task ended).
+    static func start(
+        _ payload: Data, from source: Source, to reference: StorageReference, metadata: StorageMetadata? = nil
+    ) throws -> (StorageUploadTask, cleanUp: @Sendable () -> Void) {
+        switch source {
+        case .data:
+            return (reference.putData(payload, metadata: metadata), {})
+        case .file:
+            let file = try TestSupport.file(containing: payload)
+            let task = reference.putFile(from: file, metadata: metadata)
+            return (task, { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) })
+        }
+    }
+
+    /// What an upload ended with, and every snapshot one stream saw.
+    struct Ending {
+        var result: Result<StorageMetadata, StorageError>
+        var snapshots: [TaskSnapshot]
+
+        var error: StorageError? {
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+    }
+
+    /// Uploads `payload` and waits for the end, checking that a stream subscribed at
+    /// the start sees exactly one terminal snapshot, last, matching the result.
+    static func upload(
+        _ payload: Data, from source: Source, to reference: StorageReference, metadata: StorageMetadata? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> Ending {
+        let (task, cleanUp) = try start(payload, from: source, to: reference, metadata: metadata)
+        defer { cleanUp() }
+        let stream = task.snapshots
+        let observer = Task { await TestSupport.collect(stream) }
+        let result = await task.result()
+        let snapshots = await observer.value
+        expectOneTerminal(snapshots, matching: result, sourceLocation: sourceLocation)
+        return Ending(result: result, snapshots: snapshots)
+    }
+
+    /// A finished stream holds exactly one terminal snapshot, at its end, agreeing with the result.
+    static func expectOneTerminal(
+        _ snapshots: [TaskSnapshot], matching result: Result<StorageMetadata, StorageError>,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(snapshots.filter { $0.status.isTerminal }.count == 1, sourceLocation: sourceLocation)
+        switch result {
+        case .success:
+            #expect(snapshots.last?.status == .success, sourceLocation: sourceLocation)
+        case .failure(let error):
+            #expect(snapshots.last?.status == .failure, sourceLocation: sourceLocation)
+            #expect(snapshots.last?.error?.code == error.code, sourceLocation: sourceLocation)
+        }
+    }
+
+    /// The emulator's record of an object, read from its store.
+    static func record(
+        _ name: String, in emulator: StorageEmulator, bucket: String = Reliability.bucket
+    )
+        -> ObjectRecord?
+    {
+        emulator.application.store.record(bucket: bucket, name: name)
+    }
+
+    /// The bytes the emulator stores for an object, or nil when there is none.
+    static func stored(
+        _ name: String, in emulator: StorageEmulator, bucket: String = Reliability.bucket
+    ) throws
+        -> Data?
+    {
+        guard let record = record(name, in: emulator, bucket: bucket) else { return nil }
+        return try emulator.application.store.readAll(record)
+    }
+
+    /// Upload sessions the emulator still holds (deleted ones are gone; finalized ones stay).
+    static func liveSessions(_ emulator: StorageEmulator) -> Int {
+        emulator.application.sessions.count
+    }
+
+    /// Checks that the emulator holds exactly `expected` under `name`, with its CRC32C,
+    /// and that the metadata the SDK returned describes that object.
+    static func expectStored(
+        _ expected: Data, as name: String, in emulator: StorageEmulator, returned: StorageMetadata?,
+        bucket: String = Reliability.bucket, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
+        let bytes = try stored(name, in: emulator, bucket: bucket)
+        #expect(bytes != nil, "the object \(name) is missing", sourceLocation: sourceLocation)
+        guard let bytes else { return }
+        #expect(bytes.count == expected.count, "duplicated or missing bytes", sourceLocation: sourceLocation)
+        #expect(bytes == expected, "stored bytes differ from the payload", sourceLocation: sourceLocation)
+        let record = record(name, in: emulator, bucket: bucket)
+        #expect(record?.crc32c == CRC32C.checksum(expected), sourceLocation: sourceLocation)
+        if let returned {
+            #expect(returned.size == Int64(expected.count), sourceLocation: sourceLocation)
+            #expect(returned.crc32cValue == CRC32C.checksum(expected), sourceLocation: sourceLocation)
+            #expect(returned.generation == record?.generation, sourceLocation: sourceLocation)
+        }
+    }
+
+    /// Downloads an object with `GET …?alt=media` through URLSession, in the wire protocol's own URL form.
+    static func download(_ name: String, wire: Wire, from emulator: StorageEmulator) async throws -> Data {
+        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
+        let path =
+            switch wire {
+            case .gcs: "/download/storage/v1/b/\(bucket)/o/\(encoded)?alt=media"
+            case .firebase: "/v0/b/\(bucket)/o/\(encoded)?alt=media"
+            }
+        let url = URL(string: emulator.baseURL.absoluteString + path)!
+        let (data, response) = try await URLSession.shared.data(from: url)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        return data
+    }
+
+    /// Limits how many heavy cases run at once, so that 2 shared cores are not
+    /// swamped by hundreds of emulators and uploads starting together.
+    ///
+    /// Swift Testing starts every case at once, so a case's time limit also
+    /// counts its wait here: the heavy suites' limits (10 minutes) cover the
+    /// whole suite on a loaded machine (about 3 minutes on an idle one), and
+    /// still end a hang.
+    static let gate = AsyncGate(width: 6)
+}
+
+/// A counting semaphore for async code: at most `width` holders at a time, first come first served.
+actor AsyncGate {
+    private var available: Int
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(width: Int) {
+        available = width
+    }
+
+    func acquire() async {
+        if available > 0 {
+            available -= 1
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            available += 1
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+}
+
+extension Reliability {
+    /// Runs `body` holding one of the gate's slots.
+    static func throttled<T>(_ body: () async throws -> T) async throws -> T {
+        await gate.acquire()
+        do {
+            let value = try await body()
+            await gate.release()
+            return value
+        } catch {
+            await gate.release()
+            throw error
+        }
+    }
+}
+
+/// A transport that opens sessions on a loopback endpoint but hands back a
+/// session URL on another, plain-http host, and records every request: the
+/// SDK must never send the token there.
+final class ForeignSessionTransport: HTTPTransport {
+    struct Sent: Sendable {
+        var method: String
+        var url: URL
+        var authorization: String?
+    }
+
+    static let loopback = URL(string: "http://127.0.0.1:9")!
+    static let foreignSession = "http://uploads.example.invalid:80/session/1"
+
+    let maximumBodyLength: Int64? = nil
+    private let log = Mutex<[Sent]>([])
+
+    var sent: [Sent] { log.withLock { $0 } }
+
+    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
+        log.withLock {
+            $0.append(Sent(method: request.method, url: request.url, authorization: request.headers["Authorization"]))
+        }
+        guard request.url.host == "127.0.0.1" else {
+            // Nothing may ever get here with a token; answer like a server that forgot the session.
+            return HTTPResponse(status: 404, headers: [:], body: Data())
+        }
+        let isStart =
+            request.headers["X-Goog-Upload-Command"] == "start"
+            || (request.url.query ?? "").contains("uploadType=resumable")
+        guard isStart else {
+            return HTTPResponse(status: 400, headers: [:], body: Data("{\"error\":{\"message\":\"unscripted\"}}".utf8))
+        }
+        return HTTPResponse(
+            status: 200,
+            headers: [
+                "Location": Self.foreignSession, "X-Goog-Upload-URL": Self.foreignSession,
+                "X-Goog-Upload-Status": "active",
+            ],
+            body: Data())
+    }
+}
