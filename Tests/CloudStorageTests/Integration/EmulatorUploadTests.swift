@@ -75,7 +75,7 @@ struct EmulatorUploadTests {
         let file = try TestSupport.file(containing: payload)
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let task = storage.reference(withPath: "faulty.bin").putFile(from: file)
-        let snapshots = Task { await TestSupport.collect(task.snapshots) }
+        let snapshots = TestSupport.observe(task)
         let metadata = try await task.value
         #expect(metadata.size == Int64(payload.count))
         #expect(try await Self.stored(emulator, storage, "faulty.bin") == payload)

@@ -38,7 +38,7 @@ struct FakeGCSUploadTests {
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "uploads/file-\(size).bin")
         let task = ref.putFile(from: file)
-        let snapshots = Task { await TestSupport.collect(task.snapshots) }
+        let snapshots = TestSupport.observe(task)
         let metadata = try await task.value
         #expect(metadata.size == Int64(size))
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)

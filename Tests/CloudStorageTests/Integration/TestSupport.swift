@@ -69,6 +69,14 @@ enum TestSupport {
         return (storage, server)
     }
 
+    /// Subscribes to `task`'s snapshots now (synchronously, so nothing after
+    /// this call is missed) and collects them in the background until the
+    /// stream finishes.
+    static func observe(_ task: StorageUploadTask) -> Task<[TaskSnapshot], Never> {
+        let stream = task.snapshots
+        return Task { await collect(stream) }
+    }
+
     /// Collects every snapshot of a stream until it finishes.
     static func collect(_ stream: AsyncStream<TaskSnapshot>) async -> [TaskSnapshot] {
         var snapshots: [TaskSnapshot] = []

@@ -24,7 +24,7 @@ struct UploadTaskControlTests {
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "paused/big.bin")
         let task = ref.putFile(from: file)
-        let observed = Task { await TestSupport.collect(task.snapshots) }
+        let observed = TestSupport.observe(task)
 
         await Self.waitForProgress(task)
         await task.pause()
@@ -59,7 +59,7 @@ struct UploadTaskControlTests {
         let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 13)
         let ref = storage.reference(withPath: "cancelled/big.bin")
         let task = ref.putData(payload)
-        let observed = Task { await TestSupport.collect(task.snapshots) }
+        let observed = TestSupport.observe(task)
         await Self.waitForProgress(task)
         await task.cancel()
         await #expect(throws: StorageError.self) { try await task.value }
@@ -122,7 +122,7 @@ struct UploadTaskControlTests {
     @Test func manySubscribersSeeTheSameStatusesInOrder() async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs")
         let task = storage.reference(withPath: "subs/a").putData(TestSupport.payload(size: 12 * .mebibyte, seed: 16))
-        let observers = (0..<20).map { _ in Task { await TestSupport.collect(task.snapshots) } }
+        let observers = (0..<20).map { _ in TestSupport.observe(task) }
         _ = try await task.value
         for observer in observers {
             let seen = await observer.value
