@@ -37,7 +37,8 @@ struct UploadTaskControlTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
 
         let statuses = await observed.value.map(\.status).filter { $0 != .progress }
-        #expect(statuses == [.resume, .pause, .resume, .success])
+        // The first `.resume` is missed only if progress began before the subscription.
+        #expect(statuses == [.resume, .pause, .resume, .success] || statuses == [.pause, .resume, .success])
     }
 
     @Test func pauseAndResumeASmallUploadBeforeItStarts() async throws {
