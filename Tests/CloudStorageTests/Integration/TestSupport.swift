@@ -115,6 +115,52 @@ enum TestSupport {
     }
 }
 
+/// A control a stress test applies to an upload in flight.
+enum UploadControl: CaseIterable {
+    case pause, resume, cancel, wait
+
+    /// Drawn with weights pause 3, resume 3, wait 3, cancel 1, so that many
+    /// runs live through several pauses and some still end in success.
+    static func random(using generator: inout SeededGenerator) -> UploadControl {
+        switch Int.random(in: 0..<10, using: &generator) {
+        case 0..<3: .pause
+        case 3..<6: .resume
+        case 6..<9: .wait
+        default: .cancel
+        }
+    }
+}
+
+extension TestSupport {
+    /// Applies up to `maxCount` random controls to `task` (a `.wait` sleeps
+    /// up to `maxWait`), then resumes it if the last control paused it, so
+    /// that it can end.
+    static func applyRandomControls(
+        to task: StorageUploadTask,
+        maxCount: Int,
+        maxWait: Duration,
+        using generator: inout SeededGenerator
+    ) async throws {
+        let waitLimit = maxWait.components.seconds * 1_000_000 + maxWait.components.attoseconds / 1_000_000_000_000
+        var pausedLast = false
+        for _ in 0..<Int.random(in: 1...maxCount, using: &generator) {
+            switch UploadControl.random(using: &generator) {
+            case .pause:
+                await task.pause()
+                pausedLast = true
+            case .resume:
+                await task.resume()
+                pausedLast = false
+            case .cancel:
+                await task.cancel()
+            case .wait:
+                try await Task.sleep(for: .microseconds(Int64.random(in: 0...waitLimit, using: &generator)))
+            }
+        }
+        if pausedLast { await task.resume() }
+    }
+}
+
 extension Int {
     static let kibibyte = 1024
     static let mebibyte = 1024 * 1024

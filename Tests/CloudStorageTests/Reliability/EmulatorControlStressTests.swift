@@ -13,21 +13,6 @@ struct EmulatorControlStressTests {
     static let size = 3 * 1024 * 1024 + 5
     static let slowEveryRequest = Array(repeating: "stall-20ms-after-64K", count: 5000)
 
-    enum Control: CaseIterable {
-        case pause, resume, cancel, wait
-    }
-
-    /// Controls drawn with weights pause 3, resume 3, wait 3, cancel 1, so that
-    /// many runs live through several pauses and some end in success.
-    static func control(_ generator: inout SeededGenerator) -> Control {
-        switch Int.random(in: 0..<10, using: &generator) {
-        case 0..<3: .pause
-        case 3..<6: .resume
-        case 6..<9: .wait
-        default: .cancel
-        }
-    }
-
     @Test(arguments: Reliability.Wire.allCases, 0..<24)
     func randomControlsEndExactlyOnceWithTheRightBytes(wire: Reliability.Wire, seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &* 7919 &+ (wire == .gcs ? 0 : 104_729))
@@ -50,22 +35,8 @@ struct EmulatorControlStressTests {
                 let observers = (0..<3).map { _ in task.snapshots }.map { stream in
                     Task { await TestSupport.collect(stream) }
                 }
-                var pausedLast = false
-                for _ in 0..<Int.random(in: 1...10, using: &generator) {
-                    switch Self.control(&generator) {
-                    case .pause:
-                        await task.pause()
-                        pausedLast = true
-                    case .resume:
-                        await task.resume()
-                        pausedLast = false
-                    case .cancel:
-                        await task.cancel()
-                    case .wait:
-                        try await Task.sleep(for: .milliseconds(Int.random(in: 0...40, using: &generator)))
-                    }
-                }
-                if pausedLast { await task.resume() }
+                try await TestSupport.applyRandomControls(
+                    to: task, maxCount: 10, maxWait: .milliseconds(40), using: &generator)
 
                 let result = await task.result()
                 for observer in observers {

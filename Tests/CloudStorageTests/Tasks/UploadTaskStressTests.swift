@@ -10,10 +10,6 @@ import Testing
 struct UploadTaskStressTests {
     static let size = 1024 * 1024 + 123
 
-    enum Control: CaseIterable {
-        case pause, resume, cancel, wait
-    }
-
     @Test(arguments: 0..<120)
     func randomControlsEndExactlyOnceWithTheRightBytes(seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &* 7919)
@@ -23,7 +19,7 @@ struct UploadTaskStressTests {
         let useSwiftCancellation = seed % 5 == 0
 
         let task = storage.reference(withPath: "stress/\(seed)").putData(payload)
-        // Subscribed here, synchronously: each stream must start with the first `.resume`.
+        // Subscribed here, synchronously, before any control.
         let observers = (0..<3).map { _ in task.snapshots }.map { stream in Task { await TestSupport.collect(stream) } }
         let awaiting = Task { try await task.value }
         let asyncUpload: Task<StorageMetadata, any Error>? =
@@ -31,22 +27,7 @@ struct UploadTaskStressTests {
             ? Task { try await storage.reference(withPath: "stress/\(seed)-async").putDataAsync(payload) }
             : nil
 
-        var pausedLast = false
-        for _ in 0..<Int.random(in: 1...12, using: &generator) {
-            switch Control.allCases.randomElement(using: &generator)! {
-            case .pause:
-                await task.pause()
-                pausedLast = true
-            case .resume:
-                await task.resume()
-                pausedLast = false
-            case .cancel:
-                await task.cancel()
-            case .wait:
-                try await Task.sleep(for: .microseconds(Int.random(in: 0...2000, using: &generator)))
-            }
-        }
-        if pausedLast { await task.resume() }
+        try await TestSupport.applyRandomControls(to: task, maxCount: 12, maxWait: .milliseconds(2), using: &generator)
         asyncUpload?.cancel()
 
         let outcome = await awaiting.result
