@@ -56,7 +56,8 @@ struct ChecksumCost: Sendable, Codable {
                 var offset: Int64 = 0
                 var crc: UInt32 = 0
                 while offset < limit {
-                    let count = pread(descriptor, buffer.baseAddress, Int(min(Int64(block), limit - offset)), off_t(offset))
+                    let count = pread(
+                        descriptor, buffer.baseAddress, Int(min(Int64(block), limit - offset)), off_t(offset))
                     guard count > 0 else { throw BenchmarkError("reading \(path) failed: errno \(errno)") }
                     crc = update(crc, base, count)
                     offset += Int64(count)

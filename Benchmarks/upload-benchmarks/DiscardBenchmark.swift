@@ -32,7 +32,9 @@ struct DiscardBenchmark {
         if options.scale {
             let report = try await ScaleBenchmark(options: options, emulator: emulator, bucket: bucket)
                 .run(directory: directory, machine: machine)
-            print(options.json ? try DiscardReportPrinter.json(report) : DiscardReportPrinter.scaleTable(report), terminator: "")
+            print(
+                options.json ? try DiscardReportPrinter.json(report) : DiscardReportPrinter.scaleTable(report),
+                terminator: "")
             return
         }
 
@@ -141,7 +143,8 @@ struct DiscardBenchmark {
                 samples[index].append(sample)
                 progress(
                     String(format: "%.0f MB/s", sample.megabytesPerSecond)
-                        + (scenario.countsUploads ? String(format: ", %.0f uploads/s\n", sample.uploadsPerSecond) : "\n"))
+                        + (scenario.countsUploads
+                            ? String(format: ", %.0f uploads/s\n", sample.uploadsPerSecond) : "\n"))
             }
         }
 
@@ -200,8 +203,10 @@ struct DiscardBenchmark {
 
     /// Base64 of the big-endian CRC32C, as Cloud Storage reports it.
     static func base64(_ crc: UInt32) -> String {
-        Data([UInt8(truncatingIfNeeded: crc >> 24), UInt8(truncatingIfNeeded: crc >> 16),
-              UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc)]).base64EncodedString()
+        Data([
+            UInt8(truncatingIfNeeded: crc >> 24), UInt8(truncatingIfNeeded: crc >> 16),
+            UInt8(truncatingIfNeeded: crc >> 8), UInt8(truncatingIfNeeded: crc),
+        ]).base64EncodedString()
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -114,7 +114,8 @@ enum DiscardTargets {
                 TargetCheck(
                     target: "putFile, native, CRC32C on: >= 0.90x the raw sendfile baseline",
                     measured: native.map {
-                        String(format: "%.2fx (%.0f vs %.0f MB/s)", $0.ratioToSendfile ?? 0, $0.medianMBps,
+                        String(
+                            format: "%.2fx (%.0f vs %.0f MB/s)", $0.ratioToSendfile ?? 0, $0.medianMBps,
                             results.first?.medianMBps ?? 0)
                     } ?? "not run",
                     met: native.map { ($0.ratioToSendfile ?? 0) >= 0.9 }
@@ -124,7 +125,9 @@ enum DiscardTargets {
                 TargetCheck(
                     target: "concurrent 64 KiB putData against the discard emulator (native): >= 5000 uploads/s",
                     measured: small.map {
-                        String(format: "%.0f uploads/s (%.0f..%.0f)", $0.uploadsPerSecond ?? 0, $0.minUploadsPerSecond ?? 0,
+                        String(
+                            format: "%.0f uploads/s (%.0f..%.0f)", $0.uploadsPerSecond ?? 0,
+                            $0.minUploadsPerSecond ?? 0,
                             $0.maxUploadsPerSecond ?? 0)
                     } ?? "not run",
                     met: small.map { ($0.uploadsPerSecond ?? 0) >= 5000 }
@@ -133,7 +136,9 @@ enum DiscardTargets {
             checks.append(
                 TargetCheck(
                     target: "URLSession transport: report what it reaches (no target)",
-                    measured: url.map { String(format: "putFile %.2fx of sendfile (%.0f MB/s)", $0.ratioToSendfile ?? 0, $0.medianMBps) }
+                    measured: url.map {
+                        String(format: "putFile %.2fx of sendfile (%.0f MB/s)", $0.ratioToSendfile ?? 0, $0.medianMBps)
+                    }
                         ?? "not run",
                     met: nil
                 ))
@@ -147,7 +152,9 @@ enum DiscardTargets {
                 ))
         } else {
             checks.append(
-                TargetCheck(target: "peak RSS during a 4 GiB putFile: <= 32 MiB above idle RSS", measured: "run --discard --scale", met: nil))
+                TargetCheck(
+                    target: "peak RSS during a 4 GiB putFile: <= 32 MiB above idle RSS",
+                    measured: "run --discard --scale", met: nil))
         }
         return checks
     }
@@ -165,7 +172,8 @@ enum DiscardReportPrinter {
         let machine = report.machine
         return [
             "CloudStorage upload benchmarks (--discard)",
-            "machine: \(machine.activeCores) of \(machine.cores) cores active" + (machine.cpuModel.map { ", \($0)" } ?? "")
+            "machine: \(machine.activeCores) of \(machine.cores) cores active"
+                + (machine.cpuModel.map { ", \($0)" } ?? "")
                 + String(format: ", %.1f GiB RAM", machine.memoryGiB),
             "os: \(machine.operatingSystem); built with \(machine.swiftCompiler)",
             "load average (1/5/15 min): \(machine.loadAverageAtStart ?? "?") at start, \(report.loadAverageAtEnd ?? "?") at end",
@@ -181,7 +189,10 @@ enum DiscardReportPrinter {
         lines.append("baseline (ratios): \(report.baseline)")
         if let curl = report.curl { lines.append("curl: \(curl)") }
         lines.append("")
-        let headers = ["scenario", "runs", "MB/s med", "min..max", "x sendfile", "s/run", "uploads/s", "CPU s/run", "peak RSS", "dRSS"]
+        let headers = [
+            "scenario", "runs", "MB/s med", "min..max", "x sendfile", "s/run", "uploads/s", "CPU s/run", "peak RSS",
+            "dRSS",
+        ]
         var rows: [[String]] = []
         for result in report.scenarios {
             rows.append([
@@ -192,7 +203,9 @@ enum DiscardReportPrinter {
                 result.ratioToSendfile.map { String(format: "%.2f", $0) } ?? "-",
                 String(format: "%.3f", result.medianSeconds),
                 result.uploadsPerSecond.map {
-                    String(format: "%.0f (%.0f..%.0f)", $0, result.minUploadsPerSecond ?? 0, result.maxUploadsPerSecond ?? 0)
+                    String(
+                        format: "%.0f (%.0f..%.0f)", $0, result.minUploadsPerSecond ?? 0,
+                        result.maxUploadsPerSecond ?? 0)
                 } ?? "-",
                 String(format: "%.2f", result.cpuSecondsPerRun),
                 result.peakRSSBytes.map(mibRounded) ?? "-",
@@ -202,30 +215,54 @@ enum DiscardReportPrinter {
         lines += render(headers, rows)
         if let cost = report.checksumCost {
             lines.append("")
-            lines.append("CRC32C pre-pass on its own (best of 3; GB/s = 10^9 bytes/s; hardware: \(cost.hardwareAccelerated ? "yes" : "no")):")
-            lines.append(String(format: "  cs_crc32c_update, 1 MiB buffer in cache:           %6.2f GB/s", cost.hardwareInCacheGBps))
-            lines.append(String(format: "  cs_crc32c_update_portable, same buffer:            %6.2f GB/s", cost.portableInCacheGBps))
             lines.append(
-                String(format: "  pre-pass as the SDK runs it (pread 1 MiB + CRC):    %6.2f GB/s = %.3f s for ", cost.filePassGBps,
+                "CRC32C pre-pass on its own (best of 3; GB/s = 10^9 bytes/s; hardware: \(cost.hardwareAccelerated ? "yes" : "no")):"
+            )
+            lines.append(
+                String(
+                    format: "  cs_crc32c_update, 1 MiB buffer in cache:           %6.2f GB/s", cost.hardwareInCacheGBps)
+            )
+            lines.append(
+                String(
+                    format: "  cs_crc32c_update_portable, same buffer:            %6.2f GB/s", cost.portableInCacheGBps)
+            )
+            lines.append(
+                String(
+                    format: "  pre-pass as the SDK runs it (pread 1 MiB + CRC):    %6.2f GB/s = %.3f s for ",
+                    cost.filePassGBps,
                     cost.filePassSeconds) + mib(cost.fileBytes))
-            lines.append(String(format: "  same loop with the portable CRC32C:                %6.2f GB/s", cost.filePassPortableGBps))
+            lines.append(
+                String(
+                    format: "  same loop with the portable CRC32C:                %6.2f GB/s", cost.filePassPortableGBps
+                ))
         }
         lines += targetLines(report.targets)
         lines.append("notes:")
-        lines.append("  MB/s = 10^6 payload bytes per wall second, median of the runs (min..max); x sendfile = median / sendfile-baseline median.")
-        lines.append("  s/run includes opening the session and, with crc, the SDK's CRC32C pass over the file before the PUT.")
-        lines.append("  CPU s/run = user+sys of this whole process (SDK and in-process emulator, which hashes MD5+CRC32C of every byte); curl adds its own.")
         lines.append(
-            "  peak RSS = VmHWM after the run, reset to VmRSS via /proc/self/clear_refs before it\(report.peakRSSResetBetweenRuns ? "" : " (reset FAILED: lifetime peak)"); dRSS = peak - VmRSS before the run.")
-        lines.append("  putData's payload and the small payload are in memory before every run, so they are in 'before', not in dRSS.")
-        lines.append("  every upload is verified: size and CRC32C reported back equal those of the bytes (the emulator computes its own).")
+            "  MB/s = 10^6 payload bytes per wall second, median of the runs (min..max); x sendfile = median / sendfile-baseline median."
+        )
+        lines.append(
+            "  s/run includes opening the session and, with crc, the SDK's CRC32C pass over the file before the PUT.")
+        lines.append(
+            "  CPU s/run = user+sys of this whole process (SDK and in-process emulator, which hashes MD5+CRC32C of every byte); curl adds its own."
+        )
+        lines.append(
+            "  peak RSS = VmHWM after the run, reset to VmRSS via /proc/self/clear_refs before it\(report.peakRSSResetBetweenRuns ? "" : " (reset FAILED: lifetime peak)"); dRSS = peak - VmRSS before the run."
+        )
+        lines.append(
+            "  putData's payload and the small payload are in memory before every run, so they are in 'before', not in dRSS."
+        )
+        lines.append(
+            "  every upload is verified: size and CRC32C reported back equal those of the bytes (the emulator computes its own)."
+        )
         lines.append(String(format: "total wall time: %.0f s", report.totalSeconds))
         return lines.joined(separator: "\n") + "\n"
     }
 
     static func scaleTable(_ report: DiscardReport) -> String {
         var lines = header(report)
-        lines.append("putFile, native transport, CRC32C on, default streaming; VmHWM reset (clear_refs 5) before each upload")
+        lines.append(
+            "putFile, native transport, CRC32C on, default streaming; VmHWM reset (clear_refs 5) before each upload")
         lines.append("")
         let headers = ["size", "runs", "MB/s med", "idle RSS", "peak RSS", "peak - idle"]
         let rows = (report.scale ?? []).map { result in
@@ -263,7 +300,8 @@ enum DiscardReportPrinter {
                 return column == 0 ? cell + padding : padding + cell
             }.joined(separator: "  ")
         }
-        return [line(headers), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")] + rows.map(line)
+        return [line(headers), widths.map { String(repeating: "-", count: $0) }.joined(separator: "  ")]
+            + rows.map(line)
     }
 
     private static func mib(_ bytes: Int64) -> String { "\(bytes >> 20) MiB" }

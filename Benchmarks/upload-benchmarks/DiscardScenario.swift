@@ -45,11 +45,16 @@ struct DiscardScenario: Sendable {
 
     /// The scenarios of one `--discard` run, in the order each round runs them.
     static func all(_ options: BenchmarkOptions, curl: Bool) -> [DiscardScenario] {
-        var scenarios = [DiscardScenario(kind: .sendfileBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.runs)]
+        var scenarios = [
+            DiscardScenario(
+                kind: .sendfileBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.runs)
+        ]
         if curl {
             // A second opinion on the wire; it agrees with sendfile within noise, so it gets the shorter count.
             scenarios.append(
-                DiscardScenario(kind: .curlBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.urlSessionRuns))
+                DiscardScenario(
+                    kind: .curlBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.urlSessionRuns)
+            )
         }
         let transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
         let eight: Int64 = 8 * 1024 * 1024
@@ -61,7 +66,9 @@ struct DiscardScenario: Sendable {
                 var variants: [(Bool, Int64?)] = [(true, nil), (false, nil)]
                 if kind != .smallPutData { variants.append((true, eight)) }
                 for (checksums, chunk) in variants {
-                    scenarios.append(DiscardScenario(kind: kind, transport: transport, checksums: checksums, chunkSize: chunk, runs: runs))
+                    scenarios.append(
+                        DiscardScenario(
+                            kind: kind, transport: transport, checksums: checksums, chunkSize: chunk, runs: runs))
                 }
             }
         }

@@ -41,10 +41,12 @@ struct ScaleBenchmark {
                 let (before, reset) = try await ResourceSnapshot.take(resetPeak: true, serverRoot: nil)
                 if !reset { resetWorks = false }
                 let started = clock.now
-                let metadata = try await storage.reference(withPath: "scale-\(sizeMiB)-\(round)").putFileAsync(from: file)
+                let metadata = try await storage.reference(withPath: "scale-\(sizeMiB)-\(round)").putFileAsync(
+                    from: file)
                 let seconds = DiscardBenchmark.seconds(started.duration(to: clock.now))
                 let (after, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: nil)
-                try DiscardBenchmark.check(metadata.size, metadata.crc32c, against: expected, what: "scale \(sizeMiB) MiB")
+                try DiscardBenchmark.check(
+                    metadata.size, metadata.crc32c, against: expected, what: "scale \(sizeMiB) MiB")
                 guard let rss = before.residentBytes, let hwm = after.peakResidentBytes else {
                     throw BenchmarkError("/proc/self/status has no VmRSS or VmHWM")
                 }
@@ -52,7 +54,10 @@ struct ScaleBenchmark {
                 idle = max(idle, rss)
                 peak = max(peak, hwm)
                 above = max(above, hwm - rss)
-                progress(String(format: "%.0f MB/s, peak %.1f MiB above idle\n", rates.last ?? 0, Double(hwm - rss) / 1_048_576))
+                progress(
+                    String(
+                        format: "%.0f MB/s, peak %.1f MiB above idle\n", rates.last ?? 0, Double(hwm - rss) / 1_048_576)
+                )
             }
             try? FileManager.default.removeItem(at: file)
             results.append(
@@ -60,7 +65,9 @@ struct ScaleBenchmark {
                     sizeBytes: size, runs: runs, medianMBps: Statistics.median(rates), idleRSSBytes: idle,
                     peakRSSBytes: peak, peakAboveIdleBytes: above))
         }
-        if !resetWorks { throw BenchmarkError("/proc/self/clear_refs could not be written: peaks would be lifetime peaks") }
+        if !resetWorks {
+            throw BenchmarkError("/proc/self/clear_refs could not be written: peaks would be lifetime peaks")
+        }
         return DiscardReport(
             machine: machine,
             server: "built-in StorageEmulator, .discard backing, in this process, \(emulator.baseURL.absoluteString)",
