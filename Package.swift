@@ -66,7 +66,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "upload-benchmarks",
-            dependencies: ["CloudStorage", "FakeGCSServer", "StorageEmulator"],
+            dependencies: ["CloudStorage", "CCloudStorage", "FakeGCSServer", "StorageEmulator"],
             path: "Benchmarks/upload-benchmarks",
             swiftSettings: strictSwift
         ),

@@ -2,10 +2,10 @@
 struct BenchmarkOptions: Sendable {
     /// Timed runs per scenario.
     var runs = 5
-    /// Size of the large payload, in MiB.
-    var sizeMiB = 256
-    /// Number of concurrent small uploads in the many-small-uploads scenario.
-    var smallCount = 200
+    /// Size of the large payload, in MiB, when given (default 256, or 1024 with `--discard`).
+    var sizeMiBOption: Int?
+    /// Number of concurrent small uploads when given (default 200, or 1000 with `--discard`).
+    var smallCountOption: Int?
     /// Size of each small upload, in KiB.
     var smallSizeKiB = 64
     /// Print JSON instead of a table.
@@ -14,15 +14,32 @@ struct BenchmarkOptions: Sendable {
     var discard = false
     /// With `--discard`: `native`, `urlsession` or `both`.
     var transport = "both"
+    /// With `--discard`: size of the putData payload, in MiB.
+    var dataMiB = 256
+    /// With `--discard`: timed runs of each URLSession scenario (it is 3-5× slower than native).
+    var urlSessionRuns = 2
+    /// With `--discard`: run only scenarios whose names start with one of these (the sendfile baseline always runs).
+    var only: [String] = []
+    /// With `--discard`: skip the curl baseline even when curl is on PATH.
+    var noCurl = false
+    /// With `--discard`: run the memory-scaling check instead of the throughput table.
+    var scale = false
+    /// With `--scale`: the large file's size in MiB (compared with `--size-mib`).
+    var scaleMiB = 4096
     /// Print the help text and exit.
     var help = false
 
+    var sizeMiB: Int { sizeMiBOption ?? 256 }
+    var smallCount: Int { smallCountOption ?? (discard ? 1000 : 200) }
     var largeSize: Int64 { Int64(sizeMiB) * 1024 * 1024 }
+    var dataSize: Int64 { Int64(dataMiB) * 1024 * 1024 }
     var smallSize: Int64 { Int64(smallSizeKiB) * 1024 }
 
     static let helpText = """
         USAGE: upload-benchmarks [--runs N] [--size-mib M] [--small-count C] [--small-kib K] [--json]
-               upload-benchmarks --discard [--transport native|urlsession|both] [--runs N] [--size-mib M]
+               upload-benchmarks --discard [--transport native|urlsession|both] [--runs N] [--urlsession-runs U]
+                                 [--size-mib M] [--data-mib D] [--small-count C] [--small-kib K] [--no-curl] [--json]
+               upload-benchmarks --discard --scale [--size-mib M] [--scale-mib S] [--runs N] [--json]
 
         Measures CloudStorage upload throughput, CPU time and memory against a
         fake-gcs-server (memory backend) that the program starts on 127.0.0.1,
@@ -44,13 +61,30 @@ struct BenchmarkOptions: Sendable {
 
         OPTIONS:
           --runs N          timed runs per scenario, 1...20 (default 5)
-          --size-mib M      large payload size in MiB, 1...1024 (default 256)
-          --small-count C   concurrent small uploads, 1...1000 (default 200)
+          --size-mib M      large payload size in MiB, 1...4096 (default 256; at most 1024 without --discard)
+          --small-count C   concurrent small uploads, 1...1000 (default 200; 1000 with --discard)
           --small-kib K     size of each small upload in KiB, 1...8192 (default 64)
           --json            print machine-readable JSON on stdout instead of a table
-          --discard         instead: time putFile per transport and a curl PUT against the
-                            built-in emulator in discard mode (in this process); no fake-gcs-server
+          --discard         instead: against the built-in emulator in discard mode (in this process; it
+                            checks size and checksums and stores nothing), side by side in one run:
+                              sendfile-baseline  raw POST + PUT head + sendfile(2) of the file, plain blocking
+                                                 socket on a dedicated thread, no SDK (ratios are to this)
+                              curl-baseline      curl -T, one PUT (skipped when curl is missing or --no-curl)
+                              putFile / putData / small-putData per transport: CRC32C on and off with default
+                              streaming, and chunkSize = 8 MiB with CRC32C on (small objects: multipart, no chunks)
+                            plus the CRC32C pre-pass cost on its own (hardware vs portable, GB/s).
+                            Defaults there: --size-mib 256 (1024 does not fit 3 minutes on a shared 2-core
+                            machine: the emulator's MD5 caps every upload, baseline included; run
+                            --size-mib 1024 --transport native --runs 3 for the 1 GiB figure), --small-count 1000.
           --transport T     with --discard: native, urlsession or both (default both)
+          --urlsession-runs U  with --discard: timed runs of each URLSession scenario and of curl, 1...20 (default 2)
+          --only P,Q        with --discard: only scenarios whose names start with P or Q (e.g. small-putData/native)
+          --data-mib D      with --discard: putData payload in MiB, 1...1024 (default 256)
+          --no-curl         with --discard: skip the curl baseline
+          --scale           with --discard: memory check instead: putFile (native, CRC32C on) of a
+                            --size-mib file and a --scale-mib file (default 4096), VmHWM reset before
+                            each, reporting peak RSS above the idle RSS measured just before the upload
+          --scale-mib S     with --scale: the larger file's size in MiB, 1...16384 (default 4096)
           -h, --help        show this help
 
         Progress goes to stderr. MB/s means 10^6 bytes per second. The exit status
@@ -87,8 +121,14 @@ struct BenchmarkOptions: Sendable {
             }
             switch name {
             case "--runs": options.runs = try integer(in: 1...20)
-            case "--size-mib": options.sizeMiB = try integer(in: 1...1024)
-            case "--small-count": options.smallCount = try integer(in: 1...1000)
+            case "--size-mib": options.sizeMiBOption = try integer(in: 1...4096)
+            case "--small-count": options.smallCountOption = try integer(in: 1...1000)
+            case "--data-mib": options.dataMiB = try integer(in: 1...1024)
+            case "--urlsession-runs": options.urlSessionRuns = try integer(in: 1...20)
+            case "--scale-mib": options.scaleMiB = try integer(in: 1...16384)
+            case "--scale": options.scale = true
+            case "--no-curl": options.noCurl = true
+            case "--only": options.only = try value().split(separator: ",").map(String.init)
             case "--small-kib": options.smallSizeKiB = try integer(in: 1...8192)
             case "--json": options.json = true
             case "--discard": options.discard = true
@@ -101,6 +141,13 @@ struct BenchmarkOptions: Sendable {
             case "-h", "--help": options.help = true
             default: throw BenchmarkError("unknown argument '\(argument)' (see --help)")
             }
+        }
+        if !options.discard, let size = options.sizeMiBOption, size > 1024 {
+            // fake-gcs-server keeps every object in RAM.
+            throw BenchmarkError("--size-mib must be at most 1024 without --discard, not '\(size)'")
+        }
+        if options.scale && !options.discard {
+            throw BenchmarkError("--scale works only with --discard")
         }
         return options
     }

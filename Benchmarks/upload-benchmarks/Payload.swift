@@ -1,3 +1,4 @@
+import CCloudStorage
 import FakeGCSServer
 import Foundation
 
@@ -39,6 +40,38 @@ enum Payload {
             written += Int64(count)
         }
         try handle.synchronize()
+    }
+
+    /// Writes `size` bytes to a new file at `url` quickly: one pseudo-random 1 MiB block from `seed`,
+    /// repeated, 16 MiB per `write`. Nothing on the upload path compresses or deduplicates, so this
+    /// is as good as fully random bytes for throughput. Blocks: call through ``BlockingWork``.
+    ///
+    /// - Parameters:
+    ///   - url: The file to create (replaced if present).
+    ///   - size: The number of bytes.
+    ///   - seed: Selects the block.
+    /// - Returns: The CRC32C of the file's bytes.
+    /// - Throws: When the file cannot be written.
+    static func writeRepeatingFile(at url: URL, size: Int64, seed: UInt64) throws -> UInt32 {
+        let block = bytes(size: 1 << 20, seed: seed)
+        var batch = Data(capacity: 16 << 20)
+        for _ in 0..<16 { batch.append(block) }
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw BenchmarkError("cannot create \(url.path)")
+        }
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var written: Int64 = 0
+        var crc: UInt32 = 0
+        let batches = (size + Int64(batch.count) - 1) / Int64(batch.count)
+        for _ in 0..<batches {
+            let count = Int(min(Int64(batch.count), size - written))
+            let part = batch[batch.startIndex..<(batch.startIndex + count)]
+            part.withUnsafeBytes { crc = cs_crc32c_update(crc, $0.baseAddress!, $0.count) }
+            try handle.write(contentsOf: part)
+            written += Int64(count)
+        }
+        return crc
     }
 
     private static func bytes(size: Int, state: inout UInt64) -> Data {

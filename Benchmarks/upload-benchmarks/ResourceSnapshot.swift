@@ -31,9 +31,9 @@ struct ResourceSnapshot: Sendable {
     /// - Parameters:
     ///   - resetPeak: First reset the high-water mark, so that `VmHWM`
     ///     read later covers only what follows.
-    ///   - serverRoot: The process whose subtree's CPU time to add up.
+    ///   - serverRoot: The process whose subtree's CPU time to add up; nil for none (an in-process server).
     /// - Returns: The snapshot, and whether the reset worked (false when not asked).
-    static func take(resetPeak: Bool, serverRoot: Int32) async throws -> (ResourceSnapshot, peakWasReset: Bool) {
+    static func take(resetPeak: Bool, serverRoot: Int32?) async throws -> (ResourceSnapshot, peakWasReset: Bool) {
         try await BlockingWork.run {
             let reset = resetPeak ? resetPeakResident() : false
             let memory = readStatus()
@@ -43,7 +43,7 @@ struct ResourceSnapshot: Sendable {
                 contextSwitches: usage.switches,
                 residentBytes: memory.rss,
                 peakResidentBytes: memory.hwm,
-                serverCPU: ProcessTree.cpuSeconds(root: serverRoot)
+                serverCPU: serverRoot.flatMap { ProcessTree.cpuSeconds(root: $0) }
             )
             return (snapshot, reset)
         }
