@@ -9,7 +9,8 @@ extension GCSJSONProtocol: ObjectWireProtocol {
     }
 
     func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
-        var request = HTTPRequest(method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(update.patchBody))
+        var request = HTTPRequest(
+            method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(update.patchBody))
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
         return request
     }

@@ -64,7 +64,8 @@ extension ObjectListPage {
         do {
             page = try JSONDecoder().decode(Page.self, from: body)
         } catch {
-            throw .internalError("The server's answer is not a listing: it could not be decoded.", underlyingError: error)
+            throw .internalError(
+                "The server's answer is not a listing: it could not be decoded.", underlyingError: error)
         }
         self.init(
             items: page.items?.map(\.name) ?? [],

@@ -55,7 +55,9 @@ public struct StorageListPages: AsyncSequence, Sendable {
         /// - Parameter actor: The caller's isolation.
         /// - Returns: The page.
         /// - Throws: As ``StorageReference/list(maxResults:pageToken:)``.
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws(StorageError)
+        public mutating func next(
+            isolation actor: isolated (any Actor)?
+        ) async throws(StorageError)
             -> StorageListResult?
         {
             guard !finished else { return nil }

@@ -32,7 +32,8 @@ struct ObjectOperationsTests {
         }
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
-        try await body(storage(emulator, firebase: server == "emulator-firebase", bucket: TestSupport.bucketName("ops")))
+        try await body(
+            storage(emulator, firebase: server == "emulator-firebase", bucket: TestSupport.bucketName("ops")))
     }
 
     @Test(arguments: servers)
@@ -159,8 +160,9 @@ struct ObjectOperationsTests {
         #expect(try await firebase.reference(withPath: "t.txt").getMetadata().downloadTokens.isEmpty)
 
         let url = try await firebase.reference(withPath: "t.txt").downloadURL()
-        let token = try #require(URLComponents(url: url, resolvingAgainstBaseURL: false)?
-            .queryItems?.first { $0.name == "token" }?.value)
+        let token = try #require(
+            URLComponents(url: url, resolvingAgainstBaseURL: false)?
+                .queryItems?.first { $0.name == "token" }?.value)
         #expect(try await firebase.reference(withPath: "t.txt").getMetadata().downloadTokens == [token])
         let response = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
         #expect(response.status == 200)
@@ -174,7 +176,9 @@ struct ObjectOperationsTests {
             let ref = storage.reference(withPath: "dir/m.txt")
             _ = try await ref.putDataAsync(payload)
             let url = try await ref.downloadURL()
-            #expect(url.absoluteString == "\(storage.endpoint.baseURL)/storage/v1/b/\(storage.bucket)/o/dir%2Fm.txt?alt=media")
+            #expect(
+                url.absoluteString
+                    == "\(storage.endpoint.baseURL)/storage/v1/b/\(storage.bucket)/o/dir%2Fm.txt?alt=media")
             let response = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
             #expect(response.status == 200)
             #expect(response.body == payload)
@@ -186,8 +190,10 @@ struct ObjectOperationsTests {
     @Test(arguments: servers)
     func listSeparatesItemsFromPrefixesAndPages(server: String) async throws {
         try await Self.withStorage(server) { storage in
-            let names = ["top.txt", "photos/a.jpg", "photos/b.jpg", "photos/c.jpg", "photos/2024/x.jpg", "photos/2025/y.jpg",
-                "other/z.txt"]
+            let names = [
+                "top.txt", "photos/a.jpg", "photos/b.jpg", "photos/c.jpg", "photos/2024/x.jpg", "photos/2025/y.jpg",
+                "other/z.txt",
+            ]
             for name in names {
                 _ = try await storage.reference(withPath: name).putDataAsync(Data(name.utf8))
             }
