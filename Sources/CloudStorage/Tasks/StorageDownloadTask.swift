@@ -200,6 +200,9 @@ public actor StorageDownloadTask<Output: Sendable & Equatable>: StorageTask {
                 if Task.isCancelled { throw .cancelled() }
                 outcome = .success(try await complete())
             } catch {
+                // A failure leaves nothing behind before anyone learns of it; a pause
+                // (cancelled) keeps what arrived, and a cancel discards it in its tear-down.
+                if error.code != .cancelled { await engine.destination.discard() }
                 outcome = .failure(error)
             }
             self.workerEnded(epoch: epoch, outcome: outcome)
@@ -224,7 +227,7 @@ public actor StorageDownloadTask<Output: Sendable & Equatable>: StorageTask {
         case .failure(let error):
             result = .failure(error)
             terminal = makeContent(.failure, error: error)
-            // No partial file outlives a failed download.
+            // No partial file outlives a failed download (usually discarded already).
             let destination = engine.destination
             Task { await destination.discard() }
         }
