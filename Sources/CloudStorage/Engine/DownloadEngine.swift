@@ -208,6 +208,12 @@ struct ContentRangeHeader: Equatable {
     var last: Int64
     var total: Int64?
 
+    init(first: Int64, last: Int64, total: Int64?) {
+        self.first = first
+        self.last = last
+        self.total = total
+    }
+
     init?(_ header: String?) {
         guard let header, header.lowercased().hasPrefix("bytes ") else { return nil }
         let spec = header.dropFirst("bytes ".count)
