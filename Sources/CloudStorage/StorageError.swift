@@ -70,7 +70,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case unknown, objectNotFound, bucketNotFound, projectNotFound, quotaExceeded
         case unauthenticated, unauthorized, retryLimitExceeded, nonMatchingChecksum
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
-        case unreadableFile, fileChanged
+        case unreadableFile, fileChanged, downloadSizeExceeded
     }
 
     let kind: Kind
@@ -111,6 +111,9 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let unreadableFile = Self(kind: .unreadableFile)
     /// The file changed, shrank, grew or disappeared while it was being uploaded.
     public static let fileChanged = Self(kind: .fileChanged)
+    /// The object is larger than the `maxSize` a download into memory allows;
+    /// the download stopped before reading past that limit.
+    public static let downloadSizeExceeded = Self(kind: .downloadSizeExceeded)
 
     /// The code's name, such as `objectNotFound`.
     public var description: String { kind.rawValue }

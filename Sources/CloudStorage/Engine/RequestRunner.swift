@@ -62,7 +62,9 @@ struct RequestRunner: Sendable {
                 response = try await storage.transport.execute(request, progress: progress)
             } catch let error as HTTPTransportError {
                 if Task.isCancelled { throw .cancelled() }
-                if error.kind == .bodyUnreadable, let bodyError = error.bodyError { throw bodyError }
+                if error.kind == .bodyUnreadable || error.kind == .responseRejected, let bodyError = error.bodyError {
+                    throw bodyError
+                }
                 if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
                 return .retryable(StorageError(.unknown, "The request failed: \(error.kind).", underlyingError: error))
             } catch {

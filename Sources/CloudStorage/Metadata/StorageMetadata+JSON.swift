@@ -183,7 +183,7 @@ private struct LooseScalar: Decodable {
     }
 }
 
-/// A tiny JSON writer for request bodies made only of strings and objects.
+/// A tiny JSON writer for request bodies made only of strings, nulls and objects.
 ///
 /// Hand-written because it cannot fail, unlike `JSONSerialization` and
 /// `JSONEncoder`, whose errors could only be handled by sending a wrong body;
@@ -194,6 +194,8 @@ enum JSONText {
     indirect enum Value {
         case string(String)
         case object([(String, Value)])
+        /// `null`: in a PATCH body, removes the field.
+        case null
     }
 
     /// The JSON text of a value, with object keys sorted by their UTF-8 bytes.
@@ -210,6 +212,8 @@ enum JSONText {
         switch value {
         case .string(let string):
             writeString(string, to: &output)
+        case .null:
+            output += "null"
         case .object(let members):
             output += "{"
             let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }

@@ -166,7 +166,7 @@ struct FirebaseV0Protocol: UploadWireProtocol {
         )
     }
 
-    private func objectURL(bucket: String, name: String) -> URL {
+    func objectURL(bucket: String, name: String) -> URL {
         WireURL.make(base: baseURL, path: "/v0/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))")
     }
 }

@@ -116,12 +116,4 @@ struct GCSJSONProtocol: UploadWireProtocol {
     private func uploadURL(bucket: String, query: [(String, String)]) -> URL {
         WireURL.make(base: baseURL, path: "/upload/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query)
     }
-
-    private func objectURL(bucket: String, name: String, query: [(String, String)]) -> URL {
-        WireURL.make(
-            base: baseURL,
-            path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))",
-            query: query
-        )
-    }
 }

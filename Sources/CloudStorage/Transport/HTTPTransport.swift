@@ -16,6 +16,13 @@ import HTTP1
 /// - `progress` is called with the running total of body bytes handed to the
 ///   network, never decreasing, from any thread, at a bounded rate.
 /// - It performs no blocking system call on Swift's cooperative thread pool.
+/// - When the request has a ``HTTPRequest/responseSink``, it calls the sink's
+///   ``HTTPResponseSink/begin`` once with the final status and headers; if
+///   that returns true, the body goes to ``HTTPResponseSink/receive`` in
+///   order, chunk by chunk as it arrives, in bounded memory and off the
+///   cooperative pool, and the returned response's body is empty. An error
+///   the sink throws aborts the request and is thrown as
+///   ``HTTPTransportError/Kind/responseRejected`` carrying it.
 protocol HTTPTransport: Sendable {
     /// The longest body one request can carry, or nil when bodies of any
     /// length stream through. The engine never sends a longer one.
@@ -36,6 +43,9 @@ struct HTTPRequest: Sendable {
     /// How long the request may go without progress before it fails with
     /// ``HTTPTransportError/timedOut``.
     var idleTimeout: Duration
+    /// Where the response body goes instead of ``HTTPResponse/body``, for
+    /// bodies too large to hold in memory (downloads).
+    var responseSink: HTTPResponseSink?
 
     init(
         method: String,
@@ -115,6 +125,21 @@ struct HTTPRequestBody: Sendable {
     }
 }
 
+/// Receives a response body as it arrives, on the transport's own thread.
+///
+/// Both closures run on a thread that may block (never the cooperative
+/// pool), one call at a time, in order; they must not suspend.
+struct HTTPResponseSink: Sendable {
+    /// Called once with the final status and headers, before any body byte:
+    /// true streams the body to ``receive``; false collects it into
+    /// ``HTTPResponse/body`` as usual (for error answers). Throwing aborts
+    /// the request.
+    var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws(StorageError) -> Bool
+    /// Called with the next body bytes; they are valid only during the call.
+    /// Throwing aborts the request.
+    var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws(StorageError) -> Void
+}
+
 /// A complete HTTP response.
 struct HTTPResponse: Sendable {
     var status: Int
@@ -133,13 +158,16 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case timedOut
         /// The request body could not be read (its file changed or became unreadable).
         case bodyUnreadable
+        /// The request's ``HTTPRequest/responseSink`` threw ``HTTPTransportError/bodyError``.
+        case responseRejected
         /// Anything else the transport reports.
         case other
     }
 
     var kind: Kind
     var message: String
-    /// The body source's own error, for ``Kind/bodyUnreadable``.
+    /// The body source's own error, for ``Kind/bodyUnreadable``; the sink's,
+    /// for ``Kind/responseRejected``.
     var bodyError: StorageError?
     /// Whether sending the same request again can only fail the same way (a
     /// URL the transport cannot serve, a head it cannot write): the engine

@@ -276,16 +276,43 @@ final class NativeExchange {
             throw malformed(error)
         }
         var keepAlive = head.wantsKeepAlive && !request.closesConnection
+        var streaming = false
+        if let sink = request.responseSink {
+            do {
+                streaming = try sink.begin(head.status, head.headers)
+            } catch {
+                throw Self.rejected(error)
+            }
+        }
         var body = Data()
+        // Hands `input[range]` to the sink, or keeps it in `body` within the limit.
+        func emit(_ range: Range<Int>) throws(HTTPTransportError) {
+            guard !range.isEmpty else { return }
+            guard streaming, let sink = request.responseSink else {
+                body.append(contentsOf: input[range])
+                guard body.count <= maxResponseBody else { throw tooLarge() }
+                return
+            }
+            let delivered = input.withUnsafeBytes { raw in
+                Result { () throws(StorageError) in try sink.receive(UnsafeRawBufferPointer(rebasing: raw[range])) }
+            }
+            do {
+                try delivered.get()
+            } catch {
+                throw Self.rejected(error)
+            }
+        }
         switch framing {
         case .length(let length):
-            guard length <= Int64(maxResponseBody) else { throw tooLarge() }
-            let count = Int(length)
-            while input.count < count {
-                if try readBlocking() == 0 { throw truncated() }
+            guard streaming || length <= Int64(maxResponseBody) else { throw tooLarge() }
+            var remaining = length
+            while remaining > 0 {
+                if input.isEmpty, try readBlocking() == 0 { throw truncated() }
+                let take = Int(min(Int64(input.count), remaining))
+                try emit(0..<take)
+                input.removeFirst(take)
+                remaining -= Int64(take)
             }
-            body = Data(input[0..<count])
-            input.removeFirst(count)
         case .chunked:
             var decoder = ChunkedBodyDecoder()
             while true {
@@ -302,10 +329,7 @@ final class NativeExchange {
                     } catch {
                         throw malformed(error)
                     }
-                    if !data.isEmpty {
-                        body.append(contentsOf: input[(consumed + data.lowerBound)..<(consumed + data.upperBound)])
-                        guard body.count <= maxResponseBody else { throw tooLarge() }
-                    }
+                    try emit((consumed + data.lowerBound)..<(consumed + data.upperBound))
                     consumed += used
                     if used == 0 { break }
                 }
@@ -315,11 +339,10 @@ final class NativeExchange {
             }
         case .untilClose:
             keepAlive = false
-            while try readBlocking() != 0 {
-                guard input.count <= maxResponseBody else { throw tooLarge() }
-            }
-            body = Data(input)
-            input = []
+            repeat {
+                try emit(0..<input.count)
+                input.removeAll(keepingCapacity: true)
+            } while try readBlocking() != 0
         }
         // Bytes nobody asked for: the connection's framing cannot be trusted any more.
         if !input.isEmpty { keepAlive = false }
@@ -378,6 +401,10 @@ final class NativeExchange {
 
     private static func unreadable(_ error: StorageError) -> HTTPTransportError {
         HTTPTransportError(kind: .bodyUnreadable, message: error.message, bodyError: error)
+    }
+
+    private static func rejected(_ error: StorageError) -> HTTPTransportError {
+        HTTPTransportError(kind: .responseRejected, message: error.message, bodyError: error)
     }
 
     private func malformed(_ error: HTTP1Error) -> HTTPTransportError {

@@ -14,6 +14,8 @@ struct NativePreparedRequest: Sendable {
     let head: [UInt8]
     let body: HTTPRequestBody
     let idleTimeout: Duration
+    /// Where a streamed response body goes, if the request asked for one.
+    let responseSink: HTTPResponseSink?
     /// Whether the request asked the server to close the connection after it.
     let closesConnection: Bool
     /// Whether sending the request twice does no harm, so that a pooled
@@ -28,6 +30,7 @@ struct NativePreparedRequest: Sendable {
     /// - Throws: ``HTTPTransportError/Kind/other`` (permanent) for a URL that
     ///   is not `http://host[:port]/…` or a head that cannot be written.
     init(_ request: HTTPRequest) throws(HTTPTransportError) {
+        responseSink = request.responseSink
         guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
             components.scheme?.lowercased() == "http"
         else {

@@ -70,7 +70,7 @@ final class URLSessionTransport: HTTPTransport {
         urlRequest.setValue("close", forHTTPHeaderField: "Connection")
         #endif
         let bodyLength = request.body.length
-        let exchange = Exchange(body: request.body, progress: progress)
+        let exchange = Exchange(body: request.body, progress: progress, sink: request.responseSink)
         if bodyLength == 0 {
             if request.method != "GET" && request.method != "HEAD" {
                 urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
@@ -117,16 +117,24 @@ private final class Exchange: Sendable {
         var headers = HTTPHeaders()
         var body = Data()
         var bodyError: StorageError?
+        /// Whether the body goes to the sink rather than into `body`.
+        var streaming = false
+        /// What the sink threw; the request is being aborted.
+        var sinkError: StorageError?
     }
 
     let requestBody: HTTPRequestBody
     let progress: (@Sendable (Int64) -> Void)?
+    let sink: HTTPResponseSink?
     private let state = Mutex(State())
 
-    init(body: HTTPRequestBody, progress: (@Sendable (Int64) -> Void)?) {
+    init(body: HTTPRequestBody, progress: (@Sendable (Int64) -> Void)?, sink: HTTPResponseSink?) {
         self.requestBody = body
         self.progress = progress
+        self.sink = sink
     }
+
+    var sinkError: StorageError? { state.withLock { $0.sinkError } }
 
     /// A stream over the request body from its start; read failures are kept here.
     func makeBodyStream() -> InputStream {
@@ -149,22 +157,52 @@ private final class Exchange: Sendable {
         state.withLock { $0.cancelled = true }
     }
 
-    func receive(_ response: HTTPURLResponse) {
+    /// Records the response head and asks the sink whether to stream.
+    ///
+    /// - Returns: False when the sink refused the response: abort the task.
+    @discardableResult
+    func receive(_ response: HTTPURLResponse) -> Bool {
         var headers = HTTPHeaders()
         for (name, value) in response.allHeaderFields {
             if let name = name as? String, let value = value as? String {
                 headers.add(name, value)
             }
         }
+        var streaming = false
+        var refusal: StorageError?
+        if let sink {
+            // Called on the session's delegate queue, never the cooperative pool.
+            do {
+                streaming = try sink.begin(response.statusCode, headers)
+            } catch {
+                refusal = error
+            }
+        }
         state.withLock {
             $0.status = response.statusCode
             $0.headers = headers
             $0.body = Data()
+            $0.streaming = streaming
+            $0.sinkError = $0.sinkError ?? refusal
         }
+        return refusal == nil
     }
 
-    func receive(_ data: Data) {
-        state.withLock { $0.body.append(data) }
+    /// Takes body bytes: into the sink when streaming, else into the body.
+    ///
+    /// - Returns: False when the sink threw: abort the task.
+    func receive(_ data: Data) -> Bool {
+        let (streaming, failed) = state.withLock { state -> (Bool, Bool) in
+            if !state.streaming { state.body.append(data) }
+            return (state.streaming, state.sinkError != nil)
+        }
+        guard streaming, let sink, !failed else { return !failed }
+        let delivered = data.withUnsafeBytes { raw in
+            Result { () throws(StorageError) in try sink.receive(raw) }
+        }
+        guard case .failure(let error) = delivered else { return true }
+        state.withLock { $0.sinkError = $0.sinkError ?? error }
+        return false
     }
 
     /// Finishes the exchange once; later calls do nothing.
@@ -211,14 +249,17 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        if let response = response as? HTTPURLResponse {
-            exchange(dataTask)?.receive(response)
+        if let response = response as? HTTPURLResponse, exchange(dataTask)?.receive(response) == false {
+            completionHandler(.cancel)
+            return
         }
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        exchange(dataTask)?.receive(data)
+        if exchange(dataTask)?.receive(data) == false {
+            dataTask.cancel()
+        }
     }
 
     func urlSession(
@@ -269,6 +310,10 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
             // The body could not be read: whatever the server said, the request was not what we meant to send.
             exchange.complete(
                 .failure(HTTPTransportError(kind: .bodyUnreadable, message: bodyError.message, bodyError: bodyError)))
+        } else if let sinkError = exchange.sinkError {
+            exchange.complete(
+                .failure(
+                    HTTPTransportError(kind: .responseRejected, message: sinkError.message, bodyError: sinkError)))
         } else if exchange.isCancelled {
             exchange.complete(.failure(CancellationError()))
         } else if let error {

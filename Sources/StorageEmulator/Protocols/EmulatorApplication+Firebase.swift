@@ -36,6 +36,18 @@ extension EmulatorApplication {
             let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
             let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
                 try ObjectJSON.apply(patch: patch, to: &attributes)
+                // As Firebase Storage: `downloadTokens` (comma-separated) replaces the tokens; null removes them.
+                if let tokens = patch["downloadTokens"] {
+                    if tokens is NSNull {
+                        attributes.downloadTokens = []
+                    } else if let text = tokens as? String {
+                        attributes.downloadTokens = text.split(separator: ",").map {
+                            $0.trimmingCharacters(in: .whitespaces)
+                        }.filter { !$0.isEmpty }
+                    } else {
+                        throw HTTPError.badRequest("Invalid value for field 'downloadTokens'.")
+                    }
+                }
             }
             return Reply.json(200, ObjectJSON.firebaseResource(record))
         case "DELETE":

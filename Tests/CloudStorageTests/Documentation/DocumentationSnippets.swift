@@ -442,3 +442,123 @@ enum DocumentationSnippets {
         return request
     }
 }
+
+/// Downloads, metadata, deleting and listing.
+extension DocumentationSnippets {
+    static func readmeDownloadsMetadataListings(storage: Storage) async throws {
+        // snippet: README.md#7
+        let ref = storage.reference(withPath: "images/space.jpg")
+        let bytes = try await ref.data(maxSize: 10 * 1024 * 1024)              // into memory, size-capped
+        let file = try await ref.writeAsync(toFile: URL(fileURLWithPath: "/tmp/space.jpg"))  // streamed, verified, resumable
+        var update = StorageMetadataUpdate()
+        update.customMetadata["reviewed"] = .set("yes")                        // only named fields change
+        let metadata = try await ref.updateMetadata(update)
+        for try await page in storage.reference(withPath: "images").pages() {   // one request per page
+            print(page.items.map(\.name))
+        }
+        let url = try await ref.downloadURL()
+        try await ref.delete()
+        print(bytes.count, file.path, metadata.customMetadata, url)
+        // end snippet
+    }
+
+    static func downloadingIntoMemory(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#1
+        let imageData = try await storage.reference(withPath: "images/space.jpg")
+            .data(maxSize: 10 * 1024 * 1024)
+        print(imageData.count)
+        // end snippet
+    }
+
+    static func downloadingIntoAFile(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#2
+        let task = storage.reference(withPath: "videos/launch.mp4")
+            .write(toFile: URL(fileURLWithPath: "/tmp/launch.mp4"))
+        for await snapshot in task.snapshots where snapshot.status == .progress {
+            print("\(Int(snapshot.progress.fractionCompleted * 100))%")
+        }
+        let fileURL = try await task.value
+        print(fileURL.path)
+        // end snippet
+    }
+
+    static func downloadingPauseResume(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#3
+        let task = storage.reference(withPath: "backups/photos.tar")
+            .write(toFile: URL(fileURLWithPath: "/tmp/photos.tar"))
+        await task.pause()
+        await task.resume()
+        let file = try await task.value
+        // end snippet
+        _ = file
+    }
+
+    static func downloadingURL(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#4
+        let url = try await storage.reference(withPath: "images/space.jpg").downloadURL()
+        print(url)
+        // end snippet
+    }
+
+    static func metadataRead(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ManagingMetadata.md#1
+        let metadata = try await storage.reference(withPath: "images/space.jpg").getMetadata()
+        print(metadata.size, metadata.contentType ?? "", metadata.customMetadata)
+        // end snippet
+    }
+
+    static func metadataUpdate(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ManagingMetadata.md#2
+        var update = StorageMetadataUpdate()
+        update.cacheControl = .set("public, max-age=3600")
+        update.contentLanguage = .remove
+        update.customMetadata["reviewed"] = .set("yes")
+        update.customMetadata["draft"] = .remove
+        let updated = try await storage.reference(withPath: "images/space.jpg").updateMetadata(update)
+        print(updated.customMetadata)
+        // end snippet
+    }
+
+    static func deleting(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/DeletingFiles.md#1
+        do {
+            try await storage.reference(withPath: "images/old.jpg").delete()
+        } catch where error.code == .objectNotFound {
+            // already gone
+        }
+        // end snippet
+    }
+
+    static func listingPages(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ListingFiles.md#1
+        let photos = storage.reference(withPath: "photos")
+        var page = try await photos.list(maxResults: 100)
+        while let token = page.pageToken {
+            page = try await photos.list(maxResults: 100, pageToken: token)
+            print(page.items.map(\.name))
+        }
+        // end snippet
+    }
+
+    static func listingSequence(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ListingFiles.md#2
+        var total = 0
+        for try await page in storage.reference().pages(maxResults: 1000) {
+            total += page.items.count
+        }
+        print(total, "objects at the top of the bucket")
+        // end snippet
+    }
+
+    static func listingAll(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ListingFiles.md#3
+        let all = try await storage.reference(withPath: "photos").listAll()
+        for folder in all.prefixes {
+            print("folder", folder.fullPath)
+        }
+        for item in all.items {
+            print("object", item.fullPath)
+        }
+        // end snippet
+    }
+}

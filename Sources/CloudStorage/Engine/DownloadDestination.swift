@@ -1,0 +1,134 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Where a download's bytes go: memory, or a temporary file renamed into
+/// place once the download is complete and verified.
+///
+/// ``write(_:at:)`` and ``reset()`` run on the transport's thread (never the
+/// cooperative pool), one call at a time, bytes in order.
+protocol DownloadDestination: Sendable {
+    /// Discards everything written (the download starts over).
+    func reset() throws(StorageError)
+    /// Writes `bytes` at `offset`, which is the number of bytes written so far.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError)
+    /// Discards whatever was written and any temporary file; idempotent.
+    func discard() async
+}
+
+/// Collects a download in memory.
+final class MemoryDownloadDestination: DownloadDestination {
+    private let data = Mutex(Data())
+
+    func reset() throws(StorageError) {
+        data.withLock { $0.removeAll() }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError) {
+        data.withLock { data in
+            data.removeSubrange(Int(offset)...)
+            data.append(contentsOf: bytes)
+        }
+    }
+
+    func discard() async {
+        data.withLock { $0 = Data() }
+    }
+
+    /// The bytes, handed over once the download is complete.
+    func take() -> Data {
+        data.withLock { data in
+            defer { data = Data() }
+            return data
+        }
+    }
+}
+
+/// Streams a download into a temporary file beside the target, so the target
+/// only ever holds a complete, verified object.
+final class FileDownloadDestination: DownloadDestination {
+    let target: URL
+    let temporary: URL
+    /// The open temporary file, or -1 before ``create()`` and after close.
+    private let descriptor = Mutex<Int32>(-1)
+
+    init(target: URL) {
+        self.target = target
+        // Hidden and unique, in the same directory so the final rename is atomic.
+        temporary = target.deletingLastPathComponent()
+            .appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString.prefix(8)).download")
+    }
+
+    /// Creates (or truncates) the temporary file, off the cooperative pool.
+    func create() async throws(StorageError) {
+        let path = temporary.path
+        let target = target
+        let fd = try await BlockingIO.run { () throws(StorageError) -> Int32 in
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard fd >= 0 else {
+                throw StorageError(
+                    .unreadableFile,
+                    "Cannot create a file next to \(target.path) for the download (errno \(errno)).")
+            }
+            return fd
+        }
+        descriptor.withLock { $0 = fd }
+    }
+
+    func reset() throws(StorageError) {
+        let fd = descriptor.withLock { $0 }
+        guard fd >= 0, ftruncate(fd, 0) == 0 else {
+            throw StorageError(.unreadableFile, "Cannot truncate the download's temporary file (errno \(errno)).")
+        }
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError) {
+        let fd = descriptor.withLock { $0 }
+        guard fd >= 0 else { throw .cancelled() }
+        var done = 0
+        while done < bytes.count {
+            let count = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else {
+                throw StorageError(.unreadableFile, "Cannot write the downloaded bytes to disk (errno \(errno)).")
+            }
+            done += count
+        }
+    }
+
+    /// Flushes the temporary file and renames it over the target.
+    func commit() async throws(StorageError) {
+        let fd = descriptor.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        let (source, target) = (temporary.path, target.path)
+        try await BlockingIO.run { () throws(StorageError) in
+            defer { if fd >= 0 { _ = close(fd) } }
+            guard fd >= 0, fsync(fd) == 0, rename(source, target) == 0 else {
+                let code = errno
+                unlink(source)
+                throw StorageError(.unreadableFile, "Cannot move the download into place at \(target) (errno \(code)).")
+            }
+        }
+    }
+
+    func discard() async {
+        let fd = descriptor.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        let path = temporary.path
+        await BlockingIO.run {
+            if fd >= 0 { _ = close(fd) }
+            unlink(path)
+        }
+    }
+}

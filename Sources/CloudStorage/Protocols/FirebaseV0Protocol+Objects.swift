@@ -1,0 +1,68 @@
+import Foundation
+
+/// Objects in Firebase Storage v0: `GET`, `PATCH` and `DELETE` on
+/// `/v0/b/{bucket}/o/{object}`, listings on `/v0/b/{bucket}/o`, media with
+/// `alt=media`, and download URLs carrying one of the object's download
+/// tokens (`alt=media&token=…`), as the Firebase SDKs build them.
+extension FirebaseV0Protocol: ObjectWireProtocol {
+    func getMetadata(bucket: String, name: String) -> HTTPRequest {
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name))
+    }
+
+    func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
+        patch(bucket: bucket, name: name, body: update.patchBody)
+    }
+
+    func delete(bucket: String, name: String) -> HTTPRequest {
+        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name))
+    }
+
+    func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
+        var query = [("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults))]
+        if let pageToken { query.append(("pageToken", pageToken)) }
+        return HTTPRequest(
+            method: "GET",
+            url: WireURL.make(base: baseURL, path: "/v0/b/\(WireURL.pathSegment(bucket))/o", query: query)
+        )
+    }
+
+    func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage {
+        try ObjectListPage(listJSON: response.body)
+    }
+
+    func media(bucket: String, name: String, offset: Int64) -> HTTPRequest {
+        var request = HTTPRequest(method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil))
+        if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
+        return request
+    }
+
+    /// `…/v0/b/{bucket}/o/{object}?alt=media&token={first token}`; nil when the
+    /// object has no download token.
+    func downloadURL(bucket: String, name: String, metadata: StorageMetadata) -> URL? {
+        guard let token = metadata.downloadTokens.first else { return nil }
+        return mediaURL(bucket: bucket, name: name, token: token)
+    }
+
+    /// A PATCH of `downloadTokens`, the field through which Firebase Storage
+    /// creates tokens for objects that have none.
+    func addDownloadToken(bucket: String, name: String, token: String) -> HTTPRequest? {
+        let body = JSONText.serialize(.object([("downloadTokens", .string(token))]))
+        return patch(bucket: bucket, name: name, body: Data(body.utf8))
+    }
+
+    private func patch(bucket: String, name: String, body: Data) -> HTTPRequest {
+        var request = HTTPRequest(method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(body))
+        request.headers.add("Content-Type", "application/json; charset=utf-8")
+        return request
+    }
+
+    private func mediaURL(bucket: String, name: String, token: String?) -> URL {
+        var query = [("alt", "media")]
+        if let token { query.append(("token", token)) }
+        return WireURL.make(
+            base: baseURL,
+            path: "/v0/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))",
+            query: query
+        )
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+/// Objects in the Google Cloud Storage JSON API: `GET`, `PATCH` and `DELETE`
+/// on `/storage/v1/b/{bucket}/o/{object}`, listings on `/storage/v1/b/{bucket}/o`,
+/// and media with `alt=media`.
+extension GCSJSONProtocol: ObjectWireProtocol {
+    func getMetadata(bucket: String, name: String) -> HTTPRequest {
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name))
+    }
+
+    func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
+        var request = HTTPRequest(
+            method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(update.patchBody))
+        request.headers.add("Content-Type", "application/json; charset=UTF-8")
+        return request
+    }
+
+    func delete(bucket: String, name: String) -> HTTPRequest {
+        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name))
+    }
+
+    func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
+        var query = [("delimiter", "/"), ("maxResults", String(maxResults))]
+        if !prefix.isEmpty { query.append(("prefix", prefix)) }
+        if let pageToken { query.append(("pageToken", pageToken)) }
+        // Names only: a listing of thousands of objects need not carry every resource in full.
+        query.append(("fields", "items(name),prefixes,nextPageToken"))
+        return HTTPRequest(
+            method: "GET",
+            url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query)
+        )
+    }
+
+    func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage {
+        try ObjectListPage(listJSON: response.body)
+    }
+
+    func media(bucket: String, name: String, offset: Int64) -> HTTPRequest {
+        var request = HTTPRequest(method: "GET", url: mediaURL(bucket: bucket, name: name))
+        if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
+        return request
+    }
+
+    /// The object's media URL on this endpoint: it needs no token, and serves
+    /// whoever the bucket's access rules allow.
+    func downloadURL(bucket: String, name: String, metadata: StorageMetadata) -> URL? {
+        mediaURL(bucket: bucket, name: name)
+    }
+
+    func addDownloadToken(bucket: String, name: String, token: String) -> HTTPRequest? {
+        nil
+    }
+
+    private func mediaURL(bucket: String, name: String) -> URL {
+        objectURL(bucket: bucket, name: name, query: [("alt", "media")])
+    }
+
+    func objectURL(bucket: String, name: String, query: [(String, String)] = []) -> URL {
+        WireURL.make(
+            base: baseURL,
+            path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))",
+            query: query
+        )
+    }
+}

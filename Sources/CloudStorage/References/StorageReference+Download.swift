@@ -1,0 +1,120 @@
+public import Foundation
+
+extension StorageReference {
+    /// Starts downloading the object into memory, refusing objects larger than `maxSize`.
+    ///
+    /// Returns at once; the download runs until it ends. When the server
+    /// announces a larger object, or sends more bytes than `maxSize`, the
+    /// task fails with ``StorageErrorCode/downloadSizeExceeded`` before
+    /// holding more than `maxSize` bytes.
+    ///
+    /// ```swift
+    /// let task = storage.reference(withPath: "images/space.jpg").getData(maxSize: 10 * 1024 * 1024)
+    /// let imageData = try await task.value
+    /// ```
+    ///
+    /// - Parameter maxSize: The most bytes the download may hold.
+    /// - Returns: The running download; its value is the object's bytes.
+    @discardableResult
+    public func getData(maxSize: Int64) -> StorageDownloadTask<Data> {
+        let destination = MemoryDownloadDestination()
+        return StorageDownloadTask.start(
+            reference: self,
+            destination: destination,
+            maxSize: maxSize,
+            prepare: { () throws(StorageError) in
+                guard maxSize >= 0 else { throw .invalidArgument("maxSize must not be negative; it is \(maxSize).") }
+            },
+            complete: { destination.take() }
+        )
+    }
+
+    /// Starts downloading the object into a file.
+    ///
+    /// Returns at once. The bytes stream into a temporary file in the same
+    /// directory, in bounded memory; only once every byte arrived and matched
+    /// the server's checksum is it renamed to `fileURL`, replacing any file
+    /// there. A download that fails or is cancelled leaves no file at
+    /// `fileURL` (an existing one is untouched) and removes its temporary file.
+    ///
+    /// ```swift
+    /// let task = storage.reference(withPath: "videos/launch.mp4")
+    ///     .write(toFile: URL(fileURLWithPath: "/tmp/launch.mp4"))
+    /// for await snapshot in task.snapshots {
+    ///     print(snapshot.status, snapshot.progress.fractionCompleted)
+    /// }
+    /// ```
+    ///
+    /// - Parameter fileURL: A `file://` URL in an existing, writable directory.
+    /// - Returns: The running download; its value is `fileURL`.
+    @discardableResult
+    public func write(toFile fileURL: URL) -> StorageDownloadTask<URL> {
+        let destination = FileDownloadDestination(target: fileURL)
+        return StorageDownloadTask.start(
+            reference: self,
+            destination: destination,
+            maxSize: nil,
+            prepare: { () throws(StorageError) in
+                guard fileURL.isFileURL else {
+                    throw .invalidArgument("write(toFile:) needs a file URL; \(fileURL) is not one.")
+                }
+                try await destination.create()
+            },
+            complete: { () throws(StorageError) -> URL in
+                try await destination.commit()
+                return fileURL
+            }
+        )
+    }
+
+    /// Downloads the object into memory and returns its bytes.
+    ///
+    /// Cancelling the calling Swift task cancels the download. The rules of
+    /// ``getData(maxSize:)`` apply.
+    ///
+    /// ```swift
+    /// let data = try await storage.reference(withPath: "notes/today.txt").data(maxSize: 1024 * 1024)
+    /// print(String(decoding: data, as: UTF8.self))
+    /// ```
+    ///
+    /// - Parameter maxSize: The most bytes the download may hold.
+    /// - Returns: The object's bytes.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/downloadSizeExceeded``
+    ///   when the object is larger than `maxSize`;
+    ///   ``StorageErrorCode/objectNotFound``; ``StorageErrorCode/cancelled``
+    ///   when the calling task is cancelled.
+    public func data(maxSize: Int64) async throws(StorageError) -> Data {
+        try await Self.awaitCancellingOnCancel(getData(maxSize: maxSize))
+    }
+
+    /// Downloads the object into a file and returns the file's URL.
+    ///
+    /// Cancelling the calling Swift task cancels the download. The rules of
+    /// ``write(toFile:)`` apply.
+    ///
+    /// ```swift
+    /// let file = try await ref.writeAsync(toFile: URL(fileURLWithPath: "/tmp/report.pdf"))
+    /// print(file.path)
+    /// ```
+    ///
+    /// - Parameter fileURL: A `file://` URL in an existing, writable directory.
+    /// - Returns: `fileURL`, which now holds the object's bytes.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound``;
+    ///   ``StorageErrorCode/nonMatchingChecksum`` when the bytes do not match
+    ///   the server's checksum; ``StorageErrorCode/cancelled`` when the calling
+    ///   task is cancelled.
+    public func writeAsync(toFile fileURL: URL) async throws(StorageError) -> URL {
+        try await Self.awaitCancellingOnCancel(write(toFile: fileURL))
+    }
+
+    private static func awaitCancellingOnCancel<Output>(
+        _ task: StorageDownloadTask<Output>
+    ) async throws(StorageError) -> Output {
+        let result = await withTaskCancellationHandler {
+            await task.result()
+        } onCancel: {
+            Task { await task.cancel() }
+        }
+        return try result.get()
+    }
+}

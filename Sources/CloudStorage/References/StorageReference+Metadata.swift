@@ -1,0 +1,116 @@
+public import Foundation
+
+extension StorageReference {
+    /// Reads the metadata of this reference's object.
+    ///
+    /// Cancelling the calling Swift task cancels the request.
+    ///
+    /// ```swift
+    /// let metadata = try await storage.reference(withPath: "images/space.jpg").getMetadata()
+    /// print(metadata.contentType ?? "", metadata.size, metadata.customMetadata)
+    /// ```
+    ///
+    /// - Returns: The object's metadata as the server reports it.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
+    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func getMetadata() async throws(StorageError) -> StorageMetadata {
+        let name = try path.validatedObjectName()
+        var runner = RequestRunner(storage: storage)
+        let request = storage.endpoint.objectProtocol.getMetadata(bucket: storage.bucket, name: name)
+        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
+        return try StorageMetadata(objectResource: response.body)
+    }
+
+    /// Changes some of the object's metadata, leaving every field the update
+    /// does not name as it is.
+    ///
+    /// Only the fields set in `update` are sent (a PATCH): a field set to
+    /// ``StorageMetadataUpdate/Change/set(_:)`` takes that value, one set to
+    /// ``StorageMetadataUpdate/Change/remove`` is removed, and custom keys the
+    /// update does not mention keep their values. An update that names
+    /// nothing reads the metadata without changing it.
+    ///
+    /// ```swift
+    /// var update = StorageMetadataUpdate()
+    /// update.contentType = .set("image/png")
+    /// update.customMetadata["location"] = .set("Yosemite, CA, USA")
+    /// update.customMetadata["draft"] = .remove
+    /// let metadata = try await spaceRef.updateMetadata(update)
+    /// print(metadata.customMetadata)  // "location" set, "draft" gone, others kept
+    /// ```
+    ///
+    /// - Parameter update: The fields to set and to remove.
+    /// - Returns: The object's metadata after the change.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
+    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func updateMetadata(_ update: StorageMetadataUpdate) async throws(StorageError) -> StorageMetadata {
+        let name = try path.validatedObjectName()
+        if update.isEmpty { return try await getMetadata() }
+        var runner = RequestRunner(storage: storage)
+        let request = storage.endpoint.objectProtocol.updateMetadata(bucket: storage.bucket, name: name, update)
+        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
+        return try StorageMetadata(objectResource: response.body)
+    }
+
+    /// Deletes this reference's object.
+    ///
+    /// Cancelling the calling Swift task cancels the request (the object may
+    /// or may not be deleted then).
+    ///
+    /// ```swift
+    /// try await storage.reference(withPath: "images/old.jpg").delete()
+    /// ```
+    ///
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
+    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func delete() async throws(StorageError) {
+        let name = try path.validatedObjectName()
+        var runner = RequestRunner(storage: storage)
+        let request = storage.endpoint.objectProtocol.delete(bucket: storage.bucket, name: name)
+        _ = try await runner.sendRetrying(request, accepting: [200, 204], about: .object(name))
+    }
+
+    /// A URL from which the object can be downloaded with a plain HTTP GET.
+    ///
+    /// On a Firebase endpoint this is the token URL the Firebase SDKs hand
+    /// out (`…/v0/b/{bucket}/o/{path}?alt=media&token=…`), which works for
+    /// anyone who has it: share it with care. When the object has no download
+    /// token yet, one is created first, as Firebase does. On a Google Cloud
+    /// Storage endpoint it is the object's media URL
+    /// (`…/storage/v1/b/{bucket}/o/{path}?alt=media`), which serves whoever
+    /// the bucket's access rules allow.
+    ///
+    /// ```swift
+    /// let url = try await storage.reference(withPath: "images/space.jpg").downloadURL()
+    /// print(url)
+    /// ```
+    ///
+    /// - Returns: The download URL.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
+    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func downloadURL() async throws(StorageError) -> URL {
+        let name = try path.validatedObjectName()
+        let wire = storage.endpoint.objectProtocol
+        var runner = RequestRunner(storage: storage)
+        // Read first even where no token is needed, so a missing object fails here, not at download.
+        let current = try StorageMetadata(
+            objectResource: try await runner.sendRetrying(
+                wire.getMetadata(bucket: storage.bucket, name: name), accepting: [200], about: .object(name)
+            ).body)
+        if let url = wire.downloadURL(bucket: storage.bucket, name: name, metadata: current) { return url }
+        let token = UUID().uuidString.lowercased()
+        guard let request = wire.addDownloadToken(bucket: storage.bucket, name: name, token: token) else {
+            throw .internalError("The endpoint's protocol needs download tokens but cannot create one.")
+        }
+        let updated = try StorageMetadata(
+            objectResource: try await runner.sendRetrying(request, accepting: [200], about: .object(name)).body)
+        guard let url = wire.downloadURL(bucket: storage.bucket, name: name, metadata: updated) else {
+            throw .internalError("The server did not keep the download token it was given.")
+        }
+        return url
+    }
+}
