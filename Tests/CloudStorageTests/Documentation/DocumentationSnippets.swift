@@ -121,7 +121,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeEmulatorsFromCode() throws {
-        // snippet: README.md#7
+        // snippet: README.md#8
         // fake-gcs-server, `cloud-storage emulator`, or any server of the JSON API:
         let gcs = Storage.gcsEmulator(bucket: "test-bucket", baseURL: URL(string: "http://127.0.0.1:4443")!)
 
@@ -136,7 +136,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeFirebase(user: some FirebaseUser) {
-        // snippet: README.md#8
+        // snippet: README.md#9
         let storage = Storage(
             bucket: "my-app.appspot.com",
             endpoint: .firebaseStorage,
