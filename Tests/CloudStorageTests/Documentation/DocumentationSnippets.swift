@@ -463,7 +463,7 @@ extension DocumentationSnippets {
     }
 
     static func downloadingIntoMemory(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#1
+        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#1
         let imageData = try await storage.reference(withPath: "images/space.jpg")
             .data(maxSize: 10 * 1024 * 1024)
         print(imageData.count)
@@ -471,7 +471,7 @@ extension DocumentationSnippets {
     }
 
     static func downloadingIntoAFile(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#2
+        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#2
         let task = storage.reference(withPath: "videos/launch.mp4")
             .write(toFile: URL(fileURLWithPath: "/tmp/launch.mp4"))
         for await snapshot in task.snapshots where snapshot.status == .progress {
@@ -483,7 +483,7 @@ extension DocumentationSnippets {
     }
 
     static func downloadingPauseResume(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#3
+        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#3
         let task = storage.reference(withPath: "backups/photos.tar")
             .write(toFile: URL(fileURLWithPath: "/tmp/photos.tar"))
         await task.pause()
@@ -494,7 +494,7 @@ extension DocumentationSnippets {
     }
 
     static func downloadingURL(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Downloading.md#4
+        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#4
         let url = try await storage.reference(withPath: "images/space.jpg").downloadURL()
         print(url)
         // end snippet
