@@ -1,7 +1,7 @@
 /// The command line: how many runs, how large the payloads are, and how to report.
 struct BenchmarkOptions: Sendable {
-    /// Timed runs per scenario.
-    var runs = 5
+    /// Timed runs per scenario, when given (default 5, or 3 with `--download`).
+    var runsOption: Int?
     /// Size of the large payload, in MiB, when given (default 256, or 1024 with `--discard`).
     var sizeMiBOption: Int?
     /// Number of concurrent small uploads when given (default 200, or 1000 with `--discard`).
@@ -12,8 +12,11 @@ struct BenchmarkOptions: Sendable {
     var json = false
     /// Benchmark against the built-in emulator in discard mode instead of fake-gcs-server.
     var discard = false
-    /// With `--discard`: `native`, `urlsession` or `both`.
-    var transport = "both"
+    /// Benchmark downloads (`writeAsync(toFile:)`) from the built-in emulator's directory backing instead.
+    var download = false
+    /// With `--discard` or `--download`: `native`, `urlsession` or `both`, when given
+    /// (default both, or native with `--download`).
+    var transportOption: String?
     /// With `--discard`: size of the putData payload, in MiB.
     var dataMiB = 256
     /// With `--discard`: timed runs of each URLSession scenario (it is 3-5× slower than native).
@@ -29,7 +32,9 @@ struct BenchmarkOptions: Sendable {
     /// Print the help text and exit.
     var help = false
 
-    var sizeMiB: Int { sizeMiBOption ?? 256 }
+    var runs: Int { runsOption ?? (download ? 3 : 5) }
+    var transport: String { transportOption ?? (download ? "native" : "both") }
+    var sizeMiB: Int { sizeMiBOption ?? (download ? 1024 : 256) }
     var smallCount: Int { smallCountOption ?? (discard ? 1000 : 200) }
     var largeSize: Int64 { Int64(sizeMiB) * 1024 * 1024 }
     var dataSize: Int64 { Int64(dataMiB) * 1024 * 1024 }
@@ -40,6 +45,8 @@ struct BenchmarkOptions: Sendable {
                upload-benchmarks --discard [--transport native|urlsession|both] [--runs N] [--urlsession-runs U]
                                  [--size-mib M] [--data-mib D] [--small-count C] [--small-kib K] [--no-curl] [--json]
                upload-benchmarks --discard --scale [--size-mib M] [--scale-mib S] [--runs N] [--json]
+               upload-benchmarks --download [--transport native|urlsession|both] [--runs N] [--size-mib M]
+                                 [--scale [--scale-mib S]] [--no-curl] [--json]
 
         Measures CloudStorage upload throughput, CPU time and memory against a
         fake-gcs-server (memory backend) that the program starts on 127.0.0.1,
@@ -85,6 +92,18 @@ struct BenchmarkOptions: Sendable {
                             --size-mib file and a --scale-mib file (default 4096), VmHWM reset before
                             each, reporting peak RSS above the idle RSS measured just before the upload
           --scale-mib S     with --scale: the larger file's size in MiB, 1...16384 (default 4096)
+          --download        instead: download benchmark against the built-in emulator with a .directory
+                            backing in a temporary directory (objects on disk, not in this process's RSS).
+                            One --size-mib object (default 1024) is uploaded once with putFile, then each
+                            round times, interleaved:
+                              curl-baseline      curl -s -o <file> <media URL> (skipped without curl or with --no-curl)
+                              writeAsync/native  StorageReference.writeAsync(toFile:), native transport
+                              writeAsync/urlsession  the same with URLSession (only with --transport both|urlsession)
+                            Every downloaded file's size and CRC32C are checked against the source file.
+                            VmHWM is reset before each run; peak RSS is reported above the VmRSS just before.
+                            With --scale, a --scale-mib object (default 4096) is added, downloaded natively
+                            max(1, N/2) times, to show that peak RSS does not grow with the object.
+                            Defaults there: --runs 3, --size-mib 1024, --transport native.
           -h, --help        show this help
 
         Progress goes to stderr. MB/s means 10^6 bytes per second. The exit status
@@ -120,7 +139,7 @@ struct BenchmarkOptions: Sendable {
                 return number
             }
             switch name {
-            case "--runs": options.runs = try integer(in: 1...20)
+            case "--runs": options.runsOption = try integer(in: 1...20)
             case "--size-mib": options.sizeMiBOption = try integer(in: 1...4096)
             case "--small-count": options.smallCountOption = try integer(in: 1...1000)
             case "--data-mib": options.dataMiB = try integer(in: 1...1024)
@@ -132,22 +151,26 @@ struct BenchmarkOptions: Sendable {
             case "--small-kib": options.smallSizeKiB = try integer(in: 1...8192)
             case "--json": options.json = true
             case "--discard": options.discard = true
+            case "--download": options.download = true
             case "--transport":
                 let text = try value()
                 guard ["native", "urlsession", "both"].contains(text) else {
                     throw BenchmarkError("--transport must be native, urlsession or both, not '\(text)'")
                 }
-                options.transport = text
+                options.transportOption = text
             case "-h", "--help": options.help = true
             default: throw BenchmarkError("unknown argument '\(argument)' (see --help)")
             }
         }
-        if !options.discard, let size = options.sizeMiBOption, size > 1024 {
+        if options.download && options.discard {
+            throw BenchmarkError("--download and --discard are separate modes; give one")
+        }
+        if !options.discard && !options.download, let size = options.sizeMiBOption, size > 1024 {
             // fake-gcs-server keeps every object in RAM.
             throw BenchmarkError("--size-mib must be at most 1024 without --discard, not '\(size)'")
         }
-        if options.scale && !options.discard {
-            throw BenchmarkError("--scale works only with --discard")
+        if options.scale && !options.discard && !options.download {
+            throw BenchmarkError("--scale works only with --discard or --download")
         }
         return options
     }

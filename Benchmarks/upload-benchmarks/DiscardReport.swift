@@ -289,7 +289,7 @@ enum DiscardReportPrinter {
         return lines
     }
 
-    private static func render(_ headers: [String], _ rows: [[String]]) -> [String] {
+    static func render(_ headers: [String], _ rows: [[String]]) -> [String] {
         var widths = headers.map(\.count)
         for row in rows {
             for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }

@@ -24,11 +24,15 @@ if curlPath == nil {
 
 let directory = FileManager.default.temporaryDirectory
     .appendingPathComponent("upload-benchmarks-\(UUID().uuidString)", isDirectory: true)
-if options.discard {
+if options.discard || options.download {
     var exitStatus: Int32 = 0
     do {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try await DiscardBenchmark(options: options, curl: curlPath).run(directory: directory)
+        if options.download {
+            try await DownloadBenchmark(options: options, curl: curlPath).run(directory: directory)
+        } else {
+            try await DiscardBenchmark(options: options, curl: curlPath).run(directory: directory)
+        }
     } catch {
         FileHandle.standardError.write(Data("upload-benchmarks: error: \(error)\n".utf8))
         exitStatus = 1
