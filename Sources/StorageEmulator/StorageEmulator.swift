@@ -141,6 +141,8 @@ public final class StorageEmulator: Sendable {
     /// `pass`, `return-<status>`, `return-<status>-after-<N>`, `reset-after-<N>`,
     /// `stall-<ms>ms-after-<N>`, `drop-response`, where N is a byte count with an
     /// optional `K`/`M` (1024-based) suffix; or one `random:seed=<n>,rate=<0..1>`.
+    /// For a media download N counts response body bytes: `reset-after-<N>` and
+    /// `stall-<ms>ms-after-<N>` act after sending N of them (see `FaultInstruction`).
     ///
     /// ```swift
     /// let plan = try emulator.installFaultPlan(["return-503-after-512K", "pass"])

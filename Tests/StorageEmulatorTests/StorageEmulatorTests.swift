@@ -69,6 +69,10 @@ final class TestResponder: ServerResponder {
     var resets = 0
     var closes = 0
     var answers = 0
+    /// Resets after a streamed answer's head (counted here, not in `resets` or `answers`).
+    var midBodyResets = 0
+    /// The `Content-Length` a streamed answer announced.
+    var announcedLength: Int64?
 
     func respond(status: Int, headers: HTTPHeaders, body: Data) throws {
         answers += 1
@@ -84,13 +88,21 @@ final class TestResponder: ServerResponder {
         answers += 1
         self.status = status
         self.headers = headers
-        var collected = Data()
-        try writeBody { collected.append(contentsOf: $0) }
-        #expect(Int64(collected.count) == contentLength)
-        body = collected
+        announcedLength = contentLength
+        body = Data()
+        try writeBody { body.append(contentsOf: $0) }
+        #expect(Int64(body.count) == contentLength)
     }
 
-    func resetConnection() { resets += 1 }
+    func resetConnection() {
+        if answers > 0 {
+            // The head went out; the reset cuts the body short.
+            answers -= 1
+            midBodyResets += 1
+        } else {
+            resets += 1
+        }
+    }
     func closeConnection() { closes += 1 }
 
     var json: [String: Any] {
@@ -127,7 +139,9 @@ struct Harness {
             method, target, headers: headers, body: body, chunked: chunked, readSize: readSize, breakAfter: breakAfter)
         let responder = TestResponder()
         app.handle(request, responder)
-        #expect(responder.answers + responder.resets + responder.closes == 1, "exactly one outcome")
+        #expect(
+            responder.answers + responder.resets + responder.closes + responder.midBodyResets == 1,
+            "exactly one outcome")
         return responder
     }
 

@@ -96,14 +96,32 @@ package final class EmulatorApplication: ServerApplication {
             return
         }
         let body = BodyReader(request: request, instruction: instruction, counter: counter)
+        // A media download's reset or stall acts on the response body instead (see FaultInstruction).
+        var responseFault = actsOnResponseBody(instruction) && isMediaDownload(request) ? instruction : nil
         var reply: Reply
         do {
-            if ["GET", "HEAD", "DELETE"].contains(request.method) || request.contentLength == 0 {
+            if responseFault != nil {
+                do {
+                    reply = try route(request, body)
+                } catch {
+                    // No body to fault (an error answer): the fault comes before it, as for other requests.
+                    responseFault = nil
+                    try body.fireNow()
+                    throw error
+                }
+                if reply.stream == nil {
+                    // An empty object has no body bytes: the fault comes before the answer.
+                    responseFault = nil
+                    try body.fireNow()
+                }
+            } else {
+                if ["GET", "HEAD", "DELETE"].contains(request.method) || request.contentLength == 0 {
+                    try body.fireNow()
+                }
+                reply = try route(request, body)
+                // A fault waiting for bytes the handler never read still happens.
                 try body.fireNow()
             }
-            reply = try route(request, body)
-            // A fault waiting for bytes the handler never read still happens.
-            try body.fireNow()
         } catch let fault as InjectedFault {
             switch fault.instruction {
             case .resetAfter:
@@ -130,7 +148,24 @@ package final class EmulatorApplication: ServerApplication {
             responder.closeConnection()
             return
         }
-        send(reply, to: responder)
+        send(reply, to: responder, responseFault: responseFault)
+    }
+
+    /// Whether the instruction is one that a media download acts out on its response body.
+    private func actsOnResponseBody(_ instruction: FaultInstruction) -> Bool {
+        switch instruction {
+        case .resetAfter, .stall: true
+        case .pass, .respond, .respondAfter, .dropResponse: false
+        }
+    }
+
+    /// A GET for an object's bytes: GCS `alt=media` or `/download/...`, Firebase v0 `alt=media`.
+    private func isMediaDownload(_ request: any ServerRequest) -> Bool {
+        guard request.method == "GET" else { return false }
+        let path = request.path
+        if path.hasPrefix("/download/storage/v1/b/") { return true }
+        guard path.hasPrefix("/storage/v1/b/") || path.hasPrefix("/v0/b/") else { return false }
+        return path.contains("/o/") && request.query("alt") == "media"
     }
 
     private func faultInstruction(for request: any ServerRequest) throws -> FaultInstruction {
@@ -155,18 +190,39 @@ package final class EmulatorApplication: ServerApplication {
         }
     }
 
-    private func send(_ reply: Reply, to responder: any ServerResponder) {
+    /// Ends a streamed response's body early: the connection is reset.
+    private struct ResponseReset: Error {}
+
+    /// Sends a reply; `responseFault` (a reset or stall) fires after that many body bytes,
+    /// or at the end of a shorter body.
+    private func send(_ reply: Reply, to responder: any ServerResponder, responseFault: FaultInstruction? = nil) {
         do {
             if let stream = reply.stream {
                 defer { stream.reader.close() }
+                var pendingTrigger = responseFault?.triggerOffset
                 try responder.respondStreaming(
                     status: reply.status, headers: reply.headers, contentLength: stream.length
                 ) { write in
                     var buffer = [UInt8](repeating: 0, count: 256 * 1024)
                     var offset = stream.offset
                     let end = stream.offset + stream.length
+                    func fireIfDue() throws {
+                        guard let trigger = pendingTrigger, offset - stream.offset >= trigger || offset >= end
+                        else { return }
+                        pendingTrigger = nil
+                        switch responseFault {
+                        case .stall(let milliseconds, _)?:
+                            Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+                        default:
+                            throw ResponseReset()
+                        }
+                    }
+                    try fireIfDue()
                     while offset < end {
-                        let want = Int(min(Int64(buffer.count), end - offset))
+                        var want = Int(min(Int64(buffer.count), end - offset))
+                        if let trigger = pendingTrigger {
+                            want = Int(min(Int64(want), max(1, trigger - (offset - stream.offset))))
+                        }
                         let count = try buffer.withUnsafeMutableBytes { raw in
                             try stream.reader.read(
                                 at: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
@@ -174,11 +230,14 @@ package final class EmulatorApplication: ServerApplication {
                         guard count > 0 else { throw StoreError.io("The object ended early.") }
                         try buffer.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
                         offset += Int64(count)
+                        try fireIfDue()
                     }
                 }
             } else {
                 try responder.respond(status: reply.status, headers: reply.headers, body: reply.body)
             }
+        } catch is ResponseReset {
+            responder.resetConnection()
         } catch {
             responder.closeConnection()
         }

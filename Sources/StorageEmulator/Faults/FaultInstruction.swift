@@ -21,6 +21,19 @@
 /// the largest multiple of 262144 not above what had arrived (counted from
 /// the session's committed offset), and the client has to query and resume
 /// from there. Single-request uploads (media, multipart) commit nothing.
+///
+/// Media downloads are the exception: for a `GET` of an object's bytes (GCS
+/// `alt=media` or `/download/...`, Firebase v0 `alt=media`) the body is the
+/// response's, so `reset-after-<N>` sends the response head and N body bytes
+/// (counted from the start of this response's body, i.e. of the requested
+/// range), then resets; `stall-<ms>ms-after-<N>` sends N body bytes, sleeps,
+/// then sends the rest. A body of N bytes or fewer is sent whole before the
+/// fault. The reset may discard bytes still in the kernel's send buffer, so
+/// the client receives at most N. `return-<status>-after-<N>` cannot change a
+/// response already under way, so a download answers `<status>` before any
+/// byte, as `return-<status>` does; `drop-response` closes without answering.
+/// A download answered with an error, or of an empty object, has no body to
+/// fault and gets the fault before its answer, like other body-less requests.
 package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
     case pass
     case respond(status: Int)
