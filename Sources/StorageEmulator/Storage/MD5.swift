@@ -6,34 +6,46 @@ import Foundation
 /// content fingerprint in the storage APIs, never a security measure. A value
 /// type, so a session can snapshot the state before a request and restore it
 /// if the request is rolled back.
+///
+/// The emulator hashes every byte it receives, so this is on the hot path of
+/// every upload: the 64 steps are unrolled with their constants inline, words
+/// are loaded straight from the caller's buffer, and the partial block waits
+/// in a fixed 64-byte tuple (no heap allocation per block or per call).
 package struct MD5: Sendable {
-    private var state: (UInt32, UInt32, UInt32, UInt32) = (0x6745_2301, 0xefcd_ab89, 0x98ba_dcfe, 0x1032_5476)
-    private var pending: [UInt8] = []
+    private var a: UInt32 = 0x6745_2301
+    private var b: UInt32 = 0xefcd_ab89
+    private var c: UInt32 = 0x98ba_dcfe
+    private var d: UInt32 = 0x1032_5476
+    /// The bytes of an incomplete block, `length % 64` of them.
+    private var pending: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0, 0, 0, 0, 0)
     private var length: UInt64 = 0
 
-    package init() {
-        pending.reserveCapacity(64)
-    }
+    package init() {}
 
     /// Feeds bytes.
     package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+        let pendingCount = Int(length % 64)
         length &+= UInt64(bytes.count)
         var index = 0
-        if !pending.isEmpty {
-            let take = min(64 - pending.count, bytes.count)
-            pending.append(contentsOf: bytes[0..<take])
-            index = take
-            if pending.count == 64 {
-                pending.withUnsafeBytes { compress(UnsafeRawBufferPointer(rebasing: $0[0..<64])) }
-                pending.removeAll(keepingCapacity: true)
+        if pendingCount > 0 {
+            let take = min(64 - pendingCount, bytes.count)
+            withUnsafeMutableBytes(of: &pending) { block in
+                block.baseAddress!.advanced(by: pendingCount).copyMemory(from: base, byteCount: take)
             }
+            index = take
+            guard pendingCount + take == 64 else { return }
+            let block = pending
+            withUnsafeBytes(of: block) { compress($0.baseAddress!) }
         }
         while bytes.count - index >= 64 {
-            compress(UnsafeRawBufferPointer(rebasing: bytes[index..<index + 64]))
+            compress(base.advanced(by: index))
             index += 64
         }
         if index < bytes.count {
-            pending.append(contentsOf: bytes[index..<bytes.count])
+            withUnsafeMutableBytes(of: &pending) { block in
+                block.baseAddress!.copyMemory(from: base.advanced(by: index), byteCount: bytes.count - index)
+            }
         }
     }
 
@@ -47,20 +59,18 @@ package struct MD5: Sendable {
     package func finalize() -> [UInt8] {
         var copy = self
         let bitLength = length &* 8
-        var tail: [UInt8] = [0x80]
-        let padded = (Int(length % 64) + 1) % 64
-        let zeros = padded <= 56 ? 56 - padded : 120 - padded
-        tail.append(contentsOf: repeatElement(0, count: zeros))
-        for shift in stride(from: 0, to: 64, by: 8) {
-            tail.append(UInt8(truncatingIfNeeded: bitLength >> UInt64(shift)))
+        // 0x80, zeros up to 56 mod 64, then the bit length, little-endian.
+        let padding = 1 + (119 - Int(length % 64)) % 64
+        var tail = [UInt8](repeating: 0, count: padding + 8)
+        tail[0] = 0x80
+        for index in 0..<8 {
+            tail[padding + index] = UInt8(truncatingIfNeeded: bitLength >> UInt64(8 * index))
         }
-        let savedLength = copy.length
         copy.update(tail)
-        copy.length = savedLength
-        var digest: [UInt8] = []
-        for word in [copy.state.0, copy.state.1, copy.state.2, copy.state.3] {
-            for shift in stride(from: 0, to: 32, by: 8) {
-                digest.append(UInt8(truncatingIfNeeded: word >> UInt32(shift)))
+        var digest = [UInt8](repeating: 0, count: 16)
+        for (wordIndex, word) in [copy.a, copy.b, copy.c, copy.d].enumerated() {
+            for byte in 0..<4 {
+                digest[wordIndex * 4 + byte] = UInt8(truncatingIfNeeded: word >> UInt32(8 * byte))
             }
         }
         return digest
@@ -73,51 +83,114 @@ package struct MD5: Sendable {
         return md5.finalize()
     }
 
-    private static let shifts: [UInt32] = [
-        7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22, 7, 12, 17, 22,
-        5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20, 5, 9, 14, 20,
-        4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23, 4, 11, 16, 23,
-        6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
-    ]
-
-    /// floor(abs(sin(i + 1)) * 2^32), as RFC 1321 defines the table.
-    private static let constants: [UInt32] = (0..<64).map { index in
-        UInt32(truncatingIfNeeded: Int64((abs(sin(Double(index + 1))) * 4_294_967_296.0).rounded(.down)))
-    }
-
-    private mutating func compress(_ block: UnsafeRawBufferPointer) {
-        var words = [UInt32](repeating: 0, count: 16)
-        for index in 0..<16 {
-            let base = index * 4
-            words[index] =
-                UInt32(block[base]) | UInt32(block[base + 1]) << 8 | UInt32(block[base + 2]) << 16
-                | UInt32(block[base + 3]) << 24
+    /// One 64-byte block (RFC 1321, section 3.4); the constants are floor(abs(sin(i + 1)) * 2^32).
+    private mutating func compress(_ block: UnsafeRawPointer) {
+        @inline(__always) func word(_ index: Int) -> UInt32 {
+            UInt32(littleEndian: block.loadUnaligned(fromByteOffset: index * 4, as: UInt32.self))
         }
-        var (a, b, c, d) = state
-        for round in 0..<64 {
-            var f: UInt32
-            let g: Int
-            switch round {
-            case 0..<16:
-                f = (b & c) | (~b & d)
-                g = round
-            case 16..<32:
-                f = (d & b) | (~d & c)
-                g = (5 * round + 1) % 16
-            case 32..<48:
-                f = b ^ c ^ d
-                g = (3 * round + 5) % 16
-            default:
-                f = c ^ (b | ~d)
-                g = (7 * round) % 16
-            }
-            f = f &+ a &+ Self.constants[round] &+ words[g]
-            a = d
-            d = c
-            c = b
-            let shift = Self.shifts[round]
-            b = b &+ ((f << shift) | (f >> (32 - shift)))
+        @inline(__always) func rotate(_ value: UInt32, _ shift: UInt32) -> UInt32 {
+            (value << shift) | (value >> (32 - shift))
         }
-        state = (state.0 &+ a, state.1 &+ b, state.2 &+ c, state.3 &+ d)
+        @inline(__always) func f(
+            _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32
+        ) {
+            a = b &+ rotate(a &+ ((b & c) | (~b & d)) &+ x &+ t, s)
+        }
+        @inline(__always) func g(
+            _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32
+        ) {
+            a = b &+ rotate(a &+ ((b & d) | (c & ~d)) &+ x &+ t, s)
+        }
+        @inline(__always) func h(
+            _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32
+        ) {
+            a = b &+ rotate(a &+ (b ^ c ^ d) &+ x &+ t, s)
+        }
+        @inline(__always) func i(
+            _ a: inout UInt32, _ b: UInt32, _ c: UInt32, _ d: UInt32, _ x: UInt32, _ s: UInt32, _ t: UInt32
+        ) {
+            a = b &+ rotate(a &+ (c ^ (b | ~d)) &+ x &+ t, s)
+        }
+        let x0 = word(0), x1 = word(1), x2 = word(2), x3 = word(3)
+        let x4 = word(4), x5 = word(5), x6 = word(6), x7 = word(7)
+        let x8 = word(8), x9 = word(9), x10 = word(10), x11 = word(11)
+        let x12 = word(12), x13 = word(13), x14 = word(14), x15 = word(15)
+        var a = self.a
+        var b = self.b
+        var c = self.c
+        var d = self.d
+
+        f(&a, b, c, d, x0, 7, 0xd76a_a478)
+        f(&d, a, b, c, x1, 12, 0xe8c7_b756)
+        f(&c, d, a, b, x2, 17, 0x2420_70db)
+        f(&b, c, d, a, x3, 22, 0xc1bd_ceee)
+        f(&a, b, c, d, x4, 7, 0xf57c_0faf)
+        f(&d, a, b, c, x5, 12, 0x4787_c62a)
+        f(&c, d, a, b, x6, 17, 0xa830_4613)
+        f(&b, c, d, a, x7, 22, 0xfd46_9501)
+        f(&a, b, c, d, x8, 7, 0x6980_98d8)
+        f(&d, a, b, c, x9, 12, 0x8b44_f7af)
+        f(&c, d, a, b, x10, 17, 0xffff_5bb1)
+        f(&b, c, d, a, x11, 22, 0x895c_d7be)
+        f(&a, b, c, d, x12, 7, 0x6b90_1122)
+        f(&d, a, b, c, x13, 12, 0xfd98_7193)
+        f(&c, d, a, b, x14, 17, 0xa679_438e)
+        f(&b, c, d, a, x15, 22, 0x49b4_0821)
+
+        g(&a, b, c, d, x1, 5, 0xf61e_2562)
+        g(&d, a, b, c, x6, 9, 0xc040_b340)
+        g(&c, d, a, b, x11, 14, 0x265e_5a51)
+        g(&b, c, d, a, x0, 20, 0xe9b6_c7aa)
+        g(&a, b, c, d, x5, 5, 0xd62f_105d)
+        g(&d, a, b, c, x10, 9, 0x0244_1453)
+        g(&c, d, a, b, x15, 14, 0xd8a1_e681)
+        g(&b, c, d, a, x4, 20, 0xe7d3_fbc8)
+        g(&a, b, c, d, x9, 5, 0x21e1_cde6)
+        g(&d, a, b, c, x14, 9, 0xc337_07d6)
+        g(&c, d, a, b, x3, 14, 0xf4d5_0d87)
+        g(&b, c, d, a, x8, 20, 0x455a_14ed)
+        g(&a, b, c, d, x13, 5, 0xa9e3_e905)
+        g(&d, a, b, c, x2, 9, 0xfcef_a3f8)
+        g(&c, d, a, b, x7, 14, 0x676f_02d9)
+        g(&b, c, d, a, x12, 20, 0x8d2a_4c8a)
+
+        h(&a, b, c, d, x5, 4, 0xfffa_3942)
+        h(&d, a, b, c, x8, 11, 0x8771_f681)
+        h(&c, d, a, b, x11, 16, 0x6d9d_6122)
+        h(&b, c, d, a, x14, 23, 0xfde5_380c)
+        h(&a, b, c, d, x1, 4, 0xa4be_ea44)
+        h(&d, a, b, c, x4, 11, 0x4bde_cfa9)
+        h(&c, d, a, b, x7, 16, 0xf6bb_4b60)
+        h(&b, c, d, a, x10, 23, 0xbebf_bc70)
+        h(&a, b, c, d, x13, 4, 0x289b_7ec6)
+        h(&d, a, b, c, x0, 11, 0xeaa1_27fa)
+        h(&c, d, a, b, x3, 16, 0xd4ef_3085)
+        h(&b, c, d, a, x6, 23, 0x0488_1d05)
+        h(&a, b, c, d, x9, 4, 0xd9d4_d039)
+        h(&d, a, b, c, x12, 11, 0xe6db_99e5)
+        h(&c, d, a, b, x15, 16, 0x1fa2_7cf8)
+        h(&b, c, d, a, x2, 23, 0xc4ac_5665)
+
+        i(&a, b, c, d, x0, 6, 0xf429_2244)
+        i(&d, a, b, c, x7, 10, 0x432a_ff97)
+        i(&c, d, a, b, x14, 15, 0xab94_23a7)
+        i(&b, c, d, a, x5, 21, 0xfc93_a039)
+        i(&a, b, c, d, x12, 6, 0x655b_59c3)
+        i(&d, a, b, c, x3, 10, 0x8f0c_cc92)
+        i(&c, d, a, b, x10, 15, 0xffef_f47d)
+        i(&b, c, d, a, x1, 21, 0x8584_5dd1)
+        i(&a, b, c, d, x8, 6, 0x6fa8_7e4f)
+        i(&d, a, b, c, x15, 10, 0xfe2c_e6e0)
+        i(&c, d, a, b, x6, 15, 0xa301_4314)
+        i(&b, c, d, a, x13, 21, 0x4e08_11a1)
+        i(&a, b, c, d, x4, 6, 0xf753_7e82)
+        i(&d, a, b, c, x11, 10, 0xbd3a_f235)
+        i(&c, d, a, b, x2, 15, 0x2ad7_d2bb)
+        i(&b, c, d, a, x9, 21, 0xeb86_d391)
+
+        self.a &+= a
+        self.b &+= b
+        self.c &+= c
+        self.d &+= d
     }
 }
