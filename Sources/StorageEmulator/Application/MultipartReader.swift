@@ -10,7 +10,7 @@ final class MultipartReader {
     private var atEnd = false
     private var finished = false
     private var sawFirstDelimiter = false
-    private var scratch = [UInt8](repeating: 0, count: 256 * 1024)
+    private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// The boundary from a `Content-Type: multipart/related; boundary=…` value.
     static func boundary(contentType: String?) -> String? {
@@ -102,23 +102,23 @@ final class MultipartReader {
         try buffer.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[range])) }
     }
 
+    /// The index of the next delimiter at or after `start`: `memchr` for its first byte, then `memcmp`.
     private func search(from start: Int) -> Int? {
         guard buffer.count - start >= delimiter.count else { return nil }
-        let first = delimiter[0]
-        var index = start
-        let last = buffer.count - delimiter.count
-        while index <= last {
-            if buffer[index] == first {
-                var match = true
-                for offset in 1..<delimiter.count where buffer[index + offset] != delimiter[offset] {
-                    match = false
-                    break
+        return buffer.withUnsafeBytes { haystack -> Int? in
+            delimiter.withUnsafeBytes { needle -> Int? in
+                let base = haystack.baseAddress!
+                let last = haystack.count - needle.count
+                var index = start
+                while index <= last {
+                    guard let hit = memchr(base + index, Int32(needle[0]), last - index + 1) else { return nil }
+                    index = base.distance(to: UnsafeRawPointer(hit))
+                    if memcmp(base + index, needle.baseAddress!, needle.count) == 0 { return index }
+                    index += 1
                 }
-                if match { return index }
+                return nil
             }
-            index += 1
         }
-        return nil
     }
 
     private func readLine() throws -> String {
