@@ -17,14 +17,21 @@ import Darwin
 ///   memory segments straight from their storage with gathered `sendmsg`,
 ///   file segments with `sendfile(2)` on Linux (a `pread` + `sendmsg` loop
 ///   elsewhere). ``maximumBodyLength`` is nil.
-/// - **Threads**: each request runs on a thread of its own, started for it
-///   and ended with it; every blocking call (DNS, connect, poll, send, recv,
-///   sendfile, pread) happens there, never on Swift's cooperative pool. The
-///   awaiting task is resumed through a continuation. SIGPIPE is blocked on
-///   those threads (`sendfile` cannot suppress it per call) and suppressed
-///   per call (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
+/// - **Threads**: each request runs on one of the transport's
+///   ``NativeIOThreads`` (started on demand, reused while they are warm);
+///   every blocking call (DNS, connect, poll, send, recv, sendfile, pread)
+///   happens there, never on Swift's cooperative pool. The awaiting task is
+///   resumed through a continuation. SIGPIPE is blocked on those threads
+///   (`sendfile` cannot suppress it per call) and suppressed per call
+///   (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
+/// - **Concurrency per host**: at most ``Configuration/maxConnectionsPerHost``
+///   (32) requests to one `host:port` are in flight; more wait, without a
+///   thread, for a turn (``NativeConnectionPool/acquire(_:)``). A burst of
+///   uploads thus reuses a bounded set of warm connections and threads
+///   instead of opening one each, which a server would refuse beyond its own
+///   limit (our emulator answers `503` beyond 256).
 /// - **Connections** are kept alive in a ``NativeConnectionPool`` per
-///   `host:port` (16 idle per host, 30 s at most) and reused only after a
+///   `host:port` (32 idle per host, 30 s at most) and reused only after a
 ///   response was read completely and neither side said `Connection: close`.
 ///   A pooled connection that turns out dead before any response byte is
 ///   replaced once by a fresh one — but only when the request is safe to send
@@ -47,8 +54,10 @@ import Darwin
 final class NativeHTTPTransport: HTTPTransport {
     /// Internal tuning, for tests and benchmarks.
     struct Configuration: Sendable {
+        /// Requests in flight per `host:port`, each on its own connection; more wait for a turn.
+        var maxConnectionsPerHost = 32
         /// Idle keep-alive connections kept per `host:port`.
-        var maxIdleConnectionsPerHost = 16
+        var maxIdleConnectionsPerHost = 32
         /// How long a connection may wait unused in the pool.
         var maxIdleTime: Duration = .seconds(30)
         /// The longest a connection attempt may take.
@@ -69,11 +78,14 @@ final class NativeHTTPTransport: HTTPTransport {
     let maximumBodyLength: Int64? = nil
     let configuration: Configuration
     let pool: NativeConnectionPool
+    let threads = NativeIOThreads(name: "CloudStorage.NativeHTTPTransport")
 
     init(configuration: Configuration = .init()) {
         self.configuration = configuration
         self.pool = NativeConnectionPool(
-            maxIdlePerHost: configuration.maxIdleConnectionsPerHost, maxIdleTime: configuration.maxIdleTime)
+            maxConnectionsPerHost: configuration.maxConnectionsPerHost,
+            maxIdlePerHost: configuration.maxIdleConnectionsPerHost,
+            maxIdleTime: configuration.maxIdleTime)
     }
 
     /// Connections this transport has opened so far.
@@ -84,26 +96,28 @@ final class NativeHTTPTransport: HTTPTransport {
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
         let prepared = try NativePreparedRequest(request)
+        try await pool.acquire(prepared.key)
         let exchange = NativeRequestState()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 guard exchange.begin(continuation) else {
                     // Cancelled before it started: no thread, no socket.
+                    pool.release(prepared.key)
                     continuation.resume(throwing: CancellationError())
                     return
                 }
-                let thread = Thread { [self] in
-                    Self.blockSIGPIPE()
+                threads.run { [self] in
                     let result: Result<HTTPResponse, any Error>
                     do {
                         result = .success(try perform(prepared, exchange, progress))
                     } catch {
                         result = .failure(error)
                     }
-                    exchange.finish(exchange.isCancelled ? .failure(CancellationError()) : result)
+                    return { [self] in
+                        pool.release(prepared.key)
+                        exchange.finish(exchange.isCancelled ? .failure(CancellationError()) : result)
+                    }
                 }
-                thread.name = "CloudStorage.NativeHTTPTransport"
-                thread.start()
             }
         } onCancel: {
             exchange.cancel()
@@ -168,14 +182,6 @@ final class NativeHTTPTransport: HTTPTransport {
         }
     }
 
-    /// Keeps SIGPIPE from killing the process when `sendfile` writes to a closed connection;
-    /// the call fails with EPIPE instead. Only this thread's mask changes.
-    private static func blockSIGPIPE() {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
-    }
 }
 
 /// One native request's shared state: the awaiting task's continuation, the

@@ -66,6 +66,102 @@ struct NativeHTTPTransportTests {
         #expect(transport.pool.idleCount == 1)
     }
 
+    @Test func aBurstToOneHostUsesAtMostTheLimitOfConnectionsAndFewThreads() async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.maxConnectionsPerHost = 4
+        let transport = NativeHTTPTransport(configuration: configuration)
+        let payloads = (0..<200).map { Data("burst object \($0)".utf8) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, payload) in payloads.enumerated() {
+                group.addTask {
+                    let response = try await transport.execute(
+                        HTTPRequest(
+                            method: "POST", url: Self.mediaUploadURL(emulator, bucket: "burst", name: "o\(index)"),
+                            body: .data(payload)),
+                        progress: nil)
+                    #expect(response.status == 200)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(transport.connectionsOpened <= 4)
+        #expect(transport.threads.threadCount <= 4)
+        #expect(transport.pool.leasesOut == 0)
+        #expect(transport.pool.waiting == 0)
+        for (index, payload) in payloads.enumerated() {
+            let download = try await transport.execute(
+                HTTPRequest(method: "GET", url: Self.mediaURL(emulator, bucket: "burst", name: "o\(index)")),
+                progress: nil)
+            #expect(download.body == payload)
+        }
+    }
+
+    @Test func aRequestWaitingForAConnectionCanBeCancelledAndTheQueueMovesOn() async throws {
+        let release = DispatchSemaphore(value: 0)
+        let server = try ScriptedHTTPServer { connection, _ in
+            while let request = connection.readRequest() {
+                if request.head.target == "/hold" { _ = release.wait(timeout: .now() + 30) }
+                connection.write(Self.ok())
+            }
+        }
+        defer { server.stop() }
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.maxConnectionsPerHost = 1
+        let transport = NativeHTTPTransport(configuration: configuration)
+        let holder = Task {
+            try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port, "/hold")), progress: nil)
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while transport.pool.leasesOut == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        let cancelled = Task {
+            try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        }
+        let queued = Task {
+            try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        }
+        while transport.pool.waiting < 2 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(transport.pool.waiting == 2)
+        cancelled.cancel()
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(transport.pool.waiting == 1)
+        release.signal()
+        #expect(try await holder.value.status == 200)
+        #expect(try await queued.value.status == 200)
+        #expect(transport.pool.leasesOut == 0)
+        #expect(transport.pool.waiting == 0)
+        // One connection carried all three answered requests; the cancelled one never had one.
+        #expect(transport.connectionsOpened == 1)
+    }
+
+    @Test func idleThreadsAreReusedAndEndAfterTheirLifetime() async throws {
+        let threads = NativeIOThreads(name: "test", idleLifetime: .milliseconds(200))
+        for _ in 0..<20 {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                threads.run { { continuation.resume() } }
+            }
+        }
+        // Each job handed its result over once its thread was idle, so the next one reused it.
+        #expect(threads.threadCount == 1)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while threads.threadCount > 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(threads.threadCount == 0)
+        // And a new job after that starts a thread again.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            threads.run {
+                continuation.resume()
+                return nil
+            }
+        }
+    }
+
     @Test func connectionCloseFromTheServerIsHonoured() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
