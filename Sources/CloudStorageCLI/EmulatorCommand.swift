@@ -13,7 +13,7 @@ struct EmulatorCommand {
           --host HOST        address to listen on (default 127.0.0.1)
           --port PORT        port (default 0: any free port; printed at start)
           --dir DIR          keep objects in DIR (default: in memory)
-          --discard          count bytes and store nothing (for benchmarks)
+          --discard          count bytes and store nothing; checks CRC32C, no MD5 (for benchmarks)
           --token TOKEN      require this token (Bearer for GCS, Firebase for v0)
           --faults LIST      a fault plan applied to every request, comma-separated,
                              e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1

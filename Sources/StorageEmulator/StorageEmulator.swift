@@ -29,8 +29,10 @@ public final class StorageEmulator: Sendable {
             case memory
             /// In this directory (created if needed), which survives restarts.
             case directory(URL)
-            /// Nowhere: uploads succeed with correct size and checksums, bytes are only counted,
-            /// and objects then read as not found. For throughput benchmarks.
+            /// Nowhere: uploads succeed with the correct size and CRC32C, bytes are only counted,
+            /// and objects then read as not found. For throughput benchmarks: a sink that hashes
+            /// only what clients verify (CRC32C, not MD5), so objects report no `md5Hash` and an
+            /// upload that declares an MD5 to check is refused with `400`.
             case discard
         }
 

@@ -369,7 +369,7 @@ package final class EmulatorApplication: ServerApplication {
         }
         try requireBucket(bucket)
         let writer = try store.makeStagingWriter(bucket: bucket)
-        var checksums = Checksums()
+        var checksums = Checksums(computingMD5: store.computesMD5)
         do {
             try write { bytes in
                 try writer.write(bytes)
@@ -433,7 +433,8 @@ package final class EmulatorApplication: ServerApplication {
         reply.headers.set("x-goog-stored-content-length", String(record.size))
         reply.headers.set(
             "x-goog-hash",
-            "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c)),md5=\(record.md5.base64EncodedString())")
+            "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))"
+                + (record.md5.map { ",md5=\($0.base64EncodedString())" } ?? ""))
         if let value = record.attributes.cacheControl { reply.headers.set("Cache-Control", value) }
         if let value = record.attributes.contentDisposition { reply.headers.set("Content-Disposition", value) }
         if let value = record.attributes.contentLanguage { reply.headers.set("Content-Language", value) }

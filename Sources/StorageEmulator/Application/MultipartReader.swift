@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 
 /// Reads a `multipart/related` body part by part, streaming part bodies so a
 /// large media part is never held in memory.
@@ -18,9 +19,9 @@ final class MultipartReader {
         for parameter in contentType.split(separator: ";").dropFirst() {
             let pair = parameter.split(separator: "=", maxSplits: 1)
             guard pair.count == 2,
-                pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary"
+                pair[0].trimmingHTTPWhitespace().lowercased() == "boundary"
             else { continue }
-            var value = pair[1].trimmingCharacters(in: .whitespaces)
+            var value = String(pair[1].trimmingHTTPWhitespace())
             if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
                 value = String(value.dropFirst().dropLast())
             }
@@ -58,8 +59,8 @@ final class MultipartReader {
             let line = try readLine()
             if line.isEmpty { return headers }
             guard let colon = line.firstIndex(of: ":") else { throw malformed }
-            headers[line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()] =
-                line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].trimmingHTTPWhitespace().lowercased()] = String(
+                line[line.index(after: colon)...].trimmingHTTPWhitespace())
         }
     }
 

@@ -18,13 +18,13 @@ enum ObjectJSON {
             "contentType": record.attributes.contentType ?? "application/octet-stream",
             "storageClass": "STANDARD",
             "size": String(record.size),
-            "md5Hash": record.md5.base64EncodedString(),
             "crc32c": ChecksumEncoding.base64(crc32c: record.crc32c),
             "etag": etag(record),
             "timeCreated": Timestamp.format(record.timeCreated),
             "updated": Timestamp.format(record.updated),
             "timeStorageClassUpdated": Timestamp.format(record.timeCreated),
         ]
+        if let md5 = record.md5 { json["md5Hash"] = md5.base64EncodedString() }
         var metadata = record.attributes.metadata
         if !record.attributes.downloadTokens.isEmpty {
             metadata["firebaseStorageDownloadTokens"] = record.attributes.downloadTokens.joined(separator: ",")
@@ -47,7 +47,6 @@ enum ObjectJSON {
             "updated": Timestamp.format(record.updated),
             "storageClass": "STANDARD",
             "size": String(record.size),
-            "md5Hash": record.md5.base64EncodedString(),
             "crc32c": ChecksumEncoding.base64(crc32c: record.crc32c),
             "etag": etag(record),
             "contentEncoding": record.attributes.contentEncoding ?? "identity",
@@ -55,6 +54,7 @@ enum ObjectJSON {
                 ?? "inline; filename*=utf-8''\(URLText.encodeComponent(lastComponent))",
             "downloadTokens": record.attributes.downloadTokens.joined(separator: ","),
         ]
+        if let md5 = record.md5 { json["md5Hash"] = md5.base64EncodedString() }
         if !record.attributes.metadata.isEmpty { json["metadata"] = record.attributes.metadata }
         if let value = record.attributes.cacheControl { json["cacheControl"] = value }
         if let value = record.attributes.contentLanguage { json["contentLanguage"] = value }
@@ -186,11 +186,19 @@ struct ExpectedHashes: Sendable {
                 "Provided CRC32C \"\(ChecksumEncoding.base64(crc32c: crc32c))\" doesn't match calculated CRC32C \"\(ChecksumEncoding.base64(crc32c: checksums.crc32c))\".",
                 reason: "invalid")
         }
-        if let md5, md5 != checksums.md5Digest {
-            throw HTTPError(
-                400,
-                "Provided MD5 hash \"\(md5.base64EncodedString())\" doesn't match calculated MD5 hash \"\(checksums.md5Digest.base64EncodedString())\".",
-                reason: "invalid")
+        if let md5 {
+            guard let computed = checksums.md5Digest else {
+                throw HTTPError(
+                    400,
+                    "This emulator's discard backing computes no MD5 and cannot verify md5Hash; send crc32c instead.",
+                    reason: "invalid")
+            }
+            guard md5 == computed else {
+                throw HTTPError(
+                    400,
+                    "Provided MD5 hash \"\(md5.base64EncodedString())\" doesn't match calculated MD5 hash \"\(computed.base64EncodedString())\".",
+                    reason: "invalid")
+            }
         }
     }
 }

@@ -17,7 +17,7 @@ final class UploadSession: Sendable {
 
     struct State {
         var writer: any StagingWriter
-        var checksums = Checksums()
+        var checksums: Checksums
         var phase = Phase.active
 
         var committed: Int64 { checksums.count }
@@ -38,7 +38,7 @@ final class UploadSession: Sendable {
 
     init(
         id: String, bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
-        declaredSize: Int64?, ifGenerationMatch: Int64? = nil, writer: any StagingWriter
+        declaredSize: Int64?, ifGenerationMatch: Int64? = nil, writer: any StagingWriter, computingMD5: Bool
     ) {
         self.ifGenerationMatch = ifGenerationMatch
         self.id = id
@@ -47,7 +47,7 @@ final class UploadSession: Sendable {
         self.attributes = attributes
         self.expected = expected
         self.declaredSize = declaredSize
-        state = Mutex(State(writer: writer))
+        state = Mutex(State(writer: writer, checksums: Checksums(computingMD5: computingMD5)))
     }
 
     /// Reads a request body that starts at `start` into the session.

@@ -193,7 +193,8 @@ extension EmulatorApplication {
         }
         let session = UploadSession(
             id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
-            declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer)
+            declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer,
+            computingMD5: store.computesMD5)
         sessions.add(session)
         return session
     }
@@ -254,7 +255,7 @@ extension EmulatorApplication {
     private func incomplete(_ state: UploadSession.State) -> Reply {
         var reply = Reply(status: 308)
         if state.committed > 0 { reply.headers.set("Range", "bytes=0-\(state.committed - 1)") }
-        reply.headers.set("X-Range-MD5", state.checksums.md5Digest.base64EncodedString())
+        if let md5 = state.checksums.md5Digest { reply.headers.set("X-Range-MD5", md5.base64EncodedString()) }
         return reply
     }
 

@@ -1,24 +1,29 @@
 import CCloudStorage
 package import Foundation
+import HTTP1
 
 /// The running CRC32C and MD5 of a body, fed while it streams.
 package struct Checksums: Sendable {
     package private(set) var crc32c: UInt32 = 0
-    package private(set) var md5 = MD5()
+    /// Nil when MD5 is not computed.
+    package private(set) var md5: MD5?
     package private(set) var count: Int64 = 0
 
-    package init() {}
+    /// - Parameter computingMD5: Whether to hash MD5 too (it costs several times what CRC32C does).
+    package init(computingMD5: Bool = true) {
+        md5 = computingMD5 ? MD5() : nil
+    }
 
     /// Feeds bytes to both checksums.
     package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         crc32c = cs_crc32c_update(crc32c, base, bytes.count)
-        md5.update(bytes)
+        md5?.update(bytes)
         count += Int64(bytes.count)
     }
 
-    /// The MD5 digest so far.
-    package var md5Digest: Data { Data(md5.finalize()) }
+    /// The MD5 digest so far; nil when MD5 is not computed.
+    package var md5Digest: Data? { md5.map { Data($0.finalize()) } }
 }
 
 /// The wire encodings of checksums.
@@ -44,7 +49,7 @@ package enum ChecksumEncoding {
         var md5: String?
         for value in values {
             for item in value.split(separator: ",") {
-                let trimmed = item.trimmingCharacters(in: .whitespaces)
+                let trimmed = item.trimmingHTTPWhitespace()
                 if trimmed.hasPrefix("crc32c=") {
                     crc = String(trimmed.dropFirst("crc32c=".count))
                 } else if trimmed.hasPrefix("md5=") {

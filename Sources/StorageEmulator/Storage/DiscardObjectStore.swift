@@ -4,6 +4,12 @@ import Synchronization
 /// Stores nothing: uploads succeed (with the size and checksums the caller
 /// computed while streaming) and their bytes are only counted; every object
 /// then reads as not found. Buckets are remembered. For throughput benchmarks.
+///
+/// A sink for measuring clients, it hashes only what clients verify: CRC32C
+/// (and the size), not MD5, which costs several times more per byte and would
+/// otherwise dominate the machine the benchmark shares with the client.
+/// Objects report no `md5Hash` (as Cloud Storage does for composite objects);
+/// an upload that declares an MD5 to check gets `400`.
 package final class DiscardObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
@@ -33,6 +39,8 @@ package final class DiscardObjectStore: ObjectStore {
     package func bucket(_ name: String) -> BucketRecord? {
         state.withLock { $0.buckets[name] }
     }
+
+    package var computesMD5: Bool { false }
 
     package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
         CountingStagingWriter()

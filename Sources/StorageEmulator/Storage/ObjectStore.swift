@@ -8,7 +8,8 @@ package struct ObjectRecord: Sendable, Codable, Equatable {
     package var metageneration: Int64 = 1
     package var size: Int64 = 0
     package var crc32c: UInt32 = 0
-    package var md5: Data = Data()
+    /// The MD5 digest; nil when the store computes none (``ObjectStore/computesMD5``).
+    package var md5: Data? = Data()
     package var timeCreated = Date(timeIntervalSince1970: 0)
     package var updated = Date(timeIntervalSince1970: 0)
     package var attributes = ObjectAttributes()
@@ -81,6 +82,13 @@ package protocol ObjectStore: Sendable {
     func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool
     /// Opens the bytes of this version of an object for reading.
     func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader
+    /// Whether uploads into this store hash MD5 (`md5Hash`); CRC32C and the size are always computed.
+    var computesMD5: Bool { get }
+}
+
+extension ObjectStore {
+    /// Stores that keep objects report an `md5Hash` for each, as Cloud Storage does.
+    package var computesMD5: Bool { true }
 }
 
 /// Bytes of an object being uploaded, not yet visible.
