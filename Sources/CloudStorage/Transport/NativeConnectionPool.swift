@@ -30,11 +30,50 @@ final class NativeConnectionPool: Sendable {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    /// One host's leases: how many are out, and who waits for one.
+    /// One host's leases: how many are out, and who waits for one (first come, first served).
+    ///
+    /// Mutated in place through the state's dictionary, never copied out: a copy of the
+    /// queue would make every append copy it whole.
     private struct Leases {
-        var out = 0
-        var waiters: [Waiter] = []
-        var nextWaiter = 0
+        private(set) var out = 0
+        private var waiters: [Waiter] = []
+        /// Waiters before this index were served already.
+        private var head = 0
+
+        var waitingCount: Int { waiters.count - head }
+        var isUnused: Bool { out == 0 && waitingCount == 0 }
+
+        /// Takes a lease when one of `limit` is free.
+        mutating func take(limit: Int) -> Bool {
+            guard out < limit else { return false }
+            out += 1
+            return true
+        }
+
+        mutating func enqueue(_ waiter: Waiter) {
+            waiters.append(waiter)
+        }
+
+        /// Removes a waiter that gave up; nil when it was served already.
+        mutating func removeWaiter(id: UInt64) -> Waiter? {
+            guard let index = waiters[head...].firstIndex(where: { $0.id == id }) else { return nil }
+            return waiters.remove(at: index)
+        }
+
+        /// Gives a lease back; returns the waiter it passes straight to (then `out` stays), if any.
+        mutating func giveBack() -> Waiter? {
+            guard head < waiters.count else {
+                out -= 1
+                return nil
+            }
+            let next = waiters[head]
+            head += 1
+            if head > 64 && head * 2 > waiters.count {
+                waiters.removeFirst(head)
+                head = 0
+            }
+            return next
+        }
     }
 
     private struct State {
@@ -75,35 +114,25 @@ final class NativeConnectionPool: Sendable {
     var leasesOut: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.out } } }
 
     /// Requests waiting for a lease, over all hosts (for tests).
-    var waiting: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.waiters.count - $1.nextWaiter } } }
+    var waiting: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.waitingCount } } }
 
     /// Waits until one of `key`'s leases is free and takes it; give it back with ``release(_:)``.
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled first (no lease is taken).
     func acquire(_ key: String) async throws {
-        if state.withLock({ state in
-            guard state.leases[key, default: Leases()].out < maxConnectionsPerHost else { return false }
-            state.leases[key, default: Leases()].out += 1
-            return true
-        }) {
-            return
-        }
-        let id = state.withLock { state in
+        let id = state.withLock { state -> UInt64? in
+            if state.leases[key, default: Leases()].take(limit: maxConnectionsPerHost) { return nil }
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
         }
+        guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let granted = state.withLock { state -> Bool? in
-                    // Checked under the lock: a cancel either sees this waiter queued or is seen here.
+                    // Checked under the lock: a cancel either finds this waiter queued or is seen here.
                     if Task.isCancelled { return nil }
-                    var leases = state.leases[key, default: Leases()]
-                    defer { state.leases[key] = leases }
-                    if leases.out < maxConnectionsPerHost {
-                        leases.out += 1
-                        return true
-                    }
-                    leases.waiters.append(Waiter(id: id, continuation: continuation))
+                    if state.leases[key, default: Leases()].take(limit: maxConnectionsPerHost) { return true }
+                    state.leases[key, default: Leases()].enqueue(Waiter(id: id, continuation: continuation))
                     return false
                 }
                 switch granted {
@@ -113,14 +142,7 @@ final class NativeConnectionPool: Sendable {
                 }
             }
         } onCancel: {
-            let removed = state.withLock { state -> Waiter? in
-                guard var leases = state.leases[key],
-                    let index = leases.waiters[leases.nextWaiter...].firstIndex(where: { $0.id == id })
-                else { return nil }
-                let waiter = leases.waiters.remove(at: index)
-                state.leases[key] = leases
-                return waiter
-            }
+            let removed = state.withLock { state in state.leases[key]?.removeWaiter(id: id) }
             removed?.continuation.resume(throwing: CancellationError())
         }
     }
@@ -128,26 +150,9 @@ final class NativeConnectionPool: Sendable {
     /// Gives back a lease of `key`: to the longest waiter if there is one, otherwise to the pool.
     func release(_ key: String) {
         let next = state.withLock { state -> Waiter? in
-            guard var leases = state.leases[key] else { return nil }
-            defer {
-                // Forget hosts with nothing out and nobody waiting; compact the queue now and then.
-                if leases.out == 0 && leases.nextWaiter == leases.waiters.count {
-                    state.leases[key] = nil
-                } else {
-                    if leases.nextWaiter > 64 && leases.nextWaiter * 2 > leases.waiters.count {
-                        leases.waiters.removeFirst(leases.nextWaiter)
-                        leases.nextWaiter = 0
-                    }
-                    state.leases[key] = leases
-                }
-            }
-            if leases.nextWaiter < leases.waiters.count {
-                // The lease passes straight to the waiter: `out` does not change.
-                defer { leases.nextWaiter += 1 }
-                return leases.waiters[leases.nextWaiter]
-            }
-            leases.out -= 1
-            return nil
+            let next = state.leases[key]?.giveBack()
+            if state.leases[key]?.isUnused == true { state.leases[key] = nil }
+            return next
         }
         next?.continuation.resume()
     }
