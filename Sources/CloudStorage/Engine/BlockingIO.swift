@@ -23,4 +23,9 @@ enum BlockingIO {
         }
         return try result.get()
     }
+
+    /// Starts `body` on a dispatch thread and returns at once.
+    static func start(_ body: @escaping @Sendable () -> Void) {
+        queue.async(execute: body)
+    }
 }

@@ -46,23 +46,29 @@ struct UploadEngine: Sendable {
         if let opened = checkpoint.source {
             prepared = opened
         } else {
-            prepared = try await PreparedSource.prepare(source, computingChecksum: configuration.verifiesChecksums)
+            // Objects that go in one request need their checksum first; larger ones are hashed while they send.
+            prepared = try await PreparedSource.prepare(
+                source,
+                computingChecksum: configuration.verifiesChecksums,
+                upFrontLimit: max(configuration.multipartUploadThreshold, PreparedSource.overlapThreshold)
+            )
             checkpoint.source = prepared
         }
         progress(checkpoint.committedBytes)  // observers learn the size before the first byte goes out
-        let upload = UploadDescription(
+        var upload = UploadDescription(
             bucket: storage.bucket,
             objectName: name,
             metadata: metadata,
             contentType: metadata.contentType ?? "application/octet-stream",
             size: prepared.size,
-            crc32c: prepared.crc32c
+            crc32c: prepared.knownCRC32C
         )
         var runner = RequestRunner(storage: storage)
         let requestLimit = storage.transport.maximumBodyLength
         // A single request also carries the metadata: leave it room under the transport's limit.
         let fitsOneRequest = requestLimit.map { prepared.size + 1024 * 1024 <= $0 } ?? true
         if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest && checkpoint.session == nil {
+            upload.crc32c = try await prepared.crc32c()
             return try await sendInOneRequest(upload, prepared, &runner, progress)
         }
         // The most bytes one request of the session carries, if anything bounds it.
@@ -141,8 +147,21 @@ struct UploadEngine: Sendable {
                         wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
                 } else {
                     try await prepared.checkUnchanged()
-                    let end = chunkSize.map { min(before + $0, size) } ?? size
-                    let isFinal = end == size
+                    var end = chunkSize.map { min(before + $0, size) } ?? size
+                    var isFinal = end == size
+                    var crc32c: UInt32?
+                    if isFinal && prepared.hasChecksum && wire.checksFinalChecksum {
+                        if let known = prepared.knownCRC32C {
+                            crc32c = known
+                        } else if let aligned = Self.lastAlignedOffset(after: before, before: size), aligned > before {
+                            // Still hashing: send all but the tail without finalizing, then wait for the
+                            // checksum and finalize with the tail, so that the pass and the transfer overlap.
+                            end = aligned
+                            isFinal = false
+                        } else {
+                            crc32c = try await prepared.crc32c()
+                        }
+                    }
                     sentEverything = isFinal
                     step = .send(offset: before, length: end - before)
                     let request = wire.send(
@@ -151,14 +170,14 @@ struct UploadEngine: Sendable {
                         body: prepared.body(from: before, length: end - before),
                         isFinal: isFinal,
                         totalSize: size,
-                        crc32c: upload.crc32c
+                        crc32c: crc32c
                     )
                     outcome = try await runner.send(
                         request,
                         accepting: accepted,
                         about: .object(upload.objectName),
-                        sentChecksum: isFinal && upload.crc32c != nil,
-                        progress: { sent in progress(before + sent) }
+                        sentChecksum: crc32c != nil,
+                        progress: { [end] sent in progress(min(before + sent, end)) }
                     )
                 }
                 let response: HTTPResponse
@@ -221,6 +240,14 @@ struct UploadEngine: Sendable {
         }
     }
 
+    /// The largest offset below `size` that is a whole number of 256 KiB units after `offset`
+    /// (where a request that does not finalize may end), or nil when there is none.
+    static func lastAlignedOffset(after offset: Int64, before size: Int64) -> Int64? {
+        let granularity = StorageConfiguration.chunkGranularity
+        guard size - offset > granularity else { return nil }
+        return offset + (size - offset - 1) / granularity * granularity
+    }
+
     private func restartSession(
         _ restarts: inout Int,
         _ checkpoint: UploadCheckpoint,
@@ -278,7 +305,23 @@ struct UploadEngine: Sendable {
                 "The server stored \(stored.size) bytes, but \(prepared.size) were sent."
             )
         }
-        if problem == nil, let sent = prepared.crc32c, let reported = stored.crc32cValue, sent != reported {
+        var sent: UInt32?
+        if problem == nil {
+            // The object is stored: wait for a checksum still being computed even if the task is
+            // cancelled now (success wins over a late pause or cancel; the pass is nearly done).
+            let checksum = Task { () -> Result<UInt32?, StorageError> in
+                do throws(StorageError) {
+                    return .success(try await prepared.crc32c())
+                } catch {
+                    return .failure(error)
+                }
+            }
+            switch await checksum.value {
+            case .success(let value): sent = value
+            case .failure(let error): problem = error
+            }
+        }
+        if problem == nil, let sent, let reported = stored.crc32cValue, sent != reported {
             problem = StorageError(
                 .nonMatchingChecksum,
                 "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."

@@ -17,64 +17,129 @@ struct PreparedSource: Sendable {
         case file(ReadOnlyFile)
     }
 
+    /// A checksum known before the upload starts, or one computed while it sends.
+    private enum Checksum: Sendable {
+        case known(UInt32)
+        case pending(PendingChecksum)
+    }
+
     private let bytes: Bytes
     let size: Int64
-    /// The CRC32C of every byte, when checksums are on.
-    let crc32c: UInt32?
+    /// Nil when checksums are off.
+    private let checksum: Checksum?
+
+    /// Sources larger than this (and than the one-request limit) are hashed while they send; smaller
+    /// ones first. Below it the pass takes milliseconds, less than the extra request overlapping costs.
+    static let overlapThreshold: Int64 = 32 * 1024 * 1024
+
+    private init(bytes: Bytes, size: Int64, checksum: Checksum?) {
+        self.bytes = bytes
+        self.size = size
+        self.checksum = checksum
+    }
+
+    /// A source whose checksum is being computed by `pending` (for tests of the engine).
+    init(data: Data, pendingChecksum pending: PendingChecksum) {
+        self.init(bytes: .data(data), size: Int64(data.count), checksum: .pending(pending))
+    }
 
     /// The block in which a file is read for its checksum: large enough that
     /// system calls cost nothing, small enough to stay in cache.
     static let checksumBlockSize = 1 << 20
 
-    /// Opens the source and, if asked, computes its checksum (a file is read
-    /// once for that, off the cooperative pool, one reused buffer at a time).
+    /// Opens the source and, if asked, starts its checksum.
+    ///
+    /// A source of at most `upFrontLimit` bytes is hashed before this returns
+    /// (it goes in one request whose metadata carries the checksum; a file is
+    /// read once for that, off the cooperative pool). A larger one is hashed
+    /// on a blocking thread while the upload sends it: only the request that
+    /// finalizes the session waits for the value (``crc32c()``), so the pass
+    /// over the bytes and the transfer overlap.
     ///
     /// - Throws: ``StorageErrorCode/unreadableFile`` for a missing or
     ///   unreadable file, ``StorageErrorCode/fileChanged`` if it shrinks
     ///   meanwhile, ``StorageErrorCode/cancelled`` if the task is cancelled.
-    static func prepare(_ source: UploadSource, computingChecksum: Bool) async throws(StorageError) -> PreparedSource {
+    static func prepare(
+        _ source: UploadSource, computingChecksum: Bool, upFrontLimit: Int64
+    ) async throws(StorageError) -> PreparedSource {
+        let bytes: Bytes
+        let size: Int64
         switch source {
         case .data(let data):
-            return PreparedSource(
-                bytes: .data(data),
-                size: Int64(data.count),
-                crc32c: computingChecksum ? CRC32C.checksum(data) : nil
-            )
+            bytes = .data(data)
+            size = Int64(data.count)
         case .file(let url):
             let path = url.path
             let file = try await BlockingIO.run { () throws(StorageError) -> ReadOnlyFile in
                 try ReadOnlyFile(path: path)
             }
-            let crc = computingChecksum ? try await checksum(of: file) : nil
-            return PreparedSource(bytes: .file(file), size: file.size, crc32c: crc)
+            bytes = .file(file)
+            size = file.size
         }
-    }
-
-    private static func checksum(of file: ReadOnlyFile) async throws(StorageError) -> UInt32 {
+        guard computingChecksum else { return PreparedSource(bytes: bytes, size: size, checksum: nil) }
+        if size > upFrontLimit {
+            let pending = PendingChecksum { stop in Self.checksum(of: bytes, stop: stop) }
+            return PreparedSource(bytes: bytes, size: size, checksum: .pending(pending))
+        }
+        if case .data(let data) = bytes {
+            return PreparedSource(bytes: bytes, size: size, checksum: .known(CRC32C.checksum(data)))
+        }
         let cancelled = Atomic(false)
         let result = await withTaskCancellationHandler {
-            await BlockingIO.run { () -> Result<UInt32, StorageError> in
-                let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: checksumBlockSize, alignment: 64)
-                defer { buffer.deallocate() }
-                var crc = CRC32C()
-                var offset: Int64 = 0
-                while offset < file.size {
-                    if cancelled.load(ordering: .relaxed) { return .failure(.cancelled()) }
-                    let count = Int(min(Int64(checksumBlockSize), file.size - offset))
-                    do throws(StorageError) {
-                        try file.readExactly(into: buffer.baseAddress!, count: count, at: offset)
-                    } catch {
-                        return .failure(error)
-                    }
-                    crc.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-                    offset += Int64(count)
-                }
-                return .success(crc.value)
-            }
+            await BlockingIO.run { Self.checksum(of: bytes, stop: { cancelled.load(ordering: .relaxed) }) }
         } onCancel: {
             cancelled.store(true, ordering: .relaxed)
         }
-        return try result.get()
+        return PreparedSource(bytes: bytes, size: size, checksum: .known(try result.get()))
+    }
+
+    /// Computes the CRC32C of every byte on the calling (blocking) thread; a file is read in
+    /// ``checksumBlockSize`` blocks into one reused buffer. Fails with `cancelled` once `stop` says so.
+    private static func checksum(of bytes: Bytes, stop: () -> Bool) -> Result<UInt32, StorageError> {
+        switch bytes {
+        case .data(let data):
+            return .success(CRC32C.checksum(data))
+        case .file(let file):
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: checksumBlockSize, alignment: 64)
+            defer { buffer.deallocate() }
+            var crc = CRC32C()
+            var offset: Int64 = 0
+            while offset < file.size {
+                if stop() { return .failure(.cancelled()) }
+                let count = Int(min(Int64(checksumBlockSize), file.size - offset))
+                do throws(StorageError) {
+                    try file.readExactly(into: buffer.baseAddress!, count: count, at: offset)
+                } catch {
+                    return .failure(error)
+                }
+                crc.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
+                offset += Int64(count)
+            }
+            return .success(crc.value)
+        }
+    }
+
+    /// Whether the upload carries a checksum.
+    var hasChecksum: Bool { checksum != nil }
+
+    /// The CRC32C if it is known now: nil when checksums are off or it is still being computed.
+    var knownCRC32C: UInt32? {
+        switch checksum {
+        case nil: return nil
+        case .known(let value)?: return value
+        case .pending(let pending)?: return pending.valueIfReady
+        }
+    }
+
+    /// The CRC32C of every byte, waiting for it if it is still being computed; nil when checksums are off.
+    ///
+    /// - Throws: What reading the source for it threw, or ``StorageErrorCode/cancelled``.
+    func crc32c() async throws(StorageError) -> UInt32? {
+        switch checksum {
+        case nil: return nil
+        case .known(let value)?: return value
+        case .pending(let pending)?: return try await pending.value()
+        }
     }
 
     /// The body for `length` bytes from `offset`.

@@ -24,6 +24,8 @@ struct FirebaseV0Protocol: UploadWireProtocol {
     /// Firebase SDKs send them (the emulator accepts `Firebase owner` as its
     /// administrator).
     let credentialScheme = "Firebase"
+    /// v0 has no checksum header; the engine compares the stored object's `crc32c`.
+    let checksFinalChecksum = false
 
     /// 200 for every live session answer (its state is in a header); 404 and
     /// 410 when the server no longer knows the session.

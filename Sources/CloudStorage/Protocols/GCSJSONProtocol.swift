@@ -9,6 +9,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
     /// session is gone).
     let sessionAnswerStatuses: Set<Int> = [200, 201, 308, 404, 410]
     let credentialScheme = "Bearer"
+    /// `X-Goog-Hash: crc32c=…` on the final request.
+    let checksFinalChecksum = true
 
     func singleRequestUpload(_ upload: UploadDescription, body: HTTPRequestBody) -> HTTPRequest {
         let multipart = MultipartRelatedBody(

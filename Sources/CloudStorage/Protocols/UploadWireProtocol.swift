@@ -16,6 +16,11 @@ protocol UploadWireProtocol: Sendable {
     /// `Bearer` (`Authorization: Bearer <token>`).
     var credentialScheme: String { get }
 
+    /// Whether the server checks the CRC32C that the request finalizing a session carries
+    /// (``send(session:offset:body:isFinal:totalSize:crc32c:)``). When it does not, the engine
+    /// checks the stored object's checksum itself afterwards, and need not have the value earlier.
+    var checksFinalChecksum: Bool { get }
+
     /// One request carrying metadata and every byte, for small objects.
     func singleRequestUpload(_ upload: UploadDescription, body: HTTPRequestBody) -> HTTPRequest
 

@@ -92,6 +92,90 @@ struct UploadEngineProtocolTests {
         #expect(final.headers["X-Goog-Hash"] == "crc32c=" + CRC32CEncoding.base64(CRC32C.checksum(payload)))
     }
 
+    /// The data-carrying PUTs the transport saw, in order.
+    static func puts(_ transport: ScriptedGCSTransport) -> [ScriptedGCSTransport.Exchange] {
+        transport.exchanges.filter { $0.method == "PUT" && $0.headers["Content-Range"] != "bytes */*" }
+    }
+
+    /// Runs the engine on `payload` whose checksum `compute` delivers (as a large source's is, alongside the send).
+    static func runWithPendingChecksum(
+        _ transport: ScriptedGCSTransport, _ payload: Data,
+        compute: @escaping @Sendable (_ stop: @Sendable () -> Bool) -> Result<UInt32, StorageError>
+    ) -> Task<StorageMetadata, any Error> {
+        let storage = Self.storage(transport)
+        let checkpoint = UploadCheckpoint()
+        checkpoint.source = PreparedSource(data: payload, pendingChecksum: PendingChecksum(computing: compute))
+        let engine = UploadEngine(
+            storage: storage, path: storage.reference(withPath: "o").path, source: .data(payload),
+            metadata: StorageMetadata())
+        return Task { try await engine.run(checkpoint: checkpoint, progress: { _ in }) }
+    }
+
+    @Test func aChecksumStillBeingComputedHoldsBackOnlyTheFinalRequest() async throws {
+        let transport = ScriptedGCSTransport()
+        let payload = TestSupport.payload(size: Self.size, seed: 11)
+        let gate = DispatchSemaphore(value: 0)
+        let run = Self.runWithPendingChecksum(transport, payload) { _ in
+            _ = gate.wait(timeout: .now() + 60)
+            return .success(CRC32C.checksum(payload))
+        }
+        // Everything but the tail goes out, without finalizing, while the checksum is computed.
+        let aligned = Self.size / (256 * 1024) * (256 * 1024)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while Self.puts(transport).count < 1 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(
+            Self.puts(transport).map { $0.headers["Content-Range"] } == ["bytes 0-\(aligned - 1)/*"])
+        gate.signal()
+        let metadata = try await run.value
+        #expect(metadata.size == Int64(Self.size))
+        #expect(transport.finalized == payload)
+        let puts = Self.puts(transport)
+        #expect(
+            puts.map { $0.headers["Content-Range"] } == [
+                "bytes 0-\(aligned - 1)/*", "bytes \(aligned)-\(Self.size - 1)/\(Self.size)",
+            ])
+        #expect(puts.first?.headers["X-Goog-Hash"] == nil)
+        #expect(puts.last?.headers["X-Goog-Hash"] == "crc32c=" + CRC32CEncoding.base64(CRC32C.checksum(payload)))
+    }
+
+    @Test func aChecksumPassThatFailsFailsTheUploadAndDiscardsTheSession() async throws {
+        let transport = ScriptedGCSTransport()
+        let payload = TestSupport.payload(size: Self.size, seed: 12)
+        let run = Self.runWithPendingChecksum(transport, payload) { _ in
+            .failure(StorageError(.fileChanged, "The file changed while it was being uploaded."))
+        }
+        let error = await #expect(throws: StorageError.self) { try await run.value }
+        #expect(error?.code == .fileChanged)
+        #expect(transport.finalized == nil)
+        #expect(transport.exchanges.contains { $0.method == "DELETE" })
+    }
+
+    @Test func aPauseWhileWaitingForTheChecksumIsPrompt() async throws {
+        let transport = ScriptedGCSTransport()
+        let payload = TestSupport.payload(size: Self.size, seed: 13)
+        let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        let run = Self.runWithPendingChecksum(transport, payload) { _ in
+            _ = gate.wait(timeout: .now() + 60)
+            return .success(CRC32C.checksum(payload))
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while Self.puts(transport).isEmpty && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try await Task.sleep(for: .milliseconds(50))
+        let cancelledAt = ContinuousClock.now
+        run.cancel()
+        let error = await #expect(throws: StorageError.self) { try await run.value }
+        #expect(error?.code == .cancelled)
+        // Not the 60 s the checksum would take: the wait itself was cancelled.
+        #expect(cancelledAt.duration(to: .now) < .seconds(30))
+        #expect(transport.finalized == nil)
+    }
+
     @Test func persistentServerErrorsRunOutOfRetryTime() async throws {
         let transport = ScriptedGCSTransport()
         for _ in 0..<10_000 { transport.inject(.status(503), when: { _ in true }) }

@@ -38,7 +38,8 @@ struct EmulatorUploadTests {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
         let storage = Self.storage(emulator, transport, firebase: firebase)
-        let payload = TestSupport.payload(size: 20 * .mebibyte + 5, seed: 21)
+        // Larger than the overlap threshold: its checksum is computed while it sends.
+        let payload = TestSupport.payload(size: Int(PreparedSource.overlapThreshold) + 3 * .mebibyte + 5, seed: 21)
         let file = try TestSupport.file(containing: payload)
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let metadata = try await storage.reference(withPath: "big.bin").putFileAsync(from: file)
