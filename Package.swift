@@ -68,6 +68,8 @@ let package = Package(
             name: "upload-benchmarks",
             dependencies: ["CloudStorage", "CCloudStorage", "FakeGCSServer", "StorageEmulator"],
             path: "Benchmarks/upload-benchmarks",
+            // The Python client's upload script, run from the source tree.
+            exclude: ["python"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -25,12 +25,24 @@ struct BenchmarkOptions: Sendable {
     var only: [String] = []
     /// With `--discard`: skip the curl baseline even when curl is on PATH.
     var noCurl = false
+    /// With `--discard`: the servers to run against, in this order (default: all, see ``BenchmarkServerKind``).
+    var servers = BenchmarkServerKind.defaults
+    /// With `--discard`: skip the Python google-cloud-storage client (and its install).
+    var noPython = false
+    /// With `--discard`: timed runs of each baseline and native scenario on the memory-backed emulator and
+    /// fake-gcs-server: fewer than on the discard emulator, so that three servers fit the time budget.
+    var serverRuns = 3
+    /// With `--discard`: timed runs of each URLSession scenario on the memory-backed emulator and
+    /// fake-gcs-server (a URLSession putFile to fake-gcs-server takes 10 s and more at 256 MiB).
+    var serverURLSessionRuns = 1
     /// With `--discard`: run the memory-scaling check instead of the throughput table.
     var scale = false
     /// With `--scale`: the large file's size in MiB (compared with `--size-mib`).
     var scaleMiB = 4096
     /// Print the help text and exit.
     var help = false
+    /// Whether `--servers` was given (it works only with `--discard`).
+    var serversGiven = false
 
     var runs: Int { runsOption ?? (download ? 3 : 5) }
     var transport: String { transportOption ?? (download ? "native" : "both") }
@@ -42,8 +54,10 @@ struct BenchmarkOptions: Sendable {
 
     static let helpText = """
         USAGE: upload-benchmarks [--runs N] [--size-mib M] [--small-count C] [--small-kib K] [--json]
-               upload-benchmarks --discard [--transport native|urlsession|both] [--runs N] [--urlsession-runs U]
-                                 [--size-mib M] [--data-mib D] [--small-count C] [--small-kib K] [--no-curl] [--json]
+               upload-benchmarks --discard [--servers discard,memory,fake-gcs] [--transport native|urlsession|both]
+                                 [--runs N] [--urlsession-runs U] [--server-runs R] [--server-urlsession-runs V]
+                                 [--size-mib M] [--data-mib D] [--small-count C] [--small-kib K] [--only P,Q]
+                                 [--no-curl] [--no-python] [--json]
                upload-benchmarks --discard --scale [--size-mib M] [--scale-mib S] [--runs N] [--json]
                upload-benchmarks --download [--transport native|urlsession|both] [--runs N] [--size-mib M]
                                  [--scale [--scale-mib S]] [--no-curl] [--json]
@@ -72,22 +86,46 @@ struct BenchmarkOptions: Sendable {
           --small-count C   concurrent small uploads, 1...1000 (default 200; 1000 with --discard)
           --small-kib K     size of each small upload in KiB, 1...8192 (default 64)
           --json            print machine-readable JSON on stdout instead of a table
-          --discard         instead: against the built-in emulator in discard mode (in this process; it
-                            checks size and checksums and stores nothing), side by side in one run:
+          --discard         instead: against up to three servers, one after another, each with its own
+                            sendfile baseline measured in its own block (ratios are per server):
+                              discard   the built-in emulator in discard mode, in this process (it checks size
+                                        and checksums and stores nothing): every scenario below
+                              memory    the built-in emulator with memory backing, in this process: names end
+                                        in @memory; objects are deleted after each run (outside the timing)
+                              fake-gcs  fake-gcs-server (memory backend, own process; installed into .build/ by
+                                        pip on first use, skipped with a note when that fails): names end in
+                                        @fake-gcs; objects deleted after each run; its CPU shown separately
+                            Scenarios on the discard emulator, side by side in one run:
                               sendfile-baseline  raw POST + PUT head + sendfile(2) of the file, plain blocking
                                                  socket on a dedicated thread, no SDK (ratios are to this)
                               curl-baseline      curl -T, one PUT (skipped when curl is missing or --no-curl)
                               putFile / putData / small-putData per transport: CRC32C on and off with default
                               streaming, and chunkSize = 8 MiB with CRC32C on (small objects: multipart, no chunks)
-                            plus the CRC32C pre-pass cost on its own (hardware vs portable, GB/s).
-                            Defaults there: --size-mib 256 (1024 does not fit 3 minutes on a shared 2-core
+                              python-gcs/crc/chunk8MiB  the Python google-cloud-storage client (pinned, pip-installed
+                                                 into .build/python-gcs/venv on first use; skipped with a note when
+                                                 python3, pip or the network is missing, or with --no-python):
+                                                 upload_from_filename of the putFile payload, chunk_size = 8 MiB,
+                                                 checksum crc32c; the comparison point for URLSession with 8 MiB chunks
+                              python-gcs/crc/default    the same with the library's default (100 MiB chunks)
+                            On memory and fake-gcs: sendfile-baseline, then putFile, putData and small-putData per
+                            transport with CRC32C on and default streaming.
+                            Plus the CRC32C pre-pass cost on its own (hardware vs portable, GB/s).
+                            Defaults there: --size-mib 256 (1024 does not fit the time budget on a shared 2-core
                             machine: the emulator's MD5 caps every upload, baseline included; run
                             --size-mib 1024 --transport native --runs 3 for the 1 GiB figure), --small-count 1000.
+          --servers S,T     with --discard: which servers, in order: discard, memory, fake-gcs (default all three)
           --transport T     with --discard: native, urlsession or both (default both)
-          --urlsession-runs U  with --discard: timed runs of each URLSession scenario and of curl, 1...20 (default 2)
-          --only P,Q        with --discard: only scenarios whose names start with P or Q (e.g. small-putData/native)
+          --urlsession-runs U  with --discard: timed runs of each URLSession scenario, of curl and of the Python
+                            client, 1...20 (default 2)
+          --server-runs R   with --discard: timed runs of each baseline and native scenario on memory and
+                            fake-gcs, 1...20 (default 3)
+          --server-urlsession-runs V  with --discard: timed runs of each URLSession scenario on memory and
+                            fake-gcs, 1...20 (default 1)
+          --only P,Q        with --discard: only scenarios whose names start with P or Q (e.g. small-putData/native,
+                            python-gcs); a server's sendfile baseline runs whenever anything else on it does
           --data-mib D      with --discard: putData payload in MiB, 1...1024 (default 256)
           --no-curl         with --discard: skip the curl baseline
+          --no-python       with --discard: skip the Python client (and its install)
           --scale           with --discard: memory check instead: putFile (native, CRC32C on) of a
                             --size-mib file and a --scale-mib file (default 4096), VmHWM reset before
                             each, reporting peak RSS above the idle RSS measured just before the upload
@@ -144,9 +182,24 @@ struct BenchmarkOptions: Sendable {
             case "--small-count": options.smallCountOption = try integer(in: 1...1000)
             case "--data-mib": options.dataMiB = try integer(in: 1...1024)
             case "--urlsession-runs": options.urlSessionRuns = try integer(in: 1...20)
+            case "--server-runs": options.serverRuns = try integer(in: 1...20)
+            case "--server-urlsession-runs": options.serverURLSessionRuns = try integer(in: 1...20)
             case "--scale-mib": options.scaleMiB = try integer(in: 1...16384)
             case "--scale": options.scale = true
             case "--no-curl": options.noCurl = true
+            case "--no-python": options.noPython = true
+            case "--servers":
+                let text = try value()
+                var servers: [BenchmarkServerKind] = []
+                for part in text.split(separator: ",", omittingEmptySubsequences: false) {
+                    guard let server = BenchmarkServerKind(rawValue: String(part)) else {
+                        throw BenchmarkError(
+                            "--servers takes a comma-separated list of discard, memory and fake-gcs, not '\(text)'")
+                    }
+                    if !servers.contains(server) { servers.append(server) }
+                }
+                options.servers = servers
+                options.serversGiven = true
             case "--only": options.only = try value().split(separator: ",").map(String.init)
             case "--small-kib": options.smallSizeKiB = try integer(in: 1...8192)
             case "--json": options.json = true
@@ -168,6 +221,9 @@ struct BenchmarkOptions: Sendable {
         if !options.discard && !options.download, let size = options.sizeMiBOption, size > 1024 {
             // fake-gcs-server keeps every object in RAM.
             throw BenchmarkError("--size-mib must be at most 1024 without --discard, not '\(size)'")
+        }
+        if options.serversGiven && (!options.discard || options.scale) {
+            throw BenchmarkError("--servers works only with --discard (and not with --scale)")
         }
         if options.scale && !options.discard && !options.download {
             throw BenchmarkError("--scale works only with --discard or --download")

@@ -5,9 +5,12 @@ import Foundation
 import StorageEmulator
 
 /// `--discard`: every upload flavour per transport, side by side with a raw
-/// `sendfile` PUT (and curl) of the same bytes to the same server: the
-/// built-in emulator in discard mode, in this process. The emulator checks
-/// sizes and computes MD5 and CRC32C of what it receives, and stores nothing.
+/// `sendfile` PUT (and curl) of the same bytes to the same server, against
+/// up to three servers one after another: the built-in emulator in discard
+/// mode (every flavour, the curl baseline and the Python client), the
+/// built-in emulator with memory backing, and fake-gcs-server (a subset
+/// each). Each server gets its own sendfile baseline, measured in its own
+/// block, so ratios are per server.
 struct DiscardBenchmark {
     let options: BenchmarkOptions
     let curl: String?
@@ -18,19 +21,48 @@ struct DiscardBenchmark {
         var crc32c: String
     }
 
+    /// The payloads every server's block uploads, written and checksummed once.
+    struct Payloads: Sendable {
+        /// The putFile payload.
+        var file: URL
+        var fileSize: Int64
+        /// The putData payload.
+        var data: Data
+        /// One small upload's payload.
+        var small: Data
+        var expectedFile: Expected
+        var expectedData: Expected
+        var expectedSmall: Expected
+    }
+
+    /// What one server's block measured.
+    private struct Block {
+        var results: [DiscardResult]
+        var baselineMedian: Double
+        var peakResetWorked: Bool
+        /// The Python client's library and CRC32C implementation, when it ran.
+        var pythonLibrary: String?
+    }
+
+    private static let bucket = "bench"
+
+    /// Runs the whole benchmark (or `--scale`) and prints the report on stdout.
+    ///
+    /// - Parameter directory: A scratch directory for the payload files.
+    /// - Throws: ``BenchmarkError`` on any failure or verification mismatch. A server or client that
+    ///   cannot be installed (fake-gcs-server, the Python client) is skipped with a note instead.
     func run(directory: URL) async throws {
         let clock = ContinuousClock()
         let startedAt = clock.now
         let machine = try await MachineFacts.collect(curl: curl)
-        var configuration = StorageEmulator.Configuration()
-        configuration.backing = .discard
-        let emulator = try StorageEmulator.start(configuration)
-        defer { emulator.stop() }
-        let bucket = "bench"
-        try emulator.createBucket(bucket)
 
         if options.scale {
-            let report = try await ScaleBenchmark(options: options, emulator: emulator, bucket: bucket)
+            var configuration = StorageEmulator.Configuration()
+            configuration.backing = .discard
+            let emulator = try StorageEmulator.start(configuration)
+            defer { emulator.stop() }
+            try emulator.createBucket(Self.bucket)
+            let report = try await ScaleBenchmark(options: options, emulator: emulator, bucket: Self.bucket)
                 .run(directory: directory, machine: machine)
             print(
                 options.json ? try DiscardReportPrinter.json(report) : DiscardReportPrinter.scaleTable(report),
@@ -47,18 +79,125 @@ struct DiscardBenchmark {
             let crc = try Payload.writeRepeatingFile(at: file, size: size, seed: 1)
             return (crc, Payload.bytes(size: Int(dataSize), seed: 2), Payload.bytes(size: smallSize, seed: 3))
         }
-        let expectedFile = Expected(size: size, crc32c: Self.base64(fileCRC))
-        let expectedData = Expected(size: dataSize, crc32c: Self.base64(Self.crc32c(data)))
-        let expectedSmall = Expected(size: Int64(smallSize), crc32c: Self.base64(Self.crc32c(small)))
+        let payloads = Payloads(
+            file: file, fileSize: size, data: data, small: small,
+            expectedFile: Expected(size: size, crc32c: Self.base64(fileCRC)),
+            expectedData: Expected(size: dataSize, crc32c: Self.base64(Self.crc32c(data))),
+            expectedSmall: Expected(size: Int64(smallSize), crc32c: Self.base64(Self.crc32c(small))))
 
         progress("measuring the CRC32C pre-pass on its own …\n")
         let checksumCost = try await ChecksumCost.measure(file: file, size: size)
 
         let useCurl = curl != nil && !options.noCurl
-        let scenarios = DiscardScenario.all(options, curl: useCurl)
-        let baseURL = emulator.baseURL
+        var skipped: [String] = []
+        var python: PythonClient?
+        var pythonSkipped: String?
+        let planned = DiscardScenario.all(options, curl: useCurl, python: !options.noPython)
+        if planned.contains(where: { $0.kind == .pythonClient }) {
+            progress("preparing the Python google-cloud-storage client …\n")
+            switch await PythonClient.prepare() {
+            case .success(let client):
+                python = client
+            case .failure(let error):
+                pythonSkipped = "the Python client is unavailable (see skipped)"
+                skipped.append("python-gcs (\(PythonClient.requirement)): \(error.description)")
+                progress("skipping the Python client: \(error.description)\n")
+            }
+        }
+        let scenarios = planned.filter { $0.kind != .pythonClient || python != nil }
+
+        var results: [DiscardResult] = []
+        var servers: [DiscardServerInfo] = []
+        var resetWorks = true
+        var pythonLibrary: String?
+        for kind in options.servers {
+            let block = scenarios.filter { $0.server == kind }
+            guard !block.isEmpty else { continue }
+            let blockStart = clock.now
+            progress("starting the \(kind.rawValue) server …\n")
+            let server: BenchmarkServer
+            do {
+                server = try await BenchmarkServer.start(kind, bucket: Self.bucket)
+            } catch let error where kind == .fakeGCS {
+                // Installing it needs pip and the network; without them the other servers still count.
+                let reason = String(String(describing: error).prefix(600))
+                skipped.append("fake-gcs-server: \(reason)")
+                progress("skipping fake-gcs-server: \(reason)\n")
+                continue
+            }
+            let measured: Block
+            do {
+                measured = try await runBlock(block, on: server, payloads: payloads, python: python, curl: useCurl)
+            } catch {
+                await server.stop()
+                throw error
+            }
+            await server.stop()
+            results += measured.results
+            resetWorks = resetWorks && measured.peakResetWorked
+            pythonLibrary = pythonLibrary ?? measured.pythonLibrary
+            servers.append(
+                DiscardServerInfo(
+                    id: kind.rawValue, description: server.description,
+                    sendfileBaselineMedianMBps: measured.baselineMedian,
+                    seconds: Self.seconds(blockStart.duration(to: clock.now))))
+        }
+
+        let loadAtEnd = try await BlockingWork.run {
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
+                .joined(separator: " ")
+        }
+        let report = DiscardReport(
+            machine: machine,
+            servers: servers,
+            skipped: skipped,
+            pythonClient: pythonLibrary.map {
+                "\($0); blob.upload_from_filename of the putFile payload to the discard emulator, STORAGE_EMULATOR_HOST, anonymous credentials, checksum=crc32c"
+            },
+            payloadBytes: size,
+            dataBytes: dataSize,
+            smallUploads: options.smallCount,
+            smallPayloadBytes: Int64(smallSize),
+            runs: options.runs,
+            urlSessionRuns: options.urlSessionRuns,
+            serverRuns: options.serverRuns,
+            serverURLSessionRuns: options.serverURLSessionRuns,
+            baseline: SendfileBaseline.description,
+            curl: useCurl && options.servers.contains(.discard)
+                ? CurlBaseline.commandTemplate + " (after a POST that opens the session; discard emulator only)" : nil,
+            peakRSSResetBetweenRuns: resetWorks,
+            checksumCost: checksumCost,
+            scenarios: results,
+            scale: nil,
+            targets: DiscardTargets.evaluate(results, scale: nil, pythonSkipped: pythonSkipped),
+            loadAverageAtEnd: loadAtEnd,
+            totalSeconds: Self.seconds(startedAt.duration(to: clock.now))
+        )
+        print(options.json ? try DiscardReportPrinter.json(report) : DiscardReportPrinter.table(report), terminator: "")
+    }
+
+    /// Times one server's scenarios, round by round, and verifies every upload.
+    ///
+    /// Objects a storing server keeps are deleted after each run, outside the timing, so that the
+    /// memory-backed emulator and fake-gcs-server never hold more than one run's objects.
+    ///
+    /// - Parameters:
+    ///   - scenarios: The server's scenarios; the first is its sendfile baseline.
+    ///   - server: The running server.
+    ///   - payloads: What to upload and what must be stored.
+    ///   - python: The Python client, when its scenarios are among `scenarios`.
+    ///   - curl: Whether the curl baseline is among `scenarios`.
+    /// - Returns: The results, with ratios to this server's sendfile baseline.
+    /// - Throws: ``BenchmarkError`` on any failure or verification mismatch.
+    private func runBlock(
+        _ scenarios: [DiscardScenario], on server: BenchmarkServer, payloads: Payloads, python: PythonClient?,
+        curl useCurl: Bool
+    ) async throws -> Block {
+        let clock = ContinuousClock()
+        let bucket = Self.bucket
+        let baseURL = server.baseURL
         var storages: [String: Storage] = [:]
-        for scenario in scenarios where !scenario.isBaseline {
+        for scenario in scenarios where !scenario.isBaseline && scenario.kind != .pythonClient {
             var settings = StorageConfiguration()
             settings.transport = scenario.choice
             settings.verifiesChecksums = scenario.checksums
@@ -68,54 +207,88 @@ struct DiscardBenchmark {
             settings.initialRetryDelay = .milliseconds(200)
             storages[scenario.name] = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: settings)
         }
+        var janitorSettings = StorageConfiguration()
+        janitorSettings.transport = .native
+        let janitor = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: janitorSettings)
+        let small = payloads.small
         // Opens each transport's connections, so the first timed run does not pay for it.
         for transport in Set(scenarios.compactMap(\.transport)).sorted() {
             guard let storage = storages.first(where: { $0.key.contains("/\(transport)/") })?.value else { continue }
+            var names: [String] = []
             for index in 0..<8 {
-                let metadata = try await storage.reference(withPath: "warm-up-\(index)").putDataAsync(small)
-                try Self.check(metadata.size, metadata.crc32c, against: expectedSmall, what: "the \(transport) warm-up")
+                let name = "warm-up-\(transport)-\(index)"
+                let metadata = try await storage.reference(withPath: name).putDataAsync(small)
+                try Self.check(
+                    metadata.size, metadata.crc32c, against: payloads.expectedSmall, what: "the \(transport) warm-up")
+                names.append(name)
             }
+            if server.kind.storesObjects { try await Self.delete(names, with: janitor) }
         }
 
-        let sendfile = SendfileBaseline(host: baseURL.host ?? "127.0.0.1", port: emulator.port, bucket: bucket)
-        let curlBaseline = curl.map { CurlBaseline(curl: $0, baseURL: baseURL, bucket: bucket) }
+        let sendfile = SendfileBaseline(host: baseURL.host ?? "127.0.0.1", port: server.port, bucket: bucket)
+        let curlBaseline = useCurl ? curl.map { CurlBaseline(curl: $0, baseURL: baseURL, bucket: bucket) } : nil
+        let file = payloads.file
+        let size = payloads.fileSize
         var samples: [[DiscardSample]] = Array(repeating: [], count: scenarios.count)
+        var chunkUsed: [String: Int64] = [:]
+        var pythonLibrary: String?
         var resetWorks = true
         let rounds = scenarios.map(\.runs).max() ?? 0
         for round in 1...max(1, rounds) {
             for (index, scenario) in scenarios.enumerated() where scenario.runs >= round {
                 progress("round \(round)/\(scenario.runs): \(scenario.name) … ")
-                let (before, reset) = try await ResourceSnapshot.take(resetPeak: true, serverRoot: nil)
+                let (before, reset) = try await ResourceSnapshot.take(resetPeak: true, serverRoot: server.processRoot)
                 if !reset { resetWorks = false }
                 let started = clock.now
                 var childCPU = 0.0
                 var bytes: Int64 = 0
                 var uploads = 1
-                let name = "\(scenario.name.replacingOccurrences(of: "/", with: "-"))-r\(round)"
+                // Measured by the Python script around the upload alone, when it ran.
+                var reportedSeconds: Double?
+                var stored: [String] = []
+                let name =
+                    "\(scenario.name.replacingOccurrences(of: "/", with: "-").replacingOccurrences(of: "@", with: "-at-"))-r\(round)"
                 switch scenario.kind {
                 case .sendfileBaseline:
                     let facts = try await sendfile.upload(file: file, size: size, object: name)
-                    try Self.check(facts.size, facts.crc32c, against: expectedFile, what: name)
+                    try Self.check(facts.size, facts.crc32c, against: payloads.expectedFile, what: name)
                     bytes = size
+                    stored = [name]
                 case .curlBaseline:
                     guard let curlBaseline else { continue }
                     let result = try await curlBaseline.upload(file: file, size: size, object: name)
-                    try Self.check(result.facts.size, result.facts.crc32c, against: expectedFile, what: name)
+                    try Self.check(result.facts.size, result.facts.crc32c, against: payloads.expectedFile, what: name)
                     childCPU = result.cpuSeconds
                     bytes = size
+                    stored = [name]
+                case .pythonClient:
+                    guard let python else { continue }
+                    let upload = try await python.upload(
+                        file: file, object: name, chunkSize: scenario.chunkSize, expected: payloads.expectedFile,
+                        baseURL: baseURL, bucket: bucket)
+                    try Self.check(upload.size, upload.crc32c, against: payloads.expectedFile, what: name)
+                    childCPU = upload.cpuSeconds
+                    reportedSeconds = upload.seconds
+                    chunkUsed[scenario.name] = upload.chunkBytes
+                    pythonLibrary = "\(upload.library) (google-crc32c: \(upload.crc32cImplementation))"
+                    bytes = size
+                    stored = [name, name + "-warm-up"]
                 case .putFile:
                     let storage = try Self.storage(storages, scenario)
                     let metadata = try await storage.reference(withPath: name).putFileAsync(from: file)
-                    try Self.check(metadata.size, metadata.crc32c, against: expectedFile, what: name)
+                    try Self.check(metadata.size, metadata.crc32c, against: payloads.expectedFile, what: name)
                     bytes = size
+                    stored = [name]
                 case .putData:
                     let storage = try Self.storage(storages, scenario)
-                    let metadata = try await storage.reference(withPath: name).putDataAsync(data)
-                    try Self.check(metadata.size, metadata.crc32c, against: expectedData, what: name)
-                    bytes = dataSize
+                    let metadata = try await storage.reference(withPath: name).putDataAsync(payloads.data)
+                    try Self.check(metadata.size, metadata.crc32c, against: payloads.expectedData, what: name)
+                    bytes = payloads.expectedData.size
+                    stored = [name]
                 case .smallPutData:
                     let storage = try Self.storage(storages, scenario)
                     let count = options.smallCount
+                    let expectedSmall = payloads.expectedSmall
                     try await withThrowingTaskGroup(of: StorageMetadata.self) { group in
                         for index in 0..<count {
                             let reference = storage.reference(withPath: "small-\(index)")
@@ -125,16 +298,18 @@ struct DiscardBenchmark {
                             try Self.check(metadata.size, metadata.crc32c, against: expectedSmall, what: name)
                         }
                     }
-                    bytes = Int64(count) * Int64(smallSize)
+                    bytes = Int64(count) * Int64(small.count)
                     uploads = count
+                    stored = (0..<count).map { "small-\($0)" }
                 }
-                let elapsed = started.duration(to: clock.now)
-                let (after, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: nil)
+                let elapsed = reportedSeconds ?? Self.seconds(started.duration(to: clock.now))
+                let (after, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: server.processRoot)
                 let sample = DiscardSample(
-                    seconds: Self.seconds(elapsed),
+                    seconds: elapsed,
                     bytes: bytes,
                     uploads: uploads,
                     cpuSeconds: after.selfCPU - before.selfCPU + childCPU,
+                    serverCPUSeconds: after.serverCPU.flatMap { end in before.serverCPU.map { end - $0 } },
                     peakResidentBytes: after.peakResidentBytes,
                     residentGrowthBytes: after.peakResidentBytes.flatMap { peak in
                         before.residentBytes.map { peak - $0 }
@@ -145,37 +320,49 @@ struct DiscardBenchmark {
                     String(format: "%.0f MB/s", sample.megabytesPerSecond)
                         + (scenario.countsUploads
                             ? String(format: ", %.0f uploads/s\n", sample.uploadsPerSecond) : "\n"))
+                if server.kind.storesObjects { try await Self.delete(stored, with: janitor) }
             }
         }
 
-        let baselineMedian = Statistics.median(samples[0].map(\.megabytesPerSecond))
+        let baselineMedian =
+            scenarios.firstIndex { $0.kind == .sendfileBaseline }.map {
+                Statistics.median(samples[$0].map(\.megabytesPerSecond))
+            } ?? 0
         let results = scenarios.enumerated().map { index, scenario in
-            DiscardResult(scenario, samples: samples[index], baselineMedian: baselineMedian)
+            DiscardResult(
+                scenario, samples: samples[index], baselineMedian: baselineMedian, chunkSize: chunkUsed[scenario.name])
         }
-        let loadAtEnd = try await BlockingWork.run {
-            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3)
-                .joined(separator: " ")
+        return Block(
+            results: results, baselineMedian: baselineMedian, peakResetWorked: resetWorks,
+            pythonLibrary: pythonLibrary)
+    }
+
+    /// Deletes objects, at most 32 at a time; objects already gone are fine.
+    ///
+    /// - Parameters:
+    ///   - names: The object names.
+    ///   - storage: A handle on the server's bucket.
+    /// - Throws: The SDK's error for anything but a missing object.
+    private static func delete(_ names: [String], with storage: Storage) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var pending = names[...]
+            func deleteNext() -> Bool {
+                guard let name = pending.popFirst() else { return false }
+                let reference = storage.reference(withPath: name)
+                group.addTask {
+                    do {
+                        try await reference.delete()
+                    } catch let error as StorageError where error.code == .objectNotFound {
+                        // The warm-up object of a failed Python run, say: nothing to free.
+                    }
+                }
+                return true
+            }
+            for _ in 0..<32 {
+                guard deleteNext() else { break }
+            }
+            while try await group.next() != nil { _ = deleteNext() }
         }
-        let report = DiscardReport(
-            machine: machine,
-            server: "built-in StorageEmulator, .discard backing, in this process, \(baseURL.absoluteString)",
-            payloadBytes: size,
-            dataBytes: dataSize,
-            smallUploads: options.smallCount,
-            smallPayloadBytes: Int64(smallSize),
-            runs: options.runs,
-            urlSessionRuns: options.urlSessionRuns,
-            baseline: SendfileBaseline.description,
-            curl: useCurl ? CurlBaseline.commandTemplate + " (after a POST that opens the session)" : nil,
-            peakRSSResetBetweenRuns: resetWorks,
-            checksumCost: checksumCost,
-            scenarios: results,
-            scale: nil,
-            targets: DiscardTargets.evaluate(results, scale: nil),
-            loadAverageAtEnd: loadAtEnd,
-            totalSeconds: Self.seconds(startedAt.duration(to: clock.now))
-        )
-        print(options.json ? try DiscardReportPrinter.json(report) : DiscardReportPrinter.table(report), terminator: "")
     }
 
     private static func storage(_ storages: [String: Storage], _ scenario: DiscardScenario) throws -> Storage {

@@ -5,8 +5,11 @@ struct DiscardSample: Sendable {
     var seconds: Double
     var bytes: Int64
     var uploads: Int
-    /// User + system seconds of this process (the SDK *and* the in-process emulator), plus curl's for curl.
+    /// User + system seconds of this process (the SDK *and* an in-process emulator), plus curl's for curl
+    /// and the Python process's (during its upload) for the Python client.
     var cpuSeconds: Double
+    /// User + system seconds of a server in a process of its own (fake-gcs-server); nil for one in this process.
+    var serverCPUSeconds: Double?
     /// `VmHWM` after the run, reset to `VmRSS` just before it.
     var peakResidentBytes: Int64?
     /// `VmHWM` after the run minus `VmRSS` just before it.
@@ -19,6 +22,8 @@ struct DiscardSample: Sendable {
 /// What the report says about one `--discard` scenario.
 struct DiscardResult: Sendable, Codable {
     var scenario: String
+    /// `discard`, `memory` or `fake-gcs`.
+    var server: String
     var transport: String?
     var checksums: Bool
     var chunkSizeBytes: Int64?
@@ -28,21 +33,33 @@ struct DiscardResult: Sendable, Codable {
     var minMBps: Double
     var maxMBps: Double
     var medianSeconds: Double
-    /// Median MB/s over the sendfile baseline's median MB/s (same run).
+    /// Median MB/s over the median MB/s of the sendfile baseline to the same server (same run).
     var ratioToSendfile: Double?
     var uploadsPerSecond: Double?
     var minUploadsPerSecond: Double?
     var maxUploadsPerSecond: Double?
     var cpuSecondsPerRun: Double
+    /// Mean CPU seconds per run of a server in its own process (fake-gcs-server); nil when in this
+    /// process, whose CPU seconds then include the server's.
+    var serverCPUSecondsPerRun: Double?
     var peakRSSBytes: Int64?
     var rssDeltaBytes: Int64?
 
-    init(_ scenario: DiscardScenario, samples: [DiscardSample], baselineMedian: Double) {
+    /// Summarizes the samples of one scenario.
+    ///
+    /// - Parameters:
+    ///   - scenario: The scenario.
+    ///   - samples: Its timed runs.
+    ///   - baselineMedian: The median MB/s of the sendfile baseline to the same server, or 0 for none.
+    ///   - chunkSize: The chunk size actually used, when the scenario's own says nil but something was
+    ///     used (the Python client's library default).
+    init(_ scenario: DiscardScenario, samples: [DiscardSample], baselineMedian: Double, chunkSize: Int64? = nil) {
         let rates = samples.map(\.megabytesPerSecond)
         self.scenario = scenario.name
+        server = scenario.server.rawValue
         transport = scenario.transport
         checksums = scenario.checksums
-        chunkSizeBytes = scenario.chunkSize
+        chunkSizeBytes = scenario.chunkSize ?? chunkSize
         bytesPerRun = samples.first?.bytes ?? 0
         runs = samples.count
         medianMBps = Statistics.median(rates)
@@ -57,6 +74,8 @@ struct DiscardResult: Sendable, Codable {
             maxUploadsPerSecond = perSecond.max()
         }
         cpuSecondsPerRun = Statistics.mean(samples.map(\.cpuSeconds))
+        let serverCPU = samples.compactMap(\.serverCPUSeconds)
+        serverCPUSecondsPerRun = serverCPU.count == samples.count && !samples.isEmpty ? Statistics.mean(serverCPU) : nil
         peakRSSBytes = samples.compactMap(\.peakResidentBytes).max()
         rssDeltaBytes = samples.compactMap(\.residentGrowthBytes).max()
     }
@@ -83,16 +102,36 @@ struct TargetCheck: Sendable, Codable {
     var met: Bool?
 }
 
+/// One server of a `--discard` run.
+struct DiscardServerInfo: Sendable, Codable {
+    /// `discard`, `memory` or `fake-gcs`: the suffix of its scenarios' names (none for `discard`).
+    var id: String
+    var description: String
+    /// The median MB/s of its sendfile baseline, which its ratios are to; nil when none ran (`--scale`).
+    var sendfileBaselineMedianMBps: Double?
+    /// Wall seconds of its block: start, warm-up, timed runs, deleting objects, stop.
+    var seconds: Double
+}
+
 /// Everything one `--discard` run found.
 struct DiscardReport: Sendable, Codable {
     var machine: MachineFacts
-    var server: String
+    /// The servers, in the order their blocks ran.
+    var servers: [DiscardServerInfo]
+    /// Servers or scenarios this run could not measure, and why (python3, pip or the network missing …).
+    var skipped: [String]
+    /// The Python client and how it ran, when it did.
+    var pythonClient: String?
     var payloadBytes: Int64
     var dataBytes: Int64
     var smallUploads: Int
     var smallPayloadBytes: Int64
     var runs: Int
     var urlSessionRuns: Int
+    /// Timed runs of each baseline and native scenario on the memory-backed emulator and fake-gcs-server.
+    var serverRuns: Int
+    /// Timed runs of each URLSession scenario on the memory-backed emulator and fake-gcs-server.
+    var serverURLSessionRuns: Int
     var baseline: String
     var curl: String?
     var peakRSSResetBetweenRuns: Bool
@@ -106,21 +145,32 @@ struct DiscardReport: Sendable, Codable {
 
 /// The issue's targets.
 enum DiscardTargets {
-    static func evaluate(_ results: [DiscardResult], scale: [ScaleResult]?) -> [TargetCheck] {
+    /// Judges the targets on this run's numbers (all taken against the discard emulator).
+    ///
+    /// - Parameters:
+    ///   - results: Every scenario's result.
+    ///   - scale: The `--scale` results, if that ran.
+    ///   - pythonSkipped: Why the Python client did not run, if it did not.
+    /// - Returns: One check per target; `met` is nil where this run did not measure it.
+    static func evaluate(
+        _ results: [DiscardResult], scale: [ScaleResult]?, pythonSkipped: String? = nil
+    ) -> [TargetCheck] {
         var checks: [TargetCheck] = []
+        func result(_ name: String) -> DiscardResult? { results.first { $0.scenario == name } }
         if !results.isEmpty {
-            let native = results.first { $0.scenario == "putFile/native/crc" }
+            let native = result("putFile/native/crc")
+            let baseline = result("sendfile-baseline")
             checks.append(
                 TargetCheck(
                     target: "putFile, native, CRC32C on: >= 0.90x the raw sendfile baseline",
                     measured: native.map {
                         String(
                             format: "%.2fx (%.0f vs %.0f MB/s)", $0.ratioToSendfile ?? 0, $0.medianMBps,
-                            results.first?.medianMBps ?? 0)
+                            baseline?.medianMBps ?? 0)
                     } ?? "not run",
                     met: native.map { ($0.ratioToSendfile ?? 0) >= 0.9 }
                 ))
-            let small = results.first { $0.scenario == "small-putData/native/crc" }
+            let small = result("small-putData/native/crc")
             checks.append(
                 TargetCheck(
                     target: "concurrent 64 KiB putData against the discard emulator (native): >= 5000 uploads/s",
@@ -132,7 +182,7 @@ enum DiscardTargets {
                     } ?? "not run",
                     met: small.map { ($0.uploadsPerSecond ?? 0) >= 5000 }
                 ))
-            let url = results.first { $0.scenario == "putFile/urlsession/crc" }
+            let url = result("putFile/urlsession/crc")
             checks.append(
                 TargetCheck(
                     target: "URLSession transport: report what it reaches (no target)",
@@ -142,6 +192,7 @@ enum DiscardTargets {
                         ?? "not run",
                     met: nil
                 ))
+            checks.append(pythonCheck(results, skipped: pythonSkipped))
         }
         if let scale, let largest = scale.max(by: { $0.sizeBytes < $1.sizeBytes }) {
             checks.append(
@@ -157,6 +208,42 @@ enum DiscardTargets {
                     measured: "run --discard --scale", met: nil))
         }
         return checks
+    }
+
+    /// URLSession with 8 MiB chunks against the Python client with 8 MiB chunks, same file, same
+    /// emulator: met when URLSession's putFile is at least as fast (putData is shown beside it).
+    private static func pythonCheck(_ results: [DiscardResult], skipped: String?) -> TargetCheck {
+        let target = "URLSession, chunkSize 8 MiB: >= the Python google-cloud-storage client with chunk_size 8 MiB"
+        func result(_ name: String) -> DiscardResult? { results.first { $0.scenario == name } }
+        guard let python = result("python-gcs/crc/chunk8MiB") else {
+            return TargetCheck(target: target, measured: "not run" + (skipped.map { ": \($0)" } ?? ""), met: nil)
+        }
+        let file = result("putFile/urlsession/crc/chunk8MiB")
+        let data = result("putData/urlsession/crc/chunk8MiB")
+        // Every CPU figure includes the in-process emulator's; the sendfile baseline's is roughly that
+        // share alone (its client costs next to nothing), so the difference estimates the client's own.
+        let emulatorShare = result("sendfile-baseline")?.cpuSecondsPerRun ?? 0
+        var parts: [String] = []
+        func describe(_ label: String, _ result: DiscardResult) -> String {
+            label
+                + String(
+                    format: " %.0f MB/s = %.2fx Python, CPU %.2f s (client ~%.2f s)", result.medianMBps,
+                    python.medianMBps > 0 ? result.medianMBps / python.medianMBps : 0, result.cpuSecondsPerRun,
+                    max(0, result.cpuSecondsPerRun - emulatorShare))
+        }
+        if let file { parts.append(describe("putFile", file)) }
+        if let data { parts.append(describe("putData", data)) }
+        parts.append(
+            String(
+                format: "Python %.0f MB/s (%.2fx sendfile), CPU %.2f s (client ~%.2f s)", python.medianMBps,
+                python.ratioToSendfile ?? 0, python.cpuSecondsPerRun, max(0, python.cpuSecondsPerRun - emulatorShare)))
+        return TargetCheck(
+            target: target,
+            measured: file == nil
+                ? "putFile/urlsession/crc/chunk8MiB not run; " + parts.joined(separator: "; ")
+                : parts.joined(separator: "; "),
+            met: file.map { $0.medianMBps >= python.medianMBps }
+        )
     }
 }
 
@@ -177,25 +264,32 @@ enum DiscardReportPrinter {
                 + String(format: ", %.1f GiB RAM", machine.memoryGiB),
             "os: \(machine.operatingSystem); built with \(machine.swiftCompiler)",
             "load average (1/5/15 min): \(machine.loadAverageAtStart ?? "?") at start, \(report.loadAverageAtEnd ?? "?") at end",
-            "server: \(report.server)",
-        ]
+        ] + report.servers.map { "server \($0.id): \($0.description)" }
     }
 
+    /// The throughput report: one table with a section per server, the CRC32C cost, targets and notes.
+    ///
+    /// - Parameter report: The report of a `--discard` run without `--scale`.
+    /// - Returns: Lines ending in a newline.
     static func table(_ report: DiscardReport) -> String {
         var lines = header(report)
         lines.append(
-            "payloads: putFile \(mib(report.payloadBytes)), putData \(mib(report.dataBytes)), small \(report.smallUploads) x \(report.smallPayloadBytes / 1024) KiB concurrent; runs: \(report.runs) (URLSession scenarios: \(report.urlSessionRuns)), rounds interleaved"
+            "payloads: putFile \(mib(report.payloadBytes)), putData \(mib(report.dataBytes)), small \(report.smallUploads) x \(report.smallPayloadBytes / 1024) KiB concurrent; runs: \(report.runs) (URLSession, curl and Python: \(report.urlSessionRuns); @memory and @fake-gcs: \(report.serverRuns), URLSession there: \(report.serverURLSessionRuns)), rounds interleaved per server"
         )
-        lines.append("baseline (ratios): \(report.baseline)")
+        lines.append("baseline (ratios, per server): \(report.baseline)")
         if let curl = report.curl { lines.append("curl: \(curl)") }
+        if let python = report.pythonClient { lines.append("python-gcs: \(python)") }
+        for note in report.skipped { lines.append("skipped: \(note)") }
         lines.append("")
-        let headers = [
-            "scenario", "runs", "MB/s med", "min..max", "x sendfile", "s/run", "uploads/s", "CPU s/run", "peak RSS",
-            "dRSS",
+        let showServerCPU = report.scenarios.contains { $0.serverCPUSecondsPerRun != nil }
+        var headers = [
+            "scenario", "runs", "MB/s med", "min..max", "x sendfile", "s/run", "uploads/s", "CPU s/run",
         ]
+        if showServerCPU { headers.append("srv CPU s/run") }
+        headers += ["peak RSS", "dRSS"]
         var rows: [[String]] = []
         for result in report.scenarios {
-            rows.append([
+            var row = [
                 result.scenario,
                 String(result.runs),
                 String(format: "%.0f", result.medianMBps),
@@ -208,11 +302,26 @@ enum DiscardReportPrinter {
                         result.maxUploadsPerSecond ?? 0)
                 } ?? "-",
                 String(format: "%.2f", result.cpuSecondsPerRun),
-                result.peakRSSBytes.map(mibRounded) ?? "-",
-                result.rssDeltaBytes.map(mibRounded) ?? "-",
-            ])
+            ]
+            if showServerCPU {
+                row.append(result.serverCPUSecondsPerRun.map { String(format: "%.2f", $0) } ?? "-")
+            }
+            row += [result.peakRSSBytes.map(mibRounded) ?? "-", result.rssDeltaBytes.map(mibRounded) ?? "-"]
+            rows.append(row)
         }
-        lines += render(headers, rows)
+        // One table, so columns line up across servers, with a heading line before each server's rows.
+        let rendered = render(headers, rows)
+        lines += rendered.prefix(2)
+        var previous: String?
+        for (result, line) in zip(report.scenarios, rendered.dropFirst(2)) {
+            if result.server != previous && report.servers.count > 1 {
+                let seconds = report.servers.first { $0.id == result.server }?.seconds
+                lines.append(
+                    "[\(result.server)]" + (seconds.map { String(format: " (block: %.0f s)", $0) } ?? ""))
+            }
+            previous = result.server
+            lines.append(line)
+        }
         if let cost = report.checksumCost {
             lines.append("")
             lines.append(
@@ -239,13 +348,40 @@ enum DiscardReportPrinter {
         lines += targetLines(report.targets)
         lines.append("notes:")
         lines.append(
-            "  MB/s = 10^6 payload bytes per wall second, median of the runs (min..max); x sendfile = median / sendfile-baseline median."
+            "  MB/s = 10^6 payload bytes per wall second, median of the runs (min..max); x sendfile = median / the median of the sendfile baseline to the same server."
+        )
+        lines.append(
+            "  servers run one after another, each started for its block and stopped after it; names end in @memory or @fake-gcs for those."
         )
         lines.append(
             "  s/run includes opening the session and, with crc, the SDK's CRC32C pass over the file before the PUT.")
         lines.append(
             "  CPU s/run = user+sys of this whole process (SDK and in-process emulator, which hashes MD5+CRC32C of every byte); curl adds its own."
         )
+        if showServerCPU {
+            lines.append(
+                "  for @fake-gcs, CPU s/run is this process only; srv CPU s/run = fake-gcs-server and its supervisor (/proc/<pid>/stat)."
+            )
+        }
+        if report.scenarios.contains(where: { $0.server == BenchmarkServerKind.memory.rawValue }) {
+            lines.append(
+                "  @memory keeps each object in this process until it is deleted after the run, so its peak RSS and dRSS include the object."
+            )
+        }
+        if report.pythonClient != nil {
+            lines.append(
+                "  python-gcs: blob.upload_from_filename (resumable; CRC32C computed per chunk, sent with the last, checked against the server's),"
+            )
+            lines.append(
+                "    timed by the script around that call alone (interpreter start, imports and a warm-up upload excluded); CPU = this"
+            )
+            lines.append(
+                "    process (the emulator) + the Python process's getrusage during the upload; 'default' = the library's 100 MiB chunks."
+            )
+            lines.append(
+                "  client ~ (targets) = CPU s/run minus the discard sendfile baseline's, roughly the client's own share without the emulator's."
+            )
+        }
         lines.append(
             "  peak RSS = VmHWM after the run, reset to VmRSS via /proc/self/clear_refs before it\(report.peakRSSResetBetweenRuns ? "" : " (reset FAILED: lifetime peak)"); dRSS = peak - VmRSS before the run."
         )
@@ -253,7 +389,7 @@ enum DiscardReportPrinter {
             "  putData's payload and the small payload are in memory before every run, so they are in 'before', not in dRSS."
         )
         lines.append(
-            "  every upload is verified: size and CRC32C reported back equal those of the bytes (the emulator computes its own)."
+            "  every upload is verified: size and CRC32C reported back equal those of the bytes (each server computes its own)."
         )
         lines.append(String(format: "total wall time: %.0f s", report.totalSeconds))
         return lines.joined(separator: "\n") + "\n"

@@ -1,7 +1,7 @@
 import CloudStorage
 
-/// One thing `--discard` times: a baseline, or an SDK upload with one transport and one setting of
-/// checksums and chunking.
+/// One thing `--discard` times: a baseline, an SDK upload with one transport and one setting of
+/// checksums and chunking, or the Python client; each against one server.
 struct DiscardScenario: Sendable {
     enum Kind: Sendable, Equatable {
         /// Raw POST + PUT head + `sendfile(2)` in this process, no SDK: the reference for every ratio.
@@ -14,68 +14,114 @@ struct DiscardScenario: Sendable {
         case putData
         /// Many concurrent small `putData` uploads.
         case smallPutData
+        /// The Python google-cloud-storage client's `upload_from_filename` of the large file.
+        case pythonClient
     }
 
     let kind: Kind
-    /// `native` or `urlsession`; nil for baselines.
+    /// `native` or `urlsession`; nil for baselines and the Python client.
     let transport: String?
     let checksums: Bool
-    /// `StorageConfiguration.chunkSize`, or nil for one streaming request.
+    /// `StorageConfiguration.chunkSize` (or the Python client's `chunk_size`), or nil for one streaming
+    /// request (the Python client's default: 100 MiB chunks).
     let chunkSize: Int64?
     /// Timed runs.
     let runs: Int
+    /// The server it uploads to.
+    var server: BenchmarkServerKind = .discard
 
     var isBaseline: Bool { kind == .sendfileBaseline || kind == .curlBaseline }
     var countsUploads: Bool { kind == .smallPutData }
 
-    /// A short stable name, the JSON key: such as `putFile/native/crc/chunk8MiB`.
+    /// A short stable name, the JSON key: such as `putFile/native/crc/chunk8MiB`, with `@memory` or
+    /// `@fake-gcs` appended for those servers (none for the discard emulator, as before there were others).
     var name: String {
+        let suffix = server == .discard ? "" : "@\(server.rawValue)"
         switch kind {
-        case .sendfileBaseline: return "sendfile-baseline"
-        case .curlBaseline: return "curl-baseline"
+        case .sendfileBaseline: return "sendfile-baseline" + suffix
+        case .curlBaseline: return "curl-baseline" + suffix
+        case .pythonClient:
+            return "python-gcs/\(checksums ? "crc" : "nocrc")/"
+                + (chunkSize.map { "chunk\($0 >> 20)MiB" } ?? "default") + suffix
         case .putFile, .putData, .smallPutData:
             let base = kind == .putFile ? "putFile" : kind == .putData ? "putData" : "small-putData"
             var parts = [base, transport ?? "?", checksums ? "crc" : "nocrc"]
             if let chunkSize { parts.append("chunk\(chunkSize >> 20)MiB") }
-            return parts.joined(separator: "/")
+            return parts.joined(separator: "/") + suffix
         }
     }
 
     var choice: StorageTransportChoice { transport == "urlsession" ? .urlSession : .native }
 
-    /// The scenarios of one `--discard` run, in the order each round runs them.
-    static func all(_ options: BenchmarkOptions, curl: Bool) -> [DiscardScenario] {
-        var scenarios = [
-            DiscardScenario(
-                kind: .sendfileBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.runs)
-        ]
-        if curl {
-            // A second opinion on the wire; it agrees with sendfile within noise, so it gets the shorter count.
-            scenarios.append(
-                DiscardScenario(
-                    kind: .curlBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.urlSessionRuns)
-            )
-        }
+    /// The scenarios of one `--discard` run, grouped by server in the order of `options.servers`, each
+    /// group in the order its rounds run them.
+    ///
+    /// The discard emulator gets every flavour; the memory-backed emulator and fake-gcs-server a subset
+    /// that keeps the run short: their own sendfile baseline, then putFile, putData and the small
+    /// uploads per transport with CRC32C on and default streaming.
+    ///
+    /// - Parameters:
+    ///   - options: Servers, transports, runs and the `--only` filter.
+    ///   - curl: Whether to add the curl baseline (discard emulator only).
+    ///   - python: Whether to add the Python client (discard emulator only): 8 MiB chunks, and the
+    ///     library's default chunking.
+    /// - Returns: The scenarios; the sendfile baseline of every server that has any is among them, whatever
+    ///   `--only` says.
+    static func all(_ options: BenchmarkOptions, curl: Bool, python: Bool) -> [DiscardScenario] {
         let transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
         let eight: Int64 = 8 * 1024 * 1024
-        for kind in [Kind.putFile, .putData, .smallPutData] {
-            for transport in transports {
-                let runs = transport == "urlsession" ? options.urlSessionRuns : options.runs
-                // CRC32C on and off with default streaming; 8 MiB chunks with CRC32C on (the default).
-                // A small object is one multipart request whatever the chunk size.
-                var variants: [(Bool, Int64?)] = [(true, nil), (false, nil)]
-                if kind != .smallPutData { variants.append((true, eight)) }
-                for (checksums, chunk) in variants {
-                    scenarios.append(
-                        DiscardScenario(
-                            kind: kind, transport: transport, checksums: checksums, chunkSize: chunk, runs: runs))
+        var scenarios: [DiscardScenario] = []
+        for server in options.servers {
+            let runs = server == .discard ? options.runs : options.serverRuns
+            let urlSessionRuns = server == .discard ? options.urlSessionRuns : options.serverURLSessionRuns
+            var group = [
+                DiscardScenario(
+                    kind: .sendfileBaseline, transport: nil, checksums: false, chunkSize: nil, runs: runs,
+                    server: server)
+            ]
+            if server == .discard && curl {
+                // A second opinion on the wire; it agrees with sendfile within noise, so it gets the shorter count.
+                group.append(
+                    DiscardScenario(
+                        kind: .curlBaseline, transport: nil, checksums: false, chunkSize: nil,
+                        runs: options.urlSessionRuns))
+            }
+            for kind in [Kind.putFile, .putData, .smallPutData] {
+                for transport in transports {
+                    let transportRuns = transport == "urlsession" ? urlSessionRuns : runs
+                    // CRC32C on and off with default streaming; 8 MiB chunks with CRC32C on (the default).
+                    // A small object is one multipart request whatever the chunk size.
+                    var variants: [(Bool, Int64?)] = [(true, nil)]
+                    if server == .discard {
+                        variants.append((false, nil))
+                        if kind != .smallPutData { variants.append((true, eight)) }
+                    }
+                    for (checksums, chunk) in variants {
+                        group.append(
+                            DiscardScenario(
+                                kind: kind, transport: transport, checksums: checksums, chunkSize: chunk,
+                                runs: transportRuns, server: server))
+                    }
                 }
             }
+            if server == .discard && python {
+                // The comparison point for URLSession: as many runs as its scenarios get.
+                for chunk in [eight, nil] {
+                    group.append(
+                        DiscardScenario(
+                            kind: .pythonClient, transport: nil, checksums: true, chunkSize: chunk,
+                            runs: options.urlSessionRuns))
+                }
+            }
+            scenarios += group
         }
         guard !options.only.isEmpty else { return scenarios }
-        // The sendfile baseline always runs: every ratio is to it.
+        let chosen = scenarios.filter { scenario in options.only.contains { scenario.name.hasPrefix($0) } }
+        // A server's sendfile baseline runs whenever anything else on that server does: its ratios are
+        // to it. A server with nothing chosen is left out.
         return scenarios.filter { scenario in
-            scenario.kind == .sendfileBaseline || options.only.contains { scenario.name.hasPrefix($0) }
+            chosen.contains { $0.name == scenario.name }
+                || (scenario.kind == .sendfileBaseline && chosen.contains { $0.server == scenario.server })
         }
     }
 }

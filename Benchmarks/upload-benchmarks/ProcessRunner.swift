@@ -37,13 +37,26 @@ enum ProcessRunner {
     /// - Parameters:
     ///   - executable: An absolute path.
     ///   - arguments: The arguments, without the program name.
+    ///   - environment: Variables to set or replace in the child's copy of this process's environment.
     /// - Returns: The exit status (128 + signal if killed), output and usage.
     /// - Throws: ``BenchmarkError`` when the program cannot be started.
-    static func run(_ executable: String, _ arguments: [String]) async throws -> Output {
-        try await BlockingWork.run { try spawnAndWait(executable, arguments) }
+    static func run(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+    ) async throws -> Output {
+        try await BlockingWork.run { try runBlocking(executable, arguments, environment: environment) }
     }
 
-    private static func spawnAndWait(_ executable: String, _ arguments: [String]) throws -> Output {
+    /// ``run(_:_:environment:)`` for code that already runs on a blocking thread (never the cooperative pool).
+    ///
+    /// - Parameters:
+    ///   - executable: An absolute path.
+    ///   - arguments: The arguments, without the program name.
+    ///   - environment: Variables to set or replace in the child's copy of this process's environment.
+    /// - Returns: The exit status (128 + signal if killed), output and usage.
+    /// - Throws: ``BenchmarkError`` when the program cannot be started.
+    static func runBlocking(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:]
+    ) throws -> Output {
         let outputPipe = try makePipe()
         let errorPipe: [Int32]
         do {
@@ -67,7 +80,15 @@ enum ProcessRunner {
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        let spawned: Int32
+        if environment.isEmpty {
+            spawned = posix_spawn(&pid, executable, &actions, nil, argv, environ)
+        } else {
+            let merged = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+            let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { for pointer in envp { free(pointer) } }
+            spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        }
         close(outputPipe[1])
         close(errorPipe[1])
         guard spawned == 0 else {

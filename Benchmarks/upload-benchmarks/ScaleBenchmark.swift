@@ -70,13 +70,24 @@ struct ScaleBenchmark {
         }
         return DiscardReport(
             machine: machine,
-            server: "built-in StorageEmulator, .discard backing, in this process, \(emulator.baseURL.absoluteString)",
+            servers: [
+                DiscardServerInfo(
+                    id: BenchmarkServerKind.discard.rawValue,
+                    description:
+                        "built-in StorageEmulator, .discard backing, in this process, \(emulator.baseURL.absoluteString)",
+                    sendfileBaselineMedianMBps: nil,
+                    seconds: DiscardBenchmark.seconds(startedAt.duration(to: clock.now)))
+            ],
+            skipped: [],
+            pythonClient: nil,
             payloadBytes: Int64(options.sizeMiB) << 20,
             dataBytes: 0,
             smallUploads: 0,
             smallPayloadBytes: 0,
             runs: options.runs,
             urlSessionRuns: 0,
+            serverRuns: 0,
+            serverURLSessionRuns: 0,
             baseline: "none",
             curl: nil,
             peakRSSResetBetweenRuns: resetWorks,
