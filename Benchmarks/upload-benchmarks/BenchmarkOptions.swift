@@ -111,8 +111,8 @@ struct BenchmarkOptions: Sendable {
                             transport with CRC32C on and default streaming.
                             Plus the CRC32C pre-pass cost on its own (hardware vs portable, GB/s).
                             Defaults there: --size-mib 256 (1024 does not fit the time budget on a shared 2-core
-                            machine: the emulator's MD5 caps every upload, baseline included; run
-                            --size-mib 1024 --transport native --runs 3 for the 1 GiB figure), --small-count 1000.
+                            machine; run --servers discard --size-mib 1024 --transport native --runs 3 for the
+                            1 GiB figure), --small-count 1000.
           --servers S,T     with --discard: which servers, in order: discard, memory, fake-gcs (default all three)
           --transport T     with --discard: native, urlsession or both (default both)
           --urlsession-runs U  with --discard: timed runs of each URLSession scenario, of curl and of the Python

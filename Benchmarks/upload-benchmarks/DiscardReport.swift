@@ -354,9 +354,10 @@ enum DiscardReportPrinter {
             "  servers run one after another, each started for its block and stopped after it; names end in @memory or @fake-gcs for those."
         )
         lines.append(
-            "  s/run includes opening the session and, with crc, the SDK's CRC32C pass over the file before the PUT.")
+            "  s/run includes opening the session and, with crc, the SDK's CRC32C pass (before the PUT up to 32 MiB, alongside it above)."
+        )
         lines.append(
-            "  CPU s/run = user+sys of this whole process (SDK and in-process emulator, which hashes MD5+CRC32C of every byte); curl adds its own."
+            "  CPU s/run = user+sys of this whole process (SDK and in-process emulator: discard hashes CRC32C of every byte, memory MD5 too); curl adds its own."
         )
         if showServerCPU {
             lines.append(
