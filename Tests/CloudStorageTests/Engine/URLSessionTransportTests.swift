@@ -19,8 +19,11 @@ struct URLSessionTransportTests {
         #expect(error?.description.contains("upload_id") == false)
     }
 
-    @Test func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets() async throws {
+    @Test(arguments: TestSupport.transports)
+    func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets(transport: StorageTransportChoice) async throws
+    {
         var configuration = StorageConfiguration()
+        configuration.transport = transport
         configuration.initialRetryDelay = .milliseconds(10)
         configuration.maxUploadRetryTime = .milliseconds(300)
         let storage = Storage(
