@@ -6,22 +6,22 @@ import Testing
 
 /// Seeded random interleavings of pause, resume and cancel — and cancelling the
 /// Swift task of `putDataAsync` — against uploads in flight over real sockets,
-/// on both protocols. Most runs slow every request with a 20 ms stall after
+/// on both protocols and each transport. Most runs slow every request with a 20 ms stall after
 /// 64 KiB so that controls land inside requests as well as between them.
 @Suite("Reliability: control stress against the emulator", .timeLimit(.minutes(10)))
 struct EmulatorControlStressTests {
     static let size = 3 * 1024 * 1024 + 5
     static let slowEveryRequest = Array(repeating: "stall-20ms-after-64K", count: 5000)
 
-    @Test(arguments: Reliability.Wire.allCases, 0..<24)
-    func randomControlsEndExactlyOnceWithTheRightBytes(wire: Reliability.Wire, seed: Int) async throws {
-        var generator = SeededGenerator(seed: UInt64(seed) &* 7919 &+ (wire == .gcs ? 0 : 104_729))
+    @Test(arguments: Reliability.Route.all, 0..<24)
+    func randomControlsEndExactlyOnceWithTheRightBytes(route: Reliability.Route, seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &* 7919 &+ (route.wire == .gcs ? 0 : 104_729))
         let slow = seed % 3 != 0
         // One run in four takes the single-request path: pausing aborts it, resuming sends it again.
         let singleRequest = seed % 4 == 3
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: slow ? Self.slowEveryRequest : []) { emulator in
-                let storage = Reliability.storage(wire, emulator) {
+                let storage = Reliability.storage(route, emulator) {
                     $0.chunkSize = 256 * 1024
                     $0.multipartUploadThreshold = singleRequest ? 8 * 1024 * 1024 : -1
                 }
@@ -54,12 +54,12 @@ struct EmulatorControlStressTests {
         }
     }
 
-    @Test(arguments: Reliability.Wire.allCases, 0..<12)
-    func cancellingTheSwiftTaskOfPutDataAsyncCancelsTheUpload(wire: Reliability.Wire, seed: Int) async throws {
-        var generator = SeededGenerator(seed: UInt64(seed) &+ 3000 &+ (wire == .gcs ? 0 : 50))
+    @Test(arguments: Reliability.Route.all, 0..<12)
+    func cancellingTheSwiftTaskOfPutDataAsyncCancelsTheUpload(route: Reliability.Route, seed: Int) async throws {
+        var generator = SeededGenerator(seed: UInt64(seed) &+ 3000 &+ (route.wire == .gcs ? 0 : 50))
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: Self.slowEveryRequest) { emulator in
-                let storage = Reliability.storage(wire, emulator) {
+                let storage = Reliability.storage(route, emulator) {
                     $0.chunkSize = 256 * 1024
                     $0.multipartUploadThreshold = -1
                 }
