@@ -42,6 +42,10 @@ public struct StorageConfiguration: Sendable, Hashable {
 
     /// How long a request may go without sending or receiving anything before
     /// it counts as failed (and is retried). Default 60 seconds.
+    ///
+    /// On Linux, `URLSession` counts its time-outs in whole seconds, so
+    /// requests it sends (``StorageTransportChoice/urlSession``, and
+    /// `https://` endpoints) wait this long rounded up to whole seconds.
     public var requestTimeout: Duration = .seconds(60)
 
     /// Whether uploads send a CRC32C of the object (so the server refuses

@@ -151,7 +151,9 @@ public actor StorageUploadTask: StorageTask {
     /// The task ends in ``TaskStatus/failure`` with
     /// ``StorageErrorCode/cancelled`` once the request in flight has stopped
     /// and the server session is deleted — or in ``TaskStatus/success`` if the
-    /// server had already stored the whole object. If a session is being
+    /// server had already stored the whole object. An upload sent in one
+    /// request has no session: cancelled after all its bytes went out, it may
+    /// still be stored by the server after the task ended. If a session is being
     /// opened at that moment, the task first waits for the server's answer
     /// (at most ``StorageConfiguration/requestTimeout``), so that the session
     /// can be deleted rather than left behind. Does nothing after the task

@@ -49,6 +49,22 @@ final class URLSessionTransport: HTTPTransport {
         self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
     }
 
+    /// The `timeoutInterval` that gives a request `idleTimeout`, or as close
+    /// to it as this platform's `URLSession` can.
+    ///
+    /// swift-corelibs-foundation keeps only whole seconds of a request's
+    /// time-out (it arms its timer with `Int(timeoutInterval) * 1000`
+    /// milliseconds), so 300 ms would become 0 and fail every request at once,
+    /// and 1.5 s would become 1 s. There the time-out is rounded up to whole
+    /// seconds: it may fire up to a second late, never early.
+    static func timeoutInterval(for idleTimeout: Duration) -> TimeInterval {
+        #if canImport(FoundationNetworking)
+        return max(1, idleTimeout.timeInterval.rounded(.up))
+        #else
+        return idleTimeout.timeInterval
+        #endif
+    }
+
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
@@ -57,7 +73,7 @@ final class URLSessionTransport: HTTPTransport {
         urlRequest.httpMethod = request.method
         // An idle time-out on both Linux and Apple platforms: it restarts whenever bytes
         // move (checked here with a 64 MiB body sent over 6 s against a 2 s time-out).
-        urlRequest.timeoutInterval = request.idleTimeout.timeInterval
+        urlRequest.timeoutInterval = Self.timeoutInterval(for: request.idleTimeout)
         for (name, value) in request.headers {
             urlRequest.addValue(value, forHTTPHeaderField: name)
         }

@@ -14,7 +14,7 @@ import FoundationNetworking
 ///
 /// The examples come from DocumentationSnippets.swift (so they are exactly the
 /// documented code). Those that name no server run offline; those that take a
-/// `Storage` run against fake-gcs-server. Examples with fixed addresses,
+/// `Storage` run against fake-gcs-server, on each transport. Examples with fixed addresses,
 /// credentials or files outside the test's control are only compiled.
 @Suite("Documentation examples", .timeLimit(.minutes(5)))
 struct DocumentationExampleTests {
@@ -41,9 +41,13 @@ struct DocumentationExampleTests {
         #expect(throws: StorageError.self) { try Self.articleStorage.reference(forURL: "gs://another-bucket/a") }
     }
 
-    @Test func thePathRulesExampleFailsWithPathErrorBeforeAnyRequest() async {
+    @Test(arguments: TestSupport.transports)
+    func thePathRulesExampleFailsWithPathErrorBeforeAnyRequest(transport: StorageTransportChoice) async {
         // Nothing listens at this address: a request would fail differently.
-        let offline = Storage(bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:9")!))
+        var configuration = StorageConfiguration()
+        configuration.transport = transport
+        let offline = Storage(
+            bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:9")!), configuration: configuration)
         await DocumentationSnippets.gettingStartedPathRules(storage: offline)
         let error = await #expect(throws: StorageError.self) {
             try await offline.reference(withPath: "notes/two\nlines.txt").putDataAsync(Data("hello".utf8))
@@ -66,8 +70,9 @@ struct DocumentationExampleTests {
         return Storage(bucket: storage.bucket, endpoint: storage.endpoint, configuration: configuration)
     }
 
-    @Test func theFirstUploadStoresWhatTheArticleSays() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+    @Test(arguments: TestSupport.transports)
+    func theFirstUploadStoresWhatTheArticleSays(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
         try await DocumentationSnippets.gettingStartedFirstUpload(storage: storage)
         let stored = try StorageMetadata(
             objectResource: try await server.objectResource(bucket: storage.bucket, object: "greetings/hello.txt")
@@ -76,8 +81,9 @@ struct DocumentationExampleTests {
         #expect(stored.contentType == "text/plain")
     }
 
-    @Test func uploadExamplesStoreTheirObjects() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+    @Test(arguments: TestSupport.transports)
+    func uploadExamplesStoreTheirObjects(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
         let imageData = TestSupport.payload(size: 300 * .kibibyte, seed: 41)
         try await DocumentationSnippets.uploadingData(storage: storage, imageData: imageData)
         try await TestSupport.expectStored(imageData, at: "images/space.jpg", in: storage, server: server)
@@ -94,8 +100,9 @@ struct DocumentationExampleTests {
         #expect(resource.customMetadata == ["camera": "X100V", "location": "Yosemite"])
     }
 
-    @Test func theProgressLoopsEndWhenTheUploadEnds() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+    @Test(arguments: TestSupport.transports)
+    func theProgressLoopsEndWhenTheUploadEnds(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
         let video = TestSupport.payload(size: 9 * .mebibyte, seed: 42)  // above the one-request threshold
         let videoURL = try TestSupport.file(named: "launch.mp4", containing: video)
         defer { try? FileManager.default.removeItem(at: videoURL.deletingLastPathComponent()) }
@@ -109,8 +116,9 @@ struct DocumentationExampleTests {
         #expect(resource.contentType == "video/mp4")
     }
 
-    @Test func contentTypesAreInferredAsTheArticleSays() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs")
+    @Test(arguments: TestSupport.transports)
+    func contentTypesAreInferredAsTheArticleSays(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
         let archive = try TestSupport.file(named: "photos-2026.tar.gz", containing: Data("x".utf8))
         defer { try? FileManager.default.removeItem(at: archive.deletingLastPathComponent()) }
         let fromFile = try await storage.reference(withPath: "backups/photos-2026.tar.gz").putFileAsync(from: archive)
@@ -120,8 +128,9 @@ struct DocumentationExampleTests {
         #expect(fromData.contentType == "application/octet-stream")
     }
 
-    @Test func theErrorHandlingExampleHandlesAMissingFile() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs")
+    @Test(arguments: TestSupport.transports)
+    func theErrorHandlingExampleHandlesAMissingFile(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
         let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/report.pdf")
         let ref = storage.reference(withPath: "reports/q3.pdf")
         // The example catches every error itself; it must return, not throw or hang.
@@ -131,8 +140,10 @@ struct DocumentationExampleTests {
         #expect(error?.code == .unreadableFile)
     }
 
-    @Test func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs")
+    @Test(arguments: TestSupport.transports)
+    func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes(transport: StorageTransportChoice) async throws
+    {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
         let payload = TestSupport.payload(size: Int(StorageConfiguration().multipartUploadThreshold), seed: 43)
         let ref = storage.reference(withPath: "paused/threshold.bin")
         let task = ref.putData(payload)
@@ -150,13 +161,15 @@ struct DocumentationExampleTests {
         try await DocumentationSnippets.emulatorRandomFaults()
     }
 
-    @Test func theConfiguredEmulatorWantsItsTokenAndKnownBucketsAndFailsOnce() async throws {
+    @Test(arguments: TestSupport.transports)
+    func theConfiguredEmulatorWantsItsTokenAndKnownBucketsAndFailsOnce(transport: StorageTransportChoice) async throws {
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let emulator = try DocumentationSnippets.emulatorConfiguration(objectsDirectory: directory)
         defer { emulator.stop() }
         var settings = StorageConfiguration()
         settings.initialRetryDelay = .milliseconds(10)
+        settings.transport = transport
         func upload(bucket: String, _ authorization: StorageAuthorization) async throws(StorageError) -> StorageMetadata
         {
             try await Storage.gcsEmulator(

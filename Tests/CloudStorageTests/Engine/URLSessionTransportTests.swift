@@ -19,8 +19,11 @@ struct URLSessionTransportTests {
         #expect(error?.description.contains("upload_id") == false)
     }
 
-    @Test func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets() async throws {
+    @Test(arguments: TestSupport.transports)
+    func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets(transport: StorageTransportChoice) async throws
+    {
         var configuration = StorageConfiguration()
+        configuration.transport = transport
         configuration.initialRetryDelay = .milliseconds(10)
         configuration.maxUploadRetryTime = .milliseconds(300)
         let storage = Storage(
@@ -49,5 +52,34 @@ struct URLSessionTransportTests {
             try await storage.reference(withPath: "a").putDataAsync(Data("x".utf8))
         }
         #expect(error?.code == .invalidArgument, "a retried failure would end in retryLimitExceeded")
+    }
+
+    @Test func subSecondTimeOutsAreRoundedUpToTheWholeSecondsURLSessionKeeps() {
+        #if canImport(FoundationNetworking)
+        // swift-corelibs-foundation arms its timer with `Int(timeoutInterval) * 1000` ms.
+        #expect(URLSessionTransport.timeoutInterval(for: .milliseconds(300)) == 1)
+        #expect(URLSessionTransport.timeoutInterval(for: .milliseconds(1)) == 1)
+        #expect(URLSessionTransport.timeoutInterval(for: .milliseconds(1500)) == 2)
+        #expect(URLSessionTransport.timeoutInterval(for: .seconds(60)) == 60)
+        #else
+        #expect(URLSessionTransport.timeoutInterval(for: .milliseconds(300)) == 0.3)
+        #expect(URLSessionTransport.timeoutInterval(for: .seconds(60)) == 60)
+        #endif
+    }
+
+    /// With a 300 ms time-out taken as 0 ms, every request failed at once with
+    /// `timedOut` on Linux, however promptly the server answered.
+    @Test func aRequestWithASubSecondTimeOutGetsItsAnswer() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            Thread.sleep(forTimeInterval: 0.02)  // answer promptly, but not before a 0 ms timer
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+        }
+        defer { server.stop() }
+        let request = HTTPRequest(
+            method: "GET", url: URL(string: "http://127.0.0.1:\(server.port)/o")!, idleTimeout: .milliseconds(300))
+        let response = try await URLSessionTransport.shared.execute(request, progress: nil)
+        #expect(response.status == 200)
+        #expect(response.body == Data("ok".utf8))
     }
 }

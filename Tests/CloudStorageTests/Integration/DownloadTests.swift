@@ -8,12 +8,12 @@ import Testing
 @testable import CloudStorage
 
 /// Downloads into memory and into files, against the emulator (both
-/// protocols, both transports), fake-gcs-server, and scripted servers that
-/// break connections and lie about checksums.
+/// protocols), fake-gcs-server, and scripted servers that break connections
+/// and lie about checksums, on each transport.
 @Suite("Downloads", .timeLimit(.minutes(10)))
 struct DownloadTests {
     static func storage(
-        _ emulator: StorageEmulator, firebase: Bool, transport: StorageTransportChoice = .automatic
+        _ emulator: StorageEmulator, firebase: Bool, transport: StorageTransportChoice
     ) -> Storage {
         var configuration = StorageConfiguration()
         configuration.transport = transport
@@ -31,7 +31,7 @@ struct DownloadTests {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
     }
 
-    @Test(arguments: [StorageTransportChoice.native, .urlSession], [false, true])
+    @Test(arguments: TestSupport.transports, [false, true])
     func dataAndFileRoundTrip(transport: StorageTransportChoice, firebase: Bool) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
@@ -62,8 +62,9 @@ struct DownloadTests {
         #expect(try await empty.data(maxSize: 0).isEmpty)
     }
 
-    @Test func fakeGCSRoundTrip() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "dl")
+    @Test(arguments: TestSupport.transports)
+    func fakeGCSRoundTrip(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "dl", transport: transport)
         let payload = TestSupport.payload(size: 300 * .kibibyte, seed: 4)
         let ref = storage.reference(withPath: "f/g.bin")
         _ = try await ref.putDataAsync(payload)
@@ -75,11 +76,11 @@ struct DownloadTests {
         #expect(try Data(contentsOf: target) == payload)
     }
 
-    @Test(arguments: [false, true])
-    func maxSizeIsEnforcedBeforeReadingPastIt(firebase: Bool) async throws {
+    @Test(arguments: TestSupport.transports, [false, true])
+    func maxSizeIsEnforcedBeforeReadingPastIt(transport: StorageTransportChoice, firebase: Bool) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, firebase: firebase)
+        let storage = Self.storage(emulator, firebase: firebase, transport: transport)
         let payload = TestSupport.payload(size: 1000, seed: 1)
         let ref = storage.reference(withPath: "sized")
         _ = try await ref.putDataAsync(payload)
@@ -93,11 +94,12 @@ struct DownloadTests {
         #expect(terminal?.progress.completedUnitCount == 0, "not a byte was taken")
     }
 
-    @Test(arguments: [false, true])
-    func missingObjectsAndTheRootFailWithoutLeavingFiles(firebase: Bool) async throws {
+    @Test(arguments: TestSupport.transports, [false, true])
+    func missingObjectsAndTheRootFailWithoutLeavingFiles(transport: StorageTransportChoice, firebase: Bool) async throws
+    {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, firebase: firebase)
+        let storage = Self.storage(emulator, firebase: firebase, transport: transport)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("never.bin")
@@ -115,7 +117,7 @@ struct DownloadTests {
         #expect(try Self.contents(of: directory).isEmpty)
     }
 
-    @Test(arguments: [StorageTransportChoice.native, .urlSession])
+    @Test(arguments: TestSupport.transports)
     func pauseAndResumeContinueWithARangeAndGiveTheSameBytes(transport: StorageTransportChoice) async throws {
         let payload = TestSupport.payload(size: 1 * .mebibyte + 5, seed: 9)
         let ranges = RangeLog()
@@ -146,7 +148,7 @@ struct DownloadTests {
         #expect(seen.last != .some("bytes=0-"))
     }
 
-    @Test(arguments: [StorageTransportChoice.native, .urlSession])
+    @Test(arguments: TestSupport.transports)
     func cancelRemovesTheTemporaryFileAndLeavesTheTargetAlone(transport: StorageTransportChoice) async throws {
         let payload = TestSupport.payload(size: 1 * .mebibyte, seed: 10)
         let server = try Self.cuttingServer(
@@ -216,7 +218,7 @@ struct DownloadTests {
             bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:\(server.port)")!), configuration: configuration)
     }
 
-    @Test(arguments: [StorageTransportChoice.native, .urlSession])
+    @Test(arguments: TestSupport.transports)
     func aBrokenDownloadResumesWithARangeFromTheLastByte(transport: StorageTransportChoice) async throws {
         let payload = TestSupport.payload(size: 2 * .mebibyte + 3, seed: 12)
         let ranges = RangeLog()
@@ -241,7 +243,7 @@ struct DownloadTests {
         }
     }
 
-    @Test(arguments: [StorageTransportChoice.native, .urlSession])
+    @Test(arguments: TestSupport.transports)
     func aChecksumMismatchFailsAndLeavesNoFile(transport: StorageTransportChoice) async throws {
         let payload = TestSupport.payload(size: 100_000, seed: 13)
         let ranges = RangeLog()

@@ -8,8 +8,6 @@ import Testing
 /// protocols exactly, faults included), on each transport.
 @Suite("Uploads to the built-in emulator", .timeLimit(.minutes(5)))
 struct EmulatorUploadTests {
-    static let transports: [StorageTransportChoice] = [.native, .urlSession]
-
     static func storage(
         _ emulator: StorageEmulator, _ transport: StorageTransportChoice, firebase: Bool = false
     ) -> Storage {
@@ -33,7 +31,7 @@ struct EmulatorUploadTests {
         return response.body
     }
 
-    @Test(arguments: transports, [false, true])
+    @Test(arguments: TestSupport.transports, [false, true])
     func putFileStoresEveryByte(transport: StorageTransportChoice, firebase: Bool) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
@@ -48,7 +46,7 @@ struct EmulatorUploadTests {
         #expect(try await Self.stored(emulator, storage, "big.bin") == payload)
     }
 
-    @Test(arguments: transports)
+    @Test(arguments: TestSupport.transports)
     func putDataStoresEveryByte(transport: StorageTransportChoice) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
@@ -61,10 +59,7 @@ struct EmulatorUploadTests {
         }
     }
 
-    /// Native only: on Linux, swift-corelibs-foundation's URLSession crashes the process
-    /// (`_NativeProtocol.seekInputStream` fatal error) when libcurl asks to rewind a body
-    /// after the server reset the connection mid-upload.
-    @Test(arguments: [StorageTransportChoice.native])
+    @Test(arguments: TestSupport.transports)
     func anUploadRecoversFromResetsErrorsAndLostAnswers(transport: StorageTransportChoice) async throws {
         var configuration = StorageEmulator.Configuration()
         // Start, then the body (reset midway), then queries that fail before one passes.

@@ -12,10 +12,7 @@ import Testing
 @Suite("Uploads to fake-gcs-server", .timeLimit(.minutes(5)))
 struct FakeGCSUploadTests {
     static let sizes = [0, 1, 300 * .kibibyte, 20 * .mebibyte, 100 * .mebibyte]
-    /// Every transport an `http://` endpoint can use (the other suites run on the default, native).
-    static let transports: [StorageTransportChoice] = [.native, .urlSession]
-
-    @Test("putData stores every byte", arguments: transports, sizes)
+    @Test("putData stores every byte", arguments: TestSupport.transports, sizes)
     func putData(transport: StorageTransportChoice, size: Int) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "data", transport: transport)
         let payload = TestSupport.payload(size: size, seed: UInt64(size))
@@ -30,7 +27,7 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
     }
 
-    @Test("putFile stores every byte", arguments: transports, sizes)
+    @Test("putFile stores every byte", arguments: TestSupport.transports, sizes)
     func putFile(transport: StorageTransportChoice, size: Int) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "file", transport: transport)
         let payload = TestSupport.payload(size: size, seed: UInt64(size) + 7)
@@ -56,9 +53,10 @@ struct FakeGCSUploadTests {
 
     @Test(
         "chunked uploads send bounded requests",
-        arguments: [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
-    func chunked(size: Int, chunk: Int) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk") {
+        arguments: TestSupport.transports, [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
+    func chunked(transport: StorageTransportChoice, sizes: (size: Int, chunk: Int)) async throws {
+        let (size, chunk) = sizes
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk", transport: transport) {
             $0.chunkSize = Int64(chunk)
             $0.multipartUploadThreshold = 0
         }
@@ -73,8 +71,9 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: dataRef.fullPath, in: storage, server: server)
     }
 
-    @Test func customMetadataRoundTrips() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "meta")
+    @Test(arguments: TestSupport.transports)
+    func customMetadataRoundTrips(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "meta", transport: transport)
         var metadata = StorageMetadata()
         metadata.contentType = "text/plain"
         metadata.cacheControl = "public, max-age=60"
@@ -94,12 +93,17 @@ struct FakeGCSUploadTests {
         #expect(resource.customMetadata == ["owner": "ada", "purpose": "test ✓"])
     }
 
-    @Test(arguments: [
-        ("photo.PNG", "image/png"), ("report.pdf", "application/pdf"), ("clip.mp4", "video/mp4"),
-        ("data.unknownext", "application/octet-stream"), ("README", "application/octet-stream"),
-    ])
-    func contentTypeIsInferredFromTheFileExtension(fileName: String, expected: String) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "ctype")
+    @Test(
+        arguments: TestSupport.transports,
+        [
+            ("photo.PNG", "image/png"), ("report.pdf", "application/pdf"), ("clip.mp4", "video/mp4"),
+            ("data.unknownext", "application/octet-stream"), ("README", "application/octet-stream"),
+        ])
+    func contentTypeIsInferredFromTheFileExtension(
+        transport: StorageTransportChoice, file: (name: String, expected: String)
+    ) async throws {
+        let (fileName, expected) = file
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "ctype", transport: transport)
         let file = try TestSupport.file(named: fileName, containing: Data("x".utf8))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "typed/\(fileName)")
@@ -110,8 +114,9 @@ struct FakeGCSUploadTests {
         #expect(resource.contentType == expected)
     }
 
-    @Test func anExplicitContentTypeWinsOverTheExtension() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ctype")
+    @Test(arguments: TestSupport.transports)
+    func anExplicitContentTypeWinsOverTheExtension(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ctype", transport: transport)
         let file = try TestSupport.file(named: "photo.png", containing: Data("x".utf8))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         var metadata = StorageMetadata()
@@ -121,8 +126,9 @@ struct FakeGCSUploadTests {
         #expect(stored.contentType == "application/x-custom")
     }
 
-    @Test func manyConcurrentUploads() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many") {
+    @Test(arguments: TestSupport.transports)
+    func manyConcurrentUploads(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many", transport: transport) {
             $0.multipartUploadThreshold = 256 * 1024
         }
         let payloads = (0..<40).map {
@@ -142,14 +148,16 @@ struct FakeGCSUploadTests {
         }
     }
 
-    @Test func aBearerTokenIsSentToLoopbackAndTheProviderIsAsked() async throws {
+    @Test(arguments: TestSupport.transports)
+    func aBearerTokenIsSentToLoopbackAndTheProviderIsAsked(transport: StorageTransportChoice) async throws {
         let calls = CallCounter()
         let (storage, server) = try await TestSupport.fakeGCSStorage(
             label: "auth",
             authorization: .tokenProvider { _ in
                 calls.increment()
                 return "token-\(calls.value)"
-            }
+            },
+            transport: transport
         )
         let payload = TestSupport.payload(size: 10 * .mebibyte, seed: 5)
         _ = try await storage.reference(withPath: "auth/a").putDataAsync(payload)

@@ -6,12 +6,15 @@ import Testing
 @testable import CloudStorage
 
 /// Metadata, deletion, download URLs and listings against the built-in
-/// emulator (both protocols) and fake-gcs-server (GCS).
+/// emulator (both protocols) and fake-gcs-server (GCS), on each transport.
 @Suite("Object operations", .timeLimit(.minutes(10)))
 struct ObjectOperationsTests {
     /// A `Storage` on the emulator speaking GCS or Firebase v0, for `bucket`.
-    static func storage(_ emulator: StorageEmulator, firebase: Bool, bucket: String) -> Storage {
+    static func storage(
+        _ emulator: StorageEmulator, firebase: Bool, bucket: String, transport: StorageTransportChoice
+    ) -> Storage {
         var configuration = StorageConfiguration()
+        configuration.transport = transport
         configuration.initialRetryDelay = .milliseconds(20)
         configuration.maxUploadRetryTime = .seconds(30)
         return Storage(
@@ -24,21 +27,25 @@ struct ObjectOperationsTests {
     /// Runs `body` against the emulator (GCS and Firebase) and fake-gcs-server.
     static let servers = ["emulator-gcs", "emulator-firebase", "fake-gcs"]
 
-    static func withStorage(_ server: String, _ body: (Storage) async throws -> Void) async throws {
+    static func withStorage(
+        _ server: String, _ transport: StorageTransportChoice, _ body: (Storage) async throws -> Void
+    ) async throws {
         if server == "fake-gcs" {
-            let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ops")
+            let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ops", transport: transport)
             try await body(storage)
             return
         }
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
         try await body(
-            storage(emulator, firebase: server == "emulator-firebase", bucket: TestSupport.bucketName("ops")))
+            storage(
+                emulator, firebase: server == "emulator-firebase", bucket: TestSupport.bucketName("ops"),
+                transport: transport))
     }
 
-    @Test(arguments: servers)
-    func getMetadataReadsWhatWasStored(server: String) async throws {
-        try await Self.withStorage(server) { storage in
+    @Test(arguments: servers, TestSupport.transports)
+    func getMetadataReadsWhatWasStored(server: String, transport: StorageTransportChoice) async throws {
+        try await Self.withStorage(server, transport) { storage in
             var metadata = StorageMetadata()
             metadata.contentType = "text/plain"
             metadata.customMetadata = ["a": "1", "b": "2"]
@@ -56,9 +63,9 @@ struct ObjectOperationsTests {
         }
     }
 
-    @Test(arguments: servers)
-    func updateMetadataChangesOnlyWhatItNames(server: String) async throws {
-        try await Self.withStorage(server) { storage in
+    @Test(arguments: servers, TestSupport.transports)
+    func updateMetadataChangesOnlyWhatItNames(server: String, transport: StorageTransportChoice) async throws {
+        try await Self.withStorage(server, transport) { storage in
             var metadata = StorageMetadata()
             metadata.contentType = "text/plain"
             metadata.cacheControl = "no-cache"
@@ -93,9 +100,11 @@ struct ObjectOperationsTests {
         }
     }
 
-    @Test(arguments: servers)
-    func deleteRemovesTheObjectAndMissingObjectsAreNotFound(server: String) async throws {
-        try await Self.withStorage(server) { storage in
+    @Test(arguments: servers, TestSupport.transports)
+    func deleteRemovesTheObjectAndMissingObjectsAreNotFound(
+        server: String, transport: StorageTransportChoice
+    ) async throws {
+        try await Self.withStorage(server, transport) { storage in
             let ref = storage.reference(withPath: "gone/soon.bin")
             _ = try await ref.putDataAsync(Data([1, 2, 3]))
             try await ref.delete()
@@ -107,9 +116,9 @@ struct ObjectOperationsTests {
         }
     }
 
-    @Test(arguments: servers)
-    func rootReferenceIsAnInvalidArgument(server: String) async throws {
-        try await Self.withStorage(server) { storage in
+    @Test(arguments: servers, TestSupport.transports)
+    func rootReferenceIsAnInvalidArgument(server: String, transport: StorageTransportChoice) async throws {
+        try await Self.withStorage(server, transport) { storage in
             for operation in Self.objectOperations {
                 let error = await #expect(throws: StorageError.self) { try await operation(storage.reference()) }
                 #expect(error?.code == .invalidArgument)
@@ -130,11 +139,12 @@ struct ObjectOperationsTests {
         { _ = try await $0.downloadURL() },
     ]
 
-    @Test func firebaseDownloadURLCarriesTheObjectsTokenAndServesIt() async throws {
+    @Test(arguments: TestSupport.transports)
+    func firebaseDownloadURLCarriesTheObjectsTokenAndServesIt(transport: StorageTransportChoice) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
         let bucket = TestSupport.bucketName("url")
-        let storage = Self.storage(emulator, firebase: true, bucket: bucket)
+        let storage = Self.storage(emulator, firebase: true, bucket: bucket, transport: transport)
         let payload = TestSupport.payload(size: 1000, seed: 3)
         let ref = storage.reference(withPath: "a b/c+d.bin")
         _ = try await ref.putDataAsync(payload)
@@ -148,15 +158,16 @@ struct ObjectOperationsTests {
         #expect(try await ref.downloadURL() == url, "the same token is handed out again")
     }
 
-    @Test func firebaseDownloadURLCreatesATokenWhenTheObjectHasNone() async throws {
+    @Test(arguments: TestSupport.transports)
+    func firebaseDownloadURLCreatesATokenWhenTheObjectHasNone(transport: StorageTransportChoice) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
         let bucket = TestSupport.bucketName("tok")
         // Uploaded through GCS, the object has no download token.
-        let gcs = Self.storage(emulator, firebase: false, bucket: bucket)
+        let gcs = Self.storage(emulator, firebase: false, bucket: bucket, transport: transport)
         let payload = Data("tokenless".utf8)
         _ = try await gcs.reference(withPath: "t.txt").putDataAsync(payload)
-        let firebase = Self.storage(emulator, firebase: true, bucket: bucket)
+        let firebase = Self.storage(emulator, firebase: true, bucket: bucket, transport: transport)
         #expect(try await firebase.reference(withPath: "t.txt").getMetadata().downloadTokens.isEmpty)
 
         let url = try await firebase.reference(withPath: "t.txt").downloadURL()
@@ -169,9 +180,9 @@ struct ObjectOperationsTests {
         #expect(response.body == payload)
     }
 
-    @Test(arguments: ["emulator-gcs", "fake-gcs"])
-    func gcsDownloadURLIsTheMediaURL(server: String) async throws {
-        try await Self.withStorage(server) { storage in
+    @Test(arguments: ["emulator-gcs", "fake-gcs"], TestSupport.transports)
+    func gcsDownloadURLIsTheMediaURL(server: String, transport: StorageTransportChoice) async throws {
+        try await Self.withStorage(server, transport) { storage in
             let payload = Data("media".utf8)
             let ref = storage.reference(withPath: "dir/m.txt")
             _ = try await ref.putDataAsync(payload)
@@ -187,9 +198,9 @@ struct ObjectOperationsTests {
 
     // MARK: Listing
 
-    @Test(arguments: servers)
-    func listSeparatesItemsFromPrefixesAndPages(server: String) async throws {
-        try await Self.withStorage(server) { storage in
+    @Test(arguments: servers, TestSupport.transports)
+    func listSeparatesItemsFromPrefixesAndPages(server: String, transport: StorageTransportChoice) async throws {
+        try await Self.withStorage(server, transport) { storage in
             let names = [
                 "top.txt", "photos/a.jpg", "photos/b.jpg", "photos/c.jpg", "photos/2024/x.jpg", "photos/2025/y.jpg",
                 "other/z.txt",
@@ -237,11 +248,12 @@ struct ObjectOperationsTests {
         #expect(try await pages.next() == nil, "the sequence ends after its error")
     }
 
-    @Test func listAllAndPagesCoverThousandsOfObjects() async throws {
+    @Test(arguments: TestSupport.transports)
+    func listAllAndPagesCoverThousandsOfObjects(transport: StorageTransportChoice) async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
         let bucket = TestSupport.bucketName("many")
-        let gcs = Self.storage(emulator, firebase: false, bucket: bucket)
+        let gcs = Self.storage(emulator, firebase: false, bucket: bucket, transport: transport)
         let count = 2_600
         let names = (0..<count).map { String(format: "many/%05d.txt", $0) }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -258,7 +270,7 @@ struct ObjectOperationsTests {
             }
         }
         // The same objects, listed through both protocols.
-        for storage in [gcs, Self.storage(emulator, firebase: true, bucket: bucket)] {
+        for storage in [gcs, Self.storage(emulator, firebase: true, bucket: bucket, transport: transport)] {
             let all = try await storage.reference(withPath: "many").listAll()
             #expect(all.items.count == count)
             #expect(all.items.map(\.fullPath) == names)

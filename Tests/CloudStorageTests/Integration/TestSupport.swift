@@ -40,6 +40,13 @@ enum TestSupport {
         return url
     }
 
+    /// The transports an `http://` endpoint can use. Every test that sends
+    /// requests to a server takes one of these as an argument and runs on
+    /// each: the SDK must behave the same whichever moves its bytes.
+    /// (``StorageTransportChoice/automatic`` sends `http://` requests to the
+    /// native transport, so it needs no run of its own.)
+    static let transports: [StorageTransportChoice] = [.native, .urlSession]
+
     /// A unique bucket name for one test.
     static func bucketName(_ label: String = "t") -> String {
         "\(label)-\(UUID().uuidString.lowercased().prefix(13))"
@@ -49,7 +56,7 @@ enum TestSupport {
     static func fakeGCSStorage(
         label: String = "t",
         authorization: StorageAuthorization = .none,
-        transport: StorageTransportChoice = .automatic,
+        transport: StorageTransportChoice,
         configure: (inout StorageConfiguration) -> Void = { _ in }
     ) async throws -> (Storage, FakeGCSServer) {
         let server = try await FakeGCSServer.shared()

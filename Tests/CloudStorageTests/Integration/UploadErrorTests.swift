@@ -10,7 +10,9 @@ import Glibc
 import Darwin
 #endif
 
-/// Bad input and refused requests end in a specific error and store nothing.
+/// Bad input and refused requests end in a specific error and store nothing, on
+/// each transport (the checks made before any request included: the transport
+/// must not change which error wins).
 @Suite("Upload errors", .timeLimit(.minutes(3)))
 struct UploadErrorTests {
     static func failure(of task: StorageUploadTask) async -> StorageError? {
@@ -24,8 +26,9 @@ struct UploadErrorTests {
         }
     }
 
-    @Test func aMissingFileIsUnreadableAndNamed() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+    @Test(arguments: TestSupport.transports)
+    func aMissingFileIsUnreadableAndNamed(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
         let path = "/nonexistent-\(UUID().uuidString)/file.bin"
         let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: URL(fileURLWithPath: path)))
         #expect(error?.code == .unreadableFile)
@@ -33,8 +36,9 @@ struct UploadErrorTests {
         #expect(error?.message.contains("does not exist") == true)
     }
 
-    @Test func aDirectoryIsNotAFileToUpload() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+    @Test(arguments: TestSupport.transports)
+    func aDirectoryIsNotAFileToUpload(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: directory))
@@ -42,9 +46,9 @@ struct UploadErrorTests {
         #expect(error?.message.contains("directory") == true)
     }
 
-    @Test(.enabled(if: getuid() != 0, "root reads any file"))
-    func anUnreadableFileIsReported() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+    @Test(.enabled(if: getuid() != 0, "root reads any file"), arguments: TestSupport.transports)
+    func anUnreadableFileIsReported(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
         let file = try TestSupport.file(containing: Data("secret".utf8))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         chmod(file.path, 0)
@@ -52,45 +56,55 @@ struct UploadErrorTests {
         #expect(error?.code == .unreadableFile)
     }
 
-    @Test func theRootReferenceCannotBeUploadedTo() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err")
+    @Test(arguments: TestSupport.transports)
+    func theRootReferenceCannotBeUploadedTo(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
         let error = await Self.failure(of: storage.reference().putData(Data("x".utf8)))
         #expect(error?.code == .invalidArgument)
     }
 
-    @Test(arguments: [
-        String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513),
-    ])
-    func invalidObjectNamesFailWithPathError(path: String) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err")
+    @Test(
+        arguments: TestSupport.transports,
+        [String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513)])
+    func invalidObjectNamesFailWithPathError(transport: StorageTransportChoice, path: String) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
         let error = await Self.failure(of: storage.reference(withPath: path).putData(Data("x".utf8)))
         #expect(error?.code == .pathError)
         #expect(await TestSupport.isAbsent(path, in: storage, server: server))
     }
 
-    @Test(arguments: [0, 1000, 256 * 1024 + 1, -262_144] as [Int64])
-    func anInvalidChunkSizeIsRejected(chunkSize: Int64) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = chunkSize }
+    @Test(arguments: TestSupport.transports, [0, 1000, 256 * 1024 + 1, -262_144] as [Int64])
+    func anInvalidChunkSizeIsRejected(transport: StorageTransportChoice, chunkSize: Int64) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
+            $0.chunkSize = chunkSize
+        }
         let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: 10)))
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.contains("256 KiB") == true)
     }
 
-    @Test(arguments: [100, 20 * 1024 * 1024])
-    func aMissingBucketIsReported(size: Int) async throws {
+    @Test(arguments: TestSupport.transports, [100, 20 * 1024 * 1024])
+    func aMissingBucketIsReported(transport: StorageTransportChoice, size: Int) async throws {
         let server = try await FakeGCSServer.shared()
-        let storage = Storage(bucket: TestSupport.bucketName("missing"), endpoint: .gcs(server.baseURL))
+        var configuration = StorageConfiguration()
+        configuration.transport = transport
+        let storage = Storage(
+            bucket: TestSupport.bucketName("missing"), endpoint: .gcs(server.baseURL), configuration: configuration)
         let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: size)))
         #expect(error?.code == .bucketNotFound)
         #expect(error?.httpStatus == 404)
     }
 
-    @Test func credentialsAreNeverSentOverPlainHTTPToAnotherMachine() async throws {
+    @Test(arguments: TestSupport.transports)
+    func credentialsAreNeverSentOverPlainHTTPToAnotherMachine(transport: StorageTransportChoice) async throws {
         // `.invalid` never resolves, and the check runs before any connection is made.
+        var configuration = StorageConfiguration()
+        configuration.transport = transport
         let storage = Storage(
             bucket: "b",
             endpoint: .gcs(URL(string: "http://storage.example.invalid:4443")!),
-            authorization: .bearerToken("secret-token")
+            authorization: .bearerToken("secret-token"),
+            configuration: configuration
         )
         let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data("x".utf8)))
         #expect(error?.code == .invalidArgument)
@@ -98,8 +112,11 @@ struct UploadErrorTests {
         #expect(error?.message.contains("plain HTTP") == true)
     }
 
-    @Test func aFileTruncatedMidUploadFailsAndStoresNothing() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = 512 * 1024 }
+    @Test(arguments: TestSupport.transports)
+    func aFileTruncatedMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
+            $0.chunkSize = 512 * 1024
+        }
         let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 21))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "changed/truncated")
@@ -112,8 +129,11 @@ struct UploadErrorTests {
         #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
-    @Test func aFileRewrittenMidUploadFailsAndStoresNothing() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = 512 * 1024 }
+    @Test(arguments: TestSupport.transports)
+    func aFileRewrittenMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
+            $0.chunkSize = 512 * 1024
+        }
         let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 22))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "changed/rewritten")
@@ -127,8 +147,11 @@ struct UploadErrorTests {
         #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
-    @Test func aFileDeletedMidUploadFails() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err") { $0.chunkSize = 512 * 1024 }
+    @Test(arguments: TestSupport.transports)
+    func aFileDeletedMidUploadFails(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
+            $0.chunkSize = 512 * 1024
+        }
         let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 23))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "changed/deleted")

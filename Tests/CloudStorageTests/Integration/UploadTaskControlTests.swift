@@ -4,7 +4,7 @@ import Testing
 
 @testable import CloudStorage
 
-/// Pause, resume and cancel against fake-gcs-server.
+/// Pause, resume and cancel against fake-gcs-server, on each transport.
 @Suite("Upload task control", .timeLimit(.minutes(5)))
 struct UploadTaskControlTests {
     /// Waits until the task reports some bytes sent.
@@ -15,8 +15,9 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test func pauseThenResumeMidTransferStoresEveryByte() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause") {
+    @Test(arguments: TestSupport.transports)
+    func pauseThenResumeMidTransferStoresEveryByte(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause", transport: transport) {
             $0.chunkSize = 512 * 1024
         }
         let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 11)
@@ -41,8 +42,9 @@ struct UploadTaskControlTests {
         #expect(statuses == [.resume, .pause, .resume, .success] || statuses == [.pause, .resume, .success])
     }
 
-    @Test func pauseAndResumeASmallUploadBeforeItStarts() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause")
+    @Test(arguments: TestSupport.transports)
+    func pauseAndResumeASmallUploadBeforeItStarts(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause", transport: transport)
         let payload = TestSupport.payload(size: 100 * .kibibyte, seed: 12)
         let ref = storage.reference(withPath: "paused/small.bin")
         let task = ref.putData(payload)
@@ -53,8 +55,9 @@ struct UploadTaskControlTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
     }
 
-    @Test func cancelMidTransferEndsInCancelledAndStoresNothing() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel") {
+    @Test(arguments: TestSupport.transports)
+    func cancelMidTransferEndsInCancelledAndStoresNothing(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel", transport: transport) {
             $0.chunkSize = 512 * 1024
         }
         let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 13)
@@ -76,8 +79,9 @@ struct UploadTaskControlTests {
         #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
-    @Test func cancelWhilePausedEndsInCancelled() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel") {
+    @Test(arguments: TestSupport.transports)
+    func cancelWhilePausedEndsInCancelled(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel", transport: transport) {
             $0.chunkSize = 512 * 1024
         }
         let ref = storage.reference(withPath: "cancelled/paused.bin")
@@ -91,8 +95,9 @@ struct UploadTaskControlTests {
         #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
-    @Test func cancellingTheCallingTaskCancelsPutDataAsync() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel") {
+    @Test(arguments: TestSupport.transports)
+    func cancellingTheCallingTaskCancelsPutDataAsync(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel", transport: transport) {
             $0.chunkSize = 512 * 1024
         }
         let ref = storage.reference(withPath: "cancelled/async.bin")
@@ -105,8 +110,9 @@ struct UploadTaskControlTests {
         #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
-    @Test func controlsAfterTheEndChangeNothing() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ended")
+    @Test(arguments: TestSupport.transports)
+    func controlsAfterTheEndChangeNothing(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ended", transport: transport)
         let task = storage.reference(withPath: "ended/a").putData(Data("abc".utf8))
         let metadata = try await task.value
         await task.pause()
@@ -120,8 +126,9 @@ struct UploadTaskControlTests {
         #expect(late.first?.metadata == metadata)
     }
 
-    @Test func manySubscribersSeeTheSameStatusesInOrder() async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs")
+    @Test(arguments: TestSupport.transports)
+    func manySubscribersSeeTheSameStatusesInOrder(transport: StorageTransportChoice) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs", transport: transport)
         let task = storage.reference(withPath: "subs/a").putData(TestSupport.payload(size: 12 * .mebibyte, seed: 16))
         let observers = (0..<20).map { _ in TestSupport.observe(task) }
         _ = try await task.value
@@ -134,8 +141,9 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test func aTaskNobodyHoldsStillFinishes() async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "detached")
+    @Test(arguments: TestSupport.transports)
+    func aTaskNobodyHoldsStillFinishes(transport: StorageTransportChoice) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "detached", transport: transport)
         let payload = TestSupport.payload(size: 9 * .mebibyte, seed: 17)
         storage.reference(withPath: "detached/a").putData(payload)
         let deadline = ContinuousClock.now + .seconds(60)

@@ -14,7 +14,7 @@ import Testing
 ///
 /// The emulator's global plan is `["pass", fault]`: the upload (one multipart
 /// request, checked) passes, the download's first GET gets the fault, and
-/// everything after passes.
+/// everything after passes. Every case runs on each transport.
 @Suite("Reliability: download faults", .timeLimit(.minutes(10)))
 struct DownloadFaultTests {
     enum Sink: String, CaseIterable, Sendable {
@@ -23,15 +23,17 @@ struct DownloadFaultTests {
 
     enum Kind: String, Sendable {
         case resetAfter = "reset-after-N"
-        /// Longer than the download's request time-out (300 ms).
-        case longStallAfter = "stall-1500ms-after-N"
+        /// 1.2 s longer than the download's request time-out (300 ms, which
+        /// URLSession on Linux takes as 1 s).
+        case longStallAfter = "stall-after-N, 1.2 s past the time-out"
         case dropResponse = "drop-response"
         case return503 = "return-503"
 
-        func instruction(offset: Int) -> String {
+        func instruction(offset: Int, on route: Reliability.Route) -> String {
             switch self {
             case .resetAfter: "reset-after-\(offset)"
-            case .longStallAfter: "stall-1500ms-after-\(offset)"
+            case .longStallAfter:
+                "stall-\(route.stallMilliseconds(pastTheTimeOutBy: .milliseconds(1200)))ms-after-\(offset)"
             case .dropResponse: "drop-response"
             case .return503: "return-503"
             }
@@ -39,7 +41,7 @@ struct DownloadFaultTests {
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
-        var wire: Reliability.Wire
+        var route: Reliability.Route
         var sink: Sink
         var size: Int
         var kind: Kind
@@ -47,10 +49,10 @@ struct DownloadFaultTests {
         /// N, for the faults that take one.
         var bytes: Int?
 
-        var instruction: String { kind.instruction(offset: bytes ?? 0) }
+        var instruction: String { kind.instruction(offset: bytes ?? 0, on: route) }
 
         var testDescription: String {
-            "\(wire) \(sink.rawValue) \(size) B: \(instruction) [\(offset.rawValue)]"
+            "\(route.testDescription) \(sink.rawValue) \(size) B: \(instruction) [\(offset.rawValue)]"
         }
     }
 
@@ -58,22 +60,22 @@ struct DownloadFaultTests {
 
     static let cases: [Case] = {
         var cases: [Case] = []
-        for wire in Reliability.Wire.allCases {
+        for route in Reliability.Route.all {
             for sink in Sink.allCases {
                 for size in sizes {
                     var seen = Set<Int>()
                     for offset in [FaultMatrixTests.Offset.firstByte, .middle, .lastByte] {
                         guard let bytes = offset.bytes(size: size), seen.insert(bytes).inserted else { continue }
                         cases.append(
-                            Case(wire: wire, sink: sink, size: size, kind: .resetAfter, offset: offset, bytes: bytes))
+                            Case(route: route, sink: sink, size: size, kind: .resetAfter, offset: offset, bytes: bytes))
                     }
                     let middle = FaultMatrixTests.Offset.middle
                     cases.append(
                         Case(
-                            wire: wire, sink: sink, size: size, kind: .longStallAfter, offset: middle,
+                            route: route, sink: sink, size: size, kind: .longStallAfter, offset: middle,
                             bytes: middle.bytes(size: size)))
                     for kind in [Kind.dropResponse, .return503] {
-                        cases.append(Case(wire: wire, sink: sink, size: size, kind: kind, offset: .none, bytes: nil))
+                        cases.append(Case(route: route, sink: sink, size: size, kind: kind, offset: .none, bytes: nil))
                     }
                 }
             }
@@ -86,8 +88,8 @@ struct DownloadFaultTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: ["pass", testCase.instruction]) { emulator in
                 let recorder = RecordingTransport(
-                    wrapping: StorageTransportChoice.automatic.transport(for: testCase.wire.endpoint(emulator.baseURL)))
-                let storage = Self.storage(testCase.wire, emulator, recorder)
+                    wrapping: testCase.route.transport.transport(for: testCase.route.wire.endpoint(emulator.baseURL)))
+                let storage = Self.storage(testCase.route.wire, emulator, recorder)
                 let name = "downloads/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &* 13 &+ 5)
                 _ = try await storage.reference(withPath: name).putDataAsync(payload)
@@ -95,8 +97,8 @@ struct DownloadFaultTests {
                 try Reliability.expectStored(payload, as: name, in: emulator, returned: nil)
 
                 // The download gets a short request time-out, so a long stall fails the request.
-                let downloads = Self.storage(testCase.wire, emulator, recorder) {
-                    $0.requestTimeout = .milliseconds(300)
+                let downloads = Self.storage(testCase.route.wire, emulator, recorder) {
+                    $0.requestTimeout = Reliability.stallingRequestTimeout
                 }
                 let reference = downloads.reference(withPath: name)
                 let downloaded: Data

@@ -12,6 +12,7 @@ import Testing
 /// multipart path the plan is `[fault]` and for the resumable path
 /// `[pass, fault]` (the session start passes). Everything after the fault
 /// passes, so the SDK's retry (or query and resume) must finish the upload.
+/// Every case runs on each transport.
 @Suite("Reliability: fault matrix", .timeLimit(.minutes(10)))
 struct FaultMatrixTests {
     /// What goes wrong.
@@ -21,8 +22,9 @@ struct FaultMatrixTests {
         case return429 = "return-429"
         case return500After = "return-500-after-N"
         case resetAfter = "reset-after-N"
-        /// Longer than the request time-out: the SDK gives up on the request and resumes.
-        case longStallAfter = "stall-1000ms-after-N (timeout 300 ms)"
+        /// 700 ms longer than the request time-out (300 ms, which URLSession
+        /// on Linux takes as 1 s): the SDK gives up on the request and resumes.
+        case longStallAfter = "stall-after-N, 700 ms past the time-out"
         /// Shorter than the request time-out: just slow.
         case shortStallAfter = "stall-50ms-after-N"
         case dropResponse = "drop-response"
@@ -32,14 +34,15 @@ struct FaultMatrixTests {
             [.return500After, .resetAfter, .longStallAfter, .shortStallAfter].contains(self)
         }
 
-        func instruction(offset: Int) -> String {
+        func instruction(offset: Int, on route: Reliability.Route) -> String {
             switch self {
             case .return503: "return-503"
             case .return408: "return-408"
             case .return429: "return-429"
             case .return500After: "return-500-after-\(offset)"
             case .resetAfter: "reset-after-\(offset)"
-            case .longStallAfter: "stall-1000ms-after-\(offset)"
+            case .longStallAfter:
+                "stall-\(route.stallMilliseconds(pastTheTimeOutBy: .milliseconds(700)))ms-after-\(offset)"
             case .shortStallAfter: "stall-50ms-after-\(offset)"
             case .dropResponse: "drop-response"
             }
@@ -71,7 +74,7 @@ struct FaultMatrixTests {
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
-        var wire: Reliability.Wire
+        var route: Reliability.Route
         var path: Reliability.Path
         var source: Reliability.Source
         var size: Int
@@ -80,7 +83,7 @@ struct FaultMatrixTests {
         var instruction: String
 
         var testDescription: String {
-            "\(wire) \(path) \(source) \(size) B: \(instruction) [\(offset.rawValue)]"
+            "\(route.testDescription) \(path) \(source) \(size) B: \(instruction) [\(offset.rawValue)]"
         }
     }
 
@@ -90,7 +93,7 @@ struct FaultMatrixTests {
     /// payload are left out here, and offsets that coincide for a size are kept once.
     static func cases(_ kinds: [Kind]) -> [Case] {
         var cases: [Case] = []
-        for wire in Reliability.Wire.allCases {
+        for route in Reliability.Route.all {
             for path in Reliability.Path.allCases {
                 for source in Reliability.Source.allCases {
                     for size in sizes {
@@ -98,12 +101,12 @@ struct FaultMatrixTests {
                             guard kind.takesOffset else {
                                 cases.append(
                                     Case(
-                                        wire: wire, path: path, source: source, size: size, kind: kind,
-                                        offset: .none, instruction: kind.instruction(offset: 0)))
+                                        route: route, path: path, source: source, size: size, kind: kind,
+                                        offset: .none, instruction: kind.instruction(offset: 0, on: route)))
                                 continue
                             }
                             // A multipart request commits nothing, so after a long stall its retry must
-                            // finish inside the 300 ms time-out; with hundreds of KiB on a shared
+                            // finish inside the time-out; with hundreds of KiB on a shared
                             // 2-core debug run it cannot (it answers in 0.3–5 s), and the upload rightly
                             // runs out of retry time. Only the 1-byte multipart case is meaningful.
                             if kind == .longStallAfter, path == .multipart, size > 1 { continue }
@@ -114,8 +117,8 @@ struct FaultMatrixTests {
                                 }
                                 cases.append(
                                     Case(
-                                        wire: wire, path: path, source: source, size: size, kind: kind,
-                                        offset: offset, instruction: kind.instruction(offset: bytes)))
+                                        route: route, path: path, source: source, size: size, kind: kind,
+                                        offset: offset, instruction: kind.instruction(offset: bytes, on: route)))
                             }
                         }
                     }
@@ -129,9 +132,9 @@ struct FaultMatrixTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: testCase.path.plan(faultingBytesWith: testCase.instruction)) {
                 emulator in
-                let storage = Reliability.storage(testCase.wire, emulator) {
+                let storage = Reliability.storage(testCase.route, emulator) {
                     if testCase.path == .resumable { $0.multipartUploadThreshold = -1 }
-                    if testCase.kind == .longStallAfter { $0.requestTimeout = .milliseconds(300) }
+                    if testCase.kind == .longStallAfter { $0.requestTimeout = Reliability.stallingRequestTimeout }
                 }
                 let name = "matrix/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &* 31 &+ 7)
@@ -140,7 +143,7 @@ struct FaultMatrixTests {
                 #expect(ending.error == nil, "\(ending.error.map(String.init(describing:)) ?? "")")
                 try Reliability.expectStored(payload, as: name, in: emulator, returned: try? ending.result.get())
                 if testCase.path == .resumable {
-                    // With a 300 ms time-out the session start itself may time out on a busy machine
+                    // With a short time-out the session start itself may time out on a busy machine
                     // and be sent again (the first session's URL never arrived, so it stays behind).
                     let sessions = Reliability.liveSessions(emulator)
                     if testCase.kind == .longStallAfter {
@@ -183,26 +186,27 @@ struct FaultMatrixTests {
     @Test("The matrix covers what it claims")
     func theMatrixIsComplete() {
         let all = Self.cases(Kind.allCases)
-        // Per wire × path × source: 4 offset-free kinds × 5 sizes, plus 4 offset kinds × 11 distinct offsets
-        // (0 B: none, 1 B: 1, 256 KiB: 3, 256 KiB + 1: 3, 5 MiB + 3: 4), less the 10 long-stall
-        // multipart cases above 1 B.
-        #expect(all.count == 2 * 2 * 2 * (4 * 5 + 4 * 11) - 2 * 2 * 10)
+        // Per route (2 transports × 2 wires) × path × source: 4 offset-free kinds × 5 sizes, plus 4 offset
+        // kinds × 11 distinct offsets (0 B: none, 1 B: 1, 256 KiB: 3, 256 KiB + 1: 3, 5 MiB + 3: 4), less
+        // the 10 long-stall multipart cases above 1 B.
+        #expect(all.count == 4 * 2 * 2 * (4 * 5 + 4 * 11) - 4 * 2 * 10)
+        #expect(Set(all.map(\.route.transport)) == [.native, .urlSession])
         #expect(!all.contains { $0.kind.takesOffset && $0.size == 0 })
         #expect(all.contains { $0.instruction == "reset-after-262144" && $0.size == 256 * 1024 + 1 })
         #expect(all.contains { $0.instruction == "return-500-after-0" && $0.size == 1 })
     }
 }
 
-/// Seeded random faults on every request of a chunked 5 MiB + 3 upload.
+/// Seeded random faults on every request of a chunked 5 MiB + 3 upload, on each route.
 @Suite("Reliability: random faults", .timeLimit(.minutes(10)))
 struct RandomFaultTests {
     static let size = 5 * 1024 * 1024 + 3
 
-    @Test(arguments: Reliability.Wire.allCases, 1...20)
-    func randomFaultsNeverCorruptTheObject(wire: Reliability.Wire, seed: Int) async throws {
+    @Test(arguments: Reliability.Route.all, 1...20)
+    func randomFaultsNeverCorruptTheObject(route: Reliability.Route, seed: Int) async throws {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: ["random:seed=\(seed),rate=0.3"]) { emulator in
-                let storage = Reliability.storage(wire, emulator) {
+                let storage = Reliability.storage(route, emulator) {
                     $0.chunkSize = 256 * 1024
                     $0.maxUploadRetryTime = .seconds(60)
                 }

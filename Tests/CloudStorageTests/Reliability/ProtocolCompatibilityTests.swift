@@ -6,7 +6,8 @@ import Testing
 
 /// Both wire protocols against our strict emulator, without faults: every
 /// size at the 256 KiB boundaries, both sources, every request strategy,
-/// checked byte for byte in the store, over a download and by CRC32C.
+/// checked byte for byte in the store, over a download and by CRC32C, on
+/// each transport.
 @Suite("Reliability: protocol compatibility", .timeLimit(.minutes(10)))
 struct ProtocolCompatibilityTests {
     /// How the upload is split into requests.
@@ -32,23 +33,23 @@ struct ProtocolCompatibilityTests {
     }
 
     struct Case: Sendable, CustomTestStringConvertible {
-        var wire: Reliability.Wire
+        var route: Reliability.Route
         var strategy: Strategy
         var source: Reliability.Source
         var size: Int
 
-        var testDescription: String { "\(wire) \(strategy) \(source) \(size) B" }
+        var testDescription: String { "\(route.testDescription) \(strategy) \(source) \(size) B" }
     }
 
     static let sizes = [0, 1, 256 * 1024, 256 * 1024 + 1, 5 * 1024 * 1024 + 3, 20 * 1024 * 1024]
 
     static var cases: [Case] {
         var cases: [Case] = []
-        for wire in Reliability.Wire.allCases {
+        for route in Reliability.Route.all {
             for strategy in Strategy.allCases {
                 for source in Reliability.Source.allCases {
                     for size in sizes {
-                        cases.append(Case(wire: wire, strategy: strategy, source: source, size: size))
+                        cases.append(Case(route: route, strategy: strategy, source: source, size: size))
                     }
                 }
             }
@@ -60,7 +61,7 @@ struct ProtocolCompatibilityTests {
     func uploadsAreStoredByteForByte(_ testCase: Case) async throws {
         try await Reliability.throttled {
             try await Reliability.withEmulator { emulator in
-                let storage = Reliability.storage(testCase.wire, emulator) { testCase.strategy.apply(&$0) }
+                let storage = Reliability.storage(testCase.route, emulator) { testCase.strategy.apply(&$0) }
                 let name = "compat/\(testCase.strategy)/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &+ 17)
                 let ending = try await Reliability.upload(
@@ -73,7 +74,7 @@ struct ProtocolCompatibilityTests {
                 // The store is checked above for every case; over HTTP, every small case and one
                 // large one per size and wire (downloads cost time on 2 shared cores).
                 if testCase.size < 1024 * 1024 || (testCase.source == .data && testCase.strategy == .defaults) {
-                    let downloaded = try await Reliability.download(name, wire: testCase.wire, from: emulator)
+                    let downloaded = try await Reliability.download(name, wire: testCase.route.wire, from: emulator)
                     #expect(downloaded == payload, "the download differs from the payload")
                 }
                 // Which path was taken: multipart uploads open no session, the others exactly one.
@@ -83,10 +84,10 @@ struct ProtocolCompatibilityTests {
         }
     }
 
-    @Test(arguments: Reliability.Wire.allCases, [Reliability.Path.multipart, .resumable])
-    func contentTypeAndCustomMetadataRoundTrip(wire: Reliability.Wire, path: Reliability.Path) async throws {
+    @Test(arguments: Reliability.Route.all, [Reliability.Path.multipart, .resumable])
+    func contentTypeAndCustomMetadataRoundTrip(route: Reliability.Route, path: Reliability.Path) async throws {
         try await Reliability.withEmulator { emulator in
-            let storage = Reliability.storage(wire, emulator) {
+            let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
             }
             var metadata = StorageMetadata()
@@ -109,10 +110,10 @@ struct ProtocolCompatibilityTests {
         }
     }
 
-    @Test(arguments: Reliability.Wire.allCases)
-    func aFileGetsTheContentTypeOfItsExtension(wire: Reliability.Wire) async throws {
+    @Test(arguments: Reliability.Route.all)
+    func aFileGetsTheContentTypeOfItsExtension(route: Reliability.Route) async throws {
         try await Reliability.withEmulator { emulator in
-            let storage = Reliability.storage(wire, emulator)
+            let storage = Reliability.storage(route, emulator)
             let payload = Data("{\"a\": 1}".utf8)
             let file = try TestSupport.file(named: "doc.json", containing: payload)
             defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }

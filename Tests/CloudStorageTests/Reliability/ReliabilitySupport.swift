@@ -31,6 +31,38 @@ enum Reliability {
         }
     }
 
+    /// A wire protocol spoken through a transport: how a test's `Storage`
+    /// reaches the emulator. Every case of the reliability suites runs on
+    /// each route.
+    struct Route: Sendable, CustomTestStringConvertible {
+        var wire: Wire
+        var transport: StorageTransportChoice
+
+        var testDescription: String { "\(wire) over \(transport)" }
+
+        /// Both wire protocols on each of ``TestSupport/transports``.
+        static let all: [Route] = TestSupport.transports.flatMap { transport in
+            Wire.allCases.map { Route(wire: $0, transport: transport) }
+        }
+
+        /// How long a request with ``Reliability/stallingRequestTimeout`` really
+        /// waits for bytes on this route, plus `margin`, in milliseconds: a
+        /// stall that long outlasts the time-out. URLSession on Linux rounds
+        /// time-outs up to whole seconds (300 ms waits 1 s), so a stall that
+        /// outlasts the native transport's time-out may not outlast its.
+        func stallMilliseconds(pastTheTimeOutBy margin: Duration) -> Int {
+            let timeout: Duration =
+                switch transport {
+                case .urlSession: .seconds(URLSessionTransport.timeoutInterval(for: stallingRequestTimeout))
+                case .native, .automatic: stallingRequestTimeout
+                }
+            return Int((timeout + margin) / .milliseconds(1))
+        }
+    }
+
+    /// The request time-out of the cases that stall the server past it.
+    static let stallingRequestTimeout: Duration = .milliseconds(300)
+
     /// Where the bytes come from.
     enum Source: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case data, file
@@ -74,9 +106,9 @@ enum Reliability {
         return try await body(emulator)
     }
 
-    /// A `Storage` for `emulator` with fast retries (5 ms doubling up to 40 ms, 30 s budget).
+    /// A `Storage` for `emulator` on `route`, with fast retries (5 ms doubling up to 40 ms, 30 s budget).
     static func storage(
-        _ wire: Wire,
+        _ route: Route,
         _ emulator: StorageEmulator,
         bucket: String = Reliability.bucket,
         authorization: StorageAuthorization = .none,
@@ -86,9 +118,10 @@ enum Reliability {
         configuration.initialRetryDelay = .milliseconds(5)
         configuration.maxRetryDelay = .milliseconds(40)
         configuration.maxUploadRetryTime = .seconds(30)
+        configuration.transport = route.transport
         configure(&configuration)
         return Storage(
-            bucket: bucket, endpoint: wire.endpoint(emulator.baseURL), authorization: authorization,
+            bucket: bucket, endpoint: route.wire.endpoint(emulator.baseURL), authorization: authorization,
             configuration: configuration)
     }
 

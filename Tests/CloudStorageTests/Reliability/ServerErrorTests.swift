@@ -5,7 +5,8 @@ import Testing
 @testable import StorageEmulator
 
 /// Failures that retrying cannot fix, and the one that a new session can:
-/// exhausted retry budgets, refused credentials, missing buckets, forgotten sessions.
+/// exhausted retry budgets, refused credentials, missing buckets, forgotten sessions;
+/// each on both wire protocols and each transport.
 @Suite("Reliability: server errors", .timeLimit(.minutes(3)))
 struct ServerErrorTests {
     static let payload = TestSupport.payload(size: 300 * 1024, seed: 77)
@@ -13,26 +14,26 @@ struct ServerErrorTests {
     // MARK: Exhausted retries
 
     /// A plan that fails every request (the start too, for the resumable path), with a short budget.
-    @Test(arguments: Reliability.Wire.allCases, Reliability.Path.allCases)
+    @Test(arguments: Reliability.Route.all, Reliability.Path.allCases)
     func endlessServiceUnavailableExhaustsTheRetryBudget(
-        wire: Reliability.Wire, path: Reliability.Path
+        route: Reliability.Route, path: Reliability.Path
     )
         async throws
     {
-        try await expectExhausted(wire: wire, path: path, status: 503, code: .retryLimitExceeded)
+        try await expectExhausted(route: route, path: path, status: 503, code: .retryLimitExceeded)
     }
 
-    @Test(arguments: Reliability.Wire.allCases, Reliability.Path.allCases)
-    func endlessThrottlingEndsInQuotaExceeded(wire: Reliability.Wire, path: Reliability.Path) async throws {
-        try await expectExhausted(wire: wire, path: path, status: 429, code: .quotaExceeded)
+    @Test(arguments: Reliability.Route.all, Reliability.Path.allCases)
+    func endlessThrottlingEndsInQuotaExceeded(route: Reliability.Route, path: Reliability.Path) async throws {
+        try await expectExhausted(route: route, path: path, status: 429, code: .quotaExceeded)
     }
 
     /// The session starts, then every later request fails: the upload still ends in the documented error.
-    @Test(arguments: Reliability.Wire.allCases, [503, 429])
-    func endlessFailuresAfterTheSessionStartedExhaustTheBudget(wire: Reliability.Wire, status: Int) async throws {
+    @Test(arguments: Reliability.Route.all, [503, 429])
+    func endlessFailuresAfterTheSessionStartedExhaustTheBudget(route: Reliability.Route, status: Int) async throws {
         let faults = ["pass"] + Array(repeating: "return-\(status)", count: 5000)
         try await Reliability.withEmulator(faults: faults) { emulator in
-            let storage = Reliability.storage(wire, emulator) {
+            let storage = Reliability.storage(route, emulator) {
                 $0.multipartUploadThreshold = -1
                 $0.maxUploadRetryTime = .milliseconds(400)
                 $0.maxRetryDelay = .milliseconds(20)
@@ -48,11 +49,11 @@ struct ServerErrorTests {
     }
 
     func expectExhausted(
-        wire: Reliability.Wire, path: Reliability.Path, status: Int, code: StorageErrorCode
+        route: Reliability.Route, path: Reliability.Path, status: Int, code: StorageErrorCode
     ) async throws {
         let faults = Array(repeating: "return-\(status)", count: 5000)
         try await Reliability.withEmulator(faults: faults) { emulator in
-            let storage = Reliability.storage(wire, emulator) {
+            let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
                 $0.maxUploadRetryTime = .milliseconds(400)
                 $0.maxRetryDelay = .milliseconds(20)
@@ -89,11 +90,11 @@ struct ServerErrorTests {
         }
     }
 
-    @Test(arguments: Reliability.Wire.allCases, Credential.allCases)
-    func aRequiredTokenIsEnforced(wire: Reliability.Wire, credential: Credential) async throws {
+    @Test(arguments: Reliability.Route.all, Credential.allCases)
+    func aRequiredTokenIsEnforced(route: Reliability.Route, credential: Credential) async throws {
         try await Reliability.withEmulator(configure: { $0.requiredToken = "open-sesame" }) { emulator in
             for path in Reliability.Path.allCases {
-                let storage = Reliability.storage(wire, emulator, authorization: credential.authorization) {
+                let storage = Reliability.storage(route, emulator, authorization: credential.authorization) {
                     if path == .resumable { $0.multipartUploadThreshold = -1 }
                 }
                 let name = "auth/\(path)"
@@ -114,10 +115,10 @@ struct ServerErrorTests {
         }
     }
 
-    @Test(arguments: Reliability.Wire.allCases, Reliability.Path.allCases)
-    func forbiddenIsUnauthorizedAndDiscardsTheSession(wire: Reliability.Wire, path: Reliability.Path) async throws {
+    @Test(arguments: Reliability.Route.all, Reliability.Path.allCases)
+    func forbiddenIsUnauthorizedAndDiscardsTheSession(route: Reliability.Route, path: Reliability.Path) async throws {
         try await Reliability.withEmulator(faults: path.plan(faultingBytesWith: "return-403")) { emulator in
-            let storage = Reliability.storage(wire, emulator) {
+            let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
             }
             let ending = try await Reliability.upload(
@@ -131,10 +132,10 @@ struct ServerErrorTests {
 
     // MARK: Buckets and sessions
 
-    @Test(arguments: Reliability.Wire.allCases, Reliability.Path.allCases)
-    func aMissingBucketIsBucketNotFound(wire: Reliability.Wire, path: Reliability.Path) async throws {
+    @Test(arguments: Reliability.Route.all, Reliability.Path.allCases)
+    func aMissingBucketIsBucketNotFound(route: Reliability.Route, path: Reliability.Path) async throws {
         try await Reliability.withEmulator(configure: { $0.autoCreateBuckets = false }) { emulator in
-            let storage = Reliability.storage(wire, emulator) {
+            let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
             }
             let ending = try await Reliability.upload(
@@ -147,11 +148,11 @@ struct ServerErrorTests {
 
     /// The server forgets the session after the first chunk: the SDK opens a new one and
     /// sends everything again from byte 0.
-    @Test(arguments: Reliability.Wire.allCases, Reliability.Source.allCases)
-    func aSessionForgottenMidUploadIsReplaced(wire: Reliability.Wire, source: Reliability.Source) async throws {
+    @Test(arguments: Reliability.Route.all, Reliability.Source.allCases)
+    func aSessionForgottenMidUploadIsReplaced(route: Reliability.Route, source: Reliability.Source) async throws {
         let payload = TestSupport.payload(size: 4 * Reliability.granule + 5, seed: 78)
         try await Reliability.withEmulator(faults: ["pass", "pass", "return-404"]) { emulator in
-            let storage = Reliability.storage(wire, emulator) {
+            let storage = Reliability.storage(route, emulator) {
                 $0.multipartUploadThreshold = -1
                 $0.chunkSize = 256 * 1024
             }
@@ -164,10 +165,13 @@ struct ServerErrorTests {
 
     // MARK: Credentials never travel in the clear
 
-    @Test(arguments: [8 * 1024 * 1024, -1] as [Int64])
-    func aFirebaseEndpointOnAnotherMachineOverPlainHTTPGetsNoToken(multipartUploadThreshold: Int64) async throws {
+    @Test(arguments: TestSupport.transports, [8 * 1024 * 1024, -1] as [Int64])
+    func aFirebaseEndpointOnAnotherMachineOverPlainHTTPGetsNoToken(
+        transport: StorageTransportChoice, multipartUploadThreshold: Int64
+    ) async throws {
         // `.invalid` never resolves, and the check runs before any connection is made.
         var configuration = StorageConfiguration()
+        configuration.transport = transport
         configuration.multipartUploadThreshold = multipartUploadThreshold
         configuration.initialRetryDelay = .milliseconds(5)
         configuration.maxUploadRetryTime = .seconds(5)
