@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Sends requests for one operation: adds credentials (refreshing them once
 /// after a 401), enforces the rule that credentials never travel over plain
@@ -85,28 +86,56 @@ struct RequestRunner: Sendable {
         throw StorageError(.unauthenticated, "The server refused a freshly fetched token.", httpStatus: 401)
     }
 
-    /// Sends `request` to the end even if the calling task is cancelled
-    /// meanwhile, then reports the cancellation.
+    /// How much of a request the calling task's cancellation may not interrupt.
+    enum Shield: Sendable, Equatable {
+        /// All of it: the request is sent and answered whatever happens to the calling task.
+        case whole
+        /// Everything after its body has been handed to the transport. Cancelled before that,
+        /// it is aborted as usual; after it, the server may act on the request even if the
+        /// connection closes (bytes already sent cannot be called back), so its answer is
+        /// awaited instead, and it tells what really happened.
+        case onceSent
+    }
+
+    /// Sends `request`, protected from the calling task's cancellation as `shield` says; the
+    /// caller decides what a cancellation that arrived meanwhile means once the answer is in.
     ///
-    /// For requests whose answer must not be lost: a session the server
-    /// opened can only be deleted (or resumed) if its URL arrives.
+    /// For requests whose answer must not be lost: a session the server opened can only be
+    /// deleted (or resumed) if its URL arrives (``Shield/whole``), and a one-request upload
+    /// whose bytes all went out may be stored whether or not anyone waits for the answer
+    /// (``Shield/onceSent``). Either way the wait is bounded by the request's idle time-out.
     ///
     /// - Throws: As ``send(_:accepting:about:sentChecksum:progress:)``.
     mutating func sendShielded(
         _ request: HTTPRequest,
         accepting accepted: Set<Int>,
-        about subject: HTTPResponse.Subject
+        about subject: HTTPResponse.Subject,
+        sentChecksum: Bool = false,
+        shield: Shield = .whole,
+        progress: (@Sendable (_ bytesSent: Int64) -> Void)? = nil
     ) async throws(StorageError) -> Outcome {
         let copy = self
+        let bodyLength = request.body.length
+        let sent = BodySent()
         let shielded = Task { () async -> (Result<Outcome, StorageError>, RequestRunner) in
             var runner = copy
             do throws(StorageError) {
-                return (.success(try await runner.send(request, accepting: accepted, about: subject)), runner)
+                let outcome = try await runner.send(
+                    request, accepting: accepted, about: subject, sentChecksum: sentChecksum,
+                    progress: { bytes in
+                        if bytes >= bodyLength { sent.flag.store(true, ordering: .releasing) }
+                        progress?(bytes)
+                    })
+                return (.success(outcome), runner)
             } catch {
                 return (.failure(error), runner)
             }
         }
-        let (result, runner) = await shielded.value
+        let (result, runner) = await withTaskCancellationHandler {
+            await shielded.value
+        } onCancel: {
+            if shield == .onceSent && !sent.flag.load(ordering: .acquiring) { shielded.cancel() }
+        }
         self = runner
         return try result.get()
     }
@@ -163,4 +192,9 @@ extension URL {
             || (host.hasPrefix("127.") && host.split(separator: ".").count == 4)
         return !isLoopback
     }
+}
+
+/// Whether every byte of a request's body has been handed to the transport.
+private final class BodySent: Sendable {
+    let flag = Atomic(false)
 }

@@ -88,11 +88,14 @@ struct UploadEngine: Sendable {
         let overhead = request.body.length - prepared.size
         while true {
             try await prepared.checkUnchanged()
-            let outcome = try await runner.send(
+            // No session to delete: once every byte went out, the server may store the object
+            // whatever happens to the connection, so a pause or cancel then waits for its answer.
+            let outcome = try await runner.sendShielded(
                 request,
                 accepting: [200, 201],
                 about: .bucket(upload.bucket),
                 sentChecksum: upload.crc32c != nil,
+                shield: .onceSent,
                 progress: { sent in progress(max(0, min(sent, prepared.size + overhead) - overhead)) }
             )
             switch outcome {

@@ -151,13 +151,17 @@ public actor StorageUploadTask: StorageTask {
     /// The task ends in ``TaskStatus/failure`` with
     /// ``StorageErrorCode/cancelled`` once the request in flight has stopped
     /// and the server session is deleted — or in ``TaskStatus/success`` if the
-    /// server had already stored the whole object. An upload sent in one
-    /// request has no session: cancelled after all its bytes went out, it may
-    /// still be stored by the server after the task ended. If a session is being
-    /// opened at that moment, the task first waits for the server's answer
-    /// (at most ``StorageConfiguration/requestTimeout``), so that the session
-    /// can be deleted rather than left behind. Does nothing after the task
-    /// ended.
+    /// server had already stored the whole object. Two requests are not
+    /// aborted but answered first (each within
+    /// ``StorageConfiguration/requestTimeout``): one that is opening a
+    /// session, so that the session can be deleted rather than left behind;
+    /// and a one-request upload whose bytes have all gone out, which the
+    /// server may store whatever happens to the connection, so that the task
+    /// ends in success if it did. (Only bytes the transport had not yet
+    /// reported sent when the cancel came can still reach a server that way:
+    /// then the object may be stored, whole, after the task ended
+    /// cancelled.) Does nothing after the task ended. ``pause()`` waits the
+    /// same way.
     public func cancel() {
         perform(machine.cancel())
     }

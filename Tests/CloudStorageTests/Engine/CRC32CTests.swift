@@ -16,7 +16,9 @@ struct CRC32CTests {
     }
 
     // Lengths around the three-stream blocks (3 x 256 and 3 x 8192 bytes) and their multiples.
-    @Test(arguments: [0, 1, 7, 8, 9, 23, 24, 25, 767, 768, 769, 1000, 1543, 24_575, 24_576, 24_577, 49_919, 65_537, 1_000_003])
+    @Test(arguments: [
+        0, 1, 7, 8, 9, 23, 24, 25, 767, 768, 769, 1000, 1543, 24_575, 24_576, 24_577, 49_919, 65_537, 1_000_003,
+    ])
     func acceleratedPathMatchesThePortableOne(length: Int) {
         var generator = SeededGenerator(seed: UInt64(length))
         let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }

@@ -1,5 +1,6 @@
 import FakeGCSServer
 import Foundation
+import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -151,5 +152,70 @@ struct UploadTaskControlTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         try await TestSupport.expectStored(payload, at: "detached/a", in: storage, server: server)
+    }
+
+    /// Set by a server thread, polled by a test.
+    final class Flag: Sendable {
+        private let value = Mutex(false)
+        var isSet: Bool { value.withLock { $0 } }
+        func set() { value.withLock { $0 = true } }
+    }
+
+    /// A server that reads a whole one-request upload, says so, and answers only when released.
+    static func answerOnRelease(
+        _ payload: Data, received: Flag, release: DispatchSemaphore
+    ) throws -> ScriptedHTTPServer {
+        try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            received.set()
+            _ = release.wait(timeout: .now() + 60)
+            let body = """
+                {"name":"one","bucket":"b","generation":"1","size":"\(payload.count)",\
+                "crc32c":"\(CRC32CEncoding.base64(CRC32C.checksum(payload)))"}
+                """
+            connection.write(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            )
+        }
+    }
+
+    @Test(arguments: TestSupport.transports, [false, true])
+    func aOneRequestUploadStoppedAfterItsLastByteWaitsForTheAnswerAndSucceeds(
+        transport: StorageTransportChoice, cancelling: Bool
+    ) async throws {
+        let payload = TestSupport.payload(size: 64 * 1024, seed: 23)
+        let received = Flag()
+        let release = DispatchSemaphore(value: 0)
+        let server = try Self.answerOnRelease(payload, received: received, release: release)
+        defer {
+            release.signal()
+            server.stop()
+        }
+        var configuration = StorageConfiguration()
+        configuration.transport = transport
+        configuration.maxUploadRetryTime = .seconds(20)
+        let storage = Storage(
+            bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:\(server.port)")!), configuration: configuration)
+        let task = storage.reference(withPath: "one").putData(payload)
+        // The server has every byte: whatever the task is told now, the object may be stored.
+        // And the client has seen its last byte go out (progress reports follow the transport's).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !received.isSet || task.snapshot.progress.completedUnitCount < Int64(payload.count),
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(received.isSet)
+        if cancelling { await task.cancel() } else { await task.pause() }
+        release.signal()
+        // A hang guard: a paused task that wrongly aborted its request would wait for a resume forever.
+        let end = ContinuousClock.now + .seconds(60)
+        while ![.success, .failure].contains(task.snapshot.status) && ContinuousClock.now < end {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(task.snapshot.status == .success)
+        await task.cancel()  // ends a task that is still paused; does nothing after success
+        let metadata = try await task.value
+        #expect(metadata.size == Int64(payload.count))
     }
 }

@@ -83,10 +83,11 @@ struct EmulatorControlStressTests {
     /// nothing and leaves no session behind on the server.
     ///
     /// Except that a cancelled upload sent in one request (`singleRequest`) may
-    /// be stored after all, whole: it has no session to delete, and once its
-    /// bytes are all on their way, aborting the connection cannot call them
-    /// back. The server may read them to the end and store the object after the
-    /// task ended in `.cancelled`, whichever transport sent them.
+    /// be stored after all, whole: it has no session to delete. Once the
+    /// transport reports its last byte sent, a cancel waits for the answer (and
+    /// the task succeeds), but a cancel that races those last bytes aborts a
+    /// connection whose bytes the server may still read to the end and store
+    /// after the task ended in `.cancelled`, whichever transport sent them.
     static func expectOutcome(
         _ result: Result<StorageMetadata, StorageError>, payload: Data, name: String, in emulator: StorageEmulator,
         singleRequest: Bool = false, sourceLocation: SourceLocation = #_sourceLocation
