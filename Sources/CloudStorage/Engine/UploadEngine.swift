@@ -156,7 +156,7 @@ struct UploadEngine: Sendable {
                     if isFinal && prepared.hasChecksum && wire.checksFinalChecksum {
                         if let known = prepared.knownCRC32C {
                             crc32c = known
-                        } else if let aligned = Self.lastAlignedOffset(after: before, before: size), aligned > before {
+                        } else if let aligned = Self.lastAlignedOffset(after: before, before: size) {
                             // Still hashing: send all but the tail without finalizing, then wait for the
                             // checksum and finalize with the tail, so that the pass and the transfer overlap.
                             end = aligned
@@ -180,7 +180,7 @@ struct UploadEngine: Sendable {
                         accepting: accepted,
                         about: .object(upload.objectName),
                         sentChecksum: crc32c != nil,
-                        progress: { [end] sent in progress(min(before + sent, end)) }
+                        progress: { sent in progress(before + sent) }
                     )
                 }
                 let response: HTTPResponse
@@ -243,8 +243,8 @@ struct UploadEngine: Sendable {
         }
     }
 
-    /// The largest offset below `size` that is a whole number of 256 KiB units after `offset`
-    /// (where a request that does not finalize may end), or nil when there is none.
+    /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
+    /// after `offset` (where a request that does not finalize may end), or nil when there is none.
     static func lastAlignedOffset(after offset: Int64, before size: Int64) -> Int64? {
         let granularity = StorageConfiguration.chunkGranularity
         guard size - offset > granularity else { return nil }

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Where an upload's bytes come from.
 enum UploadSource: Sendable {
@@ -77,20 +76,15 @@ struct PreparedSource: Sendable {
             size = file.size
         }
         guard computingChecksum else { return PreparedSource(bytes: bytes, size: size, checksum: nil) }
-        if size > upFrontLimit {
-            let pending = PendingChecksum { stop in Self.checksum(of: bytes, stop: stop) }
-            return PreparedSource(bytes: bytes, size: size, checksum: .pending(pending))
-        }
-        if case .data(let data) = bytes {
+        if case .data(let data) = bytes, size <= upFrontLimit {
             return PreparedSource(bytes: bytes, size: size, checksum: .known(CRC32C.checksum(data)))
         }
-        let cancelled = Atomic(false)
-        let result = await withTaskCancellationHandler {
-            await BlockingIO.run { Self.checksum(of: bytes, stop: { cancelled.load(ordering: .relaxed) }) }
-        } onCancel: {
-            cancelled.store(true, ordering: .relaxed)
+        let pending = PendingChecksum { stop in Self.checksum(of: bytes, stop: stop) }
+        if size > upFrontLimit {
+            return PreparedSource(bytes: bytes, size: size, checksum: .pending(pending))
         }
-        return PreparedSource(bytes: bytes, size: size, checksum: .known(try result.get()))
+        // Waiting ends at once if the task is cancelled; the pass stops when `pending` goes.
+        return PreparedSource(bytes: bytes, size: size, checksum: .known(try await pending.value()))
     }
 
     /// Computes the CRC32C of every byte on the calling (blocking) thread; a file is read in
