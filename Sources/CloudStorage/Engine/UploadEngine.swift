@@ -4,9 +4,11 @@ import Foundation
 /// request (small objects) or through a resumable session, retrying and
 /// resuming from the server's committed offset, and verifies what was stored.
 ///
-/// ``run(checkpoint:progress:)`` may be called again after it was cancelled
-/// (a pause): it continues from the ``UploadCheckpoint`` — the same session,
-/// from the offset the server reports — rather than starting over.
+/// ``run(checkpoint:stop:progress:)`` may be called again after it stopped
+/// for a pause: it continues from the ``UploadCheckpoint`` — the same
+/// session, from the offset the server reports — rather than starting over.
+/// The engine owns the session's end: it deletes the session when the upload
+/// fails or is cancelled, and keeps it when the upload is paused.
 struct UploadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
@@ -26,10 +28,36 @@ struct UploadEngine: Sendable {
     ///
     /// - Parameters:
     ///   - checkpoint: What earlier runs of this upload achieved; updated as this one goes.
+    ///   - stop: Why the run is asked to stop (its task is also cancelled): a
+    ///     pause keeps the session for the next run, a cancel deletes it. A
+    ///     run that starts with a cancel only deletes what earlier runs left.
     ///   - progress: Called with the number of bytes the upload has reached.
     /// - Throws: The ``StorageError`` that ended the upload;
-    ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    ///   ``StorageErrorCode/cancelled`` when it stopped for `stop`.
     func run(
+        checkpoint: UploadCheckpoint,
+        stop: TaskStop,
+        progress: @escaping @Sendable (Int64) -> Void
+    ) async throws(StorageError) -> StorageMetadata {
+        do throws(StorageError) {
+            if stop.reason == .cancel { throw .cancelled() }
+            return try await upload(checkpoint: checkpoint, progress: progress)
+        } catch {
+            if stop.reason != .pause, let session = checkpoint.session {
+                // The upload cannot finish: let the server discard what it holds. The run's
+                // task may be cancelled, so the request goes from a task of its own.
+                checkpoint.session = nil
+                let runner = RequestRunner(storage: storage)
+                await Task {
+                    var runner = runner
+                    await discardSession(session, &runner)
+                }.value
+            }
+            throw error
+        }
+    }
+
+    private func upload(
         checkpoint: UploadCheckpoint,
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
@@ -120,126 +148,117 @@ struct UploadEngine: Sendable {
         var restarts = 0
         // A session from an earlier run may have more (or less) than we know: ask first.
         var mustQuery = checkpoint.session != nil
-        do throws(StorageError) {
-            while true {
-                guard let session = checkpoint.session else {
-                    // Shielded: once the server opens a session, its URL must arrive, or
-                    // a pause could not continue it and a cancel could not delete it.
-                    let start = wire.startSession(upload)
-                    switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
-                    case .answer(let response):
-                        checkpoint.session = try wire.sessionURL(from: response)
-                        checkpoint.committedBytes = 0
-                        mustQuery = false
-                        runner.madeProgress()
-                        if Task.isCancelled { throw .cancelled() }
-                    case .retryable(let failure):
-                        try await runner.backOff(after: failure)
-                    }
-                    continue
-                }
-                let accepted = wire.sessionAnswerStatuses
-                let before = checkpoint.committedBytes
-                let outcome: RequestRunner.Outcome
-                let queried = mustQuery
-                let step: UploadSessionStep
-                var sentEverything = false
-                if queried {
-                    step = .query
-                    outcome = try await runner.send(
-                        wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
-                } else {
-                    try await prepared.checkUnchanged()
-                    var end = chunkSize.map { min(before + $0, size) } ?? size
-                    var isFinal = end == size
-                    var crc32c: UInt32?
-                    if isFinal && prepared.hasChecksum && wire.checksFinalChecksum {
-                        if let known = prepared.knownCRC32C {
-                            crc32c = known
-                        } else if let aligned = Self.lastAlignedOffset(after: before, before: size) {
-                            // Still hashing: send all but the tail without finalizing, then wait for the
-                            // checksum and finalize with the tail, so that the pass and the transfer overlap.
-                            end = aligned
-                            isFinal = false
-                        } else {
-                            crc32c = try await prepared.crc32c()
-                        }
-                    }
-                    sentEverything = isFinal
-                    step = .send(offset: before, length: end - before)
-                    let request = wire.send(
-                        session: session,
-                        offset: before,
-                        body: prepared.body(from: before, length: end - before),
-                        isFinal: isFinal,
-                        totalSize: size,
-                        crc32c: crc32c
-                    )
-                    outcome = try await runner.send(
-                        request,
-                        accepting: accepted,
-                        about: .object(upload.objectName),
-                        sentChecksum: crc32c != nil,
-                        progress: { sent in progress(before + sent) }
-                    )
-                }
-                let response: HTTPResponse
-                switch outcome {
+        while true {
+            guard let session = checkpoint.session else {
+                // Shielded: once the server opens a session, its URL must arrive, or
+                // a pause could not continue it and a cancel could not delete it.
+                let start = wire.startSession(upload)
+                switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
+                case .answer(let response):
+                    checkpoint.session = try wire.sessionURL(from: response)
+                    checkpoint.committedBytes = 0
+                    mustQuery = false
+                    runner.madeProgress()
+                    if Task.isCancelled { throw .cancelled() }
                 case .retryable(let failure):
                     try await runner.backOff(after: failure)
-                    mustQuery = true
-                    continue
-                case .answer(let answer):
-                    response = answer
                 }
-                var state = try wire.sessionState(from: response, after: step)
-                if state == .completeWithoutMetadata {
-                    state = .complete(try await storedMetadata(upload, &runner))
-                }
-                switch state {
-                case .gone:
-                    // The server forgot the session (expired or deleted): start a new one.
-                    try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
-                    continue
-                case .completeWithoutMetadata:
-                    throw .internalError("The object's metadata could not be read after the upload.")
-                case .complete(let stored) where stored.size != size && !sentEverything:
-                    // The server finalized the object before it had every byte (lenient
-                    // servers do so on a status query): remove the truncated object and
-                    // upload again in a new session, rather than report a wrong object.
-                    await deleteObject(stored, upload, &runner)
-                    try restartSession(
-                        &restarts, checkpoint, progress, because: "finalized an incomplete object", response)
-                    continue
-                case .complete(let stored):
-                    checkpoint.session = nil  // finalized: nothing left to discard
-                    return try await verify(stored, upload, prepared, &runner)
-                case .active(let committed):
-                    guard committed <= size else {
-                        throw .internalError("The server claims \(committed) bytes of a \(size)-byte object.")
-                    }
-                    checkpoint.committedBytes = committed
-                    progress(committed)
-                    mustQuery = false
-                    if committed > before {
-                        runner.madeProgress()
-                    } else if !queried {
-                        // Bytes went out and none were kept: count it as a failure, so a
-                        // server that never commits cannot keep the upload looping.
-                        try await runner.backOff(
-                            after: StorageError(
-                                .unknown, "The server committed none of the bytes sent.", httpStatus: response.status)
-                        )
+                continue
+            }
+            let accepted = wire.sessionAnswerStatuses
+            let before = checkpoint.committedBytes
+            let outcome: RequestRunner.Outcome
+            let queried = mustQuery
+            let step: UploadSessionStep
+            var sentEverything = false
+            if queried {
+                step = .query
+                outcome = try await runner.send(
+                    wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
+            } else {
+                try await prepared.checkUnchanged()
+                var end = chunkSize.map { min(before + $0, size) } ?? size
+                var isFinal = end == size
+                var crc32c: UInt32?
+                if isFinal && prepared.hasChecksum && wire.checksFinalChecksum {
+                    if let known = prepared.knownCRC32C {
+                        crc32c = known
+                    } else if let aligned = Self.lastAlignedOffset(after: before, before: size) {
+                        // Still hashing: send all but the tail without finalizing, then wait for the
+                        // checksum and finalize with the tail, so that the pass and the transfer overlap.
+                        end = aligned
+                        isFinal = false
+                    } else {
+                        crc32c = try await prepared.crc32c()
                     }
                 }
+                sentEverything = isFinal
+                step = .send(offset: before, length: end - before)
+                let request = wire.send(
+                    session: session,
+                    offset: before,
+                    body: prepared.body(from: before, length: end - before),
+                    isFinal: isFinal,
+                    totalSize: size,
+                    crc32c: crc32c
+                )
+                outcome = try await runner.send(
+                    request,
+                    accepting: accepted,
+                    about: .object(upload.objectName),
+                    sentChecksum: crc32c != nil,
+                    progress: { sent in progress(before + sent) }
+                )
             }
-        } catch {
-            if error.code != .cancelled, let session = checkpoint.session {
-                // The upload cannot finish: let the server discard what it holds.
-                await discardSession(session, &runner)
-                checkpoint.session = nil
+            let response: HTTPResponse
+            switch outcome {
+            case .retryable(let failure):
+                try await runner.backOff(after: failure)
+                mustQuery = true
+                continue
+            case .answer(let answer):
+                response = answer
             }
-            throw error
+            var state = try wire.sessionState(from: response, after: step)
+            if state == .completeWithoutMetadata {
+                state = .complete(try await storedMetadata(upload, &runner))
+            }
+            switch state {
+            case .gone:
+                // The server forgot the session (expired or deleted): start a new one.
+                try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
+                continue
+            case .completeWithoutMetadata:
+                throw .internalError("The object's metadata could not be read after the upload.")
+            case .complete(let stored) where stored.size != size && !sentEverything:
+                // The server finalized the object before it had every byte (lenient
+                // servers do so on a status query): remove the truncated object and
+                // upload again in a new session, rather than report a wrong object.
+                await deleteObject(stored, upload, &runner)
+                try restartSession(
+                    &restarts, checkpoint, progress, because: "finalized an incomplete object", response)
+                continue
+            case .complete(let stored):
+                checkpoint.session = nil  // finalized: nothing left to discard
+                return try await verify(stored, upload, prepared, &runner)
+            case .active(let committed):
+                guard committed <= size else {
+                    throw .internalError("The server claims \(committed) bytes of a \(size)-byte object.")
+                }
+                checkpoint.committedBytes = committed
+                progress(committed)
+                mustQuery = false
+                if committed > before {
+                    runner.madeProgress()
+                } else if !queried {
+                    // Bytes went out and none were kept: count it as a failure, so a
+                    // server that never commits cannot keep the upload looping.
+                    try await runner.backOff(
+                        after: StorageError(
+                            .unknown, "The server committed none of the bytes sent.", httpStatus: response.status)
+                    )
+                }
+            }
         }
     }
 
@@ -346,7 +365,7 @@ struct UploadEngine: Sendable {
     }
 
     /// Asks the server to drop a session; failures are ignored (sessions expire anyway).
-    func discardSession(_ session: URL, _ runner: inout RequestRunner) async {
+    private func discardSession(_ session: URL, _ runner: inout RequestRunner) async {
         _ = try? await runner.send(
             wire.cancel(session: session), accepting: [200, 204, 404, 410, 499], about: .object(path.string))
     }

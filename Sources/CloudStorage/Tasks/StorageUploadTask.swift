@@ -40,16 +40,7 @@ public actor StorageUploadTask: StorageTask {
     /// The object being uploaded to.
     public nonisolated let reference: StorageReference
 
-    private nonisolated let broadcast: SnapshotBroadcast<TaskSnapshot.Content>
-    private nonisolated let checkpoint = UploadCheckpoint()
-    private nonisolated let knownSize: Int64?
-    /// Released when the task ends, with the bytes of a `Data` source.
-    private var engine: UploadEngine?
-    private var machine = StateMachine()
-    /// The last worker started; a new one waits for it to stop first.
-    private var worker: Task<Void, Never>?
-    private var outcome: Result<StorageMetadata, StorageError>?
-    private var waiters: [CheckedContinuation<Result<StorageMetadata, StorageError>, Never>] = []
+    private nonisolated let runner: TaskRunner<UploadJob>
 
     /// Creates and starts an upload.
     static func start(
@@ -57,26 +48,13 @@ public actor StorageUploadTask: StorageTask {
         source: UploadSource,
         metadata: StorageMetadata
     ) -> StorageUploadTask {
-        let task = StorageUploadTask(reference: reference, source: source, metadata: metadata)
-        Task { await task.begin() }
-        return task
+        let engine = UploadEngine(storage: reference.storage, path: reference.path, source: source, metadata: metadata)
+        return StorageUploadTask(reference: reference, runner: TaskRunner(UploadJob(engine: engine)))
     }
 
-    private init(reference: StorageReference, source: UploadSource, metadata: StorageMetadata) {
+    private init(reference: StorageReference, runner: TaskRunner<UploadJob>) {
         self.reference = reference
-        self.engine = UploadEngine(storage: reference.storage, path: reference.path, source: source, metadata: metadata)
-        if case .data(let data) = source {
-            knownSize = Int64(data.count)
-        } else {
-            knownSize = nil
-        }
-        let start = TaskSnapshot.Content(
-            status: .resume,
-            progress: TaskProgress(completedUnitCount: 0, totalUnitCount: knownSize ?? 0),
-            metadata: nil,
-            error: nil
-        )
-        broadcast = SnapshotBroadcast(initial: start, progressEpoch: StateMachine.firstEpoch)
+        self.runner = runner
     }
 
     // MARK: Observing
@@ -98,34 +76,32 @@ public actor StorageUploadTask: StorageTask {
     /// // here the task has ended
     /// ```
     public nonisolated var snapshots: AsyncStream<TaskSnapshot> {
-        // Each stream holds the task (through `self` here); the broadcast itself never does.
-        broadcast.subscribe { [reference] content in TaskSnapshot(content, reference: reference, task: self) }
+        runner.snapshots(of: self, at: reference)
     }
 
     /// Live snapshot streams, for leak checks in tests.
-    nonisolated var subscriberCount: Int { broadcast.subscriberCount }
+    nonisolated var subscriberCount: Int { runner.broadcast.subscriberCount }
 
     /// The latest snapshot.
     public nonisolated var snapshot: TaskSnapshot {
-        TaskSnapshot(broadcast.latest, reference: reference, task: self)
+        runner.snapshot(of: self, at: reference)
     }
 
     /// The stored object's metadata, once the upload succeeds.
     ///
     /// Waits until the task ends. Like `Task.value`, cancelling the Swift
     /// task that waits does not cancel the upload; call ``cancel()`` (or use
-    /// ``StorageReference/putDataAsync(_:metadata:)``, which does both).
+    /// ``StorageReference/putDataAsync(_:metadata:onProgress:)``, which does both).
     ///
     /// - Throws: The ``StorageError`` the upload ended with.
     public var value: StorageMetadata {
         get async throws(StorageError) {
-            try await result().get()
+            try await runner.result().get()
         }
     }
 
     func result() async -> Result<StorageMetadata, StorageError> {
-        if let outcome { return outcome }
-        return await withCheckedContinuation { waiters.append($0) }
+        await runner.result()
     }
 
     // MARK: Controlling
@@ -135,15 +111,15 @@ public actor StorageUploadTask: StorageTask {
     /// Aborts the request in flight and publishes ``TaskStatus/pause``. Does
     /// nothing unless the task is running (so pausing a finished or paused
     /// task changes nothing).
-    public func pause() {
-        perform(machine.pause())
+    public func pause() async {
+        await runner.pause()
     }
 
     /// Continues a paused upload from what the server kept.
     ///
     /// Publishes ``TaskStatus/resume``. Does nothing unless the task is paused.
-    public func resume() {
-        perform(machine.resume())
+    public func resume() async {
+        await runner.resume()
     }
 
     /// Stops the upload for good and discards what the server holds of it.
@@ -162,109 +138,7 @@ public actor StorageUploadTask: StorageTask {
     /// then the object may be stored, whole, after the task ended
     /// cancelled.) Does nothing after the task ended. ``pause()`` waits the
     /// same way.
-    public func cancel() {
-        perform(machine.cancel())
-    }
-
-    // MARK: Driving
-
-    private func begin() {
-        guard worker == nil, machine.state == .running(epoch: StateMachine.firstEpoch) else { return }
-        launchWorker(epoch: StateMachine.firstEpoch)
-    }
-
-    private func perform(_ action: StateMachine.Action) {
-        switch action {
-        case .none:
-            break
-        case .startWorker(let epoch):
-            broadcast.publishStatus(makeContent(.resume), progressEpoch: epoch)
-            launchWorker(epoch: epoch)
-        case .pauseWorker:
-            worker?.cancel()
-            broadcast.publishStatus(makeContent(.pause), progressEpoch: nil)
-        case .tearDown:
-            let stopping = worker
-            stopping?.cancel()
-            Task {
-                await stopping?.value
-                await self.discardSession()
-            }
-        case .finish(let finalOutcome):
-            finish(finalOutcome)
-        }
-    }
-
-    private func launchWorker(epoch: UInt64) {
-        guard let engine else { return }
-        let previous = worker
-        let checkpoint = checkpoint
-        worker = Task {
-            // A paused worker may still be unwinding: never let two touch the session.
-            await previous?.value
-            let outcome: StateMachine.Outcome
-            do throws(StorageError) {
-                let metadata = try await engine.run(checkpoint: checkpoint) { [weak self] completed in
-                    guard let self else { return }
-                    self.broadcast.publishProgress(self.makeContent(.progress, completed: completed), epoch: epoch)
-                }
-                outcome = .success(metadata)
-            } catch {
-                outcome = .failure(error)
-            }
-            self.workerEnded(epoch: epoch, outcome: outcome)
-        }
-    }
-
-    private func workerEnded(epoch: UInt64, outcome: StateMachine.Outcome) {
-        perform(machine.workerEnded(epoch: epoch, outcome: outcome))
-    }
-
-    private func discardSession() async {
-        guard machine.state == .cancelling else { return }
-        if let session = checkpoint.session, let engine {
-            var runner = RequestRunner(storage: reference.storage)
-            await engine.discardSession(session, &runner)
-            checkpoint.session = nil
-        }
-        perform(machine.cancellationCompleted())
-    }
-
-    private func finish(_ finalOutcome: StateMachine.Outcome) {
-        let result: Result<StorageMetadata, StorageError>
-        let terminal: TaskSnapshot.Content
-        switch finalOutcome {
-        case .success(let metadata):
-            result = .success(metadata)
-            terminal = makeContent(.success, completed: metadata.size, metadata: metadata)
-        case .failure(let error):
-            result = .failure(error)
-            terminal = makeContent(.failure, error: error)
-        }
-        outcome = result
-        checkpoint.source = nil  // closes the file once no request holds it
-        engine = nil  // and lets go of a `Data` source's bytes
-        broadcast.finish(with: terminal)
-        let waiting = waiters
-        waiters = []
-        for waiter in waiting {
-            waiter.resume(returning: result)
-        }
-    }
-
-    private nonisolated func makeContent(
-        _ status: TaskStatus,
-        completed: Int64? = nil,
-        metadata: StorageMetadata? = nil,
-        error: StorageError? = nil
-    ) -> TaskSnapshot.Content {
-        let total = checkpoint.source?.size ?? knownSize ?? metadata?.size ?? 0
-        let done = completed ?? broadcast.latest.progress.completedUnitCount
-        return TaskSnapshot.Content(
-            status: status,
-            progress: TaskProgress(completedUnitCount: done, totalUnitCount: total),
-            metadata: metadata,
-            error: error
-        )
+    public func cancel() async {
+        await runner.cancel()
     }
 }

@@ -118,10 +118,10 @@ public protocol StorageTask: Actor {
     /// The latest snapshot.
     nonisolated var snapshot: TaskSnapshot { get }
     /// Stops transferring until ``resume()``.
-    func pause()
+    func pause() async
     /// Continues after ``pause()``.
-    func resume()
+    func resume() async
     /// Stops for good; the task ends with ``StorageErrorCode/cancelled``
     /// unless it had already finished its work (then its own outcome stands).
-    func cancel()
+    func cancel() async
 }

@@ -108,7 +108,7 @@ struct UploadEngineProtocolTests {
         let engine = UploadEngine(
             storage: storage, path: storage.reference(withPath: "o").path, source: .data(payload),
             metadata: StorageMetadata())
-        return Task { try await engine.run(checkpoint: checkpoint, progress: { _ in }) }
+        return Task { try await engine.run(checkpoint: checkpoint, stop: TaskStop(), progress: { _ in }) }
     }
 
     @Test func aChecksumStillBeingComputedHoldsBackOnlyTheFinalRequest() async throws {
