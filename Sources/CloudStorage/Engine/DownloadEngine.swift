@@ -56,7 +56,12 @@ struct DownloadEngine: Sendable {
         var runner = RequestRunner(storage: storage)
         var restarts = 0
         while true {
-            let offset = checkpoint.received
+            let (offset, total) = checkpoint.state.withLock { ($0.received, $0.totalSize) }
+            if offset > 0, offset == total {
+                // Every byte arrived before an earlier run was stopped: a range from the
+                // end would be refused (416), and there is nothing left to ask for.
+                return try verify(checkpoint)
+            }
             var request = wire.media(bucket: storage.bucket, name: name, offset: offset)
             request.responseSink = sink(checkpoint, progress: progress)
             let outcome: RequestRunner.Outcome

@@ -44,7 +44,8 @@ struct DownloadJob<Output: Sendable & Equatable>: TaskJob {
             _ = try await engine.run(checkpoint: checkpoint) { received, total in
                 progress(TaskProgress(completedUnitCount: received, totalUnitCount: total ?? 0))
             }
-            if stop.reason != nil { throw .cancelled() }
+            // Every byte arrived and was verified: a pause or cancel that came meanwhile is too
+            // late (as for an upload the server stored). Resuming would ask for a range past the end.
             return try await complete()
         } catch {
             // Nothing outlives a download that will not go on; a pause keeps what arrived.

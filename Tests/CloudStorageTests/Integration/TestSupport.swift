@@ -143,7 +143,7 @@ extension TestSupport {
     /// up to `maxWait`), then resumes it if the last control paused it, so
     /// that it can end.
     static func applyRandomControls(
-        to task: StorageUploadTask,
+        to task: some StorageTask,
         maxCount: Int,
         maxWait: Duration,
         using generator: inout SeededGenerator
