@@ -44,6 +44,26 @@ public struct StorageMetadataUpdate: Sendable, Hashable {
     /// ```
     public init() {}
 
+    /// An update that sets every field `metadata` gives a value: its content
+    /// type and other headers when not nil, and each of its custom keys. It
+    /// removes nothing (use ``Change/remove`` for that).
+    ///
+    /// ```swift
+    /// var metadata = StorageMetadata()
+    /// metadata.cacheControl = "public, max-age=300"
+    /// let update = StorageMetadataUpdate(setting: metadata)  // cacheControl only
+    /// ```
+    ///
+    /// - Parameter metadata: The values to set.
+    public init(setting metadata: StorageMetadata) {
+        contentType = metadata.contentType.map(Change.set)
+        cacheControl = metadata.cacheControl.map(Change.set)
+        contentDisposition = metadata.contentDisposition.map(Change.set)
+        contentEncoding = metadata.contentEncoding.map(Change.set)
+        contentLanguage = metadata.contentLanguage.map(Change.set)
+        customMetadata = metadata.customMetadata.mapValues(Change.set)
+    }
+
     /// Whether the update names no field at all.
     var isEmpty: Bool {
         contentType == nil && cacheControl == nil && contentDisposition == nil && contentEncoding == nil

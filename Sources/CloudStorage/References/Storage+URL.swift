@@ -77,6 +77,21 @@ extension Storage {
     public func reference(forURL url: URL) throws(StorageError) -> StorageReference {
         try reference(forURL: url.absoluteString)
     }
+
+    /// A reference to the object a `gs://` or `http(s)://` URL names — the
+    /// Firebase SDK's spelling of ``reference(forURL:)-(URL)``.
+    ///
+    /// ```swift
+    /// let starsRef = try storage.reference(for: URL(string: "gs://my-bucket/images/stars.jpg")!)
+    /// ```
+    ///
+    /// - Parameter url: The URL.
+    /// - Returns: The reference to the path the URL names.
+    /// - Throws: ``StorageErrorCode/bucketMismatch`` when the URL names another
+    ///   bucket; ``StorageErrorCode/pathError`` when it is not an accepted form.
+    public func reference(for url: URL) throws(StorageError) -> StorageReference {
+        try reference(forURL: url.absoluteString)
+    }
 }
 
 /// Reads the bucket and object path out of the URL forms

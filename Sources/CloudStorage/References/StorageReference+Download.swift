@@ -84,7 +84,8 @@ extension StorageReference {
     ///   ``StorageErrorCode/objectNotFound``; ``StorageErrorCode/cancelled``
     ///   when the calling task is cancelled.
     public func data(maxSize: Int64) async throws(StorageError) -> Data {
-        try await Self.awaitCancellingOnCancel(getData(maxSize: maxSize))
+        let task = getData(maxSize: maxSize)
+        return try await Self.outcome(of: task, onProgress: nil) { await task.result() }
     }
 
     /// Downloads the object into a file and returns the file's URL.
@@ -97,24 +98,20 @@ extension StorageReference {
     /// print(file.path)
     /// ```
     ///
-    /// - Parameter fileURL: A `file://` URL in an existing, writable directory.
+    /// - Parameters:
+    ///   - fileURL: A `file://` URL in an existing, writable directory.
+    ///   - onProgress: Called with the download's progress, from the first
+    ///     snapshot to the last, before this method returns.
     /// - Returns: `fileURL`, which now holds the object's bytes.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound``;
     ///   ``StorageErrorCode/nonMatchingChecksum`` when the bytes do not match
     ///   the server's checksum; ``StorageErrorCode/cancelled`` when the calling
     ///   task is cancelled.
-    public func writeAsync(toFile fileURL: URL) async throws(StorageError) -> URL {
-        try await Self.awaitCancellingOnCancel(write(toFile: fileURL))
-    }
-
-    private static func awaitCancellingOnCancel<Output>(
-        _ task: StorageDownloadTask<Output>
-    ) async throws(StorageError) -> Output {
-        let result = await withTaskCancellationHandler {
-            await task.result()
-        } onCancel: {
-            Task { await task.cancel() }
-        }
-        return try result.get()
+    public func writeAsync(
+        toFile fileURL: URL,
+        onProgress: (@Sendable (TaskProgress) -> Void)? = nil
+    ) async throws(StorageError) -> URL {
+        let task = write(toFile: fileURL)
+        return try await Self.outcome(of: task, onProgress: onProgress) { await task.result() }
     }
 }

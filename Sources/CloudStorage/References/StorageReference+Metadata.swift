@@ -54,6 +54,27 @@ extension StorageReference {
         return try StorageMetadata(objectResource: response.body)
     }
 
+    /// Sets the metadata fields that `metadata` gives a value, as the Firebase
+    /// SDK's `updateMetadata(_:)` does, leaving every other field as it is.
+    ///
+    /// The same as ``updateMetadata(_:)-(StorageMetadataUpdate)`` with
+    /// ``StorageMetadataUpdate/init(setting:)``: nil fields and absent custom
+    /// keys are not sent, so this never removes anything.
+    ///
+    /// ```swift
+    /// var metadata = StorageMetadata()
+    /// metadata.contentType = "image/png"
+    /// metadata.customMetadata = ["location": "Yosemite, CA, USA"]
+    /// let stored = try await spaceRef.updateMetadata(metadata)
+    /// ```
+    ///
+    /// - Parameter metadata: The values to set.
+    /// - Returns: The object's metadata after the change.
+    /// - Throws: As ``updateMetadata(_:)-(StorageMetadataUpdate)``.
+    public func updateMetadata(_ metadata: StorageMetadata) async throws(StorageError) -> StorageMetadata {
+        try await updateMetadata(StorageMetadataUpdate(setting: metadata))
+    }
+
     /// Deletes this reference's object.
     ///
     /// Cancelling the calling Swift task cancels the request (the object may

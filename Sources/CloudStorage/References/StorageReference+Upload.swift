@@ -62,19 +62,28 @@ extension StorageReference {
     ///
     /// ```swift
     /// let metadata = try await storage.reference(withPath: "notes/today.txt")
-    ///     .putDataAsync(Data("hello".utf8))
+    ///     .putDataAsync(Data("hello".utf8)) { progress in
+    ///         print(progress.fractionCompleted)
+    ///     }
     /// ```
     ///
     /// - Parameters:
     ///   - data: The object's bytes.
     ///   - metadata: Metadata to store with the object.
+    ///   - onProgress: Called with the upload's progress, from the first
+    ///     snapshot to the last, before this method returns. (The Firebase
+    ///     SDK passes a Foundation `Progress`; ``TaskProgress`` is a `Sendable`
+    ///     value with the same counts.)
     /// - Returns: The metadata the server stored.
     /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
     ///   calling task is cancelled.
     public func putDataAsync(
-        _ data: Data, metadata: StorageMetadata? = nil
+        _ data: Data,
+        metadata: StorageMetadata? = nil,
+        onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        try await Self.awaitCancellingOnCancel(putData(data, metadata: metadata))
+        let task = putData(data, metadata: metadata)
+        return try await Self.outcome(of: task, onProgress: onProgress) { await task.result() }
     }
 
     /// Uploads a file and returns the stored object's metadata.
@@ -90,22 +99,43 @@ extension StorageReference {
     /// - Parameters:
     ///   - fileURL: A `file://` URL of a regular file.
     ///   - metadata: Metadata to store with the object.
+    ///   - onProgress: Called with the upload's progress, from the first
+    ///     snapshot to the last, before this method returns.
     /// - Returns: The metadata the server stored.
     /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
     ///   calling task is cancelled.
     public func putFileAsync(
-        from fileURL: URL, metadata: StorageMetadata? = nil
+        from fileURL: URL,
+        metadata: StorageMetadata? = nil,
+        onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        try await Self.awaitCancellingOnCancel(putFile(from: fileURL, metadata: metadata))
+        let task = putFile(from: fileURL, metadata: metadata)
+        return try await Self.outcome(of: task, onProgress: onProgress) { await task.result() }
     }
 
-    private static func awaitCancellingOnCancel(_ task: StorageUploadTask) async throws(StorageError) -> StorageMetadata
-    {
-        let result = await withTaskCancellationHandler {
-            await task.result()
+    /// Waits for `task`'s outcome, cancelling the task if the calling Swift
+    /// task is cancelled, and reports its progress to `onProgress` meanwhile.
+    static func outcome<Output>(
+        of task: some StorageTask,
+        onProgress: (@Sendable (TaskProgress) -> Void)?,
+        result: () async -> Result<Output, StorageError>
+    ) async throws(StorageError) -> Output {
+        // Subscribed before anything can happen, so no progress is missed; the stream
+        // finishes right after the terminal snapshot, so the observer always ends.
+        let observer = onProgress.map { callback in
+            let snapshots = task.snapshots
+            return Task {
+                for await snapshot in snapshots {
+                    callback(snapshot.progress)
+                }
+            }
+        }
+        let outcome = await withTaskCancellationHandler {
+            await result()
         } onCancel: {
             Task { await task.cancel() }
         }
-        return try result.get()
+        await observer?.value
+        return try outcome.get()
     }
 }

@@ -52,7 +52,8 @@ struct DownloadTaskStressTests {
             #expect(data == payload)
             if toFile { #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["object.bin"]) }
         case .failure(let error):
-            #expect((error as? StorageError)?.code == .cancelled, "only cancellation can fail these downloads: \(error)")
+            #expect(
+                (error as? StorageError)?.code == .cancelled, "only cancellation can fail these downloads: \(error)")
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty,
                 "a cancelled download leaves neither the file nor its temporary file")
