@@ -85,7 +85,7 @@ extension StorageReference {
     ///   when the calling task is cancelled.
     public func data(maxSize: Int64) async throws(StorageError) -> Data {
         let task = getData(maxSize: maxSize)
-        return try await Self.outcome(of: task, onProgress: nil) { await task.result() }
+        return try await Self.outcome(of: task, onProgress: nil)
     }
 
     /// Downloads the object into a file and returns the file's URL.
@@ -112,6 +112,6 @@ extension StorageReference {
         onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> URL {
         let task = write(toFile: fileURL)
-        return try await Self.outcome(of: task, onProgress: onProgress) { await task.result() }
+        return try await Self.outcome(of: task, onProgress: onProgress)
     }
 }

@@ -83,7 +83,7 @@ extension StorageReference {
         onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
         let task = putData(data, metadata: metadata)
-        return try await Self.outcome(of: task, onProgress: onProgress) { await task.result() }
+        return try await Self.outcome(of: task, onProgress: onProgress)
     }
 
     /// Uploads a file and returns the stored object's metadata.
@@ -110,15 +110,14 @@ extension StorageReference {
         onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
         let task = putFile(from: fileURL, metadata: metadata)
-        return try await Self.outcome(of: task, onProgress: onProgress) { await task.result() }
+        return try await Self.outcome(of: task, onProgress: onProgress)
     }
 
     /// Waits for `task`'s outcome, cancelling the task if the calling Swift
     /// task is cancelled, and reports its progress to `onProgress` meanwhile.
     static func outcome<Output>(
-        of task: some StorageTask,
-        onProgress: (@Sendable (TaskProgress) -> Void)?,
-        result: () async -> Result<Output, StorageError>
+        of task: some StorageTask<Output>,
+        onProgress: (@Sendable (TaskProgress) -> Void)?
     ) async throws(StorageError) -> Output {
         // Subscribed before anything can happen, so no progress is missed; the stream
         // finishes right after the terminal snapshot, so the observer always ends.
@@ -131,7 +130,7 @@ extension StorageReference {
             }
         }
         let outcome = await withTaskCancellationHandler {
-            await result()
+            await task.result()
         } onCancel: {
             Task { await task.cancel() }
         }

@@ -36,11 +36,25 @@ import Foundation
 ///   ``cancel()`` ends it in failure with ``StorageErrorCode/cancelled`` and
 ///   discards the server session — unless the object was already stored, in
 ///   which case it ends in success.
+/// - Two requests are not aborted by a pause or a cancel but answered first
+///   (each within ``StorageConfiguration/requestTimeout``): one that is
+///   opening a session, so that the session can be continued or deleted
+///   rather than left behind; and a one-request upload whose bytes have all
+///   gone out, which the server may store whatever happens to the
+///   connection, so that the task ends in success if it did. (Only bytes the
+///   transport had not yet reported sent when the cancel came can still
+///   reach a server that way: then the object may be stored, whole, after
+///   the task ended cancelled.)
 public actor StorageUploadTask: StorageTask {
-    /// The object being uploaded to.
-    public nonisolated let reference: StorageReference
+    /// The upload's object, snapshots and controls.
+    public nonisolated let driver: StorageTaskDriver<StorageMetadata>
 
-    private nonisolated let runner: TaskRunner<UploadJob>
+    /// Live snapshot streams, for leak checks in tests.
+    nonisolated var subscriberCount: Int { driver.broadcast.subscriberCount }
+
+    private init(driver: StorageTaskDriver<StorageMetadata>) {
+        self.driver = driver
+    }
 
     /// Creates and starts an upload.
     static func start(
@@ -49,96 +63,6 @@ public actor StorageUploadTask: StorageTask {
         metadata: StorageMetadata
     ) -> StorageUploadTask {
         let engine = UploadEngine(storage: reference.storage, path: reference.path, source: source, metadata: metadata)
-        return StorageUploadTask(reference: reference, runner: TaskRunner(UploadJob(engine: engine)))
-    }
-
-    private init(reference: StorageReference, runner: TaskRunner<UploadJob>) {
-        self.reference = reference
-        self.runner = runner
-    }
-
-    // MARK: Observing
-
-    /// A new stream of this task's snapshots.
-    ///
-    /// The stream yields the latest snapshot first, then every later one.
-    /// Status changes (``TaskStatus/resume``, ``TaskStatus/pause``,
-    /// ``TaskStatus/success``, ``TaskStatus/failure``) are never dropped;
-    /// progress snapshots may be merged when the consumer is slower than the
-    /// upload. The stream finishes right after the terminal snapshot. Any
-    /// number of streams may be consumed at once, and getting one needs no
-    /// `await`, so nothing that happens afterwards can be missed.
-    ///
-    /// ```swift
-    /// for await snapshot in task.snapshots {
-    ///     print(snapshot.status, snapshot.progress)
-    /// }
-    /// // here the task has ended
-    /// ```
-    public nonisolated var snapshots: AsyncStream<TaskSnapshot> {
-        runner.snapshots(of: self, at: reference)
-    }
-
-    /// Live snapshot streams, for leak checks in tests.
-    nonisolated var subscriberCount: Int { runner.broadcast.subscriberCount }
-
-    /// The latest snapshot.
-    public nonisolated var snapshot: TaskSnapshot {
-        runner.snapshot(of: self, at: reference)
-    }
-
-    /// The stored object's metadata, once the upload succeeds.
-    ///
-    /// Waits until the task ends. Like `Task.value`, cancelling the Swift
-    /// task that waits does not cancel the upload; call ``cancel()`` (or use
-    /// ``StorageReference/putDataAsync(_:metadata:onProgress:)``, which does both).
-    ///
-    /// - Throws: The ``StorageError`` the upload ended with.
-    public var value: StorageMetadata {
-        get async throws(StorageError) {
-            try await runner.result().get()
-        }
-    }
-
-    func result() async -> Result<StorageMetadata, StorageError> {
-        await runner.result()
-    }
-
-    // MARK: Controlling
-
-    /// Stops sending until ``resume()``, keeping the server's upload session.
-    ///
-    /// Aborts the request in flight and publishes ``TaskStatus/pause``. Does
-    /// nothing unless the task is running (so pausing a finished or paused
-    /// task changes nothing).
-    public func pause() async {
-        await runner.pause()
-    }
-
-    /// Continues a paused upload from what the server kept.
-    ///
-    /// Publishes ``TaskStatus/resume``. Does nothing unless the task is paused.
-    public func resume() async {
-        await runner.resume()
-    }
-
-    /// Stops the upload for good and discards what the server holds of it.
-    ///
-    /// The task ends in ``TaskStatus/failure`` with
-    /// ``StorageErrorCode/cancelled`` once the request in flight has stopped
-    /// and the server session is deleted — or in ``TaskStatus/success`` if the
-    /// server had already stored the whole object. Two requests are not
-    /// aborted but answered first (each within
-    /// ``StorageConfiguration/requestTimeout``): one that is opening a
-    /// session, so that the session can be deleted rather than left behind;
-    /// and a one-request upload whose bytes have all gone out, which the
-    /// server may store whatever happens to the connection, so that the task
-    /// ends in success if it did. (Only bytes the transport had not yet
-    /// reported sent when the cancel came can still reach a server that way:
-    /// then the object may be stored, whole, after the task ended
-    /// cancelled.) Does nothing after the task ended. ``pause()`` waits the
-    /// same way.
-    public func cancel() async {
-        await runner.cancel()
+        return StorageUploadTask(driver: TaskRunner(UploadJob(engine: engine)).driver(for: reference))
     }
 }

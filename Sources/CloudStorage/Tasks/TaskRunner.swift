@@ -10,7 +10,7 @@
 /// Swift task is cancelled to abort the request in flight; what stopping
 /// means for the job's resources (keep a session, delete it, remove a
 /// partial file) is the job's business.
-actor TaskRunner<Job: TaskJob> {
+actor TaskRunner<Job: TaskJob>: TaskControl {
     typealias Machine = TaskStateMachine<Job, Worker, Completion>
 
     /// A successful worker's output with what its terminal snapshot shows.
@@ -43,18 +43,12 @@ actor TaskRunner<Job: TaskJob> {
         Task { await self.perform(action) }
     }
 
+    /// The driver of a task whose runner this is.
+    nonisolated func driver(for reference: StorageReference) -> StorageTaskDriver<Job.Output> {
+        StorageTaskDriver(reference: reference, broadcast: broadcast, control: self)
+    }
+
     // MARK: Observing
-
-    /// A new stream of the task's snapshots (see ``StorageUploadTask/snapshots``).
-    nonisolated func snapshots(of task: some StorageTask, at reference: StorageReference) -> AsyncStream<TaskSnapshot> {
-        // Each stream holds the task; the broadcast itself never does, so a finished task can be freed.
-        broadcast.subscribe { content in TaskSnapshot(content, reference: reference, task: task) }
-    }
-
-    /// The task's latest snapshot.
-    nonisolated func snapshot(of task: some StorageTask, at reference: StorageReference) -> TaskSnapshot {
-        TaskSnapshot(broadcast.latest, reference: reference, task: task)
-    }
 
     /// The task's outcome, once it has one.
     func result() async -> Result<Job.Output, StorageError> {

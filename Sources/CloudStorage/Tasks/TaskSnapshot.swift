@@ -109,19 +109,3 @@ public struct TaskProgress: Sendable, Hashable, CustomStringConvertible {
     /// `completed/total bytes`.
     public var description: String { "\(completedUnitCount)/\(totalUnitCount) bytes" }
 }
-
-/// A task that moves an object's bytes and can be watched, paused, resumed
-/// and cancelled, such as ``StorageUploadTask``.
-public protocol StorageTask: Actor {
-    /// A new stream of snapshots: the latest first, then every later change.
-    nonisolated var snapshots: AsyncStream<TaskSnapshot> { get }
-    /// The latest snapshot.
-    nonisolated var snapshot: TaskSnapshot { get }
-    /// Stops transferring until ``resume()``.
-    func pause() async
-    /// Continues after ``pause()``.
-    func resume() async
-    /// Stops for good; the task ends with ``StorageErrorCode/cancelled``
-    /// unless it had already finished its work (then its own outcome stands).
-    func cancel() async
-}

@@ -354,8 +354,17 @@ enum DocumentationSnippets {
         // end snippet
     }
 
-    static func uploadingChunkSize() {
+    static func uploadingAsyncProgress(ref: StorageReference, fileURL: URL) async throws {
         // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#8
+        let metadata = try await ref.putFileAsync(from: fileURL) { progress in
+            print("\(Int(progress.fractionCompleted * 100))%")
+        }
+        // end snippet
+        _ = metadata
+    }
+
+    static func uploadingChunkSize() {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#9
         var configuration = StorageConfiguration()
         configuration.chunkSize = 32 * StorageConfiguration.chunkGranularity  // 8 MiB per request
         let chunkedStorage = Storage(bucket: "my-bucket", configuration: configuration)
@@ -364,7 +373,7 @@ enum DocumentationSnippets {
     }
 
     static func uploadingRetries() {
-        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#9
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#10
         var configuration = StorageConfiguration()
         configuration.maxUploadRetryTime = .seconds(120)
         configuration.initialRetryDelay = .milliseconds(500)
@@ -375,7 +384,7 @@ enum DocumentationSnippets {
     }
 
     static func uploadingHandleErrors(ref: StorageReference, fileURL: URL) async {
-        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#10
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#11
         do {
             let metadata = try await ref.putFileAsync(from: fileURL)
             print("stored \(metadata.size) bytes")
@@ -516,6 +525,16 @@ extension DocumentationSnippets {
         update.customMetadata["draft"] = .remove
         let updated = try await storage.reference(withPath: "images/space.jpg").updateMetadata(update)
         print(updated.customMetadata)
+        // end snippet
+    }
+
+    static func metadataUpdateFirebaseStyle(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ManagingMetadata.md#3
+        var metadata = StorageMetadata()
+        metadata.cacheControl = "public, max-age=3600"
+        metadata.customMetadata = ["reviewed": "yes"]
+        let updated = try await storage.reference(withPath: "images/space.jpg").updateMetadata(metadata)
+        print(updated.cacheControl ?? "")
         // end snippet
     }
 
