@@ -86,12 +86,6 @@ public struct StorageAuthorization: Sendable {
         return true
     }
 
-    /// Whether requests carry a credential at all.
-    var sendsCredentials: Bool {
-        if case .none = kind { return false }
-        return true
-    }
-
     /// The token to send, or nil for none.
     func token(forceRefresh: Bool) async throws(StorageError) -> String? {
         switch kind {
