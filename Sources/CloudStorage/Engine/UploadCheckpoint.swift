@@ -9,6 +9,7 @@ final class UploadCheckpoint: Sendable {
         var source: PreparedSource?
         var session: URL?
         var committedBytes: Int64 = 0
+        var sentBytes: Int64 = 0
     }
 
     private let state = Mutex(State())
@@ -24,8 +25,17 @@ final class UploadCheckpoint: Sendable {
         set { state.withLock { $0.session = newValue } }
     }
 
+    /// The bytes the server last reported committed in the current session;
+    /// it may never report fewer in that session.
     var committedBytes: Int64 {
         get { state.withLock { $0.committedBytes } }
         set { state.withLock { $0.committedBytes = newValue } }
+    }
+
+    /// The end of the furthest request sent in the current session: the server
+    /// cannot have committed more.
+    var sentBytes: Int64 {
+        get { state.withLock { $0.sentBytes } }
+        set { state.withLock { $0.sentBytes = newValue } }
     }
 }

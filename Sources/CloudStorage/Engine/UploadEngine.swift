@@ -63,7 +63,7 @@ struct UploadEngine: Sendable {
             size: prepared.size,
             crc32c: prepared.knownCRC32C
         )
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .upload)
         let requestLimit = storage.transport.maximumBodyLength
         // A single request also carries the metadata: leave it room under the transport's limit.
         let fitsOneRequest = requestLimit.map { prepared.size + 1024 * 1024 <= $0 } ?? true
@@ -100,12 +100,49 @@ struct UploadEngine: Sendable {
             )
             switch outcome {
             case .answer(let response):
-                let stored = try StorageMetadata(objectResource: response.body)
+                let stored: StorageMetadata
+                do throws(StorageError) {
+                    stored = try StorageMetadata(objectResource: response.body)
+                } catch {
+                    // A success whose body cannot be read: the object may be stored. Keep it
+                    // if it is exactly what was sent; otherwise treat the request as failed.
+                    if let found = try await storedCopy(of: upload, &runner) {
+                        return try await verify(found, upload, prepared, &runner)
+                    }
+                    try await runner.backOff(after: error)
+                    continue
+                }
                 return try await verify(stored, upload, prepared, &runner)
             case .retryable(let failure):
                 try await runner.backOff(after: failure)
             }
         }
+    }
+
+    /// The stored object, when it has the size and CRC32C of what `upload` sent; nil when it
+    /// is missing, differs (another writer's, or an older one), or cannot be read now.
+    ///
+    /// Used after a one-request upload's success answer could not be read. Nothing is
+    /// deleted: an object that differs may be someone else's.
+    private func storedCopy(
+        of upload: UploadDescription, _ runner: inout RequestRunner
+    ) async throws(StorageError) -> StorageMetadata? {
+        let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
+        let response: HTTPResponse
+        do throws(StorageError) {
+            guard
+                case .answer(let answer) = try await runner.send(
+                    request, accepting: [200], about: .object(upload.objectName))
+            else { return nil }
+            response = answer
+        } catch  where error.code == .objectNotFound {
+            return nil
+        }
+        guard let stored = try? StorageMetadata(objectResource: response.body), stored.size == upload.size else {
+            return nil
+        }
+        if let sent = upload.crc32c, stored.crc32cValue != sent { return nil }
+        return stored
     }
 
     private func sendResumably(
@@ -118,6 +155,12 @@ struct UploadEngine: Sendable {
     ) async throws(StorageError) -> StorageMetadata {
         let size = prepared.size
         var restarts = 0
+        // The most bytes the server has committed in this run: reaching past it is progress,
+        // which restarts the retry deadline; regaining lost ground is not.
+        var high = checkpoint.committedBytes
+        // Set when the server answered a finalizing request with success but an unreadable
+        // body: the object may be stored, so the session must not be deleted on a failure.
+        var mayBeFinalized = false
         // A session from an earlier run may have more (or less) than we know: ask first.
         var mustQuery = checkpoint.session != nil
         do throws(StorageError) {
@@ -130,8 +173,8 @@ struct UploadEngine: Sendable {
                     case .answer(let response):
                         checkpoint.session = try wire.sessionURL(from: response)
                         checkpoint.committedBytes = 0
+                        checkpoint.sentBytes = 0
                         mustQuery = false
-                        runner.madeProgress()
                         if Task.isCancelled { throw .cancelled() }
                     case .retryable(let failure):
                         try await runner.backOff(after: failure)
@@ -167,6 +210,7 @@ struct UploadEngine: Sendable {
                     }
                     sentEverything = isFinal
                     step = .send(offset: before, length: end - before)
+                    checkpoint.sentBytes = max(checkpoint.sentBytes, end)
                     let request = wire.send(
                         session: session,
                         offset: before,
@@ -193,6 +237,16 @@ struct UploadEngine: Sendable {
                     response = answer
                 }
                 var state = try wire.sessionState(from: response, after: step)
+                if case .completeUnreadable(let failure) = state {
+                    guard queried else {
+                        // Treated as a failed request: ask the session what it holds.
+                        mayBeFinalized = true
+                        try await runner.backOff(after: failure)
+                        mustQuery = true
+                        continue
+                    }
+                    state = .completeWithoutMetadata  // the session is final: read the object instead
+                }
                 if state == .completeWithoutMetadata {
                     state = .complete(try await storedMetadata(upload, &runner))
                 }
@@ -201,7 +255,7 @@ struct UploadEngine: Sendable {
                     // The server forgot the session (expired or deleted): start a new one.
                     try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
                     continue
-                case .completeWithoutMetadata:
+                case .completeWithoutMetadata, .completeUnreadable:
                     throw .internalError("The object's metadata could not be read after the upload.")
                 case .complete(let stored) where stored.size != size && !sentEverything:
                     // The server finalized the object before it had every byte (lenient
@@ -215,15 +269,14 @@ struct UploadEngine: Sendable {
                     checkpoint.session = nil  // finalized: nothing left to discard
                     return try await verify(stored, upload, prepared, &runner)
                 case .active(let committed):
-                    guard committed <= size else {
-                        throw .internalError("The server claims \(committed) bytes of a \(size)-byte object.")
-                    }
+                    try Self.checkCommitted(committed, reported: before, sent: checkpoint.sentBytes, response)
                     checkpoint.committedBytes = committed
                     progress(committed)
                     mustQuery = false
-                    if committed > before {
+                    if committed > high {
+                        high = committed
                         runner.madeProgress()
-                    } else if !queried {
+                    } else if committed == before && !queried {
                         // Bytes went out and none were kept: count it as a failure, so a
                         // server that never commits cannot keep the upload looping.
                         try await runner.backOff(
@@ -234,13 +287,37 @@ struct UploadEngine: Sendable {
                 }
             }
         } catch {
-            if error.code != .cancelled, let session = checkpoint.session {
+            if mayBeFinalized {
+                // Deleting a session whose object may be stored would be worse than leaving it to expire.
+                checkpoint.session = nil
+            } else if error.code != .cancelled, let session = checkpoint.session {
                 // The upload cannot finish: let the server discard what it holds.
                 await discardSession(session, &runner)
                 checkpoint.session = nil
             }
             throw error
         }
+    }
+
+    /// Checks a committed offset the server reported against what it reported before in the
+    /// session and what was sent: a session's committed bytes never shrink (a `308` without
+    /// `Range` after a positive offset included), and never exceed the bytes sent.
+    ///
+    /// - Throws: ``StorageErrorCode/protocolViolation``, which is not retried: a server that
+    ///   loses committed bytes, or claims bytes it never got, cannot be trusted with the rest.
+    static func checkCommitted(
+        _ committed: Int64, reported: Int64, sent: Int64, _ response: HTTPResponse
+    ) throws(StorageError) {
+        let problem: String
+        if committed < reported {
+            problem = "The server's committed offset went back from \(reported) to \(committed) bytes."
+        } else if committed > sent {
+            problem = "The server claims to have committed \(committed) bytes, but only \(sent) were sent."
+        } else {
+            return
+        }
+        throw StorageError(
+            .protocolViolation, problem, httpStatus: response.status, serverMessage: response.serverMessage)
     }
 
     /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
@@ -259,6 +336,7 @@ struct UploadEngine: Sendable {
         _ response: HTTPResponse
     ) throws(StorageError) {
         restarts += 1
+        checkpoint.sentBytes = 0
         guard restarts <= Self.maxSessionRestarts else {
             throw StorageError(
                 .internalError,
@@ -281,7 +359,12 @@ struct UploadEngine: Sendable {
             let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
             switch try await runner.send(request, accepting: [200], about: .object(upload.objectName)) {
             case .answer(let response):
-                return try StorageMetadata(objectResource: response.body)
+                do throws(StorageError) {
+                    return try StorageMetadata(objectResource: response.body)
+                } catch {
+                    // The object is stored; only its description was garbled: ask again.
+                    try await runner.backOff(after: error)
+                }
             case .retryable(let failure):
                 try await runner.backOff(after: failure)
             }

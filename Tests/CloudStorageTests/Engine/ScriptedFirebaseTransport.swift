@@ -34,6 +34,9 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         case forgetSession
         /// Mark the session cancelled before answering.
         case cancelSession
+        /// Act on the next upload or query, then answer it as active with this
+        /// `X-Goog-Upload-Size-Received`.
+        case sizeReceived(String)
     }
 
     struct Exchange: Sendable {
@@ -202,6 +205,16 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         if case .cancelSession? = fault { state.sessions[id]?.status = "cancelled" }
         guard var session = state.sessions[id] else { return status(404) }
         defer { state.sessions[id] = session }
+        if case .sizeReceived(let value)? = fault {
+            if command(request)?.hasPrefix("upload") == true,
+                let offset = request.headers["X-Goog-Upload-Offset"].flatMap(Int.init), offset <= session.stored.count
+            {
+                session.stored.append(body.dropFirst(session.stored.count - offset))
+            }
+            return HTTPResponse(
+                status: 200, headers: ["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": value],
+                body: Data())
+        }
         switch command(request) {
         case "query":
             return HTTPResponse(
