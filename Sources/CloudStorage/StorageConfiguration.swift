@@ -43,6 +43,8 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// ``StorageErrorCode/retryLimitExceeded`` (or
     /// ``StorageErrorCode/quotaExceeded`` if the server kept answering 429,
     /// ``StorageErrorCode/protocolViolation`` if it kept answering malformed).
+    /// Zero allows no retry. The same rules hold for ``maxDownloadRetryTime``
+    /// and ``maxOperationRetryTime``.
     public var maxUploadRetryTime: Duration = .seconds(600)
 
     /// How long a download (``StorageReference/getData(maxSize:)``,

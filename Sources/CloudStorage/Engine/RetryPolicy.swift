@@ -69,6 +69,8 @@ struct RetryPolicy: Sendable {
             }
             delay = min(delay, policy.maxDelay)
             delay += delay * (jitter * 0.5)
+            // A zero (or negative) budget allows no retry at all, even one without a wait.
+            guard policy.budget > .zero else { return nil }
             return (now - first) + delay <= policy.budget ? delay : nil
         }
     }
