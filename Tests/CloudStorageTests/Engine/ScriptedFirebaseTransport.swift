@@ -37,6 +37,9 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         /// Act on the next upload or query, then answer it as active with this
         /// `X-Goog-Upload-Size-Received`.
         case sizeReceived(String)
+        /// Answer the next matching request `200` with its body cut after 10 bytes,
+        /// having acted on it (`stores`) or not.
+        case unreadableSuccess(stores: Bool)
     }
 
     struct Exchange: Sendable {
@@ -108,7 +111,16 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         }
         progress?(Int64(body.count))
         let result: Result<HTTPResponse, HTTPTransportError> = state.withLock { state in
-            let result = Self.answer(request, body: body, fault: fault, reportsSize: reportsSizeOnUpload, &state)
+            var result = Self.answer(request, body: body, fault: fault, reportsSize: reportsSizeOnUpload, &state)
+            if case .unreadableSuccess(let stores)? = fault {
+                let cut = Data(#"{"name": "o"#.utf8)
+                if stores, case .success(var answer) = result {
+                    answer.body = cut
+                    result = .success(answer)
+                } else if !stores {
+                    result = .success(HTTPResponse(status: 200, headers: [:], body: cut))
+                }
+            }
             let status = (try? result.get())?.status ?? -1
             state.exchanges.append(
                 Exchange(method: request.method, url: request.url, headers: request.headers, body: body, status: status)
@@ -126,6 +138,9 @@ final class ScriptedFirebaseTransport: HTTPTransport {
     private static func answer(
         _ request: HTTPRequest, body: Data, fault: Fault?, reportsSize: Bool, _ state: inout State
     ) -> Result<HTTPResponse, HTTPTransportError> {
+        if case .unreadableSuccess(stores: false)? = fault {
+            return .success(status(200))  // replaced by the cut answer; the request has no effect
+        }
         if case .status(let status)? = fault {
             return .success(
                 HTTPResponse(
