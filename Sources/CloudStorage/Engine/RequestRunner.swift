@@ -43,6 +43,10 @@ struct RequestRunner: Sendable {
     ///   - sentChecksum: Whether the request carried a checksum, so that a
     ///     400 about it becomes ``StorageErrorCode/nonMatchingChecksum``.
     ///   - progress: Called with body bytes sent.
+    /// - Returns: The answer, or a retryable failure: a retryable status, a failure below
+    ///   HTTP (code ``StorageErrorCode/unknown``), or an answer that is not valid HTTP
+    ///   (code ``StorageErrorCode/protocolViolation``, whose request's effect is as
+    ///   unknown as after a lost connection).
     /// - Throws: Final errors, and ``StorageErrorCode/cancelled`` when the
     ///   task is cancelled.
     mutating func send(

@@ -7,6 +7,17 @@ import Foundation
 /// ``run(checkpoint:progress:)`` may be called again after it was cancelled
 /// (a pause): it continues from the ``UploadCheckpoint`` — the same session,
 /// from the offset the server reports — rather than starting over.
+///
+/// Retries: failures that may pass (408, 429, 5xx, lost connections,
+/// time-outs, answers that are not valid HTTP) are retried with back-off until
+/// ``StorageConfiguration/maxUploadRetryTime`` after the first one; only the
+/// committed offset reaching a new high in this run restarts that deadline. A
+/// success answer whose body cannot be read counts as such a failure (the
+/// object may be stored): a session is queried, a one-request upload's object
+/// is read back and kept if its size and CRC32C match, and nothing is deleted.
+/// Committed offsets that shrink within a session or pass the bytes sent, and
+/// any other answer that breaks the protocol, end the upload at once with
+/// ``StorageErrorCode/protocolViolation``.
 struct UploadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
