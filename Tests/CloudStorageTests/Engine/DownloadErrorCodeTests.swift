@@ -74,6 +74,46 @@ struct DownloadErrorCodeTests {
         #expect(requests.load(ordering: .relaxed) == 8, "four fresh starts, each resumed once")
     }
 
+    /// The download's retry deadline moves only when bytes arrive past any received
+    /// before: after the object changed and the download started over, regaining
+    /// ground does not. Waits are 60–90 ms against a 100 ms retry time, so exactly one
+    /// retry fits since the last reset, however loaded the machine.
+    @Test(arguments: TestSupport.transports)
+    func regainingGroundAfterAFreshStartDoesNotRestartTheDeadline(transport: StorageTransportChoice) async throws {
+        let requests = Atomic(0)
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            switch requests.add(1, ordering: .relaxed).newValue {
+            case 1:  // 500 bytes of generation 1, then a cut: a new high
+                connection.write("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nx-goog-generation: 1\r\n\r\n")
+                connection.write([UInt8](repeating: 1, count: 500))
+            case 2:  // the rest comes from generation 2: start over
+                connection.write(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 500-999/1000\r\nContent-Length: 500\r\n"
+                        + "x-goog-generation: 2\r\n\r\n")
+            case 3:  // 300 bytes of generation 2, then a cut: below the high
+                connection.write("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nx-goog-generation: 2\r\n\r\n")
+                connection.write([UInt8](repeating: 2, count: 300))
+            default:  // what a second retry would get
+                connection.write(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 300-999/1000\r\nContent-Length: 700\r\n"
+                        + "x-goog-generation: 2\r\n\r\n")
+                connection.write([UInt8](repeating: 2, count: 700))
+            }
+        }
+        defer { server.stop() }
+        let storage = Self.storage(port: server.port, transport: transport) { configuration in
+            configuration.initialRetryDelay = .milliseconds(60)
+            configuration.maxRetryDelay = .milliseconds(60)
+            configuration.maxDownloadRetryTime = .milliseconds(100)
+        }
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "o").data(maxSize: 1 << 20)
+        }
+        #expect(error?.code == .retryLimitExceeded)
+        #expect(requests.load(ordering: .relaxed) == 3)
+    }
+
     @Test func aMalformedAnswerIsAProtocolViolation() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
