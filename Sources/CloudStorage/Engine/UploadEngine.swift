@@ -139,16 +139,14 @@ struct UploadEngine: Sendable {
         of upload: UploadDescription, _ runner: inout RequestRunner
     ) async throws(StorageError) -> StorageMetadata? {
         let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
-        let response: HTTPResponse
+        let outcome: RequestRunner.Outcome
         do throws(StorageError) {
-            guard
-                case .answer(let answer) = try await runner.send(
-                    request, accepting: [200], about: .object(upload.objectName))
-            else { return nil }
-            response = answer
-        } catch  where error.code == .objectNotFound {
-            return nil
+            outcome = try await runner.send(request, accepting: [200], about: .object(upload.objectName))
+        } catch {
+            if error.code == .objectNotFound { return nil }
+            throw error
         }
+        guard case .answer(let response) = outcome else { return nil }
         guard let stored = try? StorageMetadata(objectResource: response.body), stored.size == upload.size else {
             return nil
         }
@@ -281,6 +279,7 @@ struct UploadEngine: Sendable {
                     return try await verify(stored, upload, prepared, &runner)
                 case .active(let committed):
                     try Self.checkCommitted(committed, reported: before, sent: checkpoint.sentBytes, response)
+                    mayBeFinalized = false  // the session says it is still open
                     checkpoint.committedBytes = committed
                     progress(committed)
                     mustQuery = false
