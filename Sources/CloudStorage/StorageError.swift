@@ -114,16 +114,18 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// (A download that cannot write its file is ``unwritableFile``.)
     public static let unreadableFile = Self(kind: .unreadableFile)
     /// A download cannot write its destination: the disk is full, permission
-    /// is denied, or the directory vanished. ``StorageError/underlyingError``
-    /// or the message names the system error (`errno`). Not retried: the
-    /// server is not at fault, and the partial file is removed.
+    /// is denied, or the directory vanished. The message names the system
+    /// error (`errno`). Not retried: the server is not at fault, and the
+    /// partial file is removed.
     public static let unwritableFile = Self(kind: .unwritableFile)
-    /// The object changed on the server while it was being downloaded: a
-    /// resumed range came from another generation, or the bytes received do
-    /// not add up to the size and CRC32C the server reported, as when another
-    /// writer replaces the object mid-download. The download first starts over
-    /// from the first byte (up to three times); this code means the object
-    /// kept changing. Download again when the writer is done.
+    /// The object changed on the server while it was being downloaded: an
+    /// answer that continues the download (after a lost connection or a pause)
+    /// names another generation, size or CRC32C than the answers before it, as
+    /// when another writer replaces the object mid-download. The download
+    /// first starts over from the first byte (up to three times); this code
+    /// means the object kept changing. Download again when the writer is done.
+    /// (Bytes whose CRC32C differs from the one the server reported, with no
+    /// sign of a new object, are ``nonMatchingChecksum``.)
     public static let objectChanged = Self(kind: .objectChanged)
     /// The server's answer breaks the wire protocol. Either it is malformed
     /// (an HTTP head or body that cannot be parsed, JSON cut short or of the
