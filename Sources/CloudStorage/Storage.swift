@@ -28,7 +28,7 @@ public struct Storage: Sendable {
     ///   - bucket: The bucket name, without `gs://`.
     ///   - endpoint: Where the bucket is served; Google Cloud Storage by default.
     ///   - authorization: The credentials to send; none by default.
-    ///   - configuration: Upload settings, including which HTTP transport
+    ///   - configuration: Settings for every operation (chunking, retry times, time-outs), including which HTTP transport
     ///     carries the requests (``StorageConfiguration/transport``).
     public init(
         bucket: String,

@@ -1,9 +1,12 @@
-/// Settings for uploads: how they are split, retried and timed out.
+/// Settings for every operation of a ``Storage``: how uploads are split, how
+/// long uploads, downloads and the other operations (metadata, delete, list,
+/// download URLs) keep retrying, and when a request times out.
 ///
 /// ```swift
 /// var configuration = StorageConfiguration()
 /// configuration.chunkSize = 16 * 1024 * 1024      // at most 16 MiB per request
 /// configuration.maxUploadRetryTime = .seconds(120)
+/// configuration.maxOperationRetryTime = .seconds(30)  // metadata, delete, list
 /// let storage = Storage(bucket: "my-bucket", configuration: configuration)
 /// ```
 public struct StorageConfiguration: Sendable, Hashable {
@@ -27,11 +30,36 @@ public struct StorageConfiguration: Sendable, Hashable {
     public var chunkSize: Int64? = nil
 
     /// How long an upload keeps retrying after failures that may pass (HTTP
-    /// 408, 429, 5xx, broken connections, time-outs), counted from the first
-    /// failure since the last progress. Default 600 seconds. When it runs
-    /// out the upload fails with ``StorageErrorCode/retryLimitExceeded``
-    /// (or ``StorageErrorCode/quotaExceeded`` if the server kept answering 429).
+    /// 408, 429, 5xx, broken connections, time-outs, malformed answers).
+    /// Default 600 seconds, as in the Firebase SDKs.
+    ///
+    /// It is a deadline, not an allowance per retry: the clock starts at the
+    /// first such failure, and no retry begins whose wait would end more than
+    /// this long after it. Only progress resets the clock — the server's
+    /// committed offset reaching a new high in this run of the upload
+    /// (offsets it reports again, or reaches again in a new session after it
+    /// forgot one, do not); the next failure then starts it again. Resuming a
+    /// paused upload starts afresh. When it runs out the upload fails with
+    /// ``StorageErrorCode/retryLimitExceeded`` (or
+    /// ``StorageErrorCode/quotaExceeded`` if the server kept answering 429,
+    /// ``StorageErrorCode/protocolViolation`` if it kept answering malformed).
+    /// Zero allows no retry. The same rules hold for ``maxDownloadRetryTime``
+    /// and ``maxOperationRetryTime``.
     public var maxUploadRetryTime: Duration = .seconds(600)
+
+    /// How long a download (``StorageReference/getData(maxSize:)``,
+    /// ``StorageReference/write(toFile:)``) keeps retrying after failures that
+    /// may pass, resuming from the bytes it has. Default 600 seconds, as in
+    /// the Firebase SDKs. A deadline like ``maxUploadRetryTime``: the clock
+    /// starts at the first failure, and only a failed request that still
+    /// received bytes beyond any received before resets it.
+    public var maxDownloadRetryTime: Duration = .seconds(600)
+
+    /// How long every other operation — reading and updating metadata,
+    /// deleting, listing, getting download URLs — keeps retrying after failures
+    /// that may pass. Default 120 seconds, as in the Firebase SDKs. The clock
+    /// starts at the operation's first failure and is never reset.
+    public var maxOperationRetryTime: Duration = .seconds(120)
 
     /// The wait before the first retry; each later wait doubles, up to
     /// ``maxRetryDelay``, with up to 50% random jitter. Default 1 second.

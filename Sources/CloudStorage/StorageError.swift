@@ -71,6 +71,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case unauthenticated, unauthorized, retryLimitExceeded, nonMatchingChecksum
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
         case unreadableFile, fileChanged, downloadSizeExceeded
+        case protocolViolation, unwritableFile, objectChanged
     }
 
     let kind: Kind
@@ -102,13 +103,53 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let invalidArgument = Self(kind: .invalidArgument)
     /// A URL names a different bucket from the ``Storage`` it was given to.
     public static let bucketMismatch = Self(kind: .bucketMismatch)
-    /// The server or the SDK broke its own rules: an answer that makes no
-    /// sense for the protocol.
+    /// The SDK broke its own rules, or the server gave up on a request in a
+    /// way the protocol allows but the SDK cannot continue from (a session it
+    /// forgot or finalized early again and again). An answer that breaks the
+    /// protocol is ``protocolViolation`` instead.
     public static let internalError = Self(kind: .internalError)
     /// An object path breaks the path rules, or a URL cannot be parsed as one.
     public static let pathError = Self(kind: .pathError)
     /// The file to upload is missing, is not a regular file, or cannot be read.
+    /// (A download that cannot write its file is ``unwritableFile``.)
     public static let unreadableFile = Self(kind: .unreadableFile)
+    /// A download cannot write its destination: the disk is full, permission
+    /// is denied, or the directory vanished. The message names the system
+    /// error (`errno`). Not retried: the server is not at fault, and the
+    /// partial file is removed.
+    public static let unwritableFile = Self(kind: .unwritableFile)
+    /// The object changed on the server while it was being downloaded: an
+    /// answer that continues the download (after a lost connection or a pause)
+    /// names another generation, size or CRC32C than the answers before it, as
+    /// when another writer replaces the object mid-download. The download
+    /// first starts over from the first byte (up to three times); this code
+    /// means the object kept changing. Download again when the writer is done.
+    /// (Bytes whose CRC32C differs from the one the server reported, with no
+    /// sign of a new object, are ``nonMatchingChecksum``.)
+    public static let objectChanged = Self(kind: .objectChanged)
+    /// The server's answer breaks the wire protocol. Either it is malformed
+    /// (an HTTP head or body that cannot be parsed, JSON cut short or of the
+    /// wrong shape, a required header missing or unreadable) or it is
+    /// nonsensical (a number out of range, such as a negative size or a
+    /// `Range` past `Int64.max`; an upload's committed offset that goes back
+    /// below what the server reported before in the same session, or beyond
+    /// the bytes sent).
+    ///
+    /// What is retried: an answer whose HTTP framing cannot be parsed is
+    /// retried like a lost connection, within the operation's retry time
+    /// (``StorageConfiguration/maxUploadRetryTime``,
+    /// ``StorageConfiguration/maxDownloadRetryTime`` or
+    /// ``StorageConfiguration/maxOperationRetryTime``); when malformed answers
+    /// last until that time runs out, the operation fails with this code
+    /// (not ``retryLimitExceeded``). A success answer to an upload's
+    /// finalizing request (or its one request) whose body cannot be read does
+    /// not fail the upload: the server may have stored the object, so the
+    /// upload asks the session (or reads the object's metadata), verifies
+    /// size and CRC32C, and succeeds, or sends again, within
+    /// ``StorageConfiguration/maxUploadRetryTime``. Every other violation
+    /// fails the operation at once: a server that breaks the protocol cannot
+    /// be trusted to say what it stored.
+    public static let protocolViolation = Self(kind: .protocolViolation)
     /// The file changed, shrank, grew or disappeared while it was being uploaded.
     public static let fileChanged = Self(kind: .fileChanged)
     /// The object is larger than the `maxSize` a download into memory allows;
@@ -130,6 +171,10 @@ extension StorageError {
 
     static func pathError(_ message: String) -> StorageError {
         StorageError(.pathError, message)
+    }
+
+    static func protocolViolation(_ message: String, underlyingError: (any Error & Sendable)? = nil) -> StorageError {
+        StorageError(.protocolViolation, message, underlyingError: underlyingError)
     }
 
     static func internalError(_ message: String, underlyingError: (any Error & Sendable)? = nil) -> StorageError {

@@ -74,7 +74,7 @@ final class FileDownloadDestination: DownloadDestination {
             let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard fd >= 0 else {
                 throw StorageError(
-                    .unreadableFile,
+                    .unwritableFile,
                     "Cannot create a file next to \(target.path) for the download (errno \(errno)).")
             }
             return fd
@@ -85,7 +85,7 @@ final class FileDownloadDestination: DownloadDestination {
     func reset() throws(StorageError) {
         let fd = descriptor.withLock { $0 }
         guard fd >= 0, ftruncate(fd, 0) == 0 else {
-            throw StorageError(.unreadableFile, "Cannot truncate the download's temporary file (errno \(errno)).")
+            throw StorageError(.unwritableFile, "Cannot truncate the download's temporary file (errno \(errno)).")
         }
     }
 
@@ -97,7 +97,7 @@ final class FileDownloadDestination: DownloadDestination {
             let count = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
-                throw StorageError(.unreadableFile, "Cannot write the downloaded bytes to disk (errno \(errno)).")
+                throw StorageError(.unwritableFile, "Cannot write the downloaded bytes to disk (errno \(errno)).")
             }
             done += count
         }
@@ -115,7 +115,7 @@ final class FileDownloadDestination: DownloadDestination {
             guard fd >= 0, fsync(fd) == 0, rename(source, target) == 0 else {
                 let code = errno
                 unlink(source)
-                throw StorageError(.unreadableFile, "Cannot move the download into place at \(target) (errno \(code)).")
+                throw StorageError(.unwritableFile, "Cannot move the download into place at \(target) (errno \(code)).")
             }
         }
     }

@@ -53,8 +53,10 @@ struct DownloadEngine: Sendable {
     ) async throws(StorageError) -> Int64 {
         let name = try path.validatedObjectName()
         let wire = storage.endpoint.objectProtocol
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .download)
         var restarts = 0
+        // The most bytes received in this run: only going past it restarts the retry deadline.
+        var high = checkpoint.received
         while true {
             let (offset, total) = checkpoint.state.withLock { ($0.received, $0.totalSize) }
             if offset > 0, offset == total {
@@ -80,7 +82,11 @@ struct DownloadEngine: Sendable {
             case .answer:
                 return try verify(checkpoint)
             case .retryable(let failure):
-                if checkpoint.received > offset { runner.madeProgress() }
+                let received = checkpoint.received
+                if received > high {
+                    high = received
+                    runner.madeProgress()
+                }
                 try await runner.backOff(after: failure)
             }
         }
@@ -103,7 +109,9 @@ struct DownloadEngine: Sendable {
                 // File I/O outside the lock.
                 if reset != .none { try destination.reset() }
                 if reset == .restart {
-                    throw StorageError(.unknown, "The object changed during the download; starting over.")
+                    throw StorageError(
+                        .objectChanged,
+                        "The object changed on the server during the download (another generation, size or CRC32C).")
                 }
                 if let maxSize, let total, total > maxSize {
                     throw Self.sizeExceeded(total: total, maxSize: maxSize)
@@ -142,43 +150,78 @@ struct DownloadEngine: Sendable {
         headers: HTTPHeaders
     ) throws(StorageError) -> (Int64?, Reset) {
         let generation = headers["x-goog-generation"]
-        if let known = state.generation, let generation, known != generation, state.received > 0 {
-            // The object was replaced since the first bytes came: they belong to another object.
-            state = DownloadCheckpoint.State()
-            state.restartRequested = true
-            return (nil, .restart)
-        }
-        state.generation = state.generation ?? generation
-        var reset = Reset.none
+        var totalSize: Int64?
+        var rangeTotal: Int64?
         if status == 200 {
-            // The whole object (a server may ignore the Range): start from the first byte.
-            if state.received > 0 {
-                reset = .discard
-                state.received = 0
-                state.crc = CRC32C()
-            }
-            state.totalSize = headers["Content-Length"].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) }
+            totalSize = try byteCount(headers, "Content-Length")
         } else {
-            guard let range = ContentRangeHeader(headers["Content-Range"]), range.first == state.received else {
-                throw .internalError("The server answered a ranged download with an unexpected Content-Range.")
+            guard let range = ContentRangeHeader(headers["Content-Range"]) else {
+                throw .protocolViolation(
+                    "The server answered a ranged download with an unreadable Content-Range (\(headers["Content-Range"] ?? "none"))."
+                )
             }
-            state.totalSize = range.total
+            guard range.first == state.received else {
+                throw .protocolViolation(
+                    "The server answered a download from byte \(state.received) with bytes from \(range.first).")
+            }
+            totalSize = range.total
+            rangeTotal = range.total
         }
-        if let stored = headers["x-goog-stored-content-length"].flatMap({ Int64($0) }) {
-            state.totalSize = stored
+        if let stored = try byteCount(headers, "x-goog-stored-content-length") {
+            if let rangeTotal, rangeTotal != stored {
+                throw .protocolViolation(
+                    "The server's Content-Range total (\(rangeTotal)) and stored length (\(stored)) differ.")
+            }
+            totalSize = stored
         }
         let encoding = headers["Content-Encoding"]?.lowercased()
-        state.transformed = encoding != nil && encoding != "identity"
-        if state.transformed { state.totalSize = nil }
+        let transformed = encoding != nil && encoding != "identity"
+        if transformed { totalSize = nil }
+        var serverCRC32C: UInt32?
         for value in headers.values("x-goog-hash") {
             for part in value.split(separator: ",") {
                 let pair = part.trimmingCharacters(in: .whitespaces)
                 if pair.lowercased().hasPrefix("crc32c=") {
-                    state.serverCRC32C = CRC32CEncoding.parse(String(pair.dropFirst("crc32c=".count)))
+                    serverCRC32C = CRC32CEncoding.parse(String(pair.dropFirst("crc32c=".count)))
                 }
             }
         }
+        if state.received > 0 {
+            // Bytes from an earlier response are kept only if this one serves the same object:
+            // another generation, size or checksum means it was replaced in between.
+            let changed =
+                (state.generation != nil && generation != nil && state.generation != generation)
+                || (!transformed && state.totalSize != nil && totalSize != nil && state.totalSize != totalSize)
+                || (state.serverCRC32C != nil && serverCRC32C != nil && state.serverCRC32C != serverCRC32C)
+            if changed {
+                state = DownloadCheckpoint.State()
+                state.restartRequested = true
+                return (nil, .restart)
+            }
+        }
+        state.generation = state.generation ?? generation
+        var reset = Reset.none
+        if status == 200 && state.received > 0 {
+            // The whole object (a server may ignore the Range): start from the first byte.
+            reset = .discard
+            state.received = 0
+            state.crc = CRC32C()
+        }
+        state.totalSize = totalSize
+        state.transformed = transformed
+        if let serverCRC32C { state.serverCRC32C = serverCRC32C }
         return (state.totalSize, reset)
+    }
+
+    /// A byte count header: nil when absent.
+    ///
+    /// - Throws: ``StorageErrorCode/protocolViolation`` when present but not a non-negative integer.
+    private static func byteCount(_ headers: HTTPHeaders, _ name: String) throws(StorageError) -> Int64? {
+        guard let text = headers[name] else { return nil }
+        guard let value = Int64(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
+            throw .protocolViolation("The server sent an unreadable \(name) (\(text)).")
+        }
+        return value
     }
 
     /// What happens to bytes already written when a response begins.
@@ -225,12 +268,15 @@ struct ContentRangeHeader: Equatable {
         let parts = spec.split(separator: "/", maxSplits: 1)
         guard parts.count == 2 else { return nil }
         let bounds = parts[0].split(separator: "-", maxSplits: 1)
-        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first <= last else {
+        guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0, first <= last
+        else {
             return nil
         }
         self.first = first
         self.last = last
         total = parts[1] == "*" ? nil : Int64(parts[1])
         if parts[1] != "*" && total == nil { return nil }
+        // The range lies inside the object: `last < total` (which also keeps `last + 1` from overflowing).
+        if let total, last >= total { return nil }
     }
 }

@@ -23,9 +23,15 @@ struct RequestRunner: Sendable {
     /// The `Authorization` scheme of the endpoint's wire protocol.
     private let credentialScheme: String
 
-    init(storage: Storage) {
+    /// - Parameters:
+    ///   - storage: Where the requests go, and the settings.
+    ///   - operation: Which retry time (``StorageConfiguration/maxUploadRetryTime``,
+    ///     ``StorageConfiguration/maxDownloadRetryTime`` or
+    ///     ``StorageConfiguration/maxOperationRetryTime``) bounds the retries. The
+    ///     default, uploads, is for the upload task's own requests (deleting a session).
+    init(storage: Storage, operation: RetryPolicy.Operation = .upload) {
         self.storage = storage
-        self.policy = RetryPolicy(configuration: storage.configuration)
+        self.policy = RetryPolicy(configuration: storage.configuration, operation: operation)
         self.credentialScheme = storage.endpoint.uploadProtocol.credentialScheme
     }
 
@@ -37,6 +43,10 @@ struct RequestRunner: Sendable {
     ///   - sentChecksum: Whether the request carried a checksum, so that a
     ///     400 about it becomes ``StorageErrorCode/nonMatchingChecksum``.
     ///   - progress: Called with body bytes sent.
+    /// - Returns: The answer, or a retryable failure: a retryable status, a failure below
+    ///   HTTP (code ``StorageErrorCode/unknown``), or an answer that is not valid HTTP
+    ///   (code ``StorageErrorCode/protocolViolation``, whose request's effect is as
+    ///   unknown as after a lost connection).
     /// - Throws: Final errors, and ``StorageErrorCode/cancelled`` when the
     ///   task is cancelled.
     mutating func send(
@@ -67,6 +77,12 @@ struct RequestRunner: Sendable {
                     throw bodyError
                 }
                 if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
+                if error.kind == .malformedResponse {
+                    // Retried like a lost connection (the request's effect is unknown); if the
+                    // server keeps it up, the operation ends as a protocol violation.
+                    return .retryable(
+                        StorageError(.protocolViolation, "The server's answer is malformed.", underlyingError: error))
+                }
                 return .retryable(StorageError(.unknown, "The request failed: \(error.kind).", underlyingError: error))
             } catch {
                 if Task.isCancelled || error is CancellationError { throw .cancelled() }
@@ -147,7 +163,11 @@ struct RequestRunner: Sendable {
         return token
     }
 
-    /// Notes that the operation moved forward, which restarts the retry budget.
+    /// Notes that the operation reached a new high (more bytes committed or
+    /// received than ever before in this run), which restarts the retry
+    /// deadline from the next failure. Callers must not call it for progress
+    /// that only makes up lost ground, or a server that loses and regains
+    /// bytes could keep an operation alive for ever.
     mutating func madeProgress() {
         attempts.reset()
     }
@@ -161,11 +181,17 @@ struct RequestRunner: Sendable {
     mutating func backOff(after failure: StorageError) async throws(StorageError) {
         guard let delay = attempts.recordFailure(at: .now, policy: policy, jitter: Double.random(in: 0..<1)) else {
             let throttled = failure.httpStatus == 429
+            let malformed = failure.code == .protocolViolation
+            let code: StorageErrorCode =
+                throttled ? .quotaExceeded : malformed ? .protocolViolation : .retryLimitExceeded
+            let budget = "the retry time (\(policy.budgetName), \(policy.budget))"
             throw StorageError(
-                throttled ? .quotaExceeded : .retryLimitExceeded,
+                code,
                 throttled
-                    ? "The server kept throttling requests until the retry time (\(policy.budget)) ran out."
-                    : "Retries went on for longer than the retry time (\(policy.budget)); the last failure is attached.",
+                    ? "The server kept throttling requests until \(budget) ran out."
+                    : malformed
+                        ? "The server kept sending malformed answers until \(budget) ran out; the last is attached."
+                        : "Retries went on for longer than \(budget); the last failure is attached.",
                 httpStatus: failure.httpStatus,
                 serverMessage: failure.serverMessage,
                 underlyingError: failure

@@ -3,12 +3,14 @@ import Synchronization
 
 /// What an upload has achieved so far, kept across the pauses and retries of
 /// one task: the opened source, the server session, and the bytes the server
-/// has committed. Written by the engine, read by the task to clean up.
+/// has committed. Written and read by the engine only.
 final class UploadCheckpoint: Sendable {
     private struct State {
         var source: PreparedSource?
         var session: URL?
         var committedBytes: Int64 = 0
+        var sentBytes: Int64 = 0
+        var sessionMayBeFinalized = false
     }
 
     private let state = Mutex(State())
@@ -24,8 +26,25 @@ final class UploadCheckpoint: Sendable {
         set { state.withLock { $0.session = newValue } }
     }
 
+    /// The bytes the server last reported committed in the current session;
+    /// it may never report fewer in that session.
     var committedBytes: Int64 {
         get { state.withLock { $0.committedBytes } }
         set { state.withLock { $0.committedBytes = newValue } }
+    }
+
+    /// The end of the furthest request sent in the current session: the server
+    /// cannot have committed more.
+    var sentBytes: Int64 {
+        get { state.withLock { $0.sentBytes } }
+        set { state.withLock { $0.sentBytes = newValue } }
+    }
+
+    /// Whether the server answered a finalizing request of the current session with
+    /// success and an unreadable body: the object may be stored, so the session is
+    /// never deleted (that could delete the object's upload), only forgotten.
+    var sessionMayBeFinalized: Bool {
+        get { state.withLock { $0.sessionMayBeFinalized } }
+        set { state.withLock { $0.sessionMayBeFinalized = newValue } }
     }
 }

@@ -9,6 +9,17 @@ import Foundation
 /// session, from the offset the server reports — rather than starting over.
 /// The engine owns the session's end: it deletes the session when the upload
 /// fails or is cancelled, and keeps it when the upload is paused.
+///
+/// Retries: failures that may pass (408, 429, 5xx, lost connections,
+/// time-outs, answers that are not valid HTTP) are retried with back-off until
+/// ``StorageConfiguration/maxUploadRetryTime`` after the first one; only the
+/// committed offset reaching a new high in this run restarts that deadline. A
+/// success answer whose body cannot be read counts as such a failure (the
+/// object may be stored): a session is queried, a one-request upload's object
+/// is read back and kept if its size and CRC32C match, and nothing is deleted.
+/// Committed offsets that shrink within a session or pass the bytes sent, and
+/// any other answer that breaks the protocol, end the upload at once with
+/// ``StorageErrorCode/protocolViolation``.
 struct UploadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
@@ -44,14 +55,17 @@ struct UploadEngine: Sendable {
             return try await upload(checkpoint: checkpoint, progress: progress)
         } catch {
             if stop.reason != .pause, let session = checkpoint.session {
-                // The upload cannot finish: let the server discard what it holds. The run's
-                // task may be cancelled, so the request goes from a task of its own.
                 checkpoint.session = nil
-                let runner = RequestRunner(storage: storage)
-                await Task {
-                    var runner = runner
-                    await discardSession(session, &runner)
-                }.value
+                // Deleting a session whose object may be stored would be worse than leaving it to expire.
+                if !checkpoint.sessionMayBeFinalized {
+                    // The upload cannot finish: let the server discard what it holds. The run's
+                    // task may be cancelled, so the request goes from a task of its own.
+                    let runner = RequestRunner(storage: storage, operation: .upload)
+                    await Task {
+                        var runner = runner
+                        await discardSession(session, &runner)
+                    }.value
+                }
             }
             throw error
         }
@@ -91,7 +105,7 @@ struct UploadEngine: Sendable {
             size: prepared.size,
             crc32c: prepared.knownCRC32C
         )
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .upload)
         let requestLimit = storage.transport.maximumBodyLength
         // A single request also carries the metadata: leave it room under the transport's limit.
         let fitsOneRequest = requestLimit.map { prepared.size + 1024 * 1024 <= $0 } ?? true
@@ -128,12 +142,47 @@ struct UploadEngine: Sendable {
             )
             switch outcome {
             case .answer(let response):
-                let stored = try StorageMetadata(objectResource: response.body)
+                let stored: StorageMetadata
+                do throws(StorageError) {
+                    stored = try StorageMetadata(objectResource: response.body)
+                } catch {
+                    // A success whose body cannot be read: the object may be stored. Keep it
+                    // if it is exactly what was sent; otherwise treat the request as failed.
+                    if let found = try await storedCopy(of: upload, &runner) {
+                        return try await verify(found, upload, prepared, &runner)
+                    }
+                    try await runner.backOff(after: error)
+                    continue
+                }
                 return try await verify(stored, upload, prepared, &runner)
             case .retryable(let failure):
                 try await runner.backOff(after: failure)
             }
         }
+    }
+
+    /// The stored object, when it has the size and CRC32C of what `upload` sent; nil when it
+    /// is missing, differs (another writer's, or an older one), or cannot be read now.
+    ///
+    /// Used after a one-request upload's success answer could not be read. Nothing is
+    /// deleted: an object that differs may be someone else's.
+    private func storedCopy(
+        of upload: UploadDescription, _ runner: inout RequestRunner
+    ) async throws(StorageError) -> StorageMetadata? {
+        let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
+        let outcome: RequestRunner.Outcome
+        do throws(StorageError) {
+            outcome = try await runner.send(request, accepting: [200], about: .object(upload.objectName))
+        } catch {
+            if error.code == .objectNotFound { return nil }
+            throw error
+        }
+        guard case .answer(let response) = outcome else { return nil }
+        guard let stored = try? StorageMetadata(objectResource: response.body), stored.size == upload.size else {
+            return nil
+        }
+        if let sent = upload.crc32c, stored.crc32cValue != sent { return nil }
+        return stored
     }
 
     private func sendResumably(
@@ -146,6 +195,9 @@ struct UploadEngine: Sendable {
     ) async throws(StorageError) -> StorageMetadata {
         let size = prepared.size
         var restarts = 0
+        // The most bytes the server has committed in this run: reaching past it is progress,
+        // which restarts the retry deadline; regaining lost ground is not.
+        var high = checkpoint.committedBytes
         // A session from an earlier run may have more (or less) than we know: ask first.
         var mustQuery = checkpoint.session != nil
         while true {
@@ -156,9 +208,10 @@ struct UploadEngine: Sendable {
                 switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
                 case .answer(let response):
                     checkpoint.session = try wire.sessionURL(from: response)
+                    checkpoint.sessionMayBeFinalized = false
                     checkpoint.committedBytes = 0
+                    checkpoint.sentBytes = 0
                     mustQuery = false
-                    runner.madeProgress()
                     if Task.isCancelled { throw .cancelled() }
                 case .retryable(let failure):
                     try await runner.backOff(after: failure)
@@ -194,6 +247,7 @@ struct UploadEngine: Sendable {
                 }
                 sentEverything = isFinal
                 step = .send(offset: before, length: end - before)
+                checkpoint.sentBytes = max(checkpoint.sentBytes, end)
                 let request = wire.send(
                     session: session,
                     offset: before,
@@ -220,6 +274,16 @@ struct UploadEngine: Sendable {
                 response = answer
             }
             var state = try wire.sessionState(from: response, after: step)
+            if case .completeUnreadable(let failure) = state {
+                guard queried else {
+                    // Treated as a failed request: ask the session what it holds.
+                    checkpoint.sessionMayBeFinalized = true
+                    try await runner.backOff(after: failure)
+                    mustQuery = true
+                    continue
+                }
+                state = .completeWithoutMetadata  // the session is final: read the object instead
+            }
             if state == .completeWithoutMetadata {
                 state = .complete(try await storedMetadata(upload, &runner))
             }
@@ -228,7 +292,7 @@ struct UploadEngine: Sendable {
                 // The server forgot the session (expired or deleted): start a new one.
                 try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
                 continue
-            case .completeWithoutMetadata:
+            case .completeWithoutMetadata, .completeUnreadable:
                 throw .internalError("The object's metadata could not be read after the upload.")
             case .complete(let stored) where stored.size != size && !sentEverything:
                 // The server finalized the object before it had every byte (lenient
@@ -242,15 +306,15 @@ struct UploadEngine: Sendable {
                 checkpoint.session = nil  // finalized: nothing left to discard
                 return try await verify(stored, upload, prepared, &runner)
             case .active(let committed):
-                guard committed <= size else {
-                    throw .internalError("The server claims \(committed) bytes of a \(size)-byte object.")
-                }
+                try Self.checkCommitted(committed, reported: before, sent: checkpoint.sentBytes, response)
+                checkpoint.sessionMayBeFinalized = false  // the session says it is still open
                 checkpoint.committedBytes = committed
                 progress(committed)
                 mustQuery = false
-                if committed > before {
+                if committed > high {
+                    high = committed
                     runner.madeProgress()
-                } else if !queried {
+                } else if committed == before && !queried {
                     // Bytes went out and none were kept: count it as a failure, so a
                     // server that never commits cannot keep the upload looping.
                     try await runner.backOff(
@@ -260,6 +324,27 @@ struct UploadEngine: Sendable {
                 }
             }
         }
+    }
+
+    /// Checks a committed offset the server reported against what it reported before in the
+    /// session and what was sent: a session's committed bytes never shrink (a `308` without
+    /// `Range` after a positive offset included), and never exceed the bytes sent.
+    ///
+    /// - Throws: ``StorageErrorCode/protocolViolation``, which is not retried: a server that
+    ///   loses committed bytes, or claims bytes it never got, cannot be trusted with the rest.
+    static func checkCommitted(
+        _ committed: Int64, reported: Int64, sent: Int64, _ response: HTTPResponse
+    ) throws(StorageError) {
+        let problem: String
+        if committed < reported {
+            problem = "The server's committed offset went back from \(reported) to \(committed) bytes."
+        } else if committed > sent {
+            problem = "The server claims to have committed \(committed) bytes, but only \(sent) were sent."
+        } else {
+            return
+        }
+        throw StorageError(
+            .protocolViolation, problem, httpStatus: response.status, serverMessage: response.serverMessage)
     }
 
     /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
@@ -278,6 +363,7 @@ struct UploadEngine: Sendable {
         _ response: HTTPResponse
     ) throws(StorageError) {
         restarts += 1
+        checkpoint.sentBytes = 0
         guard restarts <= Self.maxSessionRestarts else {
             throw StorageError(
                 .internalError,
@@ -300,7 +386,12 @@ struct UploadEngine: Sendable {
             let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
             switch try await runner.send(request, accepting: [200], about: .object(upload.objectName)) {
             case .answer(let response):
-                return try StorageMetadata(objectResource: response.body)
+                do throws(StorageError) {
+                    return try StorageMetadata(objectResource: response.body)
+                } catch {
+                    // The object is stored; only its description was garbled: ask again.
+                    try await runner.backOff(after: error)
+                }
             case .retryable(let failure):
                 try await runner.backOff(after: failure)
             }

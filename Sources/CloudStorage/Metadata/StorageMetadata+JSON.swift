@@ -14,16 +14,17 @@ extension StorageMetadata {
     /// succeeded. Unknown fields are ignored.
     ///
     /// - Parameter json: The response body.
-    /// - Throws: ``StorageErrorCode/internalError`` when the body is not a JSON
-    ///   object or a field has the wrong type (a string where a number must be,
-    ///   a negative size, `metadata` that is not an object); the decoding
+    /// - Throws: ``StorageErrorCode/protocolViolation`` when the body is not a JSON
+    ///   object (or is cut short) or a field has the wrong type (a string where a
+    ///   number must be, a negative size or generation, `metadata` that is not an
+    ///   object); the decoding
     ///   error is the ``StorageError/underlyingError``.
     init(objectResource json: Data) throws(StorageError) {
         let resource: ObjectResource
         do {
             resource = try JSONDecoder().decode(ObjectResource.self, from: json)
         } catch {
-            throw .internalError(
+            throw .protocolViolation(
                 "The server's answer is not an object resource: it could not be decoded as one.",
                 underlyingError: error
             )
@@ -117,12 +118,14 @@ private struct ObjectResource: Decodable {
         generation = try container.decodeIfPresent(FlexibleInt64.self, forKey: .generation)
         metageneration = try container.decodeIfPresent(FlexibleInt64.self, forKey: .metageneration)
         size = try container.decodeIfPresent(FlexibleInt64.self, forKey: .size)
-        if let size, size.value < 0 {
-            throw DecodingError.dataCorruptedError(
-                forKey: .size,
-                in: container,
-                debugDescription: "size is negative: \(size.value)"
-            )
+        for (key, value) in [(CodingKeys.size, size), (.generation, generation), (.metageneration, metageneration)] {
+            if let value, value.value < 0 {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key,
+                    in: container,
+                    debugDescription: "\(key.stringValue) is negative: \(value.value)"
+                )
+            }
         }
         contentType = try container.decodeIfPresent(String.self, forKey: .contentType)
         md5Hash = try container.decodeIfPresent(String.self, forKey: .md5Hash)

@@ -58,14 +58,14 @@ struct FirebaseV0Protocol: UploadWireProtocol {
 
     func sessionURL(from response: HTTPResponse) throws(StorageError) -> URL {
         guard Self.uploadStatus(response) == "active" else {
-            throw .internalError(
+            throw .protocolViolation(
                 "The server answered the start of an upload session without X-Goog-Upload-Status: active."
             )
         }
         guard let text = response.headers["X-Goog-Upload-URL"], let url = URL(string: text),
             let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", url.host != nil
         else {
-            throw .internalError("The server opened an upload session but sent no usable X-Goog-Upload-URL for it.")
+            throw .protocolViolation("The server opened an upload session but sent no usable X-Goog-Upload-URL for it.")
         }
         return url
     }
@@ -115,12 +115,12 @@ struct FirebaseV0Protocol: UploadWireProtocol {
         case "active":
             if let received = response.headers["X-Goog-Upload-Size-Received"] {
                 guard let committed = Int64(received.trimmingCharacters(in: .whitespaces)), committed >= 0 else {
-                    throw .internalError("The server reported an unreadable committed size (\(received)).")
+                    throw .protocolViolation("The server reported an unreadable committed size (\(received)).")
                 }
                 return .active(committedBytes: committed)
             }
             guard case .send(let offset, let length) = step else {
-                throw .internalError("The server answered a status query without X-Goog-Upload-Size-Received.")
+                throw .protocolViolation("The server answered a status query without X-Goog-Upload-Size-Received.")
             }
             // An accepted upload command commits everything it carried.
             return .active(committedBytes: offset + length)
@@ -129,13 +129,17 @@ struct FirebaseV0Protocol: UploadWireProtocol {
             // (servers need not send any); an upload's answer carries it, except
             // when the session had already been finalized.
             if step == .query || response.body.isEmpty { return .completeWithoutMetadata }
-            return .complete(try StorageMetadata(objectResource: response.body))
+            do throws(StorageError) {
+                return .complete(try StorageMetadata(objectResource: response.body))
+            } catch {
+                return .completeUnreadable(error)
+            }
         case "cancelled":
             return .gone
         case let status?:
-            throw .internalError("The server reported an unknown upload status (\(status)).")
+            throw .protocolViolation("The server reported an unknown upload status (\(status)).")
         case nil:
-            throw .internalError("The server's answer to an upload command has no X-Goog-Upload-Status.")
+            throw .protocolViolation("The server's answer to an upload command has no X-Goog-Upload-Status.")
         }
     }
 

@@ -48,7 +48,7 @@ struct GCSJSONProtocol: UploadWireProtocol {
         guard let location = response.headers["Location"], let url = URL(string: location),
             url.scheme == "http" || url.scheme == "https"
         else {
-            throw .internalError("The server opened an upload session but sent no usable Location for it.")
+            throw .protocolViolation("The server opened an upload session but sent no usable Location for it.")
         }
         return url
     }
@@ -102,15 +102,21 @@ struct GCSJSONProtocol: UploadWireProtocol {
         if response.status == 308 {
             // "Range: bytes=0-K" means K+1 bytes are stored; no Range means none.
             guard let range = response.headers["Range"] else { return .active(committedBytes: 0) }
-            guard range.hasPrefix("bytes=0-"), let last = Int64(range.dropFirst("bytes=0-".count)), last >= 0 else {
-                throw .internalError("The server reported an unreadable committed range (\(range)).")
+            guard range.hasPrefix("bytes=0-"), let last = Int64(range.dropFirst("bytes=0-".count)), last >= 0,
+                last < Int64.max
+            else {
+                throw .protocolViolation("The server reported an unreadable committed range (\(range)).")
             }
             return .active(committedBytes: last + 1)
         }
         // A finished session answers with the object resource; a gateway that
         // drops the body leaves the engine to read it.
         if response.body.isEmpty { return .completeWithoutMetadata }
-        return .complete(try StorageMetadata(objectResource: response.body))
+        do throws(StorageError) {
+            return .complete(try StorageMetadata(objectResource: response.body))
+        } catch {
+            return .completeUnreadable(error)
+        }
     }
 
     // MARK: URLs

@@ -46,6 +46,11 @@ extension HTTPResponse {
         case 429:
             code = .quotaExceeded
             text = "The server is throttling requests."
+        case 100...399:
+            // Not an error status, but not one the protocol answers this request with either
+            // (a redirect, a 204 where a body is due, a 308 outside an upload session).
+            code = .protocolViolation
+            text = "The server answered with a status the protocol does not use for this request."
         default:
             code = .unknown
             text = "The server answered with an unexpected status."

@@ -8,7 +8,7 @@ import Foundation
 /// An implementation must guarantee:
 /// - Every request targets the endpoint's base URL with each path segment and
 ///   query value percent-encoded, and never puts a credential in a URL.
-/// - Readers throw ``StorageErrorCode/internalError`` for an answer that
+/// - Readers throw ``StorageErrorCode/protocolViolation`` for an answer that
 ///   breaks the protocol, never crash on one.
 protocol ObjectWireProtocol: Sendable {
     /// Reads an object's metadata.
@@ -64,7 +64,7 @@ extension ObjectListPage {
         do {
             page = try JSONDecoder().decode(Page.self, from: body)
         } catch {
-            throw .internalError(
+            throw .protocolViolation(
                 "The server's answer is not a listing: it could not be decoded.", underlyingError: error)
         }
         self.init(

@@ -62,7 +62,12 @@ protocol UploadWireProtocol: Sendable {
     /// - Parameters:
     ///   - response: The answer.
     ///   - step: The request it answers.
-    /// - Throws: ``StorageErrorCode/internalError`` when the answer breaks the protocol.
+    /// - Returns: The session's state. A success answer whose body cannot be read
+    ///   is ``UploadSessionState/completeUnreadable(_:)``, never an error: the
+    ///   object may well be stored.
+    /// - Throws: ``StorageErrorCode/protocolViolation`` when the answer breaks the
+    ///   protocol (a header missing, unreadable or out of range); a committed
+    ///   offset is never negative and never `Int64.max + 1`.
     func sessionState(
         from response: HTTPResponse, after step: UploadSessionStep
     ) throws(StorageError)
@@ -102,6 +107,25 @@ enum UploadSessionState: Sendable, Equatable {
     /// The object is complete, but the answer does not say what was stored:
     /// read it with ``UploadWireProtocol/objectMetadata(bucket:name:)``.
     case completeWithoutMetadata
+    /// The server says the object is complete, but the answer's body that
+    /// should describe it cannot be read (cut short, not JSON). The object may
+    /// well be stored: the engine treats the request as failed and asks the
+    /// session again, never discarding it.
+    case completeUnreadable(StorageError)
     /// The server no longer knows the session (expired, cancelled or deleted).
     case gone
+}
+
+extension UploadSessionState {
+    /// Equal cases with equal values; two unreadable completions are equal when
+    /// their errors have the same code and message.
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.active(let a), .active(let b)): a == b
+        case (.complete(let a), .complete(let b)): a == b
+        case (.completeWithoutMetadata, .completeWithoutMetadata), (.gone, .gone): true
+        case (.completeUnreadable(let a), .completeUnreadable(let b)): a.code == b.code && a.message == b.message
+        default: false
+        }
+    }
 }

@@ -31,7 +31,7 @@ extension StorageReference {
         }
         let wire = storage.endpoint.objectProtocol
         let prefix = path.isRoot ? "" : path.string + "/"
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .other)
         let request = wire.list(bucket: storage.bucket, prefix: prefix, maxResults: maxResults, pageToken: pageToken)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .bucket(storage.bucket))
         let page = try wire.listPage(from: response)

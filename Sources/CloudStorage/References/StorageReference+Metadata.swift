@@ -16,7 +16,7 @@ extension StorageReference {
     ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func getMetadata() async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .other)
         let request = storage.endpoint.objectProtocol.getMetadata(bucket: storage.bucket, name: name)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
         return try StorageMetadata(objectResource: response.body)
@@ -48,7 +48,7 @@ extension StorageReference {
     public func updateMetadata(_ update: StorageMetadataUpdate) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
         if update.isEmpty { return try await getMetadata() }
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .other)
         let request = storage.endpoint.objectProtocol.updateMetadata(bucket: storage.bucket, name: name, update)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
         return try StorageMetadata(objectResource: response.body)
@@ -89,7 +89,7 @@ extension StorageReference {
     ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func delete() async throws(StorageError) {
         let name = try path.validatedObjectName()
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .other)
         let request = storage.endpoint.objectProtocol.delete(bucket: storage.bucket, name: name)
         _ = try await runner.sendRetrying(request, accepting: [200, 204], about: .object(name))
     }
@@ -116,7 +116,7 @@ extension StorageReference {
     public func downloadURL() async throws(StorageError) -> URL {
         let name = try path.validatedObjectName()
         let wire = storage.endpoint.objectProtocol
-        var runner = RequestRunner(storage: storage)
+        var runner = RequestRunner(storage: storage, operation: .other)
         // Read first even where no token is needed, so a missing object fails here, not at download.
         let current = try StorageMetadata(
             objectResource: try await runner.sendRetrying(

@@ -156,6 +156,10 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case connectionLost
         /// Nothing moved for longer than the request's idle time-out.
         case timedOut
+        /// The server's answer is not valid HTTP (a head or body framing that
+        /// cannot be parsed): the connection is dropped, and the request's
+        /// effect on the server is as unknown as after a lost connection.
+        case malformedResponse
         /// The request body could not be read (its file changed or became unreadable).
         case bodyUnreadable
         /// The request's ``HTTPRequest/responseSink`` threw ``HTTPTransportError/bodyError``.

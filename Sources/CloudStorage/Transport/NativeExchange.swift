@@ -408,7 +408,8 @@ final class NativeExchange {
     }
 
     private func malformed(_ error: HTTP1Error) -> HTTPTransportError {
-        HTTPTransportError(kind: .connectionLost, message: "The response from \(socket.key) is malformed: \(error).")
+        HTTPTransportError(
+            kind: .malformedResponse, message: "The response from \(socket.key) is malformed: \(error).")
     }
 
     private func truncated() -> HTTPTransportError {

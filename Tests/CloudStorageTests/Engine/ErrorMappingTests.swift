@@ -13,6 +13,7 @@ struct ErrorMappingTests {
     @Test(arguments: [
         (400, StorageErrorCode.invalidArgument), (401, .unauthenticated), (403, .unauthorized),
         (411, .invalidArgument), (413, .invalidArgument), (429, .quotaExceeded), (500, .unknown), (503, .unknown),
+        (204, .protocolViolation), (302, .protocolViolation), (308, .protocolViolation), (418, .unknown),
     ])
     func statusesMapToCodes(status: Int, code: StorageErrorCode) {
         let error = Self.response(status, "no").storageError(about: .object("a/b"))

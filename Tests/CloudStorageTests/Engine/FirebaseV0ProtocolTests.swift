@@ -161,9 +161,8 @@ struct FirebaseV0ProtocolTests {
             (["X-Goog-Upload-Status": "paused"], .query, ""),
             (["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": "-1"], .query, ""),
             (["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": "many"], .query, ""),
-            (["X-Goog-Upload-Status": "final"], .send(offset: 0, length: 1), "not json"),
         ] as [([String: String], UploadSessionStep, String)])
-    func answersThatBreakTheProtocolAreInternalErrors(
+    func answersThatBreakTheProtocolAreProtocolViolations(
         headers: [String: String], step: UploadSessionStep, body: String
     ) throws {
         var fields = HTTPHeaders()
@@ -171,7 +170,21 @@ struct FirebaseV0ProtocolTests {
         let error = #expect(throws: StorageError.self) {
             try Self.wire.sessionState(from: Self.answer(200, fields, body), after: step)
         }
-        #expect(error?.code == .internalError)
+        #expect(error?.code == .protocolViolation)
+    }
+
+    /// A final answer whose metadata is cut short says the object may be stored: the engine
+    /// asks again rather than fail (or delete anything).
+    @Test func aFinalAnswerWithAnUnreadableBodyIsAnUnreadableCompletion() throws {
+        var fields = HTTPHeaders()
+        fields.add("X-Goog-Upload-Status", "final")
+        let state = try Self.wire.sessionState(
+            from: Self.answer(200, fields, #"{"name": "o"#), after: .send(offset: 0, length: 1))
+        guard case .completeUnreadable(let error) = state else {
+            Issue.record("expected an unreadable completion, got \(state)")
+            return
+        }
+        #expect(error.code == .protocolViolation)
     }
 
     @Test(arguments: [
@@ -187,7 +200,7 @@ struct FirebaseV0ProtocolTests {
         let error = #expect(throws: StorageError.self) {
             try Self.wire.sessionURL(from: Self.answer(200, fields))
         }
-        #expect(error?.code == .internalError)
+        #expect(error?.code == .protocolViolation)
         #expect(error?.message.contains("upload_id") == false, "session URLs never appear in errors")
     }
 

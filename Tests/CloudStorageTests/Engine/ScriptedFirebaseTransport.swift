@@ -34,6 +34,12 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         case forgetSession
         /// Mark the session cancelled before answering.
         case cancelSession
+        /// Act on the next upload or query, then answer it as active with this
+        /// `X-Goog-Upload-Size-Received`.
+        case sizeReceived(String)
+        /// Answer the next matching request `200` with its body cut after 10 bytes,
+        /// having acted on it (`stores`) or not.
+        case unreadableSuccess(stores: Bool)
     }
 
     struct Exchange: Sendable {
@@ -105,7 +111,16 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         }
         progress?(Int64(body.count))
         let result: Result<HTTPResponse, HTTPTransportError> = state.withLock { state in
-            let result = Self.answer(request, body: body, fault: fault, reportsSize: reportsSizeOnUpload, &state)
+            var result = Self.answer(request, body: body, fault: fault, reportsSize: reportsSizeOnUpload, &state)
+            if case .unreadableSuccess(let stores)? = fault {
+                let cut = Data(#"{"name": "o"#.utf8)
+                if stores, case .success(var answer) = result {
+                    answer.body = cut
+                    result = .success(answer)
+                } else if !stores {
+                    result = .success(HTTPResponse(status: 200, headers: [:], body: cut))
+                }
+            }
             let status = (try? result.get())?.status ?? -1
             state.exchanges.append(
                 Exchange(method: request.method, url: request.url, headers: request.headers, body: body, status: status)
@@ -123,6 +138,9 @@ final class ScriptedFirebaseTransport: HTTPTransport {
     private static func answer(
         _ request: HTTPRequest, body: Data, fault: Fault?, reportsSize: Bool, _ state: inout State
     ) -> Result<HTTPResponse, HTTPTransportError> {
+        if case .unreadableSuccess(stores: false)? = fault {
+            return .success(status(200))  // replaced by the cut answer; the request has no effect
+        }
         if case .status(let status)? = fault {
             return .success(
                 HTTPResponse(
@@ -202,6 +220,16 @@ final class ScriptedFirebaseTransport: HTTPTransport {
         if case .cancelSession? = fault { state.sessions[id]?.status = "cancelled" }
         guard var session = state.sessions[id] else { return status(404) }
         defer { state.sessions[id] = session }
+        if case .sizeReceived(let value)? = fault {
+            if command(request)?.hasPrefix("upload") == true,
+                let offset = request.headers["X-Goog-Upload-Offset"].flatMap(Int.init), offset <= session.stored.count
+            {
+                session.stored.append(body.dropFirst(session.stored.count - offset))
+            }
+            return HTTPResponse(
+                status: 200, headers: ["X-Goog-Upload-Status": "active", "X-Goog-Upload-Size-Received": value],
+                body: Data())
+        }
         switch command(request) {
         case "query":
             return HTTPResponse(

@@ -20,6 +20,8 @@ final class ScriptedGCSTransport: HTTPTransport {
         case wrongChecksum
         /// Claim more bytes than the object has on the next query.
         case overclaim
+        /// Act on the next request, then answer `308` with this `Range` header (nil: none).
+        case range(String?)
     }
 
     struct Exchange: Sendable {
@@ -121,6 +123,10 @@ final class ScriptedGCSTransport: HTTPTransport {
             let range = request.headers["Content-Range"] ?? ""
             if case .forgetEverything? = fault { state.stored = Data() }
             if range == "bytes */*" {
+                if case .range(let header)? = fault {
+                    return .success(
+                        HTTPResponse(status: 308, headers: header.map { ["Range": $0] } ?? [:], body: Data()))
+                }
                 if case .overclaim? = fault {
                     return .success(rangeAnswer(committed: state.stored.count + 1_000_000))
                 }
@@ -140,6 +146,9 @@ final class ScriptedGCSTransport: HTTPTransport {
             if skip < incoming.count { state.stored.append(incoming.dropFirst(skip)) }
             if case .commitThenDrop? = fault {
                 return .failure(HTTPTransportError(kind: .connectionLost, message: "scripted drop"))
+            }
+            if case .range(let header)? = fault {
+                return .success(HTTPResponse(status: 308, headers: header.map { ["Range": $0] } ?? [:], body: Data()))
             }
             if let total, state.stored.count == total {
                 state.finalized = state.stored

@@ -253,7 +253,7 @@ struct UploadEngineProtocolTests {
         #expect(last.url.query == "generation=7")
     }
 
-    @Test func aServerClaimingMoreBytesThanExistIsAnInternalError() async throws {
+    @Test func aServerClaimingMoreBytesThanExistIsAProtocolViolation() async throws {
         let transport = ScriptedGCSTransport()
         transport.inject(.commitThenDrop(1000), when: Self.isPut)
         transport.inject(.overclaim, when: Self.isQuery)
@@ -261,7 +261,7 @@ struct UploadEngineProtocolTests {
             try await Self.storage(transport).reference(withPath: "o").putDataAsync(
                 TestSupport.payload(size: Self.size, seed: 8))
         }
-        #expect(error?.code == .internalError)
+        #expect(error?.code == .protocolViolation)
         #expect(transport.exchanges.last?.method == "DELETE", "the session is discarded")
     }
 

@@ -164,9 +164,9 @@ struct StorageMetadataJSONTests {
         #"{"timeCreated": 0}"#,
         #"{"name": "a", "#,
     ])
-    func garbageIsAnInternalError(json: String) throws {
+    func garbageIsAProtocolViolation(json: String) throws {
         let error = try #require(throws: StorageError.self) { try decode(json) }
-        #expect(error.code == .internalError)
+        #expect(error.code == .protocolViolation)
         #expect(error.message.contains("not an object resource"))
         #expect(error.underlyingError != nil)
     }

@@ -93,7 +93,7 @@ struct StorageEndpointTests {
         #expect(!storage.authorization.isSecret)
         let other = try Storage.firebaseEmulator(bucket: "b", host: "::1", port: 9000, authorization: .none)
         #expect(other.endpoint.baseURL.absoluteString == "http://[::1]:9000")
-        #expect(other.authorization.sendsCredentials == false)
+        #expect(try await other.authorization.token(forceRefresh: false) == nil)
     }
 
     @Test(arguments: [("", 9199), ("bad host", 9199), ("127.0.0.1", 0), ("127.0.0.1", 70_000), ("a/b", 1)])
@@ -104,12 +104,12 @@ struct StorageEndpointTests {
         #expect(error?.code == .invalidArgument)
     }
 
-    @Test func theGCSEmulatorFactorySpeaksTheJSONAPIWithoutCredentials() {
+    @Test func theGCSEmulatorFactorySpeaksTheJSONAPIWithoutCredentials() async throws {
         let url = URL(string: "http://127.0.0.1:4443")!
         let storage = Storage.gcsEmulator(bucket: "b", baseURL: url)
         #expect(storage.endpoint == .gcs(url))
         #expect(storage.endpoint.wireProtocol == .gcsJSON)
-        #expect(!storage.authorization.sendsCredentials)
+        #expect(try await storage.authorization.token(forceRefresh: false) == nil)
     }
 
     @Test func productionEndpointsAndTheirProtocols() {

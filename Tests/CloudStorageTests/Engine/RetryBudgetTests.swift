@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import CloudStorage
+@testable import StorageEmulator
+
+/// Each kind of operation is bounded by the retry time named for it —
+/// `maxUploadRetryTime`, `maxDownloadRetryTime`, `maxOperationRetryTime` — and
+/// by no other. A retry time of zero allows no retry, so a single `503` decides
+/// the outcome without any race against a clock.
+@Suite("Retry budgets", .timeLimit(.minutes(2)))
+struct RetryBudgetTests {
+    enum Operation: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case upload, download, metadata, delete
+
+        var testDescription: String { rawValue }
+
+        /// The setting that bounds the operation's retries.
+        var budgetName: String {
+            switch self {
+            case .upload: "maxUploadRetryTime"
+            case .download: "maxDownloadRetryTime"
+            case .metadata, .delete: "maxOperationRetryTime"
+            }
+        }
+
+        func perform(_ reference: StorageReference) async throws(StorageError) {
+            switch self {
+            case .upload: _ = try await reference.putDataAsync(Data(repeating: 7, count: 1000))
+            case .download: _ = try await reference.data(maxSize: 1 << 20)
+            case .metadata: _ = try await reference.getMetadata()
+            case .delete: try await reference.delete()
+            }
+        }
+    }
+
+    /// A storage whose first request is answered `503`; `zeroed` is the one retry time set to zero.
+    static func storage(_ route: Reliability.Route, _ emulator: StorageEmulator, zeroed budget: String) -> Storage {
+        var configuration = StorageConfiguration()
+        configuration.initialRetryDelay = .milliseconds(1)
+        configuration.maxRetryDelay = .milliseconds(5)
+        configuration.maxUploadRetryTime = budget == "maxUploadRetryTime" ? .zero : .seconds(600)
+        configuration.maxDownloadRetryTime = budget == "maxDownloadRetryTime" ? .zero : .seconds(600)
+        configuration.maxOperationRetryTime = budget == "maxOperationRetryTime" ? .zero : .seconds(600)
+        configuration.transport = route.transport
+        let endpoint = route.wire.endpoint(emulator.baseURL)
+        return Storage(
+            bucket: Reliability.bucket, endpoint: endpoint, authorization: .none, configuration: configuration,
+            transport: FirstRequestFails(configuration.transport.transport(for: endpoint)))
+    }
+
+    @Test(arguments: Reliability.Route.all, Operation.allCases)
+    func anOperationIsBoundedByItsOwnRetryTime(route: Reliability.Route, operation: Operation) async throws {
+        try await Reliability.withEmulator { emulator in
+            let seed = Reliability.storage(route, emulator)
+            for name in ["a", "b"] {
+                _ = try await seed.reference(withPath: name).putDataAsync(Data(repeating: 1, count: 1000))
+            }
+            // Its own retry time is zero: the 503 ends it, naming that setting.
+            let bounded = Self.storage(route, emulator, zeroed: operation.budgetName)
+            let error = await #expect(throws: StorageError.self) {
+                try await operation.perform(bounded.reference(withPath: "a"))
+            }
+            #expect(error?.code == .retryLimitExceeded)
+            #expect(error?.message.contains(operation.budgetName) == true)
+            // Only the others are zero: the 503 is retried.
+            for other in Set(Operation.allCases.map(\.budgetName)).subtracting([operation.budgetName]) {
+                let unbounded = Self.storage(route, emulator, zeroed: other)
+                try await operation.perform(unbounded.reference(withPath: "b"))
+                _ = try await seed.reference(withPath: "b").putDataAsync(Data(repeating: 1, count: 1000))
+            }
+        }
+    }
+}
+
+/// Answers the first request with `503` and passes every later one to `inner`.
+final class FirstRequestFails: HTTPTransport {
+    private let inner: any HTTPTransport
+    private let failed = Atomic(false)
+
+    init(_ inner: any HTTPTransport) { self.inner = inner }
+
+    var maximumBodyLength: Int64? { inner.maximumBodyLength }
+
+    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
+        if !failed.exchange(true, ordering: .acquiringAndReleasing) {
+            return HTTPResponse(status: 503, headers: [:], body: Data(#"{"error":{"message":"scripted 503"}}"#.utf8))
+        }
+        return try await inner.execute(request, progress: progress)
+    }
+}
