@@ -20,7 +20,7 @@ final class TestRequest: ServerRequest {
 
     init(
         _ method: String, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [], chunked: Bool = false,
-        readSize: Int = 100_000, breakAfter: Int? = nil
+        readSize: Int = 100_000, breakAfter: Int? = nil, declaredLength: Int64? = nil
     ) {
         self.method = method
         self.target = target
@@ -39,7 +39,8 @@ final class TestRequest: ServerRequest {
         var headers = headers
         if headers["Host"] == nil { headers.add("Host", "emulator.test") }
         self.headers = headers
-        contentLength = chunked ? nil : Int64(body.count)
+        // A declared length that differs from the body's plays a client that lies about its size.
+        contentLength = chunked ? nil : (declaredLength ?? Int64(body.count))
         self.body = body
         self.readSize = readSize
         self.breakAfter = breakAfter
@@ -133,10 +134,11 @@ struct Harness {
     @discardableResult
     func send(
         _ method: String, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [], chunked: Bool = false,
-        readSize: Int = 100_000, breakAfter: Int? = nil
+        readSize: Int = 100_000, breakAfter: Int? = nil, declaredLength: Int64? = nil
     ) -> TestResponder {
         let request = TestRequest(
-            method, target, headers: headers, body: body, chunked: chunked, readSize: readSize, breakAfter: breakAfter)
+            method, target, headers: headers, body: body, chunked: chunked, readSize: readSize, breakAfter: breakAfter,
+            declaredLength: declaredLength)
         let responder = TestResponder()
         app.handle(request, responder)
         #expect(

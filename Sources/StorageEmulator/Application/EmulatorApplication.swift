@@ -404,16 +404,17 @@ package final class EmulatorApplication: ServerApplication {
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
         if first.isEmpty {
-            guard let suffix = Int64(last) else { return nil }
+            // Digits only, saturated: an enormous suffix means the whole object.
+            guard let suffix = RequestNumber.digits(last) else { return nil }
             guard suffix > 0, size > 0 else { throw unsatisfiable() }
             return max(0, size - suffix)...(size - 1)
         }
-        guard let start = Int64(first) else { return nil }
+        guard let start = RequestNumber.digits(first) else { return nil }
         let end: Int64
         if last.isEmpty {
             end = size - 1
         } else {
-            guard let value = Int64(last) else { return nil }
+            guard let value = RequestNumber.digits(last) else { return nil }
             guard value >= start else { throw unsatisfiable() }
             end = min(value, size - 1)
         }
@@ -514,8 +515,10 @@ package final class EmulatorApplication: ServerApplication {
 
     func maxResults(_ request: any ServerRequest) throws -> Int {
         guard let text = request.query("maxResults") else { return 1000 }
-        guard let value = Int(text), value > 0 else { throw HTTPError.badRequest("Invalid maxResults: '\(text)'.") }
-        return min(value, 1000)
+        guard let value = RequestNumber.digits(text), value > 0, value < Int64.max else {
+            throw HTTPError.badRequest("Invalid maxResults: '\(text)'.")
+        }
+        return Int(min(value, 1000))
     }
 
     // MARK: - Authentication

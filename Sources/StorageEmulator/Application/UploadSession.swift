@@ -167,10 +167,7 @@ final class SessionTable: Sendable {
 enum GenerationPrecondition {
     static func parse(_ text: String?) throws -> Int64? {
         guard let text else { return nil }
-        guard let value = Int64(text), value >= 0 else {
-            throw HTTPError.badRequest("Invalid ifGenerationMatch: '\(text)'.")
-        }
-        return value
+        return try RequestNumber.nonNegative(text, field: "ifGenerationMatch")
     }
 
     static func check(_ expected: Int64?, _ current: ObjectRecord?) throws {
