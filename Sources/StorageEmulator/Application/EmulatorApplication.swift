@@ -74,6 +74,8 @@ package final class EmulatorApplication: ServerApplication {
                 send(try handleControl(request, reader), to: responder)
             } catch let error as HTTPError {
                 send(errorReply(error, .gcs), to: responder)
+            } catch ServerIOError.malformedBody(let error) {
+                send(errorReply(Self.malformedBody(error), .gcs), to: responder)
             } catch {
                 responder.closeConnection()
             }
@@ -138,6 +140,9 @@ package final class EmulatorApplication: ServerApplication {
             reply = errorReply(httpError(error), flavor)
         } catch let error as FaultPlanError {
             reply = errorReply(HTTPError.badRequest(error.message), flavor)
+        } catch ServerIOError.malformedBody(let error) {
+            // The server closes after this answer (the body is broken), but the client learns why.
+            reply = errorReply(Self.malformedBody(error), flavor)
         } catch {
             // The connection broke while reading: nobody to answer.
             responder.closeConnection()
@@ -149,6 +154,11 @@ package final class EmulatorApplication: ServerApplication {
             return
         }
         send(reply, to: responder, responseFault: responseFault)
+    }
+
+    /// The answer to a request body whose chunked framing is broken.
+    private static func malformedBody(_ error: HTTP1Error) -> HTTPError {
+        HTTPError.badRequest("The request body's chunked transfer coding is malformed (\(error)).")
     }
 
     /// Whether the instruction is one that a media download acts out on its response body.

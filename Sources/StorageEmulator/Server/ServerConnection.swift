@@ -95,7 +95,8 @@ final class ServerConnection {
         server.application.handle(exchange, exchange)
         switch exchange.finish() {
         case .noResponse:
-            if !ended { answerAndClose(status: 500) }
+            // A body whose framing was broken is the client's fault; anything else unanswered is ours.
+            if !ended { answerAndClose(status: exchange.bodyMalformed ? 400 : 500) }
             return false
         case .ended:
             return false
