@@ -14,7 +14,10 @@ struct EmulatorCommand {
           --port PORT        port (default 0: any free port; printed at start)
           --dir DIR          keep objects in DIR (default: in memory)
           --discard          count bytes and store nothing; checks CRC32C, no MD5 (for benchmarks)
-          --token TOKEN      require this token (Bearer for GCS, Firebase for v0)
+          --token TOKEN      require this token (Bearer for GCS, Firebase or Bearer for v0)
+                             on every request, fault-plan endpoint included; others get 401
+          --accept-owner     with --token, also accept `owner` (Bearer or Firebase), the
+                             Firebase emulator's administrator; no secret, so off by default
           --faults LIST      a fault plan applied to every request, comma-separated,
                              e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1
                              (clients can also send x-emulator-faults: <plan id>)
@@ -26,7 +29,7 @@ struct EmulatorCommand {
         let arguments = try CommandLineArguments(
             words,
             valued: ["--host", "--port", "--dir", "--token", "--faults"],
-            flags: ["--discard"]
+            flags: ["--discard", "--accept-owner"]
         )
         guard arguments.positional.isEmpty else { throw UsageError("unexpected \(arguments.positional[0])") }
         var configuration = StorageEmulator.Configuration()
@@ -48,6 +51,12 @@ struct EmulatorCommand {
             configuration.backing = .memory
         }
         configuration.requiredToken = arguments.value("--token")
+        if arguments.has("--accept-owner") {
+            guard configuration.requiredToken != nil else {
+                throw UsageError("--accept-owner needs --token (without a token everything is accepted)")
+            }
+            configuration.acceptsOwner = true
+        }
         if let faults = arguments.value("--faults") {
             // A random plan's parameters are separated by commas too: keep it whole.
             configuration.faults =

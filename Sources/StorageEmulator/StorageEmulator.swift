@@ -42,10 +42,17 @@ public final class StorageEmulator: Sendable {
         public var port = 0
         /// Where objects are kept.
         public var backing: Backing = .memory
-        /// When set, GCS requests need `Authorization: Bearer <token>` and Firebase requests
-        /// `Authorization: Firebase <token>` (or `owner` in either scheme, as the
-        /// Firebase emulator accepts); others get 401.
+        /// When set, GCS requests need `Authorization: Bearer <token>`, Firebase requests
+        /// `Authorization: Firebase <token>` (or `Bearer <token>`), and the control endpoint
+        /// `POST /_emulator/v1/faults` either; everything else gets 401. Upload session URLs
+        /// need no header (they are capabilities, as with Cloud Storage) and a Firebase download
+        /// token opens its own object. When nil, the emulator is open to every request.
         public var requiredToken: String? = nil
+        /// With ``requiredToken`` set, also accept the Firebase emulator's administrator, `owner`
+        /// (`Bearer owner` or `Firebase owner`), as the SDK's `StorageAuthorization.emulatorOwner`
+        /// sends. Off by default: `owner` is a well-known word, not a secret. Without a required
+        /// token it changes nothing (everything is accepted).
+        public var acceptsOwner = false
         /// A fault plan applied to every request without an `x-emulator-faults` header:
         /// instructions such as `["return-503", "reset-after-256K"]`, or `["random:seed=1,rate=0.05"]`.
         public var faults: [String] = []
@@ -99,6 +106,7 @@ public final class StorageEmulator: Sendable {
         }
         var settings = EmulatorApplication.Settings()
         settings.requiredToken = configuration.requiredToken
+        settings.acceptsOwner = configuration.acceptsOwner
         settings.autoCreateBuckets = configuration.autoCreateBuckets
         let application: EmulatorApplication
         do {

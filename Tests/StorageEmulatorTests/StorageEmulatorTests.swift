@@ -121,11 +121,12 @@ struct Harness {
     let store: any ObjectStore
 
     init(
-        store: any ObjectStore = MemoryObjectStore(), token: String? = nil, autoCreate: Bool = true,
-        faults: [String] = []
+        store: any ObjectStore = MemoryObjectStore(), token: String? = nil, acceptOwner: Bool = false,
+        autoCreate: Bool = true, faults: [String] = []
     ) throws {
         var settings = EmulatorApplication.Settings()
         settings.requiredToken = token
+        settings.acceptsOwner = acceptOwner
         settings.autoCreateBuckets = autoCreate
         self.store = store
         app = try EmulatorApplication(store: store, settings: settings, globalFaults: faults)

@@ -12,6 +12,8 @@ package final class EmulatorApplication: ServerApplication {
     package struct Settings: Sendable {
         /// When set, requests must carry this token (see ``StorageEmulator/Configuration/requiredToken``).
         package var requiredToken: String?
+        /// With a required token, also accept `owner` (see ``StorageEmulator/Configuration/acceptsOwner``).
+        package var acceptsOwner = false
         /// Create a bucket the first time a request names it.
         package var autoCreateBuckets = true
         /// Used for URLs when a request has no `Host` field.
@@ -533,9 +535,13 @@ package final class EmulatorApplication: ServerApplication {
 
     // MARK: - Authentication
 
+    // With a token configured, exactly one credential opens the emulator (plus `owner`
+    // when explicitly allowed): `owner` is the Firebase emulator's well-known word, no secret.
+
     func authorizeGCS(_ request: any ServerRequest) throws {
         guard let token = settings.requiredToken else { return }
-        if request.headers["Authorization"] == "Bearer \(token)" { return }
+        let header = request.headers["Authorization"]
+        if header == "Bearer \(token)" || (settings.acceptsOwner && header == "Bearer owner") { return }
         var error = HTTPError(401, "Anonymous caller does not have storage access to the requested resource.")
         error.headers = [("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"")]
         throw error
@@ -544,8 +550,10 @@ package final class EmulatorApplication: ServerApplication {
     func authorizeFirebase(_ request: any ServerRequest) throws {
         guard let token = settings.requiredToken else { return }
         let header = request.headers["Authorization"]
+        // The Firebase SDKs send `Firebase <ID token>`; the Admin SDK and gcloud tokens come as Bearer.
+        var accepted = ["Firebase \(token)", "Bearer \(token)"]
         // The Firebase emulator's convention: `owner` stands for an admin, in either scheme.
-        let accepted = ["Firebase \(token)", "Bearer \(token)", "Firebase owner", "Bearer owner"]
+        if settings.acceptsOwner { accepted += ["Firebase owner", "Bearer owner"] }
         if let header, accepted.contains(header) { return }
         throw HTTPError(401, "Unauthorized: the request needs a valid Authorization header.")
     }
@@ -555,6 +563,8 @@ package final class EmulatorApplication: ServerApplication {
     private func handleControl(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
         guard request.method == "POST" else { throw methodNotAllowed }
+        // Fault plans change what every client sees: they need the token too (either scheme).
+        try authorizeFirebase(request)
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
         guard let instructions = json["instructions"] as? [String] else {
             throw HTTPError.badRequest("Expected {\"instructions\": [\"…\"]}.")
