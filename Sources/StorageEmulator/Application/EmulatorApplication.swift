@@ -476,53 +476,73 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Lists a bucket in name order. Items and prefixes both count toward
     /// `maxResults`; the page token names the last entry returned.
+    ///
+    /// Everything here works on UTF-8 bytes, as GCS does: `String` comparisons are
+    /// canonical, so an NFC prefix would match NFD names and a token whose name
+    /// starts with a combining mark would merge with its `i:` tag.
     func list(
         bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?
     ) throws
         -> ListPage
     {
-        var after: (isPrefix: Bool, key: String)?
+        var after: (isPrefix: Bool, key: ObjectKey)?
         if let pageToken, !pageToken.isEmpty {
-            guard let data = Data(base64Encoded: pageToken), let text = String(data: data, encoding: .utf8),
-                text.count >= 2
+            guard let data = Data(base64Encoded: pageToken), data.count >= 2, let tag = data.first,
+                tag == UInt8(ascii: "p") || tag == UInt8(ascii: "i"), data[data.startIndex + 1] == UInt8(ascii: ":")
             else { throw HTTPError.badRequest("Invalid page token.") }
-            after = (text.hasPrefix("p:"), String(text.dropFirst(2)))
+            let key = Array(data.dropFirst(2))
+            guard String(validating: key, as: UTF8.self) != nil else {
+                throw HTTPError.badRequest("Invalid page token.")
+            }
+            after = (tag == UInt8(ascii: "p"), ObjectKey(bytes: key))
         }
+        let prefixBytes = Array(prefix.utf8)
+        let delimiterBytes = Array((delimiter ?? "").utf8)
         var page = ListPage()
-        var lastKey: (isPrefix: Bool, key: String)?
+        var lastKey: (isPrefix: Bool, key: ObjectKey)?
         for record in store.records(bucket: bucket) {
-            let name = record.name
-            guard name.hasPrefix(prefix) else { continue }
+            let name = ObjectKey(record.name)
+            guard name.bytes.starts(with: prefixBytes) else { continue }
             if let after {
                 if after.isPrefix {
-                    if name.hasPrefix(after.key) || NameRules.precedes(name, after.key) { continue }
-                } else if !NameRules.precedes(after.key, name) {
+                    if name.bytes.starts(with: after.key.bytes) || name < after.key { continue }
+                } else if !(after.key < name) {
                     continue
                 }
             }
-            var entry: (isPrefix: Bool, key: String) = (false, name)
-            if let delimiter, !delimiter.isEmpty {
-                let rest = name.dropFirst(prefix.count)
-                if let found = rest.range(of: delimiter) {
-                    entry = (true, prefix + rest[..<found.upperBound])
-                }
+            var entry: (isPrefix: Bool, key: ObjectKey) = (false, name)
+            if !delimiterBytes.isEmpty,
+                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixBytes.count)
+            {
+                // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
+                entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])))
             }
             if entry.isPrefix, let lastKey, lastKey.isPrefix, lastKey.key == entry.key { continue }
             if page.items.count + page.prefixes.count == maxResults {
                 if let lastKey {
-                    page.nextPageToken = Data(((lastKey.isPrefix ? "p:" : "i:") + lastKey.key).utf8)
-                        .base64EncodedString()
+                    let tag = Array((lastKey.isPrefix ? "p:" : "i:").utf8)
+                    page.nextPageToken = Data(tag + lastKey.key.bytes).base64EncodedString()
                 }
                 break
             }
             if entry.isPrefix {
-                page.prefixes.append(entry.key)
+                page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
             } else {
                 page.items.append(record)
             }
             lastKey = entry
         }
         return page
+    }
+
+    /// The index just past the first occurrence of `needle` in `bytes` at or after `start`.
+    private static func endOfFirstMatch(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard !needle.isEmpty, bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
+        for index in start...(bytes.count - needle.count)
+        where bytes[index..<index + needle.count].elementsEqual(needle) {
+            return index + needle.count
+        }
+        return nil
     }
 
     func maxResults(_ request: any ServerRequest) throws -> Int {

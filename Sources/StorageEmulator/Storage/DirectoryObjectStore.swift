@@ -18,7 +18,8 @@ import Darwin
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        var objects: [String: [String: ObjectRecord]] = [:]
+        /// By bucket, then by the name's bytes (see ``ObjectKey``).
+        var objects: [String: [ObjectKey: ObjectRecord]] = [:]
         var clock = GenerationClock()
     }
 
@@ -57,7 +58,7 @@ package final class DirectoryObjectStore: ObjectStore {
                 SafeFileName.bucket(bucket.name) == entry
             else { continue }
             loaded.buckets[bucket.name] = bucket
-            var objects: [String: ObjectRecord] = [:]
+            var objects: [ObjectKey: ObjectRecord] = [:]
             for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
                 if file.hasPrefix(".tmp-") {
                     try? manager.removeItem(at: directory.appendingPathComponent(file))
@@ -68,7 +69,7 @@ package final class DirectoryObjectStore: ObjectStore {
                     let record = try? decoder.decode(ObjectRecord.self, from: data),
                     record.bucket == bucket.name, SafeFileName.object(record.name) + ".json" == file
                 else { continue }
-                objects[record.name] = record
+                objects[ObjectKey(record.name)] = record
                 _ = loaded.clock.next(now: Date(timeIntervalSince1970: Double(record.generation) / 1_000_000))
             }
             loaded.objects[bucket.name] = objects
@@ -133,13 +134,13 @@ package final class DirectoryObjectStore: ObjectStore {
             } catch {
                 throw .io("Cannot write the object's metadata.")
             }
-            state.objects[record.bucket, default: [:]][record.name] = record
+            state.objects[record.bucket, default: [:]][ObjectKey(record.name)] = record
             return record
         }
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[name] }
+        state.withLock { $0.objects[bucket]?[ObjectKey(name)] }
     }
 
     package func records(bucket: String) -> [ObjectRecord] {
@@ -153,10 +154,10 @@ package final class DirectoryObjectStore: ObjectStore {
         let directory = bucketDirectory(bucket)
         let fileName = SafeFileName.object(name) + ".json"
         return try state.withLock { state in
-            guard var record = state.objects[bucket]?[name] else { return nil }
+            guard var record = state.objects[bucket]?[ObjectKey(name)] else { return nil }
             try change(&record)
             try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: fileName)
-            state.objects[bucket]?[name] = record
+            state.objects[bucket]?[ObjectKey(name)] = record
             return record
         }
     }
@@ -164,11 +165,11 @@ package final class DirectoryObjectStore: ObjectStore {
     package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
         let file = objectFile(bucket, name)
         return state.withLock { state in
-            guard let record = state.objects[bucket]?[name] else { return false }
+            guard let record = state.objects[bucket]?[ObjectKey(name)] else { return false }
             if let generation, generation != record.generation { return false }
             unlink(file.path + ".json")
             unlink(file.path)
-            state.objects[bucket]?[name] = nil
+            state.objects[bucket]?[ObjectKey(name)] = nil
             return true
         }
     }
@@ -178,7 +179,7 @@ package final class DirectoryObjectStore: ObjectStore {
         // Opened under the lock so the file is the version the index names: a
         // commit renaming a newer file into place cannot slip in between.
         let descriptor = try state.withLock { (state) throws(StoreError) -> Int32 in
-            guard let current = state.objects[record.bucket]?[record.name],
+            guard let current = state.objects[record.bucket]?[ObjectKey(record.name)],
                 current.generation == record.generation
             else { throw .notFound("No such object.") }
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
