@@ -18,6 +18,12 @@ struct EmulatorCommand {
                              on every request, fault-plan endpoint included; others get 401
           --accept-owner     with --token, also accept `owner` (Bearer or Firebase), the
                              Firebase emulator's administrator; no secret, so off by default
+          --session-lifetime SECONDS
+                             how long a resumable upload session lives after it starts
+                             (default 604800, a week, as on Cloud Storage); then it answers 404
+                             and its staged bytes are deleted
+          --max-sessions N   the most upload sessions at once (default 1000); a new one evicts
+                             the least recently used idle session, or gets 503 if all are busy
           --faults LIST      a fault plan applied to every request, comma-separated,
                              e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1
                              (clients can also send x-emulator-faults: <plan id>)
@@ -28,7 +34,7 @@ struct EmulatorCommand {
     init(_ words: [String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
             words,
-            valued: ["--host", "--port", "--dir", "--token", "--faults"],
+            valued: ["--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions"],
             flags: ["--discard", "--accept-owner"]
         )
         guard arguments.positional.isEmpty else { throw UsageError("unexpected \(arguments.positional[0])") }
@@ -56,6 +62,18 @@ struct EmulatorCommand {
                 throw UsageError("--accept-owner needs --token (without a token everything is accepted)")
             }
             configuration.acceptsOwner = true
+        }
+        if let text = arguments.value("--session-lifetime") {
+            guard let seconds = Int64(text), seconds > 0 else {
+                throw UsageError("--session-lifetime: not a positive number of seconds: \(text)")
+            }
+            configuration.uploadSessionLifetime = .seconds(seconds)
+        }
+        if let text = arguments.value("--max-sessions") {
+            guard let count = Int(text), count > 0 else {
+                throw UsageError("--max-sessions: not a positive number: \(text)")
+            }
+            configuration.maxUploadSessions = count
         }
         if let faults = arguments.value("--faults") {
             // A random plan's parameters are separated by commas too: keep it whole.

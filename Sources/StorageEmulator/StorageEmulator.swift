@@ -58,6 +58,19 @@ public final class StorageEmulator: Sendable {
         public var faults: [String] = []
         /// Create a bucket the first time a request names it.
         public var autoCreateBuckets = true
+        /// How long a resumable upload session lives after it starts: one week, as on Cloud Storage.
+        ///
+        /// An expired session answers as an unknown one (GCS `404`, Firebase v0 `404`) and its
+        /// staged bytes are deleted; expired sessions are swept as other sessions are used, so
+        /// sessions abandoned by killed clients do not accumulate.
+        public var uploadSessionLifetime: Duration = .seconds(7 * 24 * 3600)
+        /// The most resumable upload sessions at once.
+        ///
+        /// A new session beyond it evicts the least recently used idle sessions (no request in
+        /// progress on them; they then answer as unknown, `404`); if every session is in use the
+        /// new one gets `503` with `Retry-After: 1`, which clients retry. Idle sessions hold no
+        /// file descriptor, so the bound is about disk and memory, not descriptors.
+        public var maxUploadSessions = 1000
 
         /// The defaults: loopback, a free port, memory, no auth, no faults, buckets created on use.
         public init() {}
@@ -108,6 +121,11 @@ public final class StorageEmulator: Sendable {
         settings.requiredToken = configuration.requiredToken
         settings.acceptsOwner = configuration.acceptsOwner
         settings.autoCreateBuckets = configuration.autoCreateBuckets
+        settings.sessionLifetime = configuration.uploadSessionLifetime
+        settings.maxSessions = configuration.maxUploadSessions
+        guard configuration.maxUploadSessions > 0, configuration.uploadSessionLifetime > .zero else {
+            throw EmulatorError(description: "Upload sessions need a positive lifetime and maximum.")
+        }
         let application: EmulatorApplication
         do {
             application = try EmulatorApplication(store: store, settings: settings, globalFaults: configuration.faults)

@@ -122,11 +122,13 @@ struct Harness {
 
     init(
         store: any ObjectStore = MemoryObjectStore(), token: String? = nil, acceptOwner: Bool = false,
-        autoCreate: Bool = true, faults: [String] = []
+        autoCreate: Bool = true, faults: [String] = [],
+        adjust: (inout EmulatorApplication.Settings) -> Void = { _ in }
     ) throws {
         var settings = EmulatorApplication.Settings()
         settings.requiredToken = token
         settings.acceptsOwner = acceptOwner
+        adjust(&settings)
         settings.autoCreateBuckets = autoCreate
         self.store = store
         app = try EmulatorApplication(store: store, settings: settings, globalFaults: faults)

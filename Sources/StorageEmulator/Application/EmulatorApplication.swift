@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HTTP1
 import Synchronization
 
@@ -18,13 +18,19 @@ package final class EmulatorApplication: ServerApplication {
         package var autoCreateBuckets = true
         /// Used for URLs when a request has no `Host` field.
         package var fallbackBase = "http://127.0.0.1"
+        /// How long an upload session lives after it starts (see ``StorageEmulator/Configuration/uploadSessionLifetime``).
+        package var sessionLifetime: Duration = .seconds(7 * 24 * 3600)
+        /// The most upload sessions at once (see ``StorageEmulator/Configuration/maxUploadSessions``).
+        package var maxSessions = 1000
+        /// The clock session expiry is measured with; tests inject their own.
+        package var now: @Sendable () -> Date = { Date() }
 
         package init() {}
     }
 
     let store: any ObjectStore
     let settings: Settings
-    let sessions = SessionTable()
+    let sessions: SessionTable
     let counter = ByteCounter()
     private let plans = Mutex<[String: FaultPlan]>([:])
     private let globalPlan: FaultPlan?
@@ -39,6 +45,8 @@ package final class EmulatorApplication: ServerApplication {
     {
         self.store = store
         self.settings = settings
+        sessions = SessionTable(
+            policy: .init(lifetime: settings.sessionLifetime, maxSessions: settings.maxSessions, now: settings.now))
         globalPlan = globalFaults.isEmpty ? nil : try FaultPlan(globalFaults)
     }
 

@@ -167,7 +167,7 @@ extension EmulatorApplication {
             reply.headers.set("X-Goog-Upload-Status", "cancelled")
             return reply
         }
-        return try session.state.withLock { state in
+        return try session.withRequest { state in
             if case .cancelled = state.phase { throw HTTPError(404, "Upload not found.") }
             if commands == ["query"] {
                 if case .finalized(let record) = state.phase { return finalReply(record) }

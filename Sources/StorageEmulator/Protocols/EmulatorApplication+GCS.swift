@@ -193,7 +193,14 @@ extension EmulatorApplication {
             id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
             declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer,
             computingMD5: store.computesMD5)
-        sessions.add(session)
+        // An idle session holds no descriptor: the file is reopened by each request.
+        writer.relinquish()
+        do {
+            try sessions.add(session)
+        } catch {
+            writer.discard()
+            throw error
+        }
         return session
     }
 
@@ -242,7 +249,7 @@ extension EmulatorApplication {
             sessions.remove(id)?.cancel()
             return Reply.json(499, ["error": ["code": 499, "message": "Client Closed Request"] as [String: Any]])
         case "PUT", "POST":
-            return try session.state.withLock { state in
+            return try session.withRequest { state in
                 try gcsSessionPut(request, body, session, &state)
             }
         default:
