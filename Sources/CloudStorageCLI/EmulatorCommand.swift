@@ -14,7 +14,16 @@ struct EmulatorCommand {
           --port PORT        port (default 0: any free port; printed at start)
           --dir DIR          keep objects in DIR (default: in memory)
           --discard          count bytes and store nothing; checks CRC32C, no MD5 (for benchmarks)
-          --token TOKEN      require this token (Bearer for GCS, Firebase for v0)
+          --token TOKEN      require this token (Bearer for GCS, Firebase or Bearer for v0)
+                             on every request, fault-plan endpoint included; others get 401
+          --accept-owner     with --token, also accept `owner` (Bearer or Firebase), the
+                             Firebase emulator's administrator; no secret, so off by default
+          --session-lifetime SECONDS
+                             how long a resumable upload session lives after it starts
+                             (default 604800, a week, as on Cloud Storage); then it answers 404
+                             and its staged bytes are deleted
+          --max-sessions N   the most upload sessions at once (default 1000); a new one evicts
+                             the least recently used idle session, or gets 503 if all are busy
           --faults LIST      a fault plan applied to every request, comma-separated,
                              e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1
                              (clients can also send x-emulator-faults: <plan id>)
@@ -25,8 +34,8 @@ struct EmulatorCommand {
     init(_ words: [String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
             words,
-            valued: ["--host", "--port", "--dir", "--token", "--faults"],
-            flags: ["--discard"]
+            valued: ["--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions"],
+            flags: ["--discard", "--accept-owner"]
         )
         guard arguments.positional.isEmpty else { throw UsageError("unexpected \(arguments.positional[0])") }
         var configuration = StorageEmulator.Configuration()
@@ -48,6 +57,24 @@ struct EmulatorCommand {
             configuration.backing = .memory
         }
         configuration.requiredToken = arguments.value("--token")
+        if arguments.has("--accept-owner") {
+            guard configuration.requiredToken != nil else {
+                throw UsageError("--accept-owner needs --token (without a token everything is accepted)")
+            }
+            configuration.acceptsOwner = true
+        }
+        if let text = arguments.value("--session-lifetime") {
+            guard let seconds = Int64(text), seconds > 0 else {
+                throw UsageError("--session-lifetime: not a positive number of seconds: \(text)")
+            }
+            configuration.uploadSessionLifetime = .seconds(seconds)
+        }
+        if let text = arguments.value("--max-sessions") {
+            guard let count = Int(text), count > 0 else {
+                throw UsageError("--max-sessions: not a positive number: \(text)")
+            }
+            configuration.maxUploadSessions = count
+        }
         if let faults = arguments.value("--faults") {
             // A random plan's parameters are separated by commas too: keep it whole.
             configuration.faults =

@@ -42,15 +42,35 @@ public final class StorageEmulator: Sendable {
         public var port = 0
         /// Where objects are kept.
         public var backing: Backing = .memory
-        /// When set, GCS requests need `Authorization: Bearer <token>` and Firebase requests
-        /// `Authorization: Firebase <token>` (or `owner` in either scheme, as the
-        /// Firebase emulator accepts); others get 401.
+        /// When set, GCS requests need `Authorization: Bearer <token>`, Firebase requests
+        /// `Authorization: Firebase <token>` (or `Bearer <token>`), and the control endpoint
+        /// `POST /_emulator/v1/faults` either; everything else gets 401. Upload session URLs
+        /// need no header (they are capabilities, as with Cloud Storage) and a Firebase download
+        /// token opens its own object. When nil, the emulator is open to every request.
         public var requiredToken: String? = nil
+        /// With ``requiredToken`` set, also accept the Firebase emulator's administrator, `owner`
+        /// (`Bearer owner` or `Firebase owner`), as the SDK's `StorageAuthorization.emulatorOwner`
+        /// sends. Off by default: `owner` is a well-known word, not a secret. Without a required
+        /// token it changes nothing (everything is accepted).
+        public var acceptsOwner = false
         /// A fault plan applied to every request without an `x-emulator-faults` header:
         /// instructions such as `["return-503", "reset-after-256K"]`, or `["random:seed=1,rate=0.05"]`.
         public var faults: [String] = []
         /// Create a bucket the first time a request names it.
         public var autoCreateBuckets = true
+        /// How long a resumable upload session lives after it starts: one week, as on Cloud Storage.
+        ///
+        /// An expired session answers as an unknown one (GCS `404`, Firebase v0 `404`) and its
+        /// staged bytes are deleted; expired sessions are swept as other sessions are used, so
+        /// sessions abandoned by killed clients do not accumulate.
+        public var uploadSessionLifetime: Duration = .seconds(7 * 24 * 3600)
+        /// The most resumable upload sessions at once.
+        ///
+        /// A new session beyond it evicts the least recently used idle sessions (no request in
+        /// progress on them; they then answer as unknown, `404`); if every session is in use the
+        /// new one gets `503` with `Retry-After: 1`, which clients retry. Idle sessions hold no
+        /// file descriptor, so the bound is about disk and memory, not descriptors.
+        public var maxUploadSessions = 1000
 
         /// The defaults: loopback, a free port, memory, no auth, no faults, buckets created on use.
         public init() {}
@@ -99,7 +119,13 @@ public final class StorageEmulator: Sendable {
         }
         var settings = EmulatorApplication.Settings()
         settings.requiredToken = configuration.requiredToken
+        settings.acceptsOwner = configuration.acceptsOwner
         settings.autoCreateBuckets = configuration.autoCreateBuckets
+        settings.sessionLifetime = configuration.uploadSessionLifetime
+        settings.maxSessions = configuration.maxUploadSessions
+        guard configuration.maxUploadSessions > 0, configuration.uploadSessionLifetime > .zero else {
+            throw EmulatorError(description: "Upload sessions need a positive lifetime and maximum.")
+        }
         let application: EmulatorApplication
         do {
             application = try EmulatorApplication(store: store, settings: settings, globalFaults: configuration.faults)

@@ -20,7 +20,7 @@ final class TestRequest: ServerRequest {
 
     init(
         _ method: String, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [], chunked: Bool = false,
-        readSize: Int = 100_000, breakAfter: Int? = nil
+        readSize: Int = 100_000, breakAfter: Int? = nil, declaredLength: Int64? = nil
     ) {
         self.method = method
         self.target = target
@@ -39,7 +39,8 @@ final class TestRequest: ServerRequest {
         var headers = headers
         if headers["Host"] == nil { headers.add("Host", "emulator.test") }
         self.headers = headers
-        contentLength = chunked ? nil : Int64(body.count)
+        // A declared length that differs from the body's plays a client that lies about its size.
+        contentLength = chunked ? nil : (declaredLength ?? Int64(body.count))
         self.body = body
         self.readSize = readSize
         self.breakAfter = breakAfter
@@ -120,11 +121,14 @@ struct Harness {
     let store: any ObjectStore
 
     init(
-        store: any ObjectStore = MemoryObjectStore(), token: String? = nil, autoCreate: Bool = true,
-        faults: [String] = []
+        store: any ObjectStore = MemoryObjectStore(), token: String? = nil, acceptOwner: Bool = false,
+        autoCreate: Bool = true, faults: [String] = [],
+        adjust: (inout EmulatorApplication.Settings) -> Void = { _ in }
     ) throws {
         var settings = EmulatorApplication.Settings()
         settings.requiredToken = token
+        settings.acceptsOwner = acceptOwner
+        adjust(&settings)
         settings.autoCreateBuckets = autoCreate
         self.store = store
         app = try EmulatorApplication(store: store, settings: settings, globalFaults: faults)
@@ -133,10 +137,11 @@ struct Harness {
     @discardableResult
     func send(
         _ method: String, _ target: String, headers: HTTPHeaders = [:], body: [UInt8] = [], chunked: Bool = false,
-        readSize: Int = 100_000, breakAfter: Int? = nil
+        readSize: Int = 100_000, breakAfter: Int? = nil, declaredLength: Int64? = nil
     ) -> TestResponder {
         let request = TestRequest(
-            method, target, headers: headers, body: body, chunked: chunked, readSize: readSize, breakAfter: breakAfter)
+            method, target, headers: headers, body: body, chunked: chunked, readSize: readSize, breakAfter: breakAfter,
+            declaredLength: declaredLength)
         let responder = TestResponder()
         app.handle(request, responder)
         #expect(

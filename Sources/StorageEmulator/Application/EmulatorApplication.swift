@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HTTP1
 import Synchronization
 
@@ -12,17 +12,25 @@ package final class EmulatorApplication: ServerApplication {
     package struct Settings: Sendable {
         /// When set, requests must carry this token (see ``StorageEmulator/Configuration/requiredToken``).
         package var requiredToken: String?
+        /// With a required token, also accept `owner` (see ``StorageEmulator/Configuration/acceptsOwner``).
+        package var acceptsOwner = false
         /// Create a bucket the first time a request names it.
         package var autoCreateBuckets = true
         /// Used for URLs when a request has no `Host` field.
         package var fallbackBase = "http://127.0.0.1"
+        /// How long an upload session lives after it starts (see ``StorageEmulator/Configuration/uploadSessionLifetime``).
+        package var sessionLifetime: Duration = .seconds(7 * 24 * 3600)
+        /// The most upload sessions at once (see ``StorageEmulator/Configuration/maxUploadSessions``).
+        package var maxSessions = 1000
+        /// The clock session expiry is measured with; tests inject their own.
+        package var now: @Sendable () -> Date = { Date() }
 
         package init() {}
     }
 
     let store: any ObjectStore
     let settings: Settings
-    let sessions = SessionTable()
+    let sessions: SessionTable
     let counter = ByteCounter()
     private let plans = Mutex<[String: FaultPlan]>([:])
     private let globalPlan: FaultPlan?
@@ -37,6 +45,8 @@ package final class EmulatorApplication: ServerApplication {
     {
         self.store = store
         self.settings = settings
+        sessions = SessionTable(
+            policy: .init(lifetime: settings.sessionLifetime, maxSessions: settings.maxSessions, now: settings.now))
         globalPlan = globalFaults.isEmpty ? nil : try FaultPlan(globalFaults)
     }
 
@@ -74,6 +84,8 @@ package final class EmulatorApplication: ServerApplication {
                 send(try handleControl(request, reader), to: responder)
             } catch let error as HTTPError {
                 send(errorReply(error, .gcs), to: responder)
+            } catch ServerIOError.malformedBody(let error) {
+                send(errorReply(Self.malformedBody(error), .gcs), to: responder)
             } catch {
                 responder.closeConnection()
             }
@@ -138,6 +150,9 @@ package final class EmulatorApplication: ServerApplication {
             reply = errorReply(httpError(error), flavor)
         } catch let error as FaultPlanError {
             reply = errorReply(HTTPError.badRequest(error.message), flavor)
+        } catch ServerIOError.malformedBody(let error) {
+            // The server closes after this answer (the body is broken), but the client learns why.
+            reply = errorReply(Self.malformedBody(error), flavor)
         } catch {
             // The connection broke while reading: nobody to answer.
             responder.closeConnection()
@@ -149,6 +164,11 @@ package final class EmulatorApplication: ServerApplication {
             return
         }
         send(reply, to: responder, responseFault: responseFault)
+    }
+
+    /// The answer to a request body whose chunked framing is broken.
+    private static func malformedBody(_ error: HTTP1Error) -> HTTPError {
+        HTTPError.badRequest("The request body's chunked transfer coding is malformed (\(error)).")
     }
 
     /// Whether the instruction is one that a media download acts out on its response body.
@@ -404,16 +424,17 @@ package final class EmulatorApplication: ServerApplication {
         let first = spec[..<dash].trimmingCharacters(in: .whitespaces)
         let last = spec[spec.index(after: dash)...].trimmingCharacters(in: .whitespaces)
         if first.isEmpty {
-            guard let suffix = Int64(last) else { return nil }
+            // Digits only, saturated: an enormous suffix means the whole object.
+            guard let suffix = RequestNumber.digits(last) else { return nil }
             guard suffix > 0, size > 0 else { throw unsatisfiable() }
             return max(0, size - suffix)...(size - 1)
         }
-        guard let start = Int64(first) else { return nil }
+        guard let start = RequestNumber.digits(first) else { return nil }
         let end: Int64
         if last.isEmpty {
             end = size - 1
         } else {
-            guard let value = Int64(last) else { return nil }
+            guard let value = RequestNumber.digits(last) else { return nil }
             guard value >= start else { throw unsatisfiable() }
             end = min(value, size - 1)
         }
@@ -463,47 +484,57 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Lists a bucket in name order. Items and prefixes both count toward
     /// `maxResults`; the page token names the last entry returned.
+    ///
+    /// Everything here works on UTF-8 bytes, as GCS does: `String` comparisons are
+    /// canonical, so an NFC prefix would match NFD names and a token whose name
+    /// starts with a combining mark would merge with its `i:` tag.
     func list(
         bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?
     ) throws
         -> ListPage
     {
-        var after: (isPrefix: Bool, key: String)?
+        var after: (isPrefix: Bool, key: ObjectKey)?
         if let pageToken, !pageToken.isEmpty {
-            guard let data = Data(base64Encoded: pageToken), let text = String(data: data, encoding: .utf8),
-                text.count >= 2
+            guard let data = Data(base64Encoded: pageToken), data.count >= 2, let tag = data.first,
+                tag == UInt8(ascii: "p") || tag == UInt8(ascii: "i"), data[data.startIndex + 1] == UInt8(ascii: ":")
             else { throw HTTPError.badRequest("Invalid page token.") }
-            after = (text.hasPrefix("p:"), String(text.dropFirst(2)))
+            let key = Array(data.dropFirst(2))
+            guard String(validating: key, as: UTF8.self) != nil else {
+                throw HTTPError.badRequest("Invalid page token.")
+            }
+            after = (tag == UInt8(ascii: "p"), ObjectKey(bytes: key))
         }
+        let prefixBytes = Array(prefix.utf8)
+        let delimiterBytes = Array((delimiter ?? "").utf8)
         var page = ListPage()
-        var lastKey: (isPrefix: Bool, key: String)?
+        var lastKey: (isPrefix: Bool, key: ObjectKey)?
         for record in store.records(bucket: bucket) {
-            let name = record.name
-            guard name.hasPrefix(prefix) else { continue }
+            let name = ObjectKey(record.name)
+            guard name.bytes.starts(with: prefixBytes) else { continue }
             if let after {
                 if after.isPrefix {
-                    if name.hasPrefix(after.key) || NameRules.precedes(name, after.key) { continue }
-                } else if !NameRules.precedes(after.key, name) {
+                    if name.bytes.starts(with: after.key.bytes) || name < after.key { continue }
+                } else if !(after.key < name) {
                     continue
                 }
             }
-            var entry: (isPrefix: Bool, key: String) = (false, name)
-            if let delimiter, !delimiter.isEmpty {
-                let rest = name.dropFirst(prefix.count)
-                if let found = rest.range(of: delimiter) {
-                    entry = (true, prefix + rest[..<found.upperBound])
-                }
+            var entry: (isPrefix: Bool, key: ObjectKey) = (false, name)
+            if !delimiterBytes.isEmpty,
+                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixBytes.count)
+            {
+                // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
+                entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])))
             }
             if entry.isPrefix, let lastKey, lastKey.isPrefix, lastKey.key == entry.key { continue }
             if page.items.count + page.prefixes.count == maxResults {
                 if let lastKey {
-                    page.nextPageToken = Data(((lastKey.isPrefix ? "p:" : "i:") + lastKey.key).utf8)
-                        .base64EncodedString()
+                    let tag = Array((lastKey.isPrefix ? "p:" : "i:").utf8)
+                    page.nextPageToken = Data(tag + lastKey.key.bytes).base64EncodedString()
                 }
                 break
             }
             if entry.isPrefix {
-                page.prefixes.append(entry.key)
+                page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
             } else {
                 page.items.append(record)
             }
@@ -512,17 +543,33 @@ package final class EmulatorApplication: ServerApplication {
         return page
     }
 
+    /// The index just past the first occurrence of `needle` in `bytes` at or after `start`.
+    private static func endOfFirstMatch(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard !needle.isEmpty, bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
+        for index in start...(bytes.count - needle.count)
+        where bytes[index..<index + needle.count].elementsEqual(needle) {
+            return index + needle.count
+        }
+        return nil
+    }
+
     func maxResults(_ request: any ServerRequest) throws -> Int {
         guard let text = request.query("maxResults") else { return 1000 }
-        guard let value = Int(text), value > 0 else { throw HTTPError.badRequest("Invalid maxResults: '\(text)'.") }
-        return min(value, 1000)
+        guard let value = RequestNumber.digits(text), value > 0, value < Int64.max else {
+            throw HTTPError.badRequest("Invalid maxResults: '\(text)'.")
+        }
+        return Int(min(value, 1000))
     }
 
     // MARK: - Authentication
 
+    // With a token configured, exactly one credential opens the emulator (plus `owner`
+    // when explicitly allowed): `owner` is the Firebase emulator's well-known word, no secret.
+
     func authorizeGCS(_ request: any ServerRequest) throws {
         guard let token = settings.requiredToken else { return }
-        if request.headers["Authorization"] == "Bearer \(token)" { return }
+        let header = request.headers["Authorization"]
+        if header == "Bearer \(token)" || (settings.acceptsOwner && header == "Bearer owner") { return }
         var error = HTTPError(401, "Anonymous caller does not have storage access to the requested resource.")
         error.headers = [("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"")]
         throw error
@@ -531,8 +578,10 @@ package final class EmulatorApplication: ServerApplication {
     func authorizeFirebase(_ request: any ServerRequest) throws {
         guard let token = settings.requiredToken else { return }
         let header = request.headers["Authorization"]
+        // The Firebase SDKs send `Firebase <ID token>`; the Admin SDK and gcloud tokens come as Bearer.
+        var accepted = ["Firebase \(token)", "Bearer \(token)"]
         // The Firebase emulator's convention: `owner` stands for an admin, in either scheme.
-        let accepted = ["Firebase \(token)", "Bearer \(token)", "Firebase owner", "Bearer owner"]
+        if settings.acceptsOwner { accepted += ["Firebase owner", "Bearer owner"] }
         if let header, accepted.contains(header) { return }
         throw HTTPError(401, "Unauthorized: the request needs a valid Authorization header.")
     }
@@ -542,6 +591,8 @@ package final class EmulatorApplication: ServerApplication {
     private func handleControl(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
         guard request.method == "POST" else { throw methodNotAllowed }
+        // Fault plans change what every client sees: they need the token too (either scheme).
+        try authorizeFirebase(request)
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
         guard let instructions = json["instructions"] as? [String] else {
             throw HTTPError.badRequest("Expected {\"instructions\": [\"…\"]}.")

@@ -11,7 +11,7 @@ final class UploadSession: Sendable {
     enum Phase {
         case active
         case finalized(ObjectRecord)
-        /// Cancelled while another request waited for the lock: it must not write.
+        /// Cancelled, expired or evicted while another request waited for the lock: it must not write.
         case cancelled
     }
 
@@ -102,13 +102,35 @@ final class UploadSession: Sendable {
         }
     }
 
-    /// Throws away the staged bytes of an unfinished session (idempotent).
+    /// Runs one request on the session, serialised with the session's other requests.
+    ///
+    /// Afterwards the staging writer lets go of its file descriptor, so that a session
+    /// nobody is sending to holds none (abandoned sessions would otherwise exhaust them).
+    func withRequest<Result>(_ body: (inout State) throws -> Result) throws -> Result {
+        try state.withLock { state in
+            defer { state.writer.relinquish() }
+            return try body(&state)
+        }
+    }
+
+    /// Throws away the staged bytes of an unfinished session (idempotent), waiting for a
+    /// request in progress on it to end first.
     func cancel() {
-        state.withLock { state in
-            if case .active = state.phase {
-                state.writer.discard()
-                state.phase = .cancelled
-            }
+        state.withLock { state in Self.cancel(&state) }
+    }
+
+    /// Cancels the session unless a request holds it: for expiry and eviction, which must
+    /// not wait behind an upload in progress.
+    ///
+    /// - Returns: Whether the session was idle (and is now cancelled, or was already over).
+    func cancelIfIdle() -> Bool {
+        state.withLockIfAvailable { state in Self.cancel(&state) } != nil
+    }
+
+    private static func cancel(_ state: inout State) {
+        if case .active = state.phase {
+            state.writer.discard()
+            state.phase = .cancelled
         }
     }
 
@@ -128,49 +150,11 @@ final class UploadSession: Sendable {
     }
 }
 
-/// The live sessions, by id.
-final class SessionTable: Sendable {
-    private let sessions = Mutex<[String: UploadSession]>([:])
-
-    func add(_ session: UploadSession) {
-        sessions.withLock { $0[session.id] = session }
-    }
-
-    func session(_ id: String) -> UploadSession? {
-        sessions.withLock { $0[id] }
-    }
-
-    @discardableResult
-    func remove(_ id: String) -> UploadSession? {
-        sessions.withLock { $0.removeValue(forKey: id) }
-    }
-
-    /// Removes every session, discarding unfinished uploads' staged bytes.
-    func removeAll() {
-        let all = sessions.withLock { sessions in
-            let all = Array(sessions.values)
-            sessions.removeAll()
-            return all
-        }
-        for session in all { session.cancel() }
-    }
-
-    var count: Int { sessions.withLock { $0.count } }
-
-    /// A new unguessable session id.
-    static func newID() -> String {
-        (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased()
-    }
-}
-
 /// `ifGenerationMatch`: 0 means the object must not exist, N that its current generation is N.
 enum GenerationPrecondition {
     static func parse(_ text: String?) throws -> Int64? {
         guard let text else { return nil }
-        guard let value = Int64(text), value >= 0 else {
-            throw HTTPError.badRequest("Invalid ifGenerationMatch: '\(text)'.")
-        }
-        return value
+        return try RequestNumber.nonNegative(text, field: "ifGenerationMatch")
     }
 
     static func check(_ expected: Int64?, _ current: ObjectRecord?) throws {

@@ -106,10 +106,7 @@ extension EmulatorApplication {
             attributes.downloadTokens = [UUID().uuidString.lowercased()]
             var declared: Int64?
             if let text = request.headers["X-Goog-Upload-Header-Content-Length"] {
-                guard let value = Int64(text), value >= 0 else {
-                    throw HTTPError.badRequest("Invalid X-Goog-Upload-Header-Content-Length: '\(text)'.")
-                }
-                declared = value
+                declared = try RequestNumber.byteCount(text, field: "X-Goog-Upload-Header-Content-Length")
             }
             let session = try startSession(
                 bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
@@ -170,7 +167,7 @@ extension EmulatorApplication {
             reply.headers.set("X-Goog-Upload-Status", "cancelled")
             return reply
         }
-        return try session.state.withLock { state in
+        return try session.withRequest { state in
             if case .cancelled = state.phase { throw HTTPError(404, "Upload not found.") }
             if commands == ["query"] {
                 if case .finalized(let record) = state.phase { return finalReply(record) }
@@ -185,8 +182,15 @@ extension EmulatorApplication {
             if case .finalized(let record) = state.phase { return finalReply(record) }
             let snapshot = state.checksums
             if upload {
-                guard let text = request.headers["X-Goog-Upload-Offset"], let offset = Int64(text), offset >= 0 else {
+                guard let text = request.headers["X-Goog-Upload-Offset"] else {
                     throw HTTPError.badRequest("An upload command needs a valid X-Goog-Upload-Offset.")
+                }
+                let offset = try RequestNumber.byteCount(text, field: "X-Goog-Upload-Offset")
+                // Bounded like every other number, so `offset + length` below cannot overflow.
+                if let length = request.contentLength, length > RequestNumber.maxObjectSize {
+                    throw HTTPError.badRequest(
+                        "Invalid Content-Length: \(length) exceeds the largest object size (\(RequestNumber.maxObjectSize) bytes)."
+                    )
                 }
                 guard offset <= state.committed else {
                     throw HTTPError.badRequest(

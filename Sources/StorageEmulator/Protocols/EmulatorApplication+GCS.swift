@@ -96,8 +96,7 @@ extension EmulatorApplication {
 
     private func generationParameter(_ request: any ServerRequest) throws -> Int64? {
         guard let text = request.query("generation") else { return nil }
-        guard let value = Int64(text) else { throw HTTPError.badRequest("Invalid generation: '\(text)'.") }
-        return value
+        return try RequestNumber.nonNegative(text, field: "generation")
     }
 
     /// Applies a metadata change, bumping the metageneration.
@@ -105,7 +104,9 @@ extension EmulatorApplication {
         _ request: any ServerRequest, bucket: String, name: String, _ change: (inout ObjectAttributes) throws -> Void
     ) throws -> ObjectRecord {
         _ = try requireObject(bucket, name)
-        let metagenerationMatch = request.query("ifMetagenerationMatch").flatMap { Int64($0) }
+        let metagenerationMatch = try request.query("ifMetagenerationMatch").map {
+            try RequestNumber.nonNegative($0, field: "ifMetagenerationMatch")
+        }
         let updated = try store.updateRecord(bucket: bucket, name: name) { record in
             if let metagenerationMatch, metagenerationMatch != record.metageneration {
                 throw HTTPError(412, "Precondition Failed")
@@ -154,10 +155,7 @@ extension EmulatorApplication {
             }
             var declared: Int64?
             if let text = request.headers["X-Upload-Content-Length"] {
-                guard let value = Int64(text), value >= 0 else {
-                    throw HTTPError.badRequest("Invalid X-Upload-Content-Length: '\(text)'.")
-                }
-                declared = value
+                declared = try RequestNumber.byteCount(text, field: "X-Upload-Content-Length")
             }
             let session = try startSession(
                 bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
@@ -195,7 +193,14 @@ extension EmulatorApplication {
             id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
             declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer,
             computingMD5: store.computesMD5)
-        sessions.add(session)
+        // An idle session holds no descriptor: the file is reopened by each request.
+        writer.relinquish()
+        do {
+            try sessions.add(session)
+        } catch {
+            writer.discard()
+            throw error
+        }
         return session
     }
 
@@ -244,7 +249,7 @@ extension EmulatorApplication {
             sessions.remove(id)?.cancel()
             return Reply.json(499, ["error": ["code": 499, "message": "Client Closed Request"] as [String: Any]])
         case "PUT", "POST":
-            return try session.state.withLock { state in
+            return try session.withRequest { state in
                 try gcsSessionPut(request, body, session, &state)
             }
         default:
@@ -288,6 +293,7 @@ extension EmulatorApplication {
             }
             return incomplete(state)
         }
+        // Both bounds are at most RequestNumber.maxObjectSize, so this cannot overflow.
         let length = last - first + 1
         guard first <= state.committed else {
             throw HTTPError.badRequest(
@@ -325,6 +331,8 @@ extension EmulatorApplication {
 }
 
 /// `Content-Range: bytes a-b/N`, `bytes a-b/*`, `bytes */N`, `bytes */*`.
+///
+/// Every number is at most ``RequestNumber/maxObjectSize``, so sums and differences of them fit in `Int64`.
 struct ContentRange {
     var first: Int64?
     var last: Int64?
@@ -335,6 +343,11 @@ struct ContentRange {
         let invalid = HTTPError.badRequest("Invalid Content-Range: '\(header ?? "")'.")
         guard let header else {
             let length = contentLength ?? 0
+            guard length <= RequestNumber.maxObjectSize else {
+                throw HTTPError.badRequest(
+                    "Invalid Content-Length: \(length) exceeds the largest object size (\(RequestNumber.maxObjectSize) bytes)."
+                )
+            }
             if length == 0 { return ContentRange(first: nil, last: nil, total: 0) }
             return ContentRange(first: 0, last: length - 1, total: length)
         }
@@ -345,14 +358,14 @@ struct ContentRange {
         guard halves.count == 2 else { throw invalid }
         var range = ContentRange()
         if halves[1] != "*" {
-            guard let total = Int64(halves[1]), total >= 0 else { throw invalid }
-            range.total = total
+            range.total = try RequestNumber.byteCount(halves[1], field: "Content-Range")
         }
         if halves[0] != "*" {
             let bounds = halves[0].split(separator: "-", omittingEmptySubsequences: false)
-            guard bounds.count == 2, let first = Int64(bounds[0]), let last = Int64(bounds[1]), first >= 0,
-                last >= first
-            else { throw invalid }
+            guard bounds.count == 2 else { throw invalid }
+            let first = try RequestNumber.byteCount(bounds[0], field: "Content-Range")
+            let last = try RequestNumber.byteCount(bounds[1], field: "Content-Range")
+            guard last >= first else { throw invalid }
             range.first = first
             range.last = last
         }

@@ -3,13 +3,19 @@ package import HTTP1
 extension EmulatorHTTPServer {
     /// Bounds on what one peer can make the server hold, and for how long.
     package struct Limits: Sendable {
-        /// Open connections (one thread each). Beyond this a new connection gets `503` with
-        /// `Retry-After: 1` and is closed at once, so clients see a retryable answer instead of a stall.
+        /// Open connections (one thread each). When all are open, a new connection evicts the one
+        /// that has waited longest for a request head (idle between requests, or with a head still
+        /// arriving), so that clients that trickle heads or hold idle connections cannot starve
+        /// others; only when every connection has a request in progress does a new one get `503`
+        /// with `Retry-After: 1` and an immediate close, a retryable answer instead of a stall.
         package var maxConnections = 256
         /// How long a kept-alive connection may wait for the first byte of its next request.
         package var idleTimeout: Duration = .seconds(60)
         /// How long any single read may wait while a head or body is under way.
         package var readTimeout: Duration = .seconds(30)
+        /// How long a request head may take as a whole, from its first byte to its end
+        /// (beyond it `408`): a client sending a byte at a time cannot hold a connection longer.
+        package var headTimeout: Duration = .seconds(30)
         /// How long a send may wait for the peer to make room (SO_SNDTIMEO).
         package var writeTimeout: Duration = .seconds(60)
         /// Head size and field count (defaults 64 KiB and 100 fields; beyond them `431`).

@@ -20,14 +20,18 @@ import Synchronization
 ///   `Mutex`; no lock is held across a system call that can block.
 ///
 /// ## Limits and timeouts (see ``Limits``)
-/// - At most ``Limits/maxConnections`` (256) connections; a connection beyond that
-///   is accepted, answered `503 Service Unavailable` with `Retry-After: 1` and closed.
+/// - At most ``Limits/maxConnections`` (256) connections. A connection beyond that evicts
+///   the open connection that has waited longest for a request head (idle, or with a head
+///   still arriving): it is shut down without an answer, as an idle keep-alive connection
+///   may be at any time. Only if every connection has a request in progress is the new
+///   one answered `503 Service Unavailable` with `Retry-After: 1` and closed.
 /// - Heads up to 64 KiB and 100 fields (`431` beyond); request bodies are never
 ///   buffered by the server: the application reads them.
 /// - Between requests a connection may stay idle for ``Limits/idleTimeout`` (60 s);
 ///   while a head or body is arriving every read must progress within
-///   ``Limits/readTimeout`` (30 s; a stalled head gets `408`); sends give up after
-///   ``Limits/writeTimeout`` (60 s).
+///   ``Limits/readTimeout`` (30 s; a stalled head gets `408`), and a head must arrive
+///   whole within ``Limits/headTimeout`` of its first byte (30 s; else `408`), however
+///   slowly its bytes trickle in; sends give up after ``Limits/writeTimeout`` (60 s).
 ///
 /// ## Connections
 /// HTTP/1.1 connections persist unless either side says `Connection: close`;
@@ -44,12 +48,22 @@ package final class EmulatorHTTPServer: Sendable {
         case stopped
     }
 
+    /// An open connection, as the server tracks it.
+    private struct Slot {
+        let handle: SocketHandle
+        /// When the connection began waiting for a request head (in ``State/waitSequence`` order),
+        /// or nil while a request is in progress. Waiting connections can be evicted.
+        var waitingSince: UInt64?
+    }
+
     private struct State {
         var phase = Phase.idle
         var port = 0
-        var connections: [Int: SocketHandle] = [:]
+        var connections: [Int: Slot] = [:]
         var nextConnectionID = 0
         var liveThreads = 0
+        /// Orders waits for heads without a clock: a larger number began waiting later.
+        var waitSequence: UInt64 = 0
     }
 
     private let host: String
@@ -131,7 +145,7 @@ package final class EmulatorHTTPServer: Sendable {
                 return nil
             case .running(_, let wakeWriter):
                 state.phase = .stopping
-                return (wakeWriter, Array(state.connections.values))
+                return (wakeWriter, state.connections.values.map(\.handle))
             case .stopping, .stopped:
                 return nil
             }
@@ -205,7 +219,7 @@ package final class EmulatorHTTPServer: Sendable {
     }
 
     private enum Admission {
-        case accepted(id: Int, handle: SocketHandle)
+        case accepted(id: Int, handle: SocketHandle, evicted: SocketHandle?)
         case tooMany
         case stopping
     }
@@ -214,12 +228,23 @@ package final class EmulatorHTTPServer: Sendable {
         POSIXSocket.configure(fd, bufferSize: limits.socketBufferSize, sendTimeout: limits.writeTimeout)
         let admission = state.withLock { state -> Admission in
             guard case .running = state.phase else { return .stopping }
-            guard state.connections.count < limits.maxConnections else { return .tooMany }
+            var evicted: SocketHandle?
+            if state.connections.count >= limits.maxConnections {
+                // Make room by evicting the connection that has waited longest for a head.
+                var oldest: (id: Int, since: UInt64)?
+                for (id, slot) in state.connections {
+                    if let since = slot.waitingSince, since < oldest?.since ?? .max { oldest = (id, since) }
+                }
+                guard let oldest else { return .tooMany }
+                evicted = state.connections.removeValue(forKey: oldest.id)?.handle
+            }
             let id = state.nextConnectionID
             state.nextConnectionID += 1
             let handle = SocketHandle(fd: fd)
-            state.connections[id] = handle
-            return .accepted(id: id, handle: handle)
+            // A new connection waits for its first head from the moment it is admitted.
+            state.connections[id] = Slot(handle: handle, waitingSince: state.waitSequence)
+            state.waitSequence += 1
+            return .accepted(id: id, handle: handle, evicted: evicted)
         }
         switch admission {
         case .stopping:
@@ -228,12 +253,34 @@ package final class EmulatorHTTPServer: Sendable {
             POSIXSocket.sendWithoutBlocking(fd, Self.busyResponse)
             POSIXSocket.shutdownWrite(fd)
             POSIXSocket.closeDescriptor(fd)
-        case .accepted(let id, let handle):
+        case .accepted(let id, let handle, let evicted):
+            // Its thread sees the shutdown, ends, and closes the descriptor.
+            evicted?.shutdown()
             startThread(name: "emulator-conn-\(id)") { server in
-                let connection = ServerConnection(socket: handle, server: server)
+                let connection = ServerConnection(id: id, socket: handle, server: server)
                 connection.run()
                 server.state.withLock { _ = $0.connections.removeValue(forKey: id) }
                 handle.close()
+            }
+        }
+    }
+
+    /// Records that a connection waits for a request head (evictable) or serves a request (not).
+    ///
+    /// - Parameters:
+    ///   - id: The connection.
+    ///   - waiting: Whether it now waits for a head.
+    func connection(_ id: Int, waitsForHead waiting: Bool) {
+        state.withLock { state in
+            guard state.connections[id] != nil else { return }
+            if waiting {
+                // Keep the original place in line while still waiting.
+                if state.connections[id]?.waitingSince == nil {
+                    state.connections[id]?.waitingSince = state.waitSequence
+                    state.waitSequence += 1
+                }
+            } else {
+                state.connections[id]?.waitingSince = nil
             }
         }
     }

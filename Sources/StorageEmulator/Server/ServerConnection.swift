@@ -6,6 +6,8 @@ import HTTP1
 /// Confined to the connection's own thread (it is not `Sendable`); the only
 /// cross-thread access to its socket is ``SocketHandle/shutdown()``.
 final class ServerConnection {
+    /// The server's name for this connection.
+    let id: Int
     private let socket: SocketHandle
     let server: EmulatorHTTPServer
     /// Holds a head (up to the limit, plus one byte to notice excess) and read-ahead bytes.
@@ -16,7 +18,8 @@ final class ServerConnection {
     /// Reset or closed: the descriptor must not be used again.
     private(set) var ended = false
 
-    init(socket: SocketHandle, server: EmulatorHTTPServer) {
+    init(id: Int, socket: SocketHandle, server: EmulatorHTTPServer) {
+        self.id = id
         self.socket = socket
         self.server = server
         buffer = .allocate(byteCount: max(server.limits.head.maxHeadBytes + 1, 16 * 1024) + 16 * 1024, alignment: 16)
@@ -39,14 +42,19 @@ final class ServerConnection {
     // MARK: - Requests
 
     private func readHead() -> HTTPRequestHead? {
+        // Until the head is whole the server may evict this connection to make room (see Limits).
+        server.connection(id, waitsForHead: true)
         var parser = HTTPHeadParser(limits: limits.head)
-        var receivedAny = buffered > 0
+        // The whole head must arrive within headTimeout of its first byte, not merely each read:
+        // otherwise a byte every few seconds would hold the connection forever.
+        var deadline: ContinuousClock.Instant? = buffered > 0 ? .now + limits.headTimeout : nil
         while true {
             if buffered > 0 {
                 do {
                     let parsed = try withBufferedBytes { bytes throws(HTTP1Error) in try parser.parseRequest(bytes) }
                     if let (head, used) = parsed {
                         consume(used)
+                        server.connection(id, waitsForHead: false)
                         return head
                     }
                 } catch {
@@ -54,11 +62,20 @@ final class ServerConnection {
                     return nil
                 }
             }
+            var timeout = limits.idleTimeout
+            if let deadline {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else {
+                    answerAndClose(status: 408)
+                    return nil
+                }
+                timeout = min(left, limits.readTimeout)
+            }
             do {
                 // Idle between requests; once a byte of the next one arrived, it must keep coming.
-                guard try fill(timeout: receivedAny ? limits.readTimeout : limits.idleTimeout) > 0 else { return nil }
-                receivedAny = true
-            } catch .timedOut where receivedAny {
+                guard try fill(timeout: timeout) > 0 else { return nil }
+                if deadline == nil { deadline = .now + limits.headTimeout }
+            } catch .timedOut where deadline != nil {
                 answerAndClose(status: 408)
                 return nil
             } catch {
@@ -95,7 +112,8 @@ final class ServerConnection {
         server.application.handle(exchange, exchange)
         switch exchange.finish() {
         case .noResponse:
-            if !ended { answerAndClose(status: 500) }
+            // A body whose framing was broken is the client's fault; anything else unanswered is ours.
+            if !ended { answerAndClose(status: exchange.bodyMalformed ? 400 : 500) }
             return false
         case .ended:
             return false

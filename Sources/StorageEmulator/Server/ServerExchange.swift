@@ -33,6 +33,8 @@ final class ServerExchange: ServerRequest, ServerResponder {
     private var bodyComplete: Bool
     /// A body read failed; the rest of the stream cannot be trusted.
     private var bodyBroken = false
+    /// The body's chunked framing was invalid: the client, not the server, is at fault.
+    private(set) var bodyMalformed = false
     private var response = ResponseState.none
     private var active = true
 
@@ -135,6 +137,7 @@ final class ServerExchange: ServerRequest, ServerResponder {
                     }
                     connection.consume(used)
                 } catch {
+                    bodyMalformed = true
                     throw .malformedBody(error)
                 }
                 continue

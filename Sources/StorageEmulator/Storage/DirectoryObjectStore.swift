@@ -18,7 +18,8 @@ import Darwin
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        var objects: [String: [String: ObjectRecord]] = [:]
+        /// By bucket, then by the name's bytes (see ``ObjectKey``).
+        var objects: [String: [ObjectKey: ObjectRecord]] = [:]
         var clock = GenerationClock()
     }
 
@@ -57,7 +58,7 @@ package final class DirectoryObjectStore: ObjectStore {
                 SafeFileName.bucket(bucket.name) == entry
             else { continue }
             loaded.buckets[bucket.name] = bucket
-            var objects: [String: ObjectRecord] = [:]
+            var objects: [ObjectKey: ObjectRecord] = [:]
             for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
                 if file.hasPrefix(".tmp-") {
                     try? manager.removeItem(at: directory.appendingPathComponent(file))
@@ -68,7 +69,7 @@ package final class DirectoryObjectStore: ObjectStore {
                     let record = try? decoder.decode(ObjectRecord.self, from: data),
                     record.bucket == bucket.name, SafeFileName.object(record.name) + ".json" == file
                 else { continue }
-                objects[record.name] = record
+                objects[ObjectKey(record.name)] = record
                 _ = loaded.clock.next(now: Date(timeIntervalSince1970: Double(record.generation) / 1_000_000))
             }
             loaded.objects[bucket.name] = objects
@@ -133,13 +134,13 @@ package final class DirectoryObjectStore: ObjectStore {
             } catch {
                 throw .io("Cannot write the object's metadata.")
             }
-            state.objects[record.bucket, default: [:]][record.name] = record
+            state.objects[record.bucket, default: [:]][ObjectKey(record.name)] = record
             return record
         }
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[name] }
+        state.withLock { $0.objects[bucket]?[ObjectKey(name)] }
     }
 
     package func records(bucket: String) -> [ObjectRecord] {
@@ -153,10 +154,10 @@ package final class DirectoryObjectStore: ObjectStore {
         let directory = bucketDirectory(bucket)
         let fileName = SafeFileName.object(name) + ".json"
         return try state.withLock { state in
-            guard var record = state.objects[bucket]?[name] else { return nil }
+            guard var record = state.objects[bucket]?[ObjectKey(name)] else { return nil }
             try change(&record)
             try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: fileName)
-            state.objects[bucket]?[name] = record
+            state.objects[bucket]?[ObjectKey(name)] = record
             return record
         }
     }
@@ -164,11 +165,11 @@ package final class DirectoryObjectStore: ObjectStore {
     package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
         let file = objectFile(bucket, name)
         return state.withLock { state in
-            guard let record = state.objects[bucket]?[name] else { return false }
+            guard let record = state.objects[bucket]?[ObjectKey(name)] else { return false }
             if let generation, generation != record.generation { return false }
             unlink(file.path + ".json")
             unlink(file.path)
-            state.objects[bucket]?[name] = nil
+            state.objects[bucket]?[ObjectKey(name)] = nil
             return true
         }
     }
@@ -178,7 +179,7 @@ package final class DirectoryObjectStore: ObjectStore {
         // Opened under the lock so the file is the version the index names: a
         // commit renaming a newer file into place cannot slip in between.
         let descriptor = try state.withLock { (state) throws(StoreError) -> Int32 in
-            guard let current = state.objects[record.bucket]?[record.name],
+            guard let current = state.objects[record.bucket]?[ObjectKey(record.name)],
                 current.generation == record.generation
             else { throw .notFound("No such object.") }
             let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -209,18 +210,41 @@ package final class DirectoryObjectStore: ObjectStore {
     }
 }
 
-/// A staging file, written with `write(2)`.
+/// A staging file, written with `pwrite(2)`.
+///
+/// The descriptor is opened when the file is created and by the first write or
+/// truncate after ``relinquish()``, so an idle upload session holds none.
 final class FileStagingWriter: StagingWriter {
     private struct State {
+        /// -1 while relinquished or once closed.
         var descriptor: Int32
         var size: Int64 = 0
+        /// Closed for a commit, or discarded: the file is no longer this writer's to write.
+        var finished = false
+
+        /// The descriptor, reopening the file after a ``relinquish()``.
+        mutating func open(_ path: String) throws(StoreError) -> Int32 {
+            guard !finished else { throw .io("The staging file is closed.") }
+            if descriptor < 0 {
+                descriptor = systemOpen(path, O_WRONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { throw .io("Cannot reopen a staging file.") }
+            }
+            return descriptor
+        }
+
+        mutating func releaseDescriptor() {
+            if descriptor >= 0 {
+                _ = closeDescriptor(descriptor)
+                descriptor = -1
+            }
+        }
     }
 
     private let path: String
     private let state: Mutex<State>
 
     init(path: String) throws(StoreError) {
-        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        let descriptor = systemOpen(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .io("Cannot create a staging file.") }
         self.path = path
         state = Mutex(State(descriptor: descriptor))
@@ -230,12 +254,12 @@ final class FileStagingWriter: StagingWriter {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
         try state.withLock { (state) throws(StoreError) in
-            guard state.descriptor >= 0 else { throw .io("The staging file is closed.") }
+            let descriptor = try state.open(path)
+            guard let base = bytes.baseAddress else { return }
             var written = 0
             while written < bytes.count {
                 let result = pwrite(
-                    state.descriptor, bytes.baseAddress! + written, bytes.count - written,
-                    off_t(state.size) + off_t(written))
+                    descriptor, base + written, bytes.count - written, off_t(state.size) + off_t(written))
                 if result < 0 {
                     if errno == EINTR { continue }
                     throw .io("Cannot write a staging file.")
@@ -248,40 +272,49 @@ final class FileStagingWriter: StagingWriter {
 
     func truncate(to size: Int64) throws(StoreError) {
         try state.withLock { (state) throws(StoreError) in
-            guard state.descriptor >= 0, size < state.size else { return }
-            guard ftruncate(state.descriptor, off_t(size)) == 0 else { throw .io("Cannot truncate a staging file.") }
+            guard !state.finished, size < state.size else { return }
+            let descriptor = try state.open(path)
+            guard ftruncate(descriptor, off_t(size)) == 0 else { throw .io("Cannot truncate a staging file.") }
             state.size = size
         }
+    }
+
+    func relinquish() {
+        state.withLock { $0.releaseDescriptor() }
     }
 
     /// Closes the file and returns its path, for the caller to rename.
     func close() throws(StoreError) -> String {
         try state.withLock { (state) throws(StoreError) -> String in
-            guard state.descriptor >= 0 else { throw .io("The staging file is closed.") }
-            _ = closeDescriptor(state.descriptor)
-            state.descriptor = -1
+            guard !state.finished else { throw .io("The staging file is closed.") }
+            state.releaseDescriptor()
+            state.finished = true
             return path
         }
     }
 
     func discard() {
-        state.withLock { state in
-            if state.descriptor >= 0 {
-                _ = closeDescriptor(state.descriptor)
-                state.descriptor = -1
-            }
+        let unlinks = state.withLock { state -> Bool in
+            state.releaseDescriptor()
+            // After close() the file belongs to the caller (renamed into place): leave it.
+            defer { state.finished = true }
+            return !state.finished
         }
-        unlink(path)
+        if unlinks { unlink(path) }
     }
 
     deinit {
-        state.withLock { state in
-            if state.descriptor >= 0 {
-                _ = closeDescriptor(state.descriptor)
-                unlink(path)
-            }
+        let unlinks = state.withLock { state -> Bool in
+            state.releaseDescriptor()
+            return !state.finished
         }
+        if unlinks { unlink(path) }
     }
+}
+
+/// `open(2)`, named apart from the state's method.
+private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
+    open(path, flags, mode)
 }
 
 /// Reads an open file with `pread`, so it keeps reading the version it opened

@@ -10,7 +10,8 @@ package final class MemoryObjectStore: ObjectStore {
 
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        var objects: [String: [String: Stored]] = [:]
+        /// By bucket, then by the name's bytes (see ``ObjectKey``).
+        var objects: [String: [ObjectKey: Stored]] = [:]
         var clock = GenerationClock()
     }
 
@@ -48,13 +49,13 @@ package final class MemoryObjectStore: ObjectStore {
             record.metageneration = 1
             record.timeCreated = now
             record.updated = now
-            state.objects[record.bucket, default: [:]][record.name] = Stored(record: record, bytes: bytes)
+            state.objects[record.bucket, default: [:]][ObjectKey(record.name)] = Stored(record: record, bytes: bytes)
             return record
         }
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[name]?.record }
+        state.withLock { $0.objects[bucket]?[ObjectKey(name)]?.record }
     }
 
     package func records(bucket: String) -> [ObjectRecord] {
@@ -66,25 +67,25 @@ package final class MemoryObjectStore: ObjectStore {
         bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? {
         try state.withLock { state in
-            guard var stored = state.objects[bucket]?[name] else { return nil }
+            guard var stored = state.objects[bucket]?[ObjectKey(name)] else { return nil }
             try change(&stored.record)
-            state.objects[bucket]?[name] = stored
+            state.objects[bucket]?[ObjectKey(name)] = stored
             return stored.record
         }
     }
 
     package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
         state.withLock { state in
-            guard let stored = state.objects[bucket]?[name] else { return false }
+            guard let stored = state.objects[bucket]?[ObjectKey(name)] else { return false }
             if let generation, generation != stored.record.generation { return false }
-            state.objects[bucket]?[name] = nil
+            state.objects[bucket]?[ObjectKey(name)] = nil
             return true
         }
     }
 
     package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
         let bytes = try state.withLock { (state) throws(StoreError) -> Data in
-            guard let stored = state.objects[record.bucket]?[record.name],
+            guard let stored = state.objects[record.bucket]?[ObjectKey(record.name)],
                 stored.record.generation == record.generation
             else { throw .notFound("No such object.") }
             return stored.bytes

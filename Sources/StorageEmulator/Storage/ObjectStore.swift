@@ -101,6 +101,16 @@ package protocol StagingWriter: Sendable {
     func truncate(to size: Int64) throws(StoreError)
     /// Throws the staged bytes away (idempotent).
     func discard()
+    /// Lets go of any file descriptor between writes; the next write or truncate takes it again.
+    ///
+    /// Upload sessions call it after every request, so that sessions nobody is sending
+    /// to hold no descriptors (abandoned ones would otherwise exhaust the process's).
+    func relinquish()
+}
+
+extension StagingWriter {
+    /// Writers that hold no descriptor have nothing to let go of.
+    package func relinquish() {}
 }
 
 /// Random access to one stored version of an object.

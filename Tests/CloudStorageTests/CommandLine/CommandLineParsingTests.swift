@@ -184,7 +184,8 @@ struct CommandLineParsingTests {
     @Test func emulatorOptionsFillTheConfiguration() throws {
         let command = try EmulatorCommand([
             "--host", "0.0.0.0", "--port", "9199", "--dir", "/tmp/objects", "--token", "secret",
-            "--faults", "return-503,pass,reset-after-256K",
+            "--faults", "return-503,pass,reset-after-256K", "--accept-owner", "--session-lifetime", "3600",
+            "--max-sessions", "50",
         ])
         let configuration = command.configuration
         #expect(configuration.host == "0.0.0.0")
@@ -195,6 +196,9 @@ struct CommandLineParsingTests {
         }
         #expect(directory.path == "/tmp/objects")
         #expect(configuration.requiredToken == "secret")
+        #expect(configuration.acceptsOwner)
+        #expect(configuration.uploadSessionLifetime == .seconds(3600))
+        #expect(configuration.maxUploadSessions == 50)
         #expect(configuration.faults == ["return-503", "pass", "reset-after-256K"])
         #expect(configuration.autoCreateBuckets)
     }
@@ -208,7 +212,14 @@ struct CommandLineParsingTests {
             return
         }
         #expect(configuration.requiredToken == nil)
+        #expect(!configuration.acceptsOwner)
+        #expect(configuration.uploadSessionLifetime == .seconds(7 * 24 * 3600))
+        #expect(configuration.maxUploadSessions == 1000)
         #expect(configuration.faults.isEmpty)
+        // `owner` without a token would change nothing: a usage error rather than a false sense of security.
+        #expect(throws: UsageError.self) { try EmulatorCommand(["--accept-owner"]) }
+        #expect(throws: UsageError.self) { try EmulatorCommand(["--session-lifetime", "0"]) }
+        #expect(throws: UsageError.self) { try EmulatorCommand(["--max-sessions", "-1"]) }
         guard case .discard = try EmulatorCommand(["--discard"]).configuration.backing else {
             Issue.record("expected discard backing")
             return

@@ -419,7 +419,10 @@ enum DocumentationSnippets {
         var configuration = StorageEmulator.Configuration()
         configuration.backing = .directory(objectsDirectory)  // or .memory (the default), .discard
         configuration.requiredToken = "s3cret"                // 401 for requests without it
+        configuration.acceptsOwner = true                     // and `owner` (emulatorOwner) is let in too
         configuration.autoCreateBuckets = false               // uploads into unknown buckets get 404
+        configuration.uploadSessionLifetime = .seconds(3600)  // upload sessions expire after an hour
+        configuration.maxUploadSessions = 100                 // and at most 100 exist at once
         configuration.faults = ["return-503", "pass"]         // the first request fails, then all pass
         let emulator = try StorageEmulator.start(configuration)
         try emulator.createBucket("test-bucket")

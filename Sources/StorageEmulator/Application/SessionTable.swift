@@ -1,0 +1,149 @@
+import Foundation
+import Synchronization
+
+/// The live upload sessions, by id: bounded in number and in age.
+///
+/// Sessions expire ``Policy/lifetime`` after they started (a week, as on Cloud
+/// Storage); an expired session answers as an unknown one and its staged bytes are
+/// deleted. Expired sessions are swept when a session is looked up or added (at most
+/// once a second by the table's clock), so abandoned ones do not pile up.
+///
+/// At most ``Policy/maxSessions`` exist at once. A new session beyond that evicts the
+/// least recently used *idle* sessions (those no request is sending to), since a
+/// client that has not touched its session for longest is the likeliest to have gone;
+/// if every session is busy the new one is refused with `503` and `Retry-After`, which
+/// clients retry. Eviction and expiry never wait behind a request in progress.
+final class SessionTable: Sendable {
+    /// Bounds on sessions, and the clock they are measured with.
+    struct Policy: Sendable {
+        /// How long a session lives after it starts.
+        var lifetime: Duration = .seconds(7 * 24 * 3600)
+        /// The most sessions at once.
+        var maxSessions = 1000
+        /// The current time; tests inject their own clock.
+        var now: @Sendable () -> Date = { Date() }
+    }
+
+    private struct Entry {
+        let session: UploadSession
+        let created: Date
+        var lastUsed: Date
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        var lastSweep = Date.distantPast
+    }
+
+    let policy: Policy
+    private let state = Mutex(State())
+
+    init(policy: Policy = Policy()) {
+        self.policy = policy
+    }
+
+    private var lifetime: TimeInterval {
+        let components = policy.lifetime.components
+        return Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+
+    private func isExpired(_ entry: Entry, at now: Date) -> Bool {
+        now.timeIntervalSince(entry.created) >= lifetime
+    }
+
+    /// Adds a new session, making room first.
+    ///
+    /// - Throws: ``HTTPError`` (503, retryable) when the table is full of sessions in use.
+    func add(_ session: UploadSession) throws {
+        let now = policy.now()
+        sweepExpired(at: now, force: true)
+        // The least recently used first; chosen under the lock, cancelled outside it.
+        let candidates = state.withLock { state -> [UploadSession] in
+            let excess = state.entries.count - (policy.maxSessions - 1)
+            guard excess > 0 else { return [] }
+            return state.entries.values.sorted { $0.lastUsed < $1.lastUsed }.map(\.session)
+        }
+        for candidate in candidates {
+            let full = state.withLock { $0.entries.count >= policy.maxSessions }
+            guard full else { break }
+            if candidate.cancelIfIdle() { remove(candidate) }
+        }
+        let added = state.withLock { state in
+            guard state.entries.count < policy.maxSessions else { return false }
+            state.entries[session.id] = Entry(session: session, created: now, lastUsed: now)
+            return true
+        }
+        guard added else {
+            var error = HTTPError(
+                503, "Too many upload sessions are in progress; retry shortly.", reason: "backendError")
+            error.headers = [("Retry-After", "1")]
+            throw error
+        }
+    }
+
+    /// The session, if it exists and has not expired; marks it used.
+    func session(_ id: String) -> UploadSession? {
+        let now = policy.now()
+        sweepExpired(at: now, force: false)
+        let found = state.withLock { state -> (session: UploadSession, expired: Bool)? in
+            guard var entry = state.entries[id] else { return nil }
+            if isExpired(entry, at: now) {
+                state.entries[id] = nil
+                return (entry.session, true)
+            }
+            entry.lastUsed = now
+            state.entries[id] = entry
+            return (entry.session, false)
+        }
+        guard let found else { return nil }
+        if found.expired {
+            // Its own client asked: waiting for a request still running on it is fine.
+            found.session.cancel()
+            return nil
+        }
+        return found.session
+    }
+
+    @discardableResult
+    func remove(_ id: String) -> UploadSession? {
+        state.withLock { $0.entries.removeValue(forKey: id)?.session }
+    }
+
+    /// Removes this very session (not a later one with its id).
+    private func remove(_ session: UploadSession) {
+        state.withLock { state in
+            if state.entries[session.id]?.session === session { state.entries[session.id] = nil }
+        }
+    }
+
+    /// Cancels and removes expired sessions that no request holds.
+    ///
+    /// - Parameter force: Sweep even if the last sweep was less than a second ago.
+    private func sweepExpired(at now: Date, force: Bool) {
+        let expired = state.withLock { state -> [UploadSession] in
+            guard force || now.timeIntervalSince(state.lastSweep) >= 1 else { return [] }
+            state.lastSweep = now
+            return state.entries.values.filter { isExpired($0, at: now) }.map(\.session)
+        }
+        for session in expired where session.cancelIfIdle() {
+            remove(session)
+        }
+    }
+
+    /// Removes every session, discarding unfinished uploads' staged bytes.
+    func removeAll() {
+        let all = state.withLock { state in
+            let all = state.entries.values.map(\.session)
+            state.entries.removeAll()
+            return all
+        }
+        for session in all { session.cancel() }
+    }
+
+    var count: Int { state.withLock { $0.entries.count } }
+
+    /// A new unguessable session id.
+    static func newID() -> String {
+        (UUID().uuidString + UUID().uuidString).replacingOccurrences(of: "-", with: "").lowercased()
+    }
+}

@@ -1,0 +1,118 @@
+import Dispatch
+import Foundation
+import HTTP1
+import Testing
+
+@testable import StorageEmulator
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Sends one header byte; false once the connection is gone.
+private func sendByte(_ fd: Int32) -> Bool {
+    var byte = UInt8(ascii: "a")
+    #if canImport(Glibc)
+    return Glibc.send(fd, &byte, 1, Int32(MSG_NOSIGNAL)) == 1
+    #else
+    return Darwin.send(fd, &byte, 1, 0) == 1
+    #endif
+}
+
+/// Slowloris: clients that trickle request heads (or send nothing) must neither hold a
+/// connection forever nor keep well-behaved clients out.
+@Suite("Slow clients", .serialized, .timeLimit(.minutes(2)))
+struct SlowClientTests {
+    @Test("a head trickled a byte at a time gets 408 once the head deadline passes")
+    func trickledHeadTimesOut() async throws {
+        var limits = EmulatorHTTPServer.Limits()
+        // Each byte arrives well within the read timeout; only the whole-head deadline can stop it.
+        limits.headTimeout = .milliseconds(200)
+        limits.readTimeout = .seconds(60)
+        limits.lingerTimeout = .milliseconds(100)
+        let response = try await withServer(EchoApplication(), limits: limits) { _, port in
+            try await onThread {
+                let client = try RawClient(port: port, receiveTimeout: .seconds(20))
+                try client.send("GET / HTTP/1.1\r\nHost: h\r\nX-Slow: ")
+                let done = Box(false)
+                // Only the descriptor crosses threads: this thread reads while the other one writes.
+                let fd = client.fd
+                // Sends a header byte every 20 ms until told to stop or the server closes: without a
+                // whole-head deadline the head would never end, and the read below would time out.
+                let trickler = Thread {
+                    while !done.get() {
+                        guard sendByte(fd) else { return }
+                        Thread.sleep(forTimeInterval: 0.02)
+                    }
+                }
+                trickler.start()
+                defer { done.set(true) }
+                return try client.readResponse()
+            }
+        }
+        #expect(response.status == 408)
+        #expect(response.headers["Connection"] == "close")
+    }
+
+    @Test("connections with incomplete heads do not keep a well-behaved client out")
+    func tricklersDoNotStarveOthers() async throws {
+        var limits = EmulatorHTTPServer.Limits()
+        limits.maxConnections = 3
+        let outcome = try await withServer(EchoApplication(), limits: limits) { server, port in
+            try await onThread {
+                // Twice as many trickling connections as slots, each with a head that never ends.
+                let tricklers = try (0..<6).map { index in
+                    let client = try RawClient(port: port)
+                    try client.send(index % 2 == 0 ? "GET / HTTP/1.1\r\nHo" : "")
+                    return client
+                }
+                var answers: [String] = []
+                for _ in 0..<3 {
+                    let client = try RawClient(port: port)
+                    try client.send("PUT /ok HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nok")
+                    let response = try client.readResponse()
+                    answers.append("\(response.status) \(response.text)")
+                }
+                // The first trickler, evicted, was closed without an answer.
+                let evictedGotNothing = try tricklers[0].readToEOF().isEmpty
+                return (answers, evictedGotNothing, server.openConnectionCount)
+            }
+        }
+        #expect(outcome.0 == ["200 ok", "200 ok", "200 ok"])
+        #expect(outcome.1)
+        #expect(outcome.2 <= 3)
+    }
+
+    @Test("only when every connection has a request in progress does a new one get 503")
+    func busyConnectionsGet503() async throws {
+        var limits = EmulatorHTTPServer.Limits()
+        limits.maxConnections = 2
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let application = ClosureApplication { _, responder in
+            entered.signal()
+            release.wait()
+            try? responder.respond(status: 200, headers: [:], body: Data())
+        }
+        let refused = try await withServer(application, limits: limits) { _, port in
+            try await onThread {
+                let busy = try (0..<2).map { _ in
+                    let client = try RawClient(port: port)
+                    try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                    return client
+                }
+                entered.wait()
+                entered.wait()
+                let refused = try RawClient(port: port).readResponse()
+                release.signal()
+                release.signal()
+                for client in busy { #expect(try client.readResponse().status == 200) }
+                return refused
+            }
+        }
+        #expect(refused.status == 503)
+        #expect(refused.headers["Retry-After"] == "1")
+    }
+}
