@@ -22,6 +22,16 @@ public struct StorageEndpoint: Hashable, Sendable, CustomStringConvertible {
         case gcsJSON
         /// The Firebase Storage v0 API (`/v0/b/{bucket}/o`).
         case firebaseV0
+
+        /// The scheme of the `Authorization` header that carries a token, for
+        /// every request to the service: `Bearer` for the JSON API (OAuth 2
+        /// access tokens), `Firebase` for v0 (Firebase ID tokens).
+        var credentialScheme: String {
+            switch self {
+            case .gcsJSON: "Bearer"
+            case .firebaseV0: "Firebase"
+            }
+        }
     }
 
     /// The base URL: scheme, host, port and an optional path prefix.

@@ -20,7 +20,7 @@ struct RequestRunner: Sendable {
     private var token: String?
     private var hasToken = false
 
-    /// The `Authorization` scheme of the endpoint's wire protocol.
+    /// The `Authorization` scheme of the endpoint's service, for uploads and every other request.
     private let credentialScheme: String
 
     /// - Parameters:
@@ -32,7 +32,7 @@ struct RequestRunner: Sendable {
     init(storage: Storage, operation: RetryPolicy.Operation = .upload) {
         self.storage = storage
         self.policy = RetryPolicy(configuration: storage.configuration, operation: operation)
-        self.credentialScheme = storage.endpoint.uploadProtocol.credentialScheme
+        self.credentialScheme = storage.endpoint.wireProtocol.credentialScheme
     }
 
     /// Sends `request` once (twice after a 401 with a token provider).

@@ -23,7 +23,6 @@ struct FirebaseV0Protocol: UploadWireProtocol {
     /// Firebase ID tokens go as `Authorization: Firebase <token>`, as the
     /// Firebase SDKs send them (the emulator accepts `Firebase owner` as its
     /// administrator).
-    let credentialScheme = "Firebase"
     /// v0 has no checksum header; the engine compares the stored object's `crc32c`.
     let checksFinalChecksum = false
 

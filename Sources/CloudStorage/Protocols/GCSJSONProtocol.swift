@@ -8,7 +8,6 @@ struct GCSJSONProtocol: UploadWireProtocol {
     /// Statuses 308 (incomplete), 200/201 (complete) and 404/410 (the
     /// session is gone).
     let sessionAnswerStatuses: Set<Int> = [200, 201, 308, 404, 410]
-    let credentialScheme = "Bearer"
     /// `X-Goog-Hash: crc32c=…` on the final request.
     let checksFinalChecksum = true
 

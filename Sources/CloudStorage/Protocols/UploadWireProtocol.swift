@@ -12,10 +12,6 @@ import Foundation
 ///   gone; the engine never interprets a session answer's status itself.
 /// - Error messages never contain a session URL (it is a bearer capability).
 protocol UploadWireProtocol: Sendable {
-    /// The scheme of the `Authorization` header that carries a token, such as
-    /// `Bearer` (`Authorization: Bearer <token>`).
-    var credentialScheme: String { get }
-
     /// Whether the server checks the CRC32C that the request finalizing a session carries
     /// (``send(session:offset:body:isFinal:totalSize:crc32c:)``). When it does not, the engine
     /// checks the stored object's checksum itself afterwards, and need not have the value earlier.
