@@ -84,6 +84,41 @@ struct URLSessionTransportTests {
         #expect(response.body == Data("ok".utf8))
     }
 
+    /// What keeps a Ctrl-C from ending a command quickly is never the
+    /// transport: cancelling the calling task aborts a request the server
+    /// holds unanswered, long before its idle time-out.
+    @Test(.timeLimit(.minutes(1)))
+    func cancellingARequestTheServerNeverAnswersEndsItAndHangsUp() async throws {
+        let reached = Atomic(false)
+        let hungUp = Atomic(false)
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            reached.store(true, ordering: .releasing)
+            // Reads until the client closes; the receive time-out (20 s) only loops.
+            var byte: UInt8 = 0
+            while true {
+                let count = recv(connection.fd, &byte, 1, 0)
+                if count > 0 || (count < 0 && (errno == EAGAIN || errno == EINTR)) { continue }
+                break
+            }
+            hungUp.store(true, ordering: .releasing)
+        }
+        defer { server.stop() }
+        let transport = URLSessionTransport()
+        let request = HTTPRequest(
+            method: "POST", url: URL(string: "http://127.0.0.1:\(server.port)/upload")!, body: .data(Data("x".utf8)),
+            idleTimeout: .seconds(600))
+        let task = Task { try await transport.execute(request, progress: nil) }
+        while !reached.load(ordering: .acquiring) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        while !hungUp.load(ordering: .acquiring) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     // MARK: Bounded memory
 
     /// 64 MiB, the native transport's limit too.
