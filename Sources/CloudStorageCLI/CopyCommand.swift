@@ -1,14 +1,23 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `cloud-storage cp FILE gs://BUCKET/PATH`: uploads a file with a progress bar.
 struct CopyCommand {
     static let usage = """
         usage: cloud-storage cp [options] FILE gs://BUCKET/[PATH]
 
-        Uploads FILE to the object PATH (or, when PATH is empty or ends in /,
-        to PATH followed by the file's name). Where it goes:
+        Uploads FILE, a regular file or a link to one (FIFOs, devices, sockets
+        and directories are refused with status 3), to the object PATH (or,
+        when PATH is empty or ends in /, to PATH followed by the file's name).
+        Where it goes:
           --endpoint URL     a Google Cloud Storage JSON API endpoint
           --firebase URL     a Cloud Storage for Firebase (v0) endpoint
           --production       Google Cloud Storage itself (needs a token)
@@ -24,9 +33,12 @@ struct CopyCommand {
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress bar
 
-        Ctrl-C cancels the upload and deletes the server's upload session.
+        Ctrl-C (or SIGTERM) cancels the upload and deletes the server's upload
+        session; if the server has not confirmed within 2 seconds, or on a second
+        Ctrl-C, the command exits without waiting any longer.
         Exit status: 0 stored, 2 usage, 3 local file problem, 4 credentials refused,
-        5 bucket not found, 6 retries ran out, 7 integrity failure, 130 interrupted, 1 other.
+        5 bucket not found, 6 retries ran out, 7 integrity failure, 130 interrupted
+        (Ctrl-C), 143 terminated (SIGTERM), 1 other.
         """
 
     let source: URL
@@ -136,6 +148,11 @@ struct CopyCommand {
     }
 
     func run() async -> ExitCode {
+        // Before anything is started or opened: a FIFO would block the open for ever.
+        if let problem = await SourceFile.problem(at: source.path) {
+            report(problem)
+            return .localFile
+        }
         var emulator: StorageEmulator?
         let storageEndpoint: StorageEndpoint
         switch endpoint {
@@ -176,28 +193,33 @@ struct CopyCommand {
         var metadata = StorageMetadata()
         metadata.contentType = contentType
 
+        // Signals are taken over before the upload starts, so none can end the
+        // process without the upload being cancelled.
+        let slot = UploadSlot()
+        let interruption = Interruption { slot.cancel() }
+        let interrupts = SignalHandler { interruption.interrupt($0) }
         let task = reference.putFile(from: source, metadata: contentType == nil ? nil : metadata)
-        let interrupts = SignalHandler { _ in
-            Task { await task.cancel() }
-        }
+        slot.set(task)
         // Cancelling the Swift task that runs the command (as a caller embedding
         // it does, and as the tests do) is a Ctrl-C too: `task.value` alone
         // would let the upload carry on.
-        let outcome: Result<StorageMetadata, StorageError> = await withTaskCancellationHandler {
-            var bar = ProgressBar()
-            for await snapshot in task.snapshots where !quiet {
-                bar.show(snapshot)
-            }
-            do throws(StorageError) {
-                return .success(try await task.value)
-            } catch {
-                return .failure(error)
-            }
+        let ending = await withTaskCancellationHandler {
+            await Self.wait(for: task, showingProgress: !quiet, unless: interruption)
         } onCancel: {
-            Task { await task.cancel() }
+            interruption.interrupt(SIGINT)
         }
         withExtendedLifetime(interrupts) {}
 
+        let outcome: Result<StorageMetadata, StorageError>
+        switch ending {
+        case .finished(let finished):
+            outcome = finished
+        case .abandoned(let signal):
+            report(
+                "interrupted; the server did not confirm the cancellation in time, so an upload session may remain"
+                    + " open until it expires (nothing is stored unless the server had all the bytes)")
+            return ExitCode(signal: signal)
+        }
         do {
             let stored = try outcome.get()
             var location = "\(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
@@ -211,11 +233,68 @@ struct CopyCommand {
         } catch {
             if error.code == .cancelled {
                 report("cancelled; nothing was stored (an upload session, if one was open, was deleted)")
+                if let signal = interruption.signal { return ExitCode(signal: signal) }
             } else {
                 report(String(describing: error))
             }
             return ExitCode(error)
         }
+    }
+
+    /// How waiting for an upload ended.
+    enum Ending: Sendable {
+        /// The upload ended, this way.
+        case finished(Result<StorageMetadata, StorageError>)
+        /// A signal's grace period ran out first (or a second signal came).
+        case abandoned(signal: Int32)
+    }
+
+    /// Waits for `task` to end, showing its progress, or for `interruption`
+    /// to give up on it, whichever comes first.
+    static func wait(
+        for task: StorageUploadTask, showingProgress: Bool, unless interruption: Interruption
+    ) async -> Ending {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Ending, Never>) in
+            let once = OnceFlag()
+            interruption.onAbandon { signal in
+                if once.take() { continuation.resume(returning: .abandoned(signal: signal)) }
+            }
+            Task {
+                var bar = ProgressBar()
+                for await snapshot in task.snapshots where showingProgress {
+                    bar.show(snapshot)
+                }
+                let outcome: Result<StorageMetadata, StorageError>
+                do throws(StorageError) {
+                    outcome = .success(try await task.value)
+                } catch {
+                    outcome = .failure(error)
+                }
+                if once.take() { continuation.resume(returning: .finished(outcome)) }
+            }
+        }
+    }
+}
+
+/// The upload a signal cancels, which may arrive before the upload exists.
+private final class UploadSlot: Sendable {
+    private let state = Mutex<(task: StorageUploadTask?, cancelled: Bool)>((nil, false))
+
+    /// Cancels the upload now, or as soon as it is set.
+    func cancel() {
+        let task = state.withLock { state -> StorageUploadTask? in
+            state.cancelled = true
+            return state.task
+        }
+        if let task { Task { await task.cancel() } }
+    }
+
+    func set(_ task: StorageUploadTask) {
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { Task { await task.cancel() } }
     }
 }
 

@@ -1,5 +1,11 @@
 import CloudStorage
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The process's exit status, one per kind of failure a shell script may
 /// want to tell apart.
 package enum ExitCode: Int32 {
@@ -20,6 +26,13 @@ package enum ExitCode: Int32 {
     case integrity = 7
     /// Interrupted by Ctrl-C (128 + SIGINT, as shells report it).
     case interrupted = 130
+    /// Stopped by SIGTERM (128 + SIGTERM).
+    case terminated = 143
+
+    /// The status for a command stopped by `signal`: SIGTERM's own, else Ctrl-C's.
+    init(signal: Int32) {
+        self = signal == SIGTERM ? .terminated : .interrupted
+    }
 
     init(_ error: StorageError) {
         switch error.code {

@@ -42,7 +42,10 @@ final class ReadOnlyFile: Sendable {
     ///   cannot be opened.
     init(path: String) throws(StorageError) {
         self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: opening a FIFO would otherwise wait for a writer for ever (and a
+        // device may block too); fstat below refuses anything but a regular file, whose
+        // reads the flag does not affect.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             let code = errno
             let reason = code == ENOENT ? "does not exist" : "cannot be opened"

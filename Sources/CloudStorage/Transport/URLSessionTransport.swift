@@ -20,6 +20,14 @@ import FoundationNetworking
 /// §6.2) and strict servers refuse. So on Linux a body goes as one `Data` of
 /// known length, gathered off the cooperative pool, and
 /// ``maximumBodyLength`` bounds it (and with it the memory a request takes).
+///
+/// What comes back is bounded too: a response collected into memory may not
+/// exceed ``maxResponseBodyBytes`` (the native transport's limit, with the
+/// same error), an announced `Content-Length` above it is refused before a
+/// body byte is taken, and ``URLSessionDelegateQueue`` holds the session back
+/// while its callbacks, a response sink's included, fall behind. Known gap:
+/// swift-corelibs-foundation itself gathers the body of a 301–308 answer
+/// before telling the delegate anything, beyond any limit set here.
 final class URLSessionTransport: HTTPTransport {
     static let shared = URLSessionTransport()
 
@@ -31,10 +39,23 @@ final class URLSessionTransport: HTTPTransport {
     let maximumBodyLength: Int64? = nil
     #endif
 
+    /// The largest response body collected into memory, the native
+    /// transport's limit: storage answers are small JSON documents, and a
+    /// longer one fails the request instead of growing the process.
+    let maxResponseBodyBytes: Int
+    /// Where the session's callbacks wait; it bounds how many may.
+    let delegateQueue: URLSessionDelegateQueue
     private let session: URLSession
     private let router: TaskRouter
 
-    init() {
+    /// - Parameters:
+    ///   - maxResponseBodyBytes: The largest response body held in memory.
+    ///   - maxPendingCallbacks: The most session callbacks (each at most one
+    ///     libcurl buffer of body bytes) that may wait for the delegate queue.
+    init(
+        maxResponseBodyBytes: Int = NativeHTTPTransport.Configuration().maxResponseBodyBytes,
+        maxPendingCallbacks: Int = 256
+    ) {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.httpCookieStorage = nil
         configuration.urlCache = nil
@@ -42,9 +63,9 @@ final class URLSessionTransport: HTTPTransport {
         configuration.httpMaximumConnectionsPerHost = 64
         configuration.timeoutIntervalForResource = 7 * 24 * 3600
         let router = TaskRouter()
-        let queue = OperationQueue()
-        queue.name = "CloudStorage.URLSessionTransport"
-        queue.maxConcurrentOperationCount = 1
+        let queue = URLSessionDelegateQueue(limit: maxPendingCallbacks)
+        self.maxResponseBodyBytes = maxResponseBodyBytes
+        self.delegateQueue = queue
         self.router = router
         self.session = URLSession(configuration: configuration, delegate: router, delegateQueue: queue)
     }
@@ -86,7 +107,9 @@ final class URLSessionTransport: HTTPTransport {
         urlRequest.setValue("close", forHTTPHeaderField: "Connection")
         #endif
         let bodyLength = request.body.length
-        let exchange = Exchange(body: request.body, progress: progress, sink: request.responseSink)
+        let exchange = Exchange(
+            body: request.body, progress: progress, sink: request.responseSink,
+            limit: ResponseLimit(bytes: maxResponseBodyBytes, server: Self.serverName(request.url)))
         if bodyLength == 0 {
             if request.method != "GET" && request.method != "HEAD" {
                 urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
@@ -124,6 +147,42 @@ final class URLSessionTransport: HTTPTransport {
     }
 }
 
+extension URLSessionTransport {
+    /// `host:port`, as the native transport names a server in its errors;
+    /// never the path or query, which may hold an upload session's secret.
+    static func serverName(_ url: URL) -> String {
+        let host = url.host ?? "the server"
+        let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
+        return "\(host):\(port)"
+    }
+}
+
+/// The most response body bytes a request may collect into memory.
+private struct ResponseLimit: Sendable {
+    var bytes: Int
+    /// `host:port`, for the error.
+    var server: String
+
+    /// The error the native transport throws for the same response.
+    var exceeded: HTTPTransportError {
+        HTTPTransportError(kind: .other, message: "The response from \(server) is larger than \(bytes) bytes.")
+    }
+
+    /// Whether a `Content-Length` header announces more than the limit: refused before reading.
+    func isExceeded(byAnnounced headers: HTTPHeaders) -> Bool {
+        guard let text = headers["Content-Length"]?.trimmingCharacters(in: .whitespaces) else { return false }
+        guard let length = Int64(text) else {
+            // Digits too many for Int64 are too many bytes; anything else is libcurl's to refuse.
+            return !text.isEmpty && text.allSatisfy(\.isASCIIDigit)
+        }
+        return length > Int64(bytes)
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+}
+
 /// One request's state, shared between the awaiting task and the delegate queue.
 private final class Exchange: Sendable {
     private struct State {
@@ -137,20 +196,31 @@ private final class Exchange: Sendable {
         var streaming = false
         /// What the sink threw; the request is being aborted.
         var sinkError: StorageError?
+        /// The body collected into memory outgrew the limit; the request is being aborted.
+        var tooLarge = false
+        /// Whether the task's cancellation was asked for on the delegate's behalf.
+        var aborting = false
     }
 
     let requestBody: HTTPRequestBody
     let progress: (@Sendable (Int64) -> Void)?
     let sink: HTTPResponseSink?
+    let limit: ResponseLimit
     private let state = Mutex(State())
 
-    init(body: HTTPRequestBody, progress: (@Sendable (Int64) -> Void)?, sink: HTTPResponseSink?) {
+    init(
+        body: HTTPRequestBody, progress: (@Sendable (Int64) -> Void)?, sink: HTTPResponseSink?, limit: ResponseLimit
+    ) {
         self.requestBody = body
         self.progress = progress
         self.sink = sink
+        self.limit = limit
     }
 
     var sinkError: StorageError? { state.withLock { $0.sinkError } }
+
+    /// The error that ends a response found larger than the limit, if it was.
+    var limitError: HTTPTransportError? { state.withLock { $0.tooLarge } ? limit.exceeded : nil }
 
     /// A stream over the request body from its start; read failures are kept here.
     func makeBodyStream() -> InputStream {
@@ -171,6 +241,14 @@ private final class Exchange: Sendable {
 
     func cancel() {
         state.withLock { $0.cancelled = true }
+    }
+
+    /// True the first time only: whoever gets it cancels the task.
+    func takeAbort() -> Bool {
+        state.withLock { state in
+            defer { state.aborting = true }
+            return !state.aborting
+        }
     }
 
     /// Records the response head and asks the sink whether to stream.
@@ -194,23 +272,36 @@ private final class Exchange: Sendable {
                 refusal = error
             }
         }
+        // A body bound for memory that announces more than the limit is refused unread.
+        let tooLarge = refusal == nil && !streaming && limit.isExceeded(byAnnounced: headers)
         state.withLock {
             $0.status = response.statusCode
             $0.headers = headers
             $0.body = Data()
             $0.streaming = streaming
             $0.sinkError = $0.sinkError ?? refusal
+            $0.tooLarge = $0.tooLarge || tooLarge
         }
-        return refusal == nil
+        return refusal == nil && !tooLarge
     }
 
-    /// Takes body bytes: into the sink when streaming, else into the body.
+    /// Takes body bytes: into the sink when streaming, else into the body
+    /// within the limit.
     ///
-    /// - Returns: False when the sink threw: abort the task.
+    /// - Returns: False when the sink threw or the body outgrew the limit: abort the task.
     func receive(_ data: Data) -> Bool {
+        let limit = limit.bytes
         let (streaming, failed) = state.withLock { state -> (Bool, Bool) in
-            if !state.streaming { state.body.append(data) }
-            return (state.streaming, state.sinkError != nil)
+            if !state.streaming && !state.tooLarge {
+                // Checked before appending, so memory never holds more than the limit.
+                if data.count > limit - state.body.count {
+                    state.tooLarge = true
+                    state.body = Data()
+                } else {
+                    state.body.append(data)
+                }
+            }
+            return (state.streaming, state.sinkError != nil || state.tooLarge)
         }
         guard streaming, let sink, !failed else { return !failed }
         let delivered = data.withUnsafeBytes { raw in
@@ -265,17 +356,33 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         didReceive response: URLResponse,
         completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
     ) {
-        if let response = response as? HTTPURLResponse, exchange(dataTask)?.receive(response) == false {
+        if let response = response as? HTTPURLResponse, let exchange = exchange(dataTask),
+            !exchange.receive(response)
+        {
             completionHandler(.cancel)
+            // swift-corelibs-foundation ignores the disposition and reads on.
+            abort(dataTask, of: exchange)
             return
         }
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        if exchange(dataTask)?.receive(data) == false {
-            dataTask.cancel()
+        if let exchange = exchange(dataTask), !exchange.receive(data) {
+            abort(dataTask, of: exchange)
         }
+    }
+
+    /// Cancels `task`, once, from off the delegate queue.
+    ///
+    /// swift-corelibs-foundation's `cancel()` may wait for the session's work
+    /// queue, and that queue may itself be waiting for room on the delegate
+    /// queue (see ``URLSessionDelegateQueue``): called from here, neither would
+    /// ever move again. Once is enough, and keeps chunks still arriving from
+    /// tying up a thread each.
+    private func abort(_ task: URLSessionTask, of exchange: Exchange) {
+        guard exchange.takeAbort() else { return }
+        DispatchQueue.global().async { task.cancel() }
     }
 
     func urlSession(
@@ -330,6 +437,8 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
             exchange.complete(
                 .failure(
                     HTTPTransportError(kind: .responseRejected, message: sinkError.message, bodyError: sinkError)))
+        } else if let limitError = exchange.limitError {
+            exchange.complete(.failure(limitError))
         } else if exchange.isCancelled {
             exchange.complete(.failure(CancellationError()))
         } else if let error {
@@ -340,7 +449,11 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
             if let response = task.response as? HTTPURLResponse, !exchange.hasResponse {
                 exchange.receive(response)
             }
-            exchange.completeWithResponse()
+            if let limitError = exchange.limitError {
+                exchange.complete(.failure(limitError))
+            } else {
+                exchange.completeWithResponse()
+            }
         }
     }
 }
