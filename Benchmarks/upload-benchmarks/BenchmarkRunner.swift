@@ -181,7 +181,7 @@ final class BenchmarkRunner {
             let metadata = try await storage(for: .putData).reference(withPath: name).putDataAsync(payload)
             return Uploaded(bytes: size, objects: [(name, ObjectFacts(metadata))])
         case .smallPutData(let count):
-            let storage = storage(for: scenario.kind)
+            let storage = try storage(for: scenario.kind)
             let payload = smallPayload
             let objects = try await withThrowingTaskGroup(of: (String, ObjectFacts).self) { group in
                 for index in 0..<count {
@@ -199,13 +199,13 @@ final class BenchmarkRunner {
     }
 
     /// The SDK handle each scenario uses: default settings but for what it varies.
-    private func storage(for kind: Scenario.Kind) -> Storage {
+    private func storage(for kind: Scenario.Kind) throws -> Storage {
         var configuration = StorageConfiguration()
         // Fail a broken run quickly instead of retrying for ten minutes.
         configuration.maxUploadRetryTime = .seconds(30)
         configuration.initialRetryDelay = .milliseconds(200)
         switch kind {
-        case .putFileChunked(let chunk): configuration.chunkSize = chunk
+        case .putFileChunked(let chunk): try configuration.setChunkSize(chunk)
         case .putFileWithoutChecksums: configuration.verifiesChecksums = false
         default: break
         }

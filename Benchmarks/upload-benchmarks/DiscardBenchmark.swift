@@ -201,7 +201,7 @@ struct DiscardBenchmark {
             var settings = StorageConfiguration()
             settings.transport = scenario.choice
             settings.verifiesChecksums = scenario.checksums
-            settings.chunkSize = scenario.chunkSize
+            try settings.setChunkSize(scenario.chunkSize)
             // Fail a broken run quickly instead of retrying for ten minutes.
             settings.maxUploadRetryTime = .seconds(30)
             settings.initialRetryDelay = .milliseconds(200)

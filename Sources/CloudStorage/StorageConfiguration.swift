@@ -4,7 +4,7 @@
 ///
 /// ```swift
 /// var configuration = StorageConfiguration()
-/// configuration.chunkSize = 16 * 1024 * 1024      // at most 16 MiB per request
+/// try configuration.setChunkSize(16 * 1024 * 1024)  // at most 16 MiB per request
 /// configuration.maxUploadRetryTime = .seconds(120)
 /// configuration.maxOperationRetryTime = .seconds(30)  // metadata, delete, list
 /// let storage = Storage(bucket: "my-bucket", configuration: configuration)
@@ -24,10 +24,32 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// One request is fastest: every chunk boundary costs a round trip. Files
     /// and `Data` can be re-read from any offset, so after a failure or a
     /// pause the upload asks the server what it has and continues from there
-    /// either way. Set a size to bound how much one failed request wastes.
-    /// It must be a positive multiple of ``chunkGranularity``; an upload with
-    /// any other value fails with ``StorageErrorCode/invalidArgument``.
-    public var chunkSize: Int64? = nil
+    /// either way. Set a size, with ``setChunkSize(_:)``, to bound how much
+    /// one failed request wastes.
+    public private(set) var chunkSize: Int64? = nil
+
+    /// Sets ``chunkSize``, refusing a size the protocols do not allow.
+    ///
+    /// Every request of a resumable upload but the last must carry a
+    /// multiple of ``chunkGranularity`` (256 KiB), so a size is checked
+    /// here, where it is chosen, rather than when an upload runs.
+    ///
+    /// ```swift
+    /// var configuration = StorageConfiguration()
+    /// try configuration.setChunkSize(16 * 1024 * 1024)  // 16 MiB per request
+    /// try configuration.setChunkSize(nil)               // back to one request
+    /// ```
+    ///
+    /// - Parameter size: A positive multiple of ``chunkGranularity``, or nil
+    ///   for no bound.
+    /// - Throws: ``StorageErrorCode/invalidArgument`` for any other size;
+    ///   ``chunkSize`` is then unchanged.
+    public mutating func setChunkSize(_ size: Int64?) throws(StorageError) {
+        if let size, size <= 0 || size % Self.chunkGranularity != 0 {
+            throw .invalidArgument("chunkSize must be a positive multiple of 256 KiB (262144 bytes); it is \(size).")
+        }
+        chunkSize = size
+    }
 
     /// How long an upload keeps retrying after failures that may pass (HTTP
     /// 408, 429, 5xx, broken connections, time-outs, malformed answers).

@@ -175,7 +175,12 @@ struct CopyCommand {
         defer { emulator?.stop() }
 
         var configuration = StorageConfiguration()
-        configuration.chunkSize = chunkSize
+        do {
+            try configuration.setChunkSize(chunkSize)
+        } catch {
+            report("\(error.message)")
+            return .usage
+        }
         configuration.verifiesChecksums = verifiesChecksums
         let storage = Storage(
             bucket: bucket,

@@ -77,13 +77,6 @@ struct UploadEngine: Sendable {
     ) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
         let configuration = storage.configuration
-        if let chunkSize = configuration.chunkSize,
-            chunkSize <= 0 || chunkSize % StorageConfiguration.chunkGranularity != 0
-        {
-            throw .invalidArgument(
-                "chunkSize must be a positive multiple of 256 KiB (262144 bytes); it is \(chunkSize)."
-            )
-        }
         let prepared: PreparedSource
         if let opened = checkpoint.source {
             prepared = opened

@@ -109,10 +109,10 @@ enum DocumentationSnippets {
         // end snippet
     }
 
-    static func readmeConfiguration() {
+    static func readmeConfiguration() throws {
         // snippet: README.md#6
         var configuration = StorageConfiguration()
-        configuration.chunkSize = 16 * 1024 * 1024        // bound each request (a multiple of 256 KiB); default: one request
+        try configuration.setChunkSize(16 << 20)          // bound each request (a multiple of 256 KiB); default: one request
         configuration.maxUploadRetryTime = .seconds(120)  // how long to keep retrying; default 600 s
         configuration.verifiesChecksums = true            // CRC32C check of every upload; the default
         let configured = Storage(bucket: "my-bucket", configuration: configuration)
@@ -363,10 +363,10 @@ enum DocumentationSnippets {
         _ = metadata
     }
 
-    static func uploadingChunkSize() {
+    static func uploadingChunkSize() throws {
         // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#9
         var configuration = StorageConfiguration()
-        configuration.chunkSize = 32 * StorageConfiguration.chunkGranularity  // 8 MiB per request
+        try configuration.setChunkSize(32 * StorageConfiguration.chunkGranularity)  // 8 MiB per request
         let chunkedStorage = Storage(bucket: "my-bucket", configuration: configuration)
         // end snippet
         _ = chunkedStorage

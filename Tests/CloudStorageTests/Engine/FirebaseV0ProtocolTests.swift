@@ -38,7 +38,7 @@ struct FirebaseV0ProtocolTests {
         var metadata = StorageMetadata()
         metadata.contentType = "text/plain"
         metadata.customMetadata = ["k": "v"]
-        let storage = Self.storage(transport, authorization: .bearerToken("t")) { $0.chunkSize = 512 * 1024 }
+        let storage = Self.storage(transport, authorization: .bearerToken("t")) { $0.testChunkSize = 512 * 1024 }
         let stored = try await storage.reference(withPath: "dir/obj").putDataAsync(payload, metadata: metadata)
 
         #expect(transport.finalized == payload)
@@ -97,7 +97,7 @@ struct FirebaseV0ProtocolTests {
     @Test func anAnswerWithoutSizeReceivedCommitsWhatWasSent() async throws {
         let transport = ScriptedFirebaseTransport(reportsSizeOnUpload: false)
         let payload = TestSupport.payload(size: Self.size, seed: 4)
-        let storage = Self.storage(transport) { $0.chunkSize = 256 * 1024 }
+        let storage = Self.storage(transport) { $0.testChunkSize = 256 * 1024 }
         _ = try await storage.reference(withPath: "o").putDataAsync(payload)
         #expect(transport.finalized == payload)
         let offsets = transport.exchanges.dropFirst().map { $0.headers["X-Goog-Upload-Offset"] ?? "" }

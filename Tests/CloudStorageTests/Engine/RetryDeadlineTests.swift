@@ -14,7 +14,7 @@ import Testing
 struct RetryDeadlineTests {
     static func storage(_ transport: ScriptedGCSTransport) -> Storage {
         UploadEngineProtocolTests.storage(transport) { configuration in
-            configuration.chunkSize = StorageConfiguration.chunkGranularity
+            configuration.testChunkSize = StorageConfiguration.chunkGranularity
             configuration.initialRetryDelay = .milliseconds(60)
             configuration.maxRetryDelay = .milliseconds(60)
             configuration.maxUploadRetryTime = .milliseconds(100)

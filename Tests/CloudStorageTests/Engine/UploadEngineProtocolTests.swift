@@ -77,7 +77,7 @@ struct UploadEngineProtocolTests {
     @Test func chunksAreMultiplesOf256KiBExceptTheLast() async throws {
         let transport = ScriptedGCSTransport()
         let payload = TestSupport.payload(size: Self.size, seed: 4)
-        let storage = Self.storage(transport) { $0.chunkSize = 512 * 1024 }
+        let storage = Self.storage(transport) { $0.testChunkSize = 512 * 1024 }
         _ = try await storage.reference(withPath: "o").putDataAsync(payload)
         #expect(transport.finalized == payload)
         let ranges = transport.exchanges.filter { $0.method == "PUT" }.map { $0.headers["Content-Range"] ?? "" }

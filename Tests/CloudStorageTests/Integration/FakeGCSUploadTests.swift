@@ -57,7 +57,7 @@ struct FakeGCSUploadTests {
     func chunked(transport: StorageTransportChoice, sizes: (size: Int, chunk: Int)) async throws {
         let (size, chunk) = sizes
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk", transport: transport) {
-            $0.chunkSize = Int64(chunk)
+            $0.testChunkSize = Int64(chunk)
             $0.multipartUploadThreshold = 0
         }
         let payload = TestSupport.payload(size: size, seed: 99)

@@ -172,3 +172,18 @@ extension Int {
     static let kibibyte = 1024
     static let mebibyte = 1024 * 1024
 }
+
+extension StorageConfiguration {
+    /// ``chunkSize`` for tests, which set sizes they know to be valid: a refused one is
+    /// recorded as a test failure.
+    var testChunkSize: Int64? {
+        get { chunkSize }
+        set {
+            do {
+                try setChunkSize(newValue)
+            } catch {
+                Issue.record(error, "a test set an invalid chunk size")
+            }
+        }
+    }
+}

@@ -57,7 +57,7 @@ struct UnreadableSuccessAnswerTests {
             case .chunked:
                 size = 600_000
                 configuration.multipartUploadThreshold = -1
-                configuration.chunkSize = StorageConfiguration.chunkGranularity
+                configuration.testChunkSize = StorageConfiguration.chunkGranularity
             }
             let storage = Storage(
                 bucket: Reliability.bucket, endpoint: route.wire.endpoint(proxy.baseURL), configuration: configuration)

@@ -73,14 +73,16 @@ struct UploadErrorTests {
         #expect(await TestSupport.isAbsent(path, in: storage, server: server))
     }
 
-    @Test(arguments: TestSupport.transports, [0, 1000, 256 * 1024 + 1, -262_144] as [Int64])
-    func anInvalidChunkSizeIsRejected(transport: StorageTransportChoice, chunkSize: Int64) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.chunkSize = chunkSize
-        }
-        let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: 10)))
+    @Test(arguments: [0, 1000, 256 * 1024 + 1, -262_144, .max] as [Int64])
+    func anInvalidChunkSizeIsRejectedWhereItIsSet(chunkSize: Int64) throws {
+        var configuration = StorageConfiguration()
+        try configuration.setChunkSize(512 * 1024)
+        let error = #expect(throws: StorageError.self) { try configuration.setChunkSize(chunkSize) }
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.contains("256 KiB") == true)
+        #expect(configuration.chunkSize == Int64(512 * 1024), "a refused size changes nothing")
+        try configuration.setChunkSize(nil)
+        #expect(configuration.chunkSize == nil)
     }
 
     @Test(arguments: TestSupport.transports, [100, 20 * 1024 * 1024])
@@ -115,7 +117,7 @@ struct UploadErrorTests {
     @Test(arguments: TestSupport.transports)
     func aFileTruncatedMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 21))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
@@ -132,7 +134,7 @@ struct UploadErrorTests {
     @Test(arguments: TestSupport.transports)
     func aFileRewrittenMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 22))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
@@ -150,7 +152,7 @@ struct UploadErrorTests {
     @Test(arguments: TestSupport.transports)
     func aFileDeletedMidUploadFails(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 23))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }

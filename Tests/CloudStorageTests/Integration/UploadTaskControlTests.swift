@@ -19,7 +19,7 @@ struct UploadTaskControlTests {
     @Test(arguments: TestSupport.transports)
     func pauseThenResumeMidTransferStoresEveryByte(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 11)
         let file = try TestSupport.file(containing: payload)
@@ -59,7 +59,7 @@ struct UploadTaskControlTests {
     @Test(arguments: TestSupport.transports)
     func cancelMidTransferEndsInCancelledAndStoresNothing(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 13)
         let ref = storage.reference(withPath: "cancelled/big.bin")
@@ -83,7 +83,7 @@ struct UploadTaskControlTests {
     @Test(arguments: TestSupport.transports)
     func cancelWhilePausedEndsInCancelled(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let ref = storage.reference(withPath: "cancelled/paused.bin")
         let task = ref.putData(TestSupport.payload(size: 20 * .mebibyte, seed: 14))
@@ -99,7 +99,7 @@ struct UploadTaskControlTests {
     @Test(arguments: TestSupport.transports)
     func cancellingTheCallingTaskCancelsPutDataAsync(transport: StorageTransportChoice) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "cancel", transport: transport) {
-            $0.chunkSize = 512 * 1024
+            $0.testChunkSize = 512 * 1024
         }
         let ref = storage.reference(withPath: "cancelled/async.bin")
         let payload = TestSupport.payload(size: 40 * .mebibyte, seed: 15)

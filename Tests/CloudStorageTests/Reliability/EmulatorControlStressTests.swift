@@ -23,7 +23,7 @@ struct EmulatorControlStressTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: slow ? Self.slowEveryRequest : []) { emulator in
                 let storage = Reliability.storage(route, emulator) {
-                    $0.chunkSize = 256 * 1024
+                    $0.testChunkSize = 256 * 1024
                     $0.multipartUploadThreshold = singleRequest ? 8 * 1024 * 1024 : -1
                 }
                 let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 40)
@@ -62,7 +62,7 @@ struct EmulatorControlStressTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: Self.slowEveryRequest) { emulator in
                 let storage = Reliability.storage(route, emulator) {
-                    $0.chunkSize = 256 * 1024
+                    $0.testChunkSize = 256 * 1024
                     $0.multipartUploadThreshold = -1
                 }
                 let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 90)

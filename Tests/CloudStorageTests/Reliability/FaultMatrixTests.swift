@@ -219,7 +219,7 @@ struct RandomFaultTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: ["random:seed=\(seed),rate=0.3"]) { emulator in
                 let storage = Reliability.storage(route, emulator) {
-                    $0.chunkSize = 256 * 1024
+                    $0.testChunkSize = 256 * 1024
                     $0.maxUploadRetryTime = .seconds(60)
                 }
                 let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 1000)

@@ -27,7 +27,7 @@ struct ProtocolCompatibilityTests {
             case .resumable: configuration.multipartUploadThreshold = -1
             case .chunked:
                 configuration.multipartUploadThreshold = -1
-                configuration.chunkSize = 256 * 1024
+                configuration.testChunkSize = 256 * 1024
             }
         }
     }

@@ -154,7 +154,7 @@ struct ServerErrorTests {
         try await Reliability.withEmulator(faults: ["pass", "pass", "return-404"]) { emulator in
             let storage = Reliability.storage(route, emulator) {
                 $0.multipartUploadThreshold = -1
-                $0.chunkSize = 256 * 1024
+                $0.testChunkSize = 256 * 1024
             }
             let ending = try await Reliability.upload(payload, from: source, to: storage.reference(withPath: "lost"))
             #expect(ending.error == nil, "\(ending.error.map(String.init(describing:)) ?? "")")
