@@ -14,7 +14,7 @@ package enum ExitCode: Int32 {
     case failure = 1
     /// The command line was wrong.
     case usage = 2
-    /// The local file is missing, unreadable, or changed during the upload.
+    /// The local file is missing, unreadable or unwritable, or changed during the transfer.
     case localFile = 3
     /// The server refused the credentials.
     case denied = 4
@@ -22,7 +22,7 @@ package enum ExitCode: Int32 {
     case notFound = 5
     /// Retries ran out, or the server throttled until they did.
     case unavailable = 6
-    /// The stored object did not match what was sent.
+    /// The stored object did not match what was sent, or changed during a download.
     case integrity = 7
     /// Interrupted by Ctrl-C (128 + SIGINT, as shells report it).
     case interrupted = 130
@@ -36,11 +36,11 @@ package enum ExitCode: Int32 {
 
     init(_ error: StorageError) {
         switch error.code {
-        case .unreadableFile, .fileChanged: self = .localFile
+        case .unreadableFile, .unwritableFile, .fileChanged: self = .localFile
         case .unauthenticated, .unauthorized: self = .denied
         case .bucketNotFound, .projectNotFound, .objectNotFound: self = .notFound
         case .retryLimitExceeded, .quotaExceeded: self = .unavailable
-        case .nonMatchingChecksum: self = .integrity
+        case .nonMatchingChecksum, .objectChanged: self = .integrity
         case .invalidArgument, .pathError, .bucketMismatch: self = .usage
         case .cancelled: self = .interrupted
         default: self = .failure

@@ -248,4 +248,14 @@ struct CommandLineParsingTests {
         #expect(throws: StorageEmulator.EmulatorError.self) { try StorageEmulator.start(command.configuration) }
         #expect(await command.run() == .failure)
     }
+
+    @Test(arguments: [
+        (StorageErrorCode.unreadableFile, ExitCode.localFile), (.unwritableFile, .localFile),
+        (.fileChanged, .localFile),
+        (.nonMatchingChecksum, .integrity), (.objectChanged, .integrity), (.protocolViolation, .failure),
+        (.retryLimitExceeded, .unavailable), (.cancelled, .interrupted),
+    ])
+    func errorCodesMapToTheDocumentedExitStatus(code: StorageErrorCode, status: ExitCode) {
+        #expect(ExitCode(StorageError(code, "x")) == status)
+    }
 }
