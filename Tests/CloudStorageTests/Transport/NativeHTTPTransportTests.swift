@@ -278,9 +278,8 @@ struct NativeHTTPTransportTests {
         ])
         let transport = NativeHTTPTransport()
         let started = ContinuousClock.now
-        let response = try await transport.execute(
-            HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600)), progress: nil
-        )
+        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600))
+        let response = try await transport.execute(request, progress: nil)
         #expect(response.status == 413)
         #expect(String(decoding: response.body, as: UTF8.self) == "too much")
         // Not the 600 s time-out nor the server's 600 s wait: the early answer itself ended the upload.
