@@ -79,7 +79,9 @@ struct FaultPlanTests {
                 case .dropResponse: "drop"
                 }
             })
-        #expect(kinds.count == 6)
+        #expect(kinds.count == 6, "a random plan never holds a connection")
+        // Short stalls only: far below any client time-out a random plan is used with.
+        #expect(a.allSatisfy { if case .stall(let ms, _) = $0 { ms < 200 } else { true } })
         let never = try FaultPlan(["random:seed=1,rate=0"])
         #expect((0..<100).allSatisfy { _ in never.next() == .pass })
     }
