@@ -14,7 +14,7 @@ import Darwin
 /// Bad input and refused requests end in a specific error and store nothing, on
 /// each transport (the checks made before any request included: the transport
 /// must not change which error wins).
-@Suite("Upload errors", .timeLimit(.minutes(3)))
+@Suite("Upload errors", .timeLimit(.minutes(5)))
 struct UploadErrorTests {
     static func failure(of task: StorageUploadTask) async -> StorageError? {
         do {

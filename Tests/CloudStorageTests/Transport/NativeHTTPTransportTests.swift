@@ -5,7 +5,7 @@ import Testing
 
 @testable import CloudStorage
 
-@Suite("Native HTTP transport", .timeLimit(.minutes(3)))
+@Suite("Native HTTP transport", .timeLimit(.minutes(5)))
 struct NativeHTTPTransportTests {
     // MARK: - Helpers
 
