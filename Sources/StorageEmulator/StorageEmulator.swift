@@ -167,10 +167,23 @@ public final class StorageEmulator: Sendable {
     /// Each request carrying the header consumes the plan's next instruction;
     /// once the plan is used up requests pass. The grammar:
     /// `pass`, `return-<status>`, `return-<status>-after-<N>`, `reset-after-<N>`,
-    /// `stall-<ms>ms-after-<N>`, `drop-response`, where N is a byte count with an
-    /// optional `K`/`M` (1024-based) suffix; or one `random:seed=<n>,rate=<0..1>`.
-    /// For a media download N counts response body bytes: `reset-after-<N>` and
-    /// `stall-<ms>ms-after-<N>` act after sending N of them (see `FaultInstruction`).
+    /// `stall-<ms>ms-after-<N>`, `stall-after-<N>`, `drop-response`, where N is a
+    /// byte count with an optional `K`/`M` (1024-based) suffix; or one
+    /// `random:seed=<n>,rate=<0..1>`. For a media download N counts response body
+    /// bytes: `reset-after-<N>` and the stalls act after sending N of them (see
+    /// `FaultInstruction`).
+    ///
+    /// Stalls never race a time-out when used as meant: `stall-<ms>ms-after-<N>`
+    /// is a short delay after which the request succeeds (keep `<ms>` orders of
+    /// magnitude below the client's request time-out), while `stall-after-<N>`
+    /// holds the connection until the client gives up and closes it (or the
+    /// emulator stops), so the client's time-out is the only way forward.
+    ///
+    /// A plan lists at most 10,000 instructions (more is refused; over HTTP,
+    /// `POST /_emulator/v1/faults` answers `413`, as it does for a body above
+    /// 512 KiB). At most 256 plans are kept: installing another drops the
+    /// oldest plan whose instructions are all used, or else the oldest plan
+    /// (random plans never finish); a request naming a dropped plan gets `400`.
     ///
     /// ```swift
     /// let plan = try emulator.installFaultPlan(["return-503-after-512K", "pass"])

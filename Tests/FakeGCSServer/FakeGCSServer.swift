@@ -84,7 +84,7 @@ public final class FakeGCSServer: Sendable {
     /// - Throws: ``FakeGCSServerError`` if installing failed
     ///   (``FakeGCSServerError/Code/installationFailed``), the server kept exiting
     ///   early (``FakeGCSServerError/Code/launchFailed``, with its stderr), or it did
-    ///   not answer within 20 seconds (``FakeGCSServerError/Code/notReady``);
+    ///   not answer within 90 seconds (``FakeGCSServerError/Code/notReady``);
     ///   `CancellationError` if the task was cancelled (the server is stopped).
     public static func start() async throws -> FakeGCSServer {
         let installation = try await Installation.resolve()
@@ -225,7 +225,8 @@ public final class FakeGCSServer: Sendable {
     // MARK: Internals
 
     private static let maximumLaunchAttempts = 3
-    private static let readinessTimeout: Duration = .seconds(20)
+    // A hang guard, not a measurement: a Python start-up on a loaded 2-core machine can take seconds.
+    private static let readinessTimeout: Duration = .seconds(90)
     private static let readinessPollInterval: Duration = .milliseconds(50)
 
     /// The shared server: the task that starts it, and the server once started.

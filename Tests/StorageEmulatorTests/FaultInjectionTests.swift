@@ -128,6 +128,38 @@ struct FaultInjectionTests {
         #expect(harness.object("bkt", "s") == Data(testBytes(5000)))
     }
 
+    @Test("stall-after-N: reads N bytes, commits whole units like a reset, then holds the connection unanswered")
+    func hold() throws {
+        let harness = try Harness()
+        let bytes = testBytes(3 * kib256)
+        let session = harness.startGCSSession(name: "held")
+        var headers = try plan(harness, ["stall-after-300K"])
+        headers.add("Content-Range", "bytes 0-\(bytes.count - 1)/\(bytes.count)")
+        let before = harness.app.bytesReceived
+        let held = harness.send("PUT", session, headers: headers, body: bytes, readSize: 50_000)
+        #expect(held.holds == 1)
+        #expect(held.status == nil)
+        #expect(harness.app.bytesReceived - before == 300 * 1024, "nothing is read past N")
+        // 300 KiB arrived: one whole unit is committed, and the session is free for the client's query.
+        let query = harness.send("PUT", session, headers: ["Content-Range": "bytes */*"])
+        #expect(query.status == 308)
+        #expect(query.headers["Range"] == "bytes=0-\(kib256 - 1)")
+        let resumed = harness.send(
+            "PUT", session, headers: ["Content-Range": "bytes \(kib256)-\(bytes.count - 1)/\(bytes.count)"],
+            body: Array(bytes[kib256..<bytes.count]))
+        #expect(resumed.status == 200)
+        #expect(harness.object("bkt", "held") == Data(bytes))
+        // A single-request upload that is held stores nothing; a body-less request is held before it is served.
+        let media = try plan(harness, ["stall-after-10"])
+        let heldMedia = harness.send(
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=m", headers: media, body: testBytes(100))
+        #expect(heldMedia.holds == 1)
+        #expect(harness.object("bkt", "m") == nil)
+        let delete = try plan(harness, ["stall-after-0"])
+        #expect(harness.send("DELETE", "/storage/v1/b/bkt/o/held", headers: delete).holds == 1)
+        #expect(harness.object("bkt", "held") != nil)
+    }
+
     @Test("drop-response processes and commits the request, then closes without answering")
     func dropResponse() throws {
         let harness = try Harness()

@@ -14,6 +14,9 @@ struct FaultPlanTests {
         #expect(try FaultInstruction.parse("reset-after-0") == .resetAfter(bytes: 0))
         #expect(try FaultInstruction.parse("stall-250ms-after-100") == .stall(milliseconds: 250, afterBytes: 100))
         #expect(try FaultInstruction.parse(" drop-response ") == .dropResponse)
+        #expect(try FaultInstruction.parse("stall-after-64K") == .hold(afterBytes: 65_536))
+        #expect(FaultInstruction.hold(afterBytes: 7).description == "stall-after-7")
+        #expect(try FaultInstruction.parse(FaultInstruction.hold(afterBytes: 7).description) == .hold(afterBytes: 7))
     }
 
     @Test(
@@ -21,7 +24,7 @@ struct FaultPlanTests {
         arguments: [
             "", "fail", "return", "return-5000", "return-abc", "return-503-after", "return-503-after-12X",
             "return-503-before-10", "reset", "reset-after--1", "stall-10-after-5", "stall-10ms-5",
-            "drop", "pass-1", "return-99",
+            "drop", "pass-1", "return-99", "stall-after", "stall-after-x", "stall-after-5-ms",
         ])
     func rejectsInvalid(_ text: String) {
         #expect(throws: FaultPlanError.self) { try FaultInstruction.parse(text) }
@@ -72,10 +75,13 @@ struct FaultPlanTests {
                 case .respondAfter: "return-after"
                 case .resetAfter: "reset"
                 case .stall: "stall"
+                case .hold: "hold"
                 case .dropResponse: "drop"
                 }
             })
-        #expect(kinds.count == 6)
+        #expect(kinds.count == 6, "a random plan never holds a connection")
+        // Short stalls only: far below any client time-out a random plan is used with.
+        #expect(a.allSatisfy { if case .stall(let ms, _) = $0 { ms < 200 } else { true } })
         let never = try FaultPlan(["random:seed=1,rate=0"])
         #expect((0..<100).allSatisfy { _ in never.next() == .pass })
     }

@@ -81,6 +81,19 @@ struct ResponseFaultTests {
         #expect(response.body == Data(bytes))
     }
 
+    @Test("stall-after-N sends the head and N body bytes, then holds the connection", arguments: mediaTargets)
+    func holdMidBody(target: String) throws {
+        let (harness, bytes) = try harness()
+        let headers = try plan(harness, ["stall-after-100K"])
+        let response = harness.send("GET", target, headers: headers)
+        #expect(response.midBodyHolds == 1)
+        #expect(response.status == 200)
+        #expect(response.announcedLength == Int64(bytes.count))
+        #expect(response.body == Data(bytes[0..<(100 * 1024)]))
+        // The plan is used up: the next download is whole.
+        #expect(harness.send("GET", target, headers: headers).body == Data(bytes))
+    }
+
     @Test("return-<status>-after-N answers the status before any body byte, as before")
     func respondAfter() throws {
         let (harness, _) = try harness()

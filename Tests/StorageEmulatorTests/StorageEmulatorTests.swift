@@ -69,6 +69,10 @@ final class TestResponder: ServerResponder {
     var body = Data()
     var resets = 0
     var closes = 0
+    /// `holdConnection` calls (the connection would be held until the client closes it).
+    var holds = 0
+    /// Holds after a streamed answer's head (counted here, not in `holds` or `answers`).
+    var midBodyHolds = 0
     var answers = 0
     /// Resets after a streamed answer's head (counted here, not in `resets` or `answers`).
     var midBodyResets = 0
@@ -105,6 +109,15 @@ final class TestResponder: ServerResponder {
         }
     }
     func closeConnection() { closes += 1 }
+    func holdConnection(limit: Duration) {
+        if answers > 0 {
+            // The head went out; the hold cuts the body short.
+            answers -= 1
+            midBodyHolds += 1
+        } else {
+            holds += 1
+        }
+    }
 
     var json: [String: Any] {
         (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
@@ -145,7 +158,8 @@ struct Harness {
         let responder = TestResponder()
         app.handle(request, responder)
         #expect(
-            responder.answers + responder.resets + responder.closes + responder.midBodyResets == 1,
+            responder.answers + responder.resets + responder.closes + responder.midBodyResets + responder.holds
+                + responder.midBodyHolds == 1,
             "exactly one outcome")
         return responder
     }

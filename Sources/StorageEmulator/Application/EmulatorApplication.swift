@@ -32,7 +32,7 @@ package final class EmulatorApplication: ServerApplication {
     let settings: Settings
     let sessions: SessionTable
     let counter = ByteCounter()
-    private let plans = Mutex<[String: FaultPlan]>([:])
+    let plans = FaultPlanTable()
     private let globalPlan: FaultPlan?
 
     /// Creates the application.
@@ -54,12 +54,19 @@ package final class EmulatorApplication: ServerApplication {
     package var bytesReceived: Int64 { counter.total }
 
     /// Installs a fault plan that requests select with `x-emulator-faults: <id>`.
+    ///
+    /// At most ``FaultPlanTable/capacity`` plans are kept: a new one replaces the
+    /// oldest finished plan, or else the oldest plan.
     package func installFaultPlan(_ instructions: [String]) throws(FaultPlanError) -> String {
         let plan = try FaultPlan(instructions)
         let id = "plan-" + SessionTable.newID().prefix(16)
-        plans.withLock { $0[id] = plan }
+        plans.insert(plan, id: id)
         return id
     }
+
+    /// The largest request body the fault control endpoint reads: room for a plan of
+    /// ``FaultPlan/maxInstructions`` ordinary instructions.
+    static let maxFaultPlanBody = 512 * 1024
 
     /// Cancels every unfinished upload session (their staged bytes are deleted).
     package func shutdown() {
@@ -140,6 +147,8 @@ package final class EmulatorApplication: ServerApplication {
                 responder.resetConnection()
             case .respondAfter(let status, _):
                 send(errorReply(injectedError(status), flavor), to: responder)
+            case .hold:
+                responder.holdConnection(limit: FaultInstruction.holdLimit)
             default:
                 responder.closeConnection()
             }
@@ -174,7 +183,7 @@ package final class EmulatorApplication: ServerApplication {
     /// Whether the instruction is one that a media download acts out on its response body.
     private func actsOnResponseBody(_ instruction: FaultInstruction) -> Bool {
         switch instruction {
-        case .resetAfter, .stall: true
+        case .resetAfter, .stall, .hold: true
         case .pass, .respond, .respondAfter, .dropResponse: false
         }
     }
@@ -190,7 +199,7 @@ package final class EmulatorApplication: ServerApplication {
 
     private func faultInstruction(for request: any ServerRequest) throws -> FaultInstruction {
         if let id = request.headers["x-emulator-faults"] {
-            guard let plan = plans.withLock({ $0[id] }) else {
+            guard let plan = plans.plan(id) else {
                 throw HTTPError.badRequest("Unknown fault plan '\(id)'.")
             }
             return plan.next()
@@ -213,6 +222,9 @@ package final class EmulatorApplication: ServerApplication {
     /// Ends a streamed response's body early: the connection is reset.
     private struct ResponseReset: Error {}
 
+    /// Stops a streamed response's body: the connection is held until the client closes it.
+    private struct ResponseHold: Error {}
+
     /// Sends a reply; `responseFault` (a reset or stall) fires after that many body bytes,
     /// or at the end of a shorter body.
     private func send(_ reply: Reply, to responder: any ServerResponder, responseFault: FaultInstruction? = nil) {
@@ -233,6 +245,8 @@ package final class EmulatorApplication: ServerApplication {
                         switch responseFault {
                         case .stall(let milliseconds, _)?:
                             Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+                        case .hold?:
+                            throw ResponseHold()
                         default:
                             throw ResponseReset()
                         }
@@ -258,6 +272,8 @@ package final class EmulatorApplication: ServerApplication {
             }
         } catch is ResponseReset {
             responder.resetConnection()
+        } catch is ResponseHold {
+            responder.holdConnection(limit: FaultInstruction.holdLimit)
         } catch {
             responder.closeConnection()
         }
@@ -593,14 +609,21 @@ package final class EmulatorApplication: ServerApplication {
         guard request.method == "POST" else { throw methodNotAllowed }
         // Fault plans change what every client sees: they need the token too (either scheme).
         try authorizeFirebase(request)
-        let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        if let length = request.contentLength, length > Int64(Self.maxFaultPlanBody) {
+            throw HTTPError(
+                413, "A fault plan body may have at most \(Self.maxFaultPlanBody) bytes.", reason: "uploadTooLarge")
+        }
+        let json = try JSON.decodeObject(try body.readAll(limit: Self.maxFaultPlanBody))
         guard let instructions = json["instructions"] as? [String] else {
             throw HTTPError.badRequest("Expected {\"instructions\": [\"…\"]}.")
         }
         do {
             return Reply.json(200, ["id": try installFaultPlan(instructions)])
         } catch {
-            throw HTTPError.badRequest(error.message)
+            switch error.kind {
+            case .tooLarge: throw HTTPError(413, error.message, reason: "uploadTooLarge")
+            case .invalid: throw HTTPError.badRequest(error.message)
+            }
         }
     }
 }

@@ -9,6 +9,7 @@
 /// | `return-<status>-after-<N>` | read N body bytes, commit what a real server would (see below), then answer `<status>` |
 /// | `reset-after-<N>` | read N body bytes, commit them likewise, then end the connection with a TCP reset |
 /// | `stall-<ms>ms-after-<N>` | read N body bytes, sleep `<ms>` milliseconds, then carry on normally |
+/// | `stall-after-<N>` | read N body bytes, commit them like `reset-after-<N>`, then send nothing more and hold the connection until the client closes it (or the emulator stops), then close it |
 /// | `drop-response` | serve the request fully (committing everything), then close the connection without answering |
 ///
 /// `N` is a byte count with an optional `K` or `M` suffix (1024-based):
@@ -22,12 +23,24 @@
 /// the session's committed offset), and the client has to query and resume
 /// from there. Single-request uploads (media, multipart) commit nothing.
 ///
+/// Stalls and time-outs: `stall-<ms>ms-after-<N>` is for a slow server whose
+/// request still succeeds, so `<ms>` must be far shorter than the client's
+/// request time-out (e.g. 50 ms against 60 s); a sleep that is close to a
+/// time-out is a race that a loaded machine decides. To make a client time
+/// out, use `stall-after-<N>`: it waits for an event (the client giving up and
+/// closing the connection), not for a clock, so the client's time-out is the
+/// only way the request can end, however slow the machine. The hold is capped
+/// at ``holdLimit`` so that a client without any time-out cannot keep an
+/// emulator thread forever; the connection is then closed, which the client
+/// also sees as a failure.
+///
 /// Media downloads are the exception: for a `GET` of an object's bytes (GCS
 /// `alt=media` or `/download/...`, Firebase v0 `alt=media`) the body is the
 /// response's, so `reset-after-<N>` sends the response head and N body bytes
 /// (counted from the start of this response's body, i.e. of the requested
 /// range), then resets; `stall-<ms>ms-after-<N>` sends N body bytes, sleeps,
-/// then sends the rest. A body of N bytes or fewer is sent whole before the
+/// then sends the rest; `stall-after-<N>` sends N body bytes, then holds the
+/// connection until the client closes it. A body of N bytes or fewer is sent whole before the
 /// fault. The reset may discard bytes still in the kernel's send buffer, so
 /// the client receives at most N. `return-<status>-after-<N>` cannot change a
 /// response already under way, so a download answers `<status>` before any
@@ -40,7 +53,12 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
     case respondAfter(status: Int, bytes: Int64)
     case resetAfter(bytes: Int64)
     case stall(milliseconds: Int, afterBytes: Int64)
+    /// `stall-after-<N>`: hold the connection until the client closes it.
+    case hold(afterBytes: Int64)
     case dropResponse
+
+    /// The longest a `stall-after-<N>` holds a connection the client never closes.
+    package static let holdLimit: Duration = .seconds(600)
 
     /// Parses one instruction.
     ///
@@ -63,6 +81,9 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
             guard parts.count == 3, parts[1] == "after", let bytes = parseByteCount(parts[2]) else { throw invalid }
             return .resetAfter(bytes: bytes)
         case "stall":
+            if parts.count == 3, parts[1] == "after", let bytes = parseByteCount(parts[2]) {
+                return .hold(afterBytes: bytes)
+            }
             guard parts.count == 4, parts[1].hasSuffix("ms"), let milliseconds = Int(parts[1].dropLast(2)),
                 milliseconds >= 0, milliseconds <= 600_000, parts[2] == "after",
                 let bytes = parseByteCount(parts[3])
@@ -81,6 +102,7 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
         case .respondAfter(let status, let bytes): "return-\(status)-after-\(bytes)"
         case .resetAfter(let bytes): "reset-after-\(bytes)"
         case .stall(let milliseconds, let bytes): "stall-\(milliseconds)ms-after-\(bytes)"
+        case .hold(let bytes): "stall-after-\(bytes)"
         case .dropResponse: "drop-response"
         }
     }
@@ -88,7 +110,7 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
     /// The byte count after which the fault fires, if it waits for body bytes.
     package var triggerOffset: Int64? {
         switch self {
-        case .respondAfter(_, let bytes), .resetAfter(let bytes), .stall(_, let bytes): bytes
+        case .respondAfter(_, let bytes), .resetAfter(let bytes), .stall(_, let bytes), .hold(let bytes): bytes
         case .pass, .respond, .dropResponse: nil
         }
     }
@@ -118,8 +140,23 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
 
 /// A fault plan that cannot be installed.
 package struct FaultPlanError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Why the plan was refused.
+    package enum Kind: Sendable, Equatable {
+        /// An instruction does not follow the grammar, or the plan is empty or malformed (HTTP 400).
+        case invalid
+        /// The plan lists more than ``FaultPlan/maxInstructions`` instructions (HTTP 413).
+        case tooLarge
+    }
+
     /// What is wrong, naming the offending instruction.
     package let message: String
+    /// Why the plan was refused.
+    package let kind: Kind
+
+    package init(message: String, kind: Kind = .invalid) {
+        self.message = message
+        self.kind = kind
+    }
 
     package var description: String { message }
 }

@@ -9,7 +9,19 @@ import Synchronization
 /// `return-500`, `return-503-after-N`, `reset-after-N`, `stall-<ms>ms-after-N`,
 /// `drop-response`, with N below 1 MiB and stalls below 200 ms), otherwise
 /// `pass`. The same seed and the same order of requests give the same faults.
+///
+/// A random plan never draws `stall-after-<N>` (a hold that only the client's
+/// time-out ends), and its short stalls are meant for clients whose request
+/// time-out is orders of magnitude longer (the SDK's default is 60 s): with a
+/// time-out near 200 ms a random stall would race it, and the outcome would
+/// depend on the machine's load rather than on the seed.
+///
+/// A listed plan holds at most ``maxInstructions`` instructions, so that an
+/// installed plan's memory is bounded.
 package final class FaultPlan: Sendable {
+    /// The most instructions one plan may list.
+    package static let maxInstructions = 10_000
+
     private enum Source {
         case list([FaultInstruction], next: Int)
         case random(state: UInt64, rate: Double)
@@ -24,6 +36,12 @@ package final class FaultPlan: Sendable {
     package init(_ instructions: [String]) throws(FaultPlanError) {
         guard !instructions.isEmpty else {
             throw FaultPlanError(message: "A fault plan needs at least one instruction.")
+        }
+        guard instructions.count <= Self.maxInstructions else {
+            throw FaultPlanError(
+                message:
+                    "A fault plan may list at most \(Self.maxInstructions) instructions; this one has \(instructions.count).",
+                kind: .tooLarge)
         }
         if let first = instructions.first, first.lowercased().hasPrefix("random:") {
             guard instructions.count == 1 else {
@@ -70,6 +88,9 @@ package final class FaultPlan: Sendable {
             }
         }
     }
+
+    /// Whether every listed instruction has been used (never, for a random plan).
+    package var isFinished: Bool { remaining == 0 }
 
     /// How many listed instructions are left (nil for a random plan).
     package var remaining: Int? {

@@ -137,6 +137,35 @@ enum POSIXSocket {
         }
     }
 
+    /// Waits until the peer has closed (or reset) its side of `fd`, the socket is shut down,
+    /// or `timeout` passes, without reading: bytes the peer sent stay unread.
+    ///
+    /// Linux reports the peer's FIN as `POLLRDHUP` even while data is unread. Elsewhere
+    /// the unread bytes are drained, which is the only way to see the end of the stream.
+    static func waitForPeerClose(_ fd: Int32, timeout: Duration) {
+        let deadline = ContinuousClock.now + timeout
+        #if os(Linux)
+        // POLLRDHUP (0x2000) is hidden behind _GNU_SOURCE in the C headers.
+        var descriptor = pollfd(fd: fd, events: Int16(0x2000), revents: 0)
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return }
+            let result = poll(&descriptor, 1, Int32(clamping: max(1, left.milliseconds)))
+            if result > 0 || (result < 0 && errno != EINTR) { return }
+        }
+        #else
+        var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else { return }
+            let count = scratch.withUnsafeMutableBytes { buffer in
+                Result { () throws(ServerIOError) in try receive(fd, into: buffer, timeout: left) }
+            }
+            guard case .success(let read) = count, read > 0 else { return }
+        }
+        #endif
+    }
+
     /// Waits for `fd` to be readable within `timeout`, then reads what is there into `buffer`.
     ///
     /// - Returns: The bytes read; 0 means the peer closed its side.

@@ -58,6 +58,13 @@ package protocol ServerResponder: AnyObject {
 
     /// Ends the connection with an orderly close, sending no response.
     func closeConnection()
+
+    /// Sends nothing more and blocks until the peer closes the connection, the
+    /// server stops, or `limit` passes; then ends the connection like
+    /// ``closeConnection()``. Unread request bytes are left unread, so the peer
+    /// sees a stall that only its own time-out ends. May follow a streaming
+    /// response whose body was cut short.
+    func holdConnection(limit: Duration)
 }
 
 extension ServerRequest {

@@ -237,6 +237,14 @@ final class ServerConnection {
         socket.close()
     }
 
+    /// Waits, reading nothing, until the peer closes or resets the connection, the server
+    /// shuts the socket down, or `limit` passes; then ends the connection at once.
+    func holdUntilPeerCloses(limit: Duration) {
+        guard !ended else { return }
+        POSIXSocket.waitForPeerClose(socket.fd, timeout: limit)
+        closeNow()
+    }
+
     /// Ends the connection after a final answer.
     ///
     /// When the peer may still be sending (an unread body, pipelined bytes), closing at once

@@ -238,6 +238,12 @@ final class ServerExchange: ServerRequest, ServerResponder {
         connection.closeNow()
     }
 
+    func holdConnection(limit: Duration) {
+        guard active else { return }
+        response = .ended
+        connection.holdUntilPeerCloses(limit: limit)
+    }
+
     private func checkCanRespond() throws(ServerIOError) {
         guard active, !connection.ended else { throw .connectionEnded }
         switch response {

@@ -177,9 +177,12 @@ struct DownloadTests {
     /// A server that serves `payload` as object `o` in bucket `b`: the first
     /// GET gets a 200 cut off after `cut` bytes (then a reset, or with `stall`
     /// a wait until the client closes); later GETs must ask for a `Range` and
-    /// get a 206 of the rest. `crc32c` is what it claims.
+    /// get a 206 of the rest. `crc32c` is what it claims. With `resetWhen`,
+    /// the reset waits for that signal (the client saw bytes arrive), since a
+    /// reset can take unread bytes with it.
     static func cuttingServer(
-        _ payload: Data, cut: Int, crc32c: UInt32, ranges: RangeLog, stall: Bool = false
+        _ payload: Data, cut: Int, crc32c: UInt32, ranges: RangeLog, stall: Bool = false,
+        resetWhen: DispatchSemaphore? = nil
     ) throws -> ScriptedHTTPServer {
         try ScriptedHTTPServer { connection, index in
             guard let (head, _) = connection.readRequest() else { return }
@@ -196,6 +199,10 @@ struct DownloadTests {
                 connection.write([UInt8](payload.prefix(cut)))
                 if stall {
                     connection.drainUntilClosed()
+                } else if let resetWhen {
+                    // A hang guard: the bound only matters once the test has failed.
+                    _ = resetWhen.wait(timeout: .now() + 300)
+                    connection.reset()
                 } else {
                     Thread.sleep(forTimeInterval: 0.05)
                     connection.reset()
@@ -222,14 +229,23 @@ struct DownloadTests {
     func aBrokenDownloadResumesWithARangeFromTheLastByte(transport: StorageTransportChoice) async throws {
         let payload = TestSupport.payload(size: 2 * .mebibyte + 3, seed: 12)
         let ranges = RangeLog()
+        // The reset comes once the task has reported bytes, not after a sleep that a loaded
+        // machine can outlast before the client reads anything.
+        let received = DispatchSemaphore(value: 0)
         let server = try Self.cuttingServer(
-            payload, cut: 700_001, crc32c: CRC32C.checksum(payload), ranges: ranges)
+            payload, cut: 700_001, crc32c: CRC32C.checksum(payload), ranges: ranges, resetWhen: received)
         defer { server.stop() }
+        defer { received.signal() }
         let storage = Self.scriptedStorage(server, transport)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("o.bin")
-        _ = try await storage.reference(withPath: "o").writeAsync(toFile: target)
+        let task = storage.reference(withPath: "o").write(toFile: target)
+        for await snapshot in task.snapshots where snapshot.progress.completedUnitCount > 0 {
+            received.signal()
+            break
+        }
+        _ = try await task.value
         #expect(try Data(contentsOf: target) == payload)
         let seen = ranges.values.withLock { $0 }
         #expect(seen.first == .some(nil))

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import StorageEmulator
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +14,7 @@ import Darwin
 /// Bad input and refused requests end in a specific error and store nothing, on
 /// each transport (the checks made before any request included: the transport
 /// must not change which error wins).
-@Suite("Upload errors", .timeLimit(.minutes(3)))
+@Suite("Upload errors", .timeLimit(.minutes(5)))
 struct UploadErrorTests {
     static func failure(of task: StorageUploadTask) async -> StorageError? {
         do {
@@ -116,53 +117,62 @@ struct UploadErrorTests {
 
     @Test(arguments: TestSupport.transports)
     func aFileTruncatedMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.testChunkSize = 512 * 1024
+        try await UploadTaskControlTests.withHeldUpload(transport: transport) { storage, emulator in
+            let file = try TestSupport.file(containing: TestSupport.payload(size: 4 * .mebibyte, seed: 21))
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "changed/truncated")
+            let task = ref.putFile(from: file)
+            // The emulator holds the second chunk, so the upload cannot end before the change;
+            // a pause ends the held request and the resume reads the file again.
+            try await UploadTaskControlTests.waitUntilHeld(emulator)
+            #expect(truncate(file.path, 1024 * 1024) == 0)
+            await task.pause()
+            await task.resume()
+            let error = await Self.failure(of: task)
+            #expect(error?.code == .fileChanged)
+            #expect(error?.message.contains(file.path) == true)
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
         }
-        let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 21))
-        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let ref = storage.reference(withPath: "changed/truncated")
-        let task = ref.putFile(from: file)
-        await UploadTaskControlTests.waitForProgress(task)
-        #expect(truncate(file.path, 1024 * 1024) == 0)
-        let error = await Self.failure(of: task)
-        #expect(error?.code == .fileChanged)
-        #expect(error?.message.contains(file.path) == true)
-        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
     @Test(arguments: TestSupport.transports)
     func aFileRewrittenMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.testChunkSize = 512 * 1024
+        try await UploadTaskControlTests.withHeldUpload(transport: transport) { storage, emulator in
+            let file = try TestSupport.file(containing: TestSupport.payload(size: 4 * .mebibyte, seed: 22))
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "changed/rewritten")
+            let task = ref.putFile(from: file)
+            // The emulator holds the second chunk, so the upload cannot end before the change;
+            // a pause ends the held request and the resume reads the file again.
+            try await UploadTaskControlTests.waitUntilHeld(emulator)
+            let handle = try FileHandle(forWritingTo: file)
+            try handle.write(contentsOf: Data(repeating: 0xAB, count: 4096))
+            try handle.close()
+            await task.pause()
+            await task.resume()
+            let error = await Self.failure(of: task)
+            #expect(error?.code == .fileChanged)
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
         }
-        let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 22))
-        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let ref = storage.reference(withPath: "changed/rewritten")
-        let task = ref.putFile(from: file)
-        await UploadTaskControlTests.waitForProgress(task)
-        let handle = try FileHandle(forWritingTo: file)
-        try handle.write(contentsOf: Data(repeating: 0xAB, count: 4096))
-        try handle.close()
-        let error = await Self.failure(of: task)
-        #expect(error?.code == .fileChanged)
-        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 
     @Test(arguments: TestSupport.transports)
     func aFileDeletedMidUploadFails(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport) {
-            $0.testChunkSize = 512 * 1024
+        try await UploadTaskControlTests.withHeldUpload(transport: transport) { storage, emulator in
+            let file = try TestSupport.file(containing: TestSupport.payload(size: 4 * .mebibyte, seed: 23))
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "changed/deleted")
+            let task = ref.putFile(from: file)
+            // The emulator holds the second chunk, so the upload cannot end before the change;
+            // a pause ends the held request and the resume reads the file again.
+            try await UploadTaskControlTests.waitUntilHeld(emulator)
+            try FileManager.default.removeItem(at: file)
+            await task.pause()
+            await task.resume()
+            let error = await Self.failure(of: task)
+            #expect(error?.code == .fileChanged)
+            #expect(error?.message.contains("disappeared") == true)
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
         }
-        let file = try TestSupport.file(containing: TestSupport.payload(size: 32 * .mebibyte, seed: 23))
-        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-        let ref = storage.reference(withPath: "changed/deleted")
-        let task = ref.putFile(from: file)
-        await UploadTaskControlTests.waitForProgress(task)
-        try FileManager.default.removeItem(at: file)
-        let error = await Self.failure(of: task)
-        #expect(error?.code == .fileChanged)
-        #expect(error?.message.contains("disappeared") == true)
-        #expect(await TestSupport.isAbsent(ref.fullPath, in: storage, server: server))
     }
 }

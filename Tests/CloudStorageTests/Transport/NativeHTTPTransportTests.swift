@@ -5,7 +5,7 @@ import Testing
 
 @testable import CloudStorage
 
-@Suite("Native HTTP transport", .timeLimit(.minutes(3)))
+@Suite("Native HTTP transport", .timeLimit(.minutes(5)))
 struct NativeHTTPTransportTests {
     // MARK: - Helpers
 
@@ -102,7 +102,7 @@ struct NativeHTTPTransportTests {
         let release = DispatchSemaphore(value: 0)
         let server = try ScriptedHTTPServer { connection, _ in
             while let request = connection.readRequest() {
-                if request.head.target == "/hold" { _ = release.wait(timeout: .now() + 30) }
+                if request.head.target == "/hold" { _ = release.wait(timeout: .now() + 300) }
                 connection.write(Self.ok())
             }
         }
@@ -113,7 +113,8 @@ struct NativeHTTPTransportTests {
         let holder = Task {
             try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port, "/hold")), progress: nil)
         }
-        let deadline = ContinuousClock.now + .seconds(30)
+        // Hang guards: the bounds only matter once the test has failed.
+        let deadline = ContinuousClock.now + .seconds(120)
         while transport.pool.leasesOut == 0 && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
@@ -266,7 +267,7 @@ struct NativeHTTPTransportTests {
             _ = connection.readBody(64 * 1024)
             connection.write("HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo much")
             // Read nothing more: a client that only sends would wait forever.
-            _ = release.wait(timeout: .now() + 20)
+            _ = release.wait(timeout: .now() + 600)
         }
         defer { server.stop() }
         defer { release.signal() }
@@ -277,12 +278,12 @@ struct NativeHTTPTransportTests {
         ])
         let transport = NativeHTTPTransport()
         let started = ContinuousClock.now
-        let response = try await transport.execute(
-            HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(30)), progress: nil
-        )
+        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600))
+        let response = try await transport.execute(request, progress: nil)
         #expect(response.status == 413)
         #expect(String(decoding: response.body, as: UTF8.self) == "too much")
-        #expect(started.duration(to: .now) < .seconds(30))
+        // Not the 600 s time-out nor the server's 600 s wait: the early answer itself ended the upload.
+        #expect(started.duration(to: .now) < .seconds(120))
         #expect(transport.pool.idleCount == 0)
     }
 
@@ -462,7 +463,8 @@ struct NativeHTTPTransportTests {
         let release = DispatchSemaphore(value: 0)
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readHead() != nil else { return }
-            _ = release.wait(timeout: .now() + 20)
+            // Far beyond the client's 500 ms: the client's time-out, not the server, ends the upload.
+            _ = release.wait(timeout: .now() + 600)
         }
         defer { server.stop() }
         defer { release.signal() }
@@ -495,7 +497,7 @@ struct NativeHTTPTransportTests {
             guard connection.readHead() != nil else { return }
             _ = connection.readBody(whileReceiving ? 1024 : 64 * 1024)
             reached.withLock { $0 = true }
-            _ = release.wait(timeout: .now() + 20)
+            _ = release.wait(timeout: .now() + 600)
             connection.drainUntilClosed()
             closedByClient.withLock { $0 = true }
         }
@@ -507,7 +509,7 @@ struct NativeHTTPTransportTests {
         let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600))
         let task = Task { try await transport.execute(request, progress: nil) }
         // Cancel only once the server holds the request (sending or awaiting the answer).
-        let reachDeadline = ContinuousClock.now + .seconds(20)
+        let reachDeadline = ContinuousClock.now + .seconds(120)
         while !reached.withLock({ $0 }) && ContinuousClock.now < reachDeadline {
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -602,8 +604,9 @@ struct NativeHTTPTransportTests {
     @Test func anHTTPSEndpointWithTheNativeTransportFailsAtOnce() async throws {
         var configuration = StorageConfiguration()
         configuration.transport = .native
-        // A retry would wait 20 s first: finishing well before that proves there was none.
-        configuration.initialRetryDelay = .seconds(20)
+        // A retry would wait 10 minutes first: finishing well before that proves there was none.
+        configuration.initialRetryDelay = .seconds(600)
+        configuration.maxRetryDelay = .seconds(600)
         let storage = Storage(
             bucket: "b", endpoint: .gcs(URL(string: "https://127.0.0.1:1")!), configuration: configuration)
         let started = ContinuousClock.now
@@ -611,6 +614,6 @@ struct NativeHTTPTransportTests {
             try await storage.reference(withPath: "a").putDataAsync(Data("x".utf8))
         }
         #expect(error?.code == .invalidArgument)
-        #expect(started.duration(to: .now) < .seconds(15))
+        #expect(started.duration(to: .now) < .seconds(120))
     }
 }

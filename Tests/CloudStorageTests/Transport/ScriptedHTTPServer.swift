@@ -115,7 +115,9 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
 
     init(fd: Int32) {
         self.fd = fd
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        // A hang guard far beyond any client time-out a test sets (stop() shuts connections down):
+        // a test that waits for the client to time out must never race the server giving up.
+        var timeout = timeval(tv_sec: 300, tv_usec: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     }
 
