@@ -27,9 +27,8 @@ struct RequestRunner: Sendable {
     ///   - storage: Where the requests go, and the settings.
     ///   - operation: Which retry time (``StorageConfiguration/maxUploadRetryTime``,
     ///     ``StorageConfiguration/maxDownloadRetryTime`` or
-    ///     ``StorageConfiguration/maxOperationRetryTime``) bounds the retries. The
-    ///     default, uploads, is for the upload task's own requests (deleting a session).
-    init(storage: Storage, operation: RetryPolicy.Operation = .upload) {
+    ///     ``StorageConfiguration/maxOperationRetryTime``) bounds the retries.
+    init(storage: Storage, operation: RetryPolicy.Operation) {
         self.storage = storage
         self.policy = RetryPolicy(configuration: storage.configuration, operation: operation)
         self.credentialScheme = storage.endpoint.wireProtocol.credentialScheme
