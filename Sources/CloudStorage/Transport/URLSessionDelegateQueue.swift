@@ -19,8 +19,9 @@ import Synchronization
 /// (swift-corelibs-foundation runs them all on one serial queue); that lasts
 /// only as long as the delegate is behind. Work added from the queue itself is
 /// never held back, since only the queue can make room.
-final class URLSessionDelegateQueue: OperationQueue, @unchecked Sendable {
-    // SAFETY: `limit` is immutable; `slots` and `holdBacks` are thread-safe.
+final class URLSessionDelegateQueue: OperationQueue, @unchecked Sendable {  // SAFETY: see below
+    // SAFETY: `limit` is immutable; `slots` and `holdBacks` are thread-safe; the rest is
+    // OperationQueue's own state, which it guards itself.
 
     /// The most callbacks that may wait to run.
     let limit: Int
