@@ -274,7 +274,7 @@ struct NativeHTTPTransportTests {
         let file = try Self.sparseFile(size: 512 * Int64(Int.mebibyte))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let body = HTTPRequestBody(segments: [
-            .file(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
+            .fileRegion(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
         ])
         let transport = NativeHTTPTransport()
         let started = ContinuousClock.now
@@ -359,7 +359,7 @@ struct NativeHTTPTransportTests {
         let upload = try await transport.execute(
             HTTPRequest(
                 method: "POST", url: Self.mediaUploadURL(emulator, bucket: "files", name: "part"),
-                body: HTTPRequestBody(segments: [.file(file, offset: 1000, length: length)])),
+                body: HTTPRequestBody(segments: [.fileRegion(file, offset: 1000, length: length)])),
             progress: log.callback)
         #expect(upload.status == 200)
         let stored = try await transport.execute(
@@ -382,11 +382,11 @@ struct NativeHTTPTransportTests {
         let memory = TestSupport.payload(size: 200_000, seed: 13)
         let segments: [HTTPRequestBody.Segment] = [
             .data(Data("head-".utf8)),
-            .file(file, offset: 7, length: 100_000),
+            .fileRegion(file, offset: 7, length: 100_000),
             .data(memory[500..<70_000]),  // a slice with a non-zero start index
             .data(Data()),
-            .file(file, offset: 2 * Int64(Int.mebibyte), length: Int64(Int.mebibyte)),
-            .file(file, offset: 0, length: 1),
+            .fileRegion(file, offset: 2 * Int64(Int.mebibyte), length: Int64(Int.mebibyte)),
+            .fileRegion(file, offset: 0, length: 1),
             .data(memory[199_000...]),
         ]
         var expected = Data("head-".utf8)
@@ -431,11 +431,11 @@ struct NativeHTTPTransportTests {
             _ = try await transport.execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
-                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)])),
+                    body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)])),
                 progress: nil)
         }
-        #expect(error?.kind == .bodyUnreadable)
-        #expect(error?.bodyError?.code == .fileChanged)
+        #expect(error?.kind == .bodySourceFailed)
+        #expect((error?.underlying as? StorageError)?.code == .fileChanged)
     }
 
     // MARK: - Failures
@@ -477,7 +477,7 @@ struct NativeHTTPTransportTests {
             _ = try await transport.execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
-                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)]),
+                    body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)]),
                     idleTimeout: .milliseconds(500)),
                 progress: nil)
         }
@@ -570,7 +570,7 @@ struct NativeHTTPTransportTests {
             _ = try await NativeHTTPTransport().execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
-                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)])),
+                    body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)])),
                 progress: nil)
         }
         #expect(error?.kind == .connectionLost)
