@@ -27,7 +27,9 @@ import HTTP1
 ///   ``HTTPTransportError/Kind/bodySourceFailed`` the same way.
 ///
 /// The transport knows nothing of storage: it throws only its own errors
-/// (and `CancellationError`) and carries errors from above opaquely.
+/// (and `CancellationError`), carries errors from above opaquely, and decides
+/// nothing from a request's method; the layer that builds a request says
+/// whether it may be sent twice (``HTTPRequest/isIdempotent``).
 protocol HTTPTransport: Sendable {
     /// The longest body one request can carry, or nil when bodies of any
     /// length stream through. The engine never sends a longer one.
@@ -51,19 +53,31 @@ struct HTTPRequest: Sendable {
     /// Where the response body goes instead of ``HTTPResponse/body``, for
     /// bodies too large to hold in memory (downloads).
     var responseSink: HTTPResponseSink?
+    /// Whether the server may receive this request twice with no effect
+    /// beyond receiving it once, so that a transport may send it again on
+    /// its own when the kept-alive connection it used turns out dead, even
+    /// after some of it reached the kernel.
+    ///
+    /// The layer that builds the request decides, from its protocol's rules
+    /// (see the wire protocols' builders); the transport never guesses from
+    /// the method. False, the default, means a transport sends it again only
+    /// when none of it was written.
+    var isIdempotent: Bool
 
     init(
         method: String,
         url: URL,
         headers: HTTPHeaders = HTTPHeaders(),
         body: HTTPRequestBody = .empty,
-        idleTimeout: Duration = .seconds(60)
+        idleTimeout: Duration = .seconds(60),
+        isIdempotent: Bool = false
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.idleTimeout = idleTimeout
+        self.isIdempotent = isIdempotent
     }
 }
 

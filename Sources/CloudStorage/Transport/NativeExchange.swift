@@ -55,13 +55,14 @@ final class NativeExchange {
         maxResponseBody: Int,
         usesSendfile: Bool,
         progress: (@Sendable (Int64) -> Void)?,
+        alreadyReported: Int64 = 0,
         isCancelled: @escaping () -> Bool
     ) {
         self.socket = socket
         self.request = request
         self.maxResponseBody = maxResponseBody
         self.usesSendfile = usesSendfile
-        self.meter = ProgressMeter(report: progress)
+        self.meter = ProgressMeter(report: progress, alreadyReported: alreadyReported)
         self.isCancelled = isCancelled
     }
 
@@ -418,8 +419,11 @@ struct ProgressMeter {
     private var lastReport = ContinuousClock.now
     static let interval: Duration = .milliseconds(10)
 
-    init(report: (@Sendable (Int64) -> Void)?) {
+    /// - Parameter alreadyReported: The total an earlier attempt of the same
+    ///   request reported; nothing at or below it is reported again.
+    init(report: (@Sendable (Int64) -> Void)?, alreadyReported: Int64 = 0) {
         self.report = report
+        self.reported = alreadyReported
     }
 
     mutating func update(_ total: Int64) {

@@ -314,9 +314,37 @@ struct NativeHTTPTransportTests {
         let transport = NativeHTTPTransport()
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         let response = try await transport.execute(
-            HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            HTTPRequest(method: "GET", url: Self.url(server.port), isIdempotent: true), progress: nil)
         #expect(String(decoding: response.body, as: UTF8.self) == "first")
         #expect(server.acceptedConnections == 2)
+    }
+
+    /// The builder's word decides, not the method: a POST its protocol calls
+    /// idempotent (a v0 status query) is sent again, a GET it does not is not.
+    @Test(arguments: [("POST", true), ("GET", false)])
+    func onlyRequestsMarkedIdempotentAreSentAgainAfterTheirBytesWentOut(method: String, idempotent: Bool) async throws {
+        let server = try ScriptedHTTPServer { connection, index in
+            guard connection.readRequest() != nil else { return }
+            connection.write(Self.ok("first"))
+            guard index == 0 else { return }
+            // The server gives up on the connection just as the next request arrives.
+            _ = connection.readHead()
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        let second = HTTPRequest(method: method, url: Self.url(server.port), isIdempotent: idempotent)
+        if idempotent {
+            let response = try await transport.execute(second, progress: nil)
+            #expect(String(decoding: response.body, as: UTF8.self) == "first")
+            #expect(server.acceptedConnections == 2)
+        } else {
+            let error = await #expect(throws: HTTPTransportError.self) {
+                _ = try await transport.execute(second, progress: nil)
+            }
+            #expect(error?.kind == .connectionLost)
+            #expect(server.acceptedConnections == 1)
+        }
     }
 
     @Test func anUploadWhoseBodyWasPartlySentIsNeverSentAgain() async throws {

@@ -70,4 +70,32 @@ struct TransportLayeringTests {
         // Failures of the transport itself stay the transport's, for the retry policy.
         #expect(RequestRunner.engineError(in: HTTPTransportError(kind: .connectionLost, message: "x")) == nil)
     }
+
+    @Test func theWireProtocolsSayWhichRequestsAreSafeToSendTwice() {
+        let base = URL(string: "http://127.0.0.1:9/")!
+        let session = URL(string: "http://127.0.0.1:9/session")!
+        let upload = UploadDescription(
+            bucket: "b", objectName: "o", metadata: StorageMetadata(), contentType: "text/plain", size: 1, crc32c: nil)
+        let body = HTTPRequestBody.data(Data("x".utf8))
+        let gcs = GCSJSONProtocol(baseURL: base)
+        #expect(!gcs.singleRequestUpload(upload, body: body).isIdempotent)
+        #expect(!gcs.startSession(upload).isIdempotent)
+        #expect(
+            gcs.send(session: session, offset: 0, body: body, isFinal: false, totalSize: 1, crc32c: nil).isIdempotent)
+        #expect(gcs.query(session: session).isIdempotent)
+        #expect(gcs.cancel(session: session).isIdempotent)
+        #expect(gcs.objectMetadata(bucket: "b", name: "o").isIdempotent)
+        #expect(gcs.media(bucket: "b", name: "o", offset: 0).isIdempotent)
+        #expect(!gcs.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate()).isIdempotent)
+        let v0 = FirebaseV0Protocol(baseURL: base)
+        #expect(!v0.singleRequestUpload(upload, body: body).isIdempotent)
+        #expect(!v0.startSession(upload).isIdempotent)
+        #expect(
+            !v0.send(session: session, offset: 0, body: body, isFinal: false, totalSize: 1, crc32c: nil).isIdempotent)
+        #expect(v0.query(session: session).isIdempotent)
+        #expect(v0.cancel(session: session).isIdempotent)
+        #expect(v0.objectMetadata(bucket: "b", name: "o").isIdempotent)
+        #expect(v0.media(bucket: "b", name: "o", offset: 0).isIdempotent)
+        #expect(!v0.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate()).isIdempotent)
+    }
 }
