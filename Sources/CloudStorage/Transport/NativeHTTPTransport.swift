@@ -25,7 +25,9 @@ import Darwin
 ///   (`sendfile` cannot suppress it per call) and suppressed per call
 ///   (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
 /// - **Concurrency per host**: at most ``Configuration/maxConnectionsPerHost``
-///   (32) requests to one `host:port` are in flight; more wait, without a
+///   (32 by default; a ``Storage`` sets it from
+///   ``StorageConfiguration/maxConnectionsPerHost``) requests to one
+///   `host:port` are in flight; more wait, without a
 ///   thread, for a turn (``NativeConnectionPool/acquire(_:)``). A burst of
 ///   uploads thus reuses a bounded set of warm connections and threads
 ///   instead of opening one each, which a server would refuse beyond its own
@@ -73,9 +75,6 @@ final class NativeHTTPTransport: HTTPTransport {
 
         init() {}
     }
-
-    /// The instance every ``Storage`` with a native transport shares.
-    static let shared = NativeHTTPTransport()
 
     let maximumBodyLength: Int64? = nil
     let configuration: Configuration
