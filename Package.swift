@@ -29,15 +29,20 @@ let package = Package(
             name: "HTTP1",
             swiftSettings: strictSwift
         ),
+        // The POSIX socket calls shared by the SDK's native transport and the emulator.
+        .target(
+            name: "POSIXSockets",
+            swiftSettings: strictSwift
+        ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCloudStorage", "HTTP1"],
+            dependencies: ["CCloudStorage", "HTTP1", "POSIXSockets"],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
         .target(
             name: "StorageEmulator",
-            dependencies: ["HTTP1", "CCloudStorage"],
+            dependencies: ["HTTP1", "CCloudStorage", "POSIXSockets"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.

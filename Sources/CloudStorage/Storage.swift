@@ -41,7 +41,8 @@ public struct Storage: Sendable {
             endpoint: endpoint,
             authorization: authorization,
             configuration: configuration,
-            transport: configuration.transport.transport(for: endpoint)
+            transport: configuration.transport.transport(
+                for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost)
         )
     }
 

@@ -108,6 +108,43 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// for `http://` URLs (emulators), `URLSession` for `https://`.
     public var transport: StorageTransportChoice = .automatic
 
+    /// The most requests the SDK's own HTTP/1.1 transport has in flight to
+    /// one `host:port` at once, each on a kept-alive connection of its own.
+    /// Default 32.
+    ///
+    /// Further requests wait their turn (cancellable, without holding a
+    /// thread), so a burst of thousands of uploads reuses a few warm
+    /// connections instead of opening one each, which a server would refuse
+    /// beyond its own limit. The limit belongs to the ``Storage`` created with
+    /// this configuration: each such `Storage` has its own connections (its
+    /// copies share them), so create one and share it rather than one per
+    /// operation. Requests `URLSession` carries follow its own limits. Set it
+    /// with ``setMaxConnectionsPerHost(_:)``.
+    public private(set) var maxConnectionsPerHost = 32
+
+    /// The range ``maxConnectionsPerHost`` may take: every connection in
+    /// flight also holds a thread of the native transport.
+    public static let maxConnectionsPerHostRange: ClosedRange<Int> = 1...1024
+
+    /// Sets ``maxConnectionsPerHost``, refusing a limit outside
+    /// ``maxConnectionsPerHostRange``.
+    ///
+    /// ```swift
+    /// var configuration = StorageConfiguration()
+    /// try configuration.setMaxConnectionsPerHost(8)  // at most 8 requests in flight per server
+    /// let storage = Storage.gcsEmulator(bucket: "b", baseURL: emulatorURL, configuration: configuration)
+    /// ```
+    ///
+    /// - Parameter limit: Between 1 and 1024 requests in flight per `host:port`.
+    /// - Throws: ``StorageErrorCode/invalidArgument`` for any other limit;
+    ///   ``maxConnectionsPerHost`` is then unchanged.
+    public mutating func setMaxConnectionsPerHost(_ limit: Int) throws(StorageError) {
+        guard Self.maxConnectionsPerHostRange.contains(limit) else {
+            throw .invalidArgument("maxConnectionsPerHost must be between 1 and 1024; it is \(limit).")
+        }
+        maxConnectionsPerHost = limit
+    }
+
     /// Creates the default configuration.
     public init() {}
 }

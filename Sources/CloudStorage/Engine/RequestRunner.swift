@@ -72,9 +72,7 @@ struct RequestRunner: Sendable {
                 response = try await storage.transport.execute(request, progress: progress)
             } catch let error as HTTPTransportError {
                 if Task.isCancelled { throw .cancelled() }
-                if error.kind == .bodyUnreadable || error.kind == .responseRejected, let bodyError = error.bodyError {
-                    throw bodyError
-                }
+                if let own = Self.engineError(in: error) { throw own }
                 if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
                 if error.kind == .malformedResponse {
                     // Retried like a lost connection (the request's effect is unknown); if the
@@ -201,6 +199,19 @@ struct RequestRunner: Sendable {
         } catch {
             throw .cancelled()
         }
+    }
+}
+
+extension RequestRunner {
+    /// The engine's own error that a transport failure carries back: what a
+    /// body file or a response sink threw, which the transport passes through
+    /// without knowing what it is. Nil for failures of the transport itself.
+    static func engineError(in error: HTTPTransportError) -> StorageError? {
+        guard error.kind == .bodySourceFailed || error.kind == .sinkFailed else { return nil }
+        if let own = error.underlying as? StorageError { return own }
+        // Only the engine's file types and sinks feed the transport, and they throw
+        // StorageError; anything else is a bug below, not worth a retry.
+        return StorageError(.unknown, error.message, underlyingError: error)
     }
 }
 

@@ -144,7 +144,7 @@ struct PreparedSource: Sendable {
             let start = data.startIndex + Int(offset)
             return .data(data[start..<(start + Int(length))])
         case .file(let file):
-            return HTTPRequestBody(segments: [.file(file, offset: offset, length: length)])
+            return HTTPRequestBody(segments: [.fileRegion(file, offset: offset, length: length)])
         }
     }
 

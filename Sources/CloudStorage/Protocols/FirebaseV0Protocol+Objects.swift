@@ -4,9 +4,13 @@ import Foundation
 /// `/v0/b/{bucket}/o/{object}`, listings on `/v0/b/{bucket}/o`, media with
 /// `alt=media`, and download URLs carrying one of the object's download
 /// tokens (`alt=media&token=…`), as the Firebase SDKs build them.
+///
+/// Reads (metadata, listings, media) and deletes are idempotent; a `PATCH`
+/// is not marked so (each one bumps the metageneration, and adding a download
+/// token twice would leave two), so a transport never resends one on its own.
 extension FirebaseV0Protocol: ObjectWireProtocol {
     func getMetadata(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name))
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
@@ -14,7 +18,7 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
     }
 
     func delete(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name))
+        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
@@ -22,7 +26,8 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         if let pageToken { query.append(("pageToken", pageToken)) }
         return HTTPRequest(
             method: "GET",
-            url: WireURL.make(base: baseURL, path: "/v0/b/\(WireURL.pathSegment(bucket))/o", query: query)
+            url: WireURL.make(base: baseURL, path: "/v0/b/\(WireURL.pathSegment(bucket))/o", query: query),
+            isIdempotent: true
         )
     }
 
@@ -31,7 +36,8 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
     }
 
     func media(bucket: String, name: String, offset: Int64) -> HTTPRequest {
-        var request = HTTPRequest(method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil))
+        var request = HTTPRequest(
+            method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil), isIdempotent: true)
         if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
         return request
     }
@@ -51,7 +57,8 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
     }
 
     private func patch(bucket: String, name: String, body: Data) -> HTTPRequest {
-        var request = HTTPRequest(method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(body))
+        var request = HTTPRequest(
+            method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(body), isIdempotent: false)
         request.headers.add("Content-Type", "application/json; charset=utf-8")
         return request
     }

@@ -17,6 +17,17 @@ import Foundation
 /// `X-Goog-Upload-Status` header (`active`, `final`, `cancelled`) is what
 /// counts. Unlike the GCS JSON API, v0 takes no checksum with the upload; the
 /// engine compares the CRC32C the server reports for the stored object instead.
+///
+/// Which requests may reach the server twice (``HTTPRequest/isIdempotent``,
+/// so a transport may resend one whose kept-alive connection proved dead):
+/// - The single-request upload (creates an object, no precondition) and the
+///   session start (opens a new session each time): not idempotent.
+/// - `upload` commands: not idempotent. The protocol's offset would make a
+///   resend harmless, but the Firebase emulator ignores
+///   `X-Goog-Upload-Offset` and appends whatever arrives, so a resend there
+///   would store bytes twice; the engine's own query-and-resume recovers.
+/// - `query` and `cancel` commands, the metadata read and the delete leave
+///   the same state however often they arrive: idempotent.
 struct FirebaseV0Protocol: UploadWireProtocol {
     let baseURL: URL
 
@@ -39,14 +50,15 @@ struct FirebaseV0Protocol: UploadWireProtocol {
             media: body,
             closingLineBreak: false
         )
-        var request = HTTPRequest(method: "POST", url: bucketURL(upload), body: multipart.body)
+        var request = HTTPRequest(method: "POST", url: bucketURL(upload), body: multipart.body, isIdempotent: false)
         request.headers.add("X-Goog-Upload-Protocol", "multipart")
         request.headers.add("Content-Type", multipart.contentType)
         return request
     }
 
     func startSession(_ upload: UploadDescription) -> HTTPRequest {
-        var request = HTTPRequest(method: "POST", url: bucketURL(upload), body: .data(metadataJSON(upload)))
+        var request = HTTPRequest(
+            method: "POST", url: bucketURL(upload), body: .data(metadataJSON(upload)), isIdempotent: false)
         request.headers.add("X-Goog-Upload-Protocol", "resumable")
         request.headers.add("X-Goog-Upload-Command", "start")
         request.headers.add("X-Goog-Upload-Header-Content-Length", String(upload.size))
@@ -77,7 +89,7 @@ struct FirebaseV0Protocol: UploadWireProtocol {
         totalSize: Int64,
         crc32c: UInt32?
     ) -> HTTPRequest {
-        var request = HTTPRequest(method: "POST", url: session, body: body)
+        var request = HTTPRequest(method: "POST", url: session, body: body, isIdempotent: false)
         request.headers.add("X-Goog-Upload-Command", isFinal ? "upload, finalize" : "upload")
         request.headers.add("X-Goog-Upload-Offset", String(offset))
         return request
@@ -92,7 +104,7 @@ struct FirebaseV0Protocol: UploadWireProtocol {
     }
 
     func objectMetadata(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name))
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     /// v0 has no way to name a generation, so this deletes the object as it
@@ -101,7 +113,7 @@ struct FirebaseV0Protocol: UploadWireProtocol {
     /// writer replaced it in between; a wrong object left in place would be
     /// worse than that narrow race.
     func deleteObject(bucket: String, name: String, generation: Int64) -> HTTPRequest {
-        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name))
+        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     func sessionState(
@@ -144,8 +156,9 @@ struct FirebaseV0Protocol: UploadWireProtocol {
 
     // MARK: Helpers
 
+    /// A bodiless session command: `query` or `cancel`, both idempotent.
     private func command(_ name: String, _ session: URL) -> HTTPRequest {
-        var request = HTTPRequest(method: "POST", url: session)
+        var request = HTTPRequest(method: "POST", url: session, isIdempotent: true)
         request.headers.add("X-Goog-Upload-Command", name)
         return request
     }

@@ -3,20 +3,25 @@ import Foundation
 /// Objects in the Google Cloud Storage JSON API: `GET`, `PATCH` and `DELETE`
 /// on `/storage/v1/b/{bucket}/o/{object}`, listings on `/storage/v1/b/{bucket}/o`,
 /// and media with `alt=media`.
+///
+/// Reads (metadata, listings, media) and deletes are idempotent; a `PATCH`
+/// is not marked so (each one bumps the metageneration, and it carries no
+/// precondition), so a transport never resends one on its own.
 extension GCSJSONProtocol: ObjectWireProtocol {
     func getMetadata(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name))
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
         var request = HTTPRequest(
-            method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(update.patchBody))
+            method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(update.patchBody),
+            isIdempotent: false)
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
         return request
     }
 
     func delete(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name))
+        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
@@ -27,7 +32,8 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         query.append(("fields", "items(name),prefixes,nextPageToken"))
         return HTTPRequest(
             method: "GET",
-            url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query)
+            url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query),
+            isIdempotent: true
         )
     }
 
@@ -36,7 +42,7 @@ extension GCSJSONProtocol: ObjectWireProtocol {
     }
 
     func media(bucket: String, name: String, offset: Int64) -> HTTPRequest {
-        var request = HTTPRequest(method: "GET", url: mediaURL(bucket: bucket, name: name))
+        var request = HTTPRequest(method: "GET", url: mediaURL(bucket: bucket, name: name), isIdempotent: true)
         if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
         return request
     }

@@ -2,6 +2,19 @@ import Foundation
 
 /// The Google Cloud Storage JSON API's upload protocol: `uploadType=multipart`
 /// for small objects and `uploadType=resumable` sessions for the rest.
+///
+/// Which requests may reach the server twice (``HTTPRequest/isIdempotent``,
+/// so a transport may resend one whose kept-alive connection proved dead):
+/// - A single-request upload creates an object and carries no precondition:
+///   not idempotent (a second copy could overwrite a newer object).
+/// - Starting a session opens a new one each time: not idempotent.
+/// - A session `PUT` with `Content-Range` (bytes, a status query or a
+///   finalizing `bytes */N`) is idempotent by the protocol's offset rules:
+///   the server ignores bytes below what it committed, and a finished
+///   session answers any later request with the object again.
+/// - Cancelling (`DELETE` on the session), the object metadata read and the
+///   delete of one named generation leave the same state however often they
+///   arrive: idempotent.
 struct GCSJSONProtocol: UploadWireProtocol {
     let baseURL: URL
 
@@ -22,7 +35,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
         var request = HTTPRequest(
             method: "POST",
             url: uploadURL(bucket: upload.bucket, query: [("uploadType", "multipart")]),
-            body: multipart.body
+            body: multipart.body,
+            isIdempotent: false
         )
         request.headers.add("Content-Type", multipart.contentType)
         return request
@@ -35,7 +49,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
                 bucket: upload.bucket,
                 query: [("uploadType", "resumable"), ("name", upload.objectName)]
             ),
-            body: .data(upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c))
+            body: .data(upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c)),
+            isIdempotent: false
         )
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
         request.headers.add("X-Upload-Content-Type", upload.contentType)
@@ -63,7 +78,7 @@ struct GCSJSONProtocol: UploadWireProtocol {
         let length = body.length
         let total = isFinal ? String(totalSize) : "*"
         let range = length == 0 ? "bytes */\(total)" : "bytes \(offset)-\(offset + length - 1)/\(total)"
-        var request = HTTPRequest(method: "PUT", url: session, body: body)
+        var request = HTTPRequest(method: "PUT", url: session, body: body, isIdempotent: true)
         request.headers.add("Content-Range", range)
         if isFinal, let crc32c {
             request.headers.add("X-Goog-Hash", "crc32c=" + CRC32CEncoding.base64(crc32c))
@@ -72,23 +87,24 @@ struct GCSJSONProtocol: UploadWireProtocol {
     }
 
     func query(session: URL) -> HTTPRequest {
-        var request = HTTPRequest(method: "PUT", url: session)
+        var request = HTTPRequest(method: "PUT", url: session, isIdempotent: true)
         request.headers.add("Content-Range", "bytes */*")
         return request
     }
 
     func cancel(session: URL) -> HTTPRequest {
-        HTTPRequest(method: "DELETE", url: session)
+        HTTPRequest(method: "DELETE", url: session, isIdempotent: true)
     }
 
     func objectMetadata(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name, query: []))
+        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name, query: []), isIdempotent: true)
     }
 
     func deleteObject(bucket: String, name: String, generation: Int64) -> HTTPRequest {
         HTTPRequest(
             method: "DELETE",
-            url: objectURL(bucket: bucket, name: name, query: [("generation", String(generation))])
+            url: objectURL(bucket: bucket, name: name, query: [("generation", String(generation))]),
+            isIdempotent: true
         )
     }
 

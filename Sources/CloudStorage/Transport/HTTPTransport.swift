@@ -22,7 +22,14 @@ import HTTP1
 ///   order, chunk by chunk as it arrives, in bounded memory and off the
 ///   cooperative pool, and the returned response's body is empty. An error
 ///   the sink throws aborts the request and is thrown as
-///   ``HTTPTransportError/Kind/responseRejected`` carrying it.
+///   ``HTTPTransportError/Kind/sinkFailed`` carrying it, untouched, in
+///   ``HTTPTransportError/underlying``; an error a body file throws, as
+///   ``HTTPTransportError/Kind/bodySourceFailed`` the same way.
+///
+/// The transport knows nothing of storage: it throws only its own errors
+/// (and `CancellationError`), carries errors from above opaquely, and decides
+/// nothing from a request's method; the layer that builds a request says
+/// whether it may be sent twice (``HTTPRequest/isIdempotent``).
 protocol HTTPTransport: Sendable {
     /// The longest body one request can carry, or nil when bodies of any
     /// length stream through. The engine never sends a longer one.
@@ -46,19 +53,31 @@ struct HTTPRequest: Sendable {
     /// Where the response body goes instead of ``HTTPResponse/body``, for
     /// bodies too large to hold in memory (downloads).
     var responseSink: HTTPResponseSink?
+    /// Whether the server may receive this request twice with no effect
+    /// beyond receiving it once, so that a transport may send it again on
+    /// its own when the kept-alive connection it used turns out dead, even
+    /// after some of it reached the kernel.
+    ///
+    /// The layer that builds the request decides, from its protocol's rules
+    /// (see the wire protocols' builders); the transport never guesses from
+    /// the method. False, the default, means a transport sends it again only
+    /// when none of it was written.
+    var isIdempotent: Bool
 
     init(
         method: String,
         url: URL,
         headers: HTTPHeaders = HTTPHeaders(),
         body: HTTPRequestBody = .empty,
-        idleTimeout: Duration = .seconds(60)
+        idleTimeout: Duration = .seconds(60),
+        isIdempotent: Bool = false
     ) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.idleTimeout = idleTimeout
+        self.isIdempotent = isIdempotent
     }
 }
 
@@ -69,12 +88,12 @@ struct HTTPRequestBody: Sendable {
         /// Bytes in memory, sent from the `Data`'s own storage (a slice, never a copy).
         case data(Data)
         /// `length` bytes of a file starting at `offset`, read when sent.
-        case file(ReadOnlyFile, offset: Int64, length: Int64)
+        case fileRegion(any HTTPBodyFile, offset: Int64, length: Int64)
 
         var length: Int64 {
             switch self {
             case .data(let data): Int64(data.count)
-            case .file(_, _, let length): length
+            case .fileRegion(_, _, let length): length
             }
         }
     }
@@ -93,14 +112,15 @@ struct HTTPRequestBody: Sendable {
     /// The whole body in one `Data`: a single data segment as it is, anything
     /// else gathered off the cooperative pool (file segments with `pread`).
     ///
-    /// - Throws: The file's error when a file segment cannot be read whole.
-    func collected() async throws(StorageError) -> Data {
+    /// - Throws: ``HTTPTransportError/Kind/bodySourceFailed`` carrying the
+    ///   file's own error when a file segment cannot be read whole.
+    func collected() async throws(HTTPTransportError) -> Data {
         if segments.count == 1, case .data(let data) = segments[0] {
             return data
         }
         let segments = segments
         let total = Int(length)
-        return try await BlockingIO.run { () throws(StorageError) -> Data in
+        return try await BlockingIO.run { () throws(HTTPTransportError) -> Data in
             var data = Data(count: total)
             var position = 0
             for segment in segments {
@@ -108,15 +128,13 @@ struct HTTPRequestBody: Sendable {
                 switch segment {
                 case .data(let bytes):
                     data.replaceSubrange(position..<(position + count), with: bytes)
-                case .file(let file, let offset, _):
-                    // `withUnsafeMutableBytes` only rethrows untyped errors: carry ours out as a value.
-                    let read = data.withUnsafeMutableBytes { raw -> Result<Void, StorageError> in
+                case .fileRegion(let file, let offset, _):
+                    // `withUnsafeMutableBytes` only rethrows untyped errors: carry the file's out as a value.
+                    let read = data.withUnsafeMutableBytes { raw -> Result<Void, any Error> in
                         guard let base = raw.baseAddress else { return .success(()) }
-                        return Result { () throws(StorageError) in
-                            try file.readExactly(into: base + position, count: count, at: offset)
-                        }
+                        return Result { try file.readExactly(into: base + position, count: count, at: offset) }
                     }
-                    try read.get()
+                    if case .failure(let error) = read { throw .bodySourceFailed(error) }
                 }
                 position += count
             }
@@ -128,16 +146,18 @@ struct HTTPRequestBody: Sendable {
 /// Receives a response body as it arrives, on the transport's own thread.
 ///
 /// Both closures run on a thread that may block (never the cooperative
-/// pool), one call at a time, in order; they must not suspend.
+/// pool), one call at a time, in order; they must not suspend. What they
+/// throw is the caller's own error: the transport aborts the request and
+/// hands it back untouched inside ``HTTPTransportError/Kind/sinkFailed``.
 struct HTTPResponseSink: Sendable {
     /// Called once with the final status and headers, before any body byte:
     /// true streams the body to ``receive``; false collects it into
     /// ``HTTPResponse/body`` as usual (for error answers). Throwing aborts
     /// the request.
-    var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws(StorageError) -> Bool
+    var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool
     /// Called with the next body bytes; they are valid only during the call.
     /// Throwing aborts the request.
-    var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws(StorageError) -> Void
+    var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
 }
 
 /// A complete HTTP response.
@@ -160,23 +180,39 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         /// cannot be parsed): the connection is dropped, and the request's
         /// effect on the server is as unknown as after a lost connection.
         case malformedResponse
-        /// The request body could not be read (its file changed or became unreadable).
-        case bodyUnreadable
-        /// The request's ``HTTPRequest/responseSink`` threw ``HTTPTransportError/bodyError``.
-        case responseRejected
+        /// A file region of the request body could not be read (the file
+        /// ended early or a read failed); the file's own error is
+        /// ``HTTPTransportError/underlying``.
+        case bodySourceFailed
+        /// The request's ``HTTPRequest/responseSink`` threw; its error is
+        /// ``HTTPTransportError/underlying``.
+        case sinkFailed
         /// Anything else the transport reports.
         case other
     }
 
     var kind: Kind
     var message: String
-    /// The body source's own error, for ``Kind/bodyUnreadable``; the sink's,
-    /// for ``Kind/responseRejected``.
-    var bodyError: StorageError?
+    /// The body file's own error, for ``Kind/bodySourceFailed``; the sink's,
+    /// for ``Kind/sinkFailed``. Carried as it was thrown, so the layer that
+    /// owns it can recover it.
+    var underlying: (any Error)?
     /// Whether sending the same request again can only fail the same way (a
     /// URL the transport cannot serve, a head it cannot write): the engine
     /// gives up at once instead of retrying.
     var permanent = false
 
     var description: String { "\(kind): \(message)" }
+
+    /// The failure of a request whose body file threw `error`.
+    static func bodySourceFailed(_ error: any Error) -> HTTPTransportError {
+        HTTPTransportError(
+            kind: .bodySourceFailed, message: "The request body could not be read: \(error)", underlying: error)
+    }
+
+    /// The failure of a request whose response sink threw `error`.
+    static func sinkFailed(_ error: any Error) -> HTTPTransportError {
+        HTTPTransportError(
+            kind: .sinkFailed, message: "The response body was refused: \(error)", underlying: error)
+    }
 }

@@ -55,13 +55,14 @@ final class NativeExchange {
         maxResponseBody: Int,
         usesSendfile: Bool,
         progress: (@Sendable (Int64) -> Void)?,
+        alreadyReported: Int64 = 0,
         isCancelled: @escaping () -> Bool
     ) {
         self.socket = socket
         self.request = request
         self.maxResponseBody = maxResponseBody
         self.usesSendfile = usesSendfile
-        self.meter = ProgressMeter(report: progress)
+        self.meter = ProgressMeter(report: progress, alreadyReported: alreadyReported)
         self.isCancelled = isCancelled
     }
 
@@ -113,7 +114,7 @@ final class NativeExchange {
                 guard try sendGathered(head: head ?? [], run) else { return false }
                 head = nil
             }
-            if index < segments.count, case .file(let file, let offset, let length) = segments[index] {
+            if index < segments.count, case .fileRegion(let file, let offset, let length) = segments[index] {
                 index += 1
                 guard try sendFile(file, offset: offset, length: length) else { return false }
             }
@@ -180,7 +181,7 @@ final class NativeExchange {
     }
 
     /// Sends `length` bytes of `file` from `offset`.
-    private func sendFile(_ file: ReadOnlyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
+    private func sendFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
         var sent: Int64 = 0
         #if os(Linux)
         var kernelCopies = usesSendfile
@@ -188,7 +189,7 @@ final class NativeExchange {
             let count = Int(min(length - sent, 1 << 30))
             switch try socket.sendFile(file.descriptor, offset: offset + sent, count: count) {
             case .sent(0):
-                throw Self.unreadable(file.shrankError(endingAt: offset + sent))
+                throw .bodySourceFailed(file.endedEarlyError(at: offset + sent))
             case .sent(let count):
                 sent += Int64(count)
                 account(written: count, body: count)
@@ -197,7 +198,7 @@ final class NativeExchange {
             case .unsupported:
                 kernelCopies = false
             case .fileError(let code):
-                throw Self.unreadable(ReadOnlyFile.readError(path: file.path, errno: code))
+                throw .bodySourceFailed(file.readFailedError(errno: code))
             }
         }
         #endif
@@ -208,7 +209,7 @@ final class NativeExchange {
     }
 
     /// Sends a file region through a buffer: `pread`, then `sendmsg`.
-    private func copyFile(_ file: ReadOnlyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
+    private func copyFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
         let buffer = fileBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1024 * 1024, alignment: 16)
         fileBuffer = buffer
         guard let base = buffer.baseAddress else { return true }
@@ -218,7 +219,7 @@ final class NativeExchange {
             do {
                 try file.readExactly(into: base, count: count, at: offset + done)
             } catch {
-                throw Self.unreadable(error)
+                throw .bodySourceFailed(error)
             }
             guard try sendAll([UnsafeRawBufferPointer(start: base, count: count)], headLength: 0) else { return false }
             done += Int64(count)
@@ -281,7 +282,7 @@ final class NativeExchange {
             do {
                 streaming = try sink.begin(head.status, head.headers)
             } catch {
-                throw Self.rejected(error)
+                throw .sinkFailed(error)
             }
         }
         var body = Data()
@@ -294,13 +295,9 @@ final class NativeExchange {
                 return
             }
             let delivered = input.withUnsafeBytes { raw in
-                Result { () throws(StorageError) in try sink.receive(UnsafeRawBufferPointer(rebasing: raw[range])) }
+                Result { try sink.receive(UnsafeRawBufferPointer(rebasing: raw[range])) }
             }
-            do {
-                try delivered.get()
-            } catch {
-                throw Self.rejected(error)
-            }
+            if case .failure(let error) = delivered { throw .sinkFailed(error) }
         }
         switch framing {
         case .length(let length):
@@ -399,14 +396,6 @@ final class NativeExchange {
 
     // MARK: - Errors
 
-    private static func unreadable(_ error: StorageError) -> HTTPTransportError {
-        HTTPTransportError(kind: .bodyUnreadable, message: error.message, bodyError: error)
-    }
-
-    private static func rejected(_ error: StorageError) -> HTTPTransportError {
-        HTTPTransportError(kind: .responseRejected, message: error.message, bodyError: error)
-    }
-
     private func malformed(_ error: HTTP1Error) -> HTTPTransportError {
         HTTPTransportError(
             kind: .malformedResponse, message: "The response from \(socket.key) is malformed: \(error).")
@@ -430,8 +419,11 @@ struct ProgressMeter {
     private var lastReport = ContinuousClock.now
     static let interval: Duration = .milliseconds(10)
 
-    init(report: (@Sendable (Int64) -> Void)?) {
+    /// - Parameter alreadyReported: The total an earlier attempt of the same
+    ///   request reported; nothing at or below it is reported again.
+    init(report: (@Sendable (Int64) -> Void)?, alreadyReported: Int64 = 0) {
         self.report = report
+        self.reported = alreadyReported
     }
 
     mutating func update(_ total: Int64) {

@@ -25,7 +25,9 @@ import Darwin
 ///   (`sendfile` cannot suppress it per call) and suppressed per call
 ///   (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
 /// - **Concurrency per host**: at most ``Configuration/maxConnectionsPerHost``
-///   (32) requests to one `host:port` are in flight; more wait, without a
+///   (32 by default; a ``Storage`` sets it from
+///   ``StorageConfiguration/maxConnectionsPerHost``) requests to one
+///   `host:port` are in flight; more wait, without a
 ///   thread, for a turn (``NativeConnectionPool/acquire(_:)``). A burst of
 ///   uploads thus reuses a bounded set of warm connections and threads
 ///   instead of opening one each, which a server would refuse beyond its own
@@ -35,10 +37,12 @@ import Darwin
 ///   response was read completely and neither side said `Connection: close`.
 ///   A pooled connection that turns out dead before any response byte is
 ///   replaced once by a fresh one — but only when the request is safe to send
-///   twice (none of it reached the kernel, or it is an idempotent request
-///   without a body). An upload whose body was partly sent fails with
+///   twice: none of it reached the kernel, or its builder marked it
+///   ``HTTPRequest/isIdempotent`` (the transport never guesses from the
+///   method). Any other request whose bytes were partly sent fails with
 ///   ``HTTPTransportError/Kind/connectionLost`` instead, and the engine asks
-///   the server what it has.
+///   the server what it has. Progress never goes back on a resend: it
+///   resumes reporting once the new attempt passes what was reported.
 /// - **Time-outs**: connecting may take ``Configuration/connectTimeout`` (or
 ///   the request's idle time-out if shorter); every other wait ends with
 ///   ``HTTPTransportError/Kind/timedOut`` after the request's
@@ -71,9 +75,6 @@ final class NativeHTTPTransport: HTTPTransport {
 
         init() {}
     }
-
-    /// The instance every ``Storage`` with a native transport shares.
-    static let shared = NativeHTTPTransport()
 
     let maximumBodyLength: Int64? = nil
     let configuration: Configuration
@@ -131,6 +132,8 @@ final class NativeHTTPTransport: HTTPTransport {
         _ progress: (@Sendable (Int64) -> Void)?
     ) throws(HTTPTransportError) -> HTTPResponse {
         var mayUsePool = true
+        // Body bytes reported by an attempt that was then resent: progress never goes back.
+        var reported: Int64 = 0
         while true {
             if state.isCancelled { throw NativeSocket.cancelledError }
             var socket = mayUsePool ? pool.take(request.key) : nil
@@ -156,6 +159,7 @@ final class NativeHTTPTransport: HTTPTransport {
                 maxResponseBody: configuration.maxResponseBodyBytes,
                 usesSendfile: configuration.usesSendfile,
                 progress: progress,
+                alreadyReported: reported,
                 isCancelled: { state.isCancelled }
             )
             do {
@@ -175,6 +179,7 @@ final class NativeHTTPTransport: HTTPTransport {
                     && !state.isCancelled
                 {
                     mayUsePool = false
+                    reported = max(reported, exchange.bodyBytesSent)
                     continue
                 }
                 throw error

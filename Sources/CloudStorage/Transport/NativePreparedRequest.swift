@@ -20,9 +20,10 @@ struct NativePreparedRequest: Sendable {
     let closesConnection: Bool
     /// Whether sending the request twice does no harm, so that a pooled
     /// connection found dead may be replaced and the request sent again even
-    /// after its bytes were handed to the kernel: an idempotent method
-    /// without a body. (A request whose first byte could not be written at
-    /// all is always safe to send again.)
+    /// after its bytes were handed to the kernel: what the request's builder
+    /// said (``HTTPRequest/isIdempotent``), never a guess from its method. (A
+    /// request whose first byte could not be written at all is always safe to
+    /// send again.)
     let isReplayable: Bool
 
     /// Prepares `request`.
@@ -62,13 +63,15 @@ struct NativePreparedRequest: Sendable {
         // The body always goes with its length, never chunked.
         headers.remove("Transfer-Encoding")
         let length = request.body.length
+        // Framing, not retry safety: RFC 9110 §8.6 has a client send no
+        // Content-Length for a bodiless request whose method gives a body no meaning.
         if length > 0 || (request.method != "GET" && request.method != "HEAD") {
             headers.set("Content-Length", String(length))
         } else {
             headers.remove("Content-Length")
         }
         self.closesConnection = headers.tokens("Connection").contains("close")
-        self.isReplayable = length == 0 && ["GET", "HEAD", "PUT", "DELETE", "OPTIONS"].contains(request.method)
+        self.isReplayable = request.isIdempotent
 
         var target = components.percentEncodedPath
         if target.isEmpty { target = "/" }

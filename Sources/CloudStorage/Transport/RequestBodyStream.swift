@@ -6,8 +6,9 @@ import Synchronization
 /// `URLSession` calls `read(_:maxLength:)` on its own thread with a buffer of
 /// its own; data segments are copied into it from their storage and file
 /// segments are `pread` straight into it, so nothing is staged in between.
-/// A read failure or a short file is handed to `onError` and ends the stream
-/// with an error, which aborts the request.
+/// A read failure or a short file (the file's own error, uninterpreted) is
+/// handed to `onError` and ends the stream with an error, which aborts the
+/// request.
 ///
 /// Foundation declares streams non-`Sendable`; this one is created by the
 /// awaiting task and then used only by `URLSession`.
@@ -16,21 +17,21 @@ final class RequestBodyStream: InputStream {
         var segment = 0
         var offsetInSegment: Int64 = 0
         var status: Stream.Status = .notOpen
-        var error: StorageError?
+        var error: (any Error)?
     }
 
     private let body: HTTPRequestBody
-    private let onError: @Sendable (StorageError) -> Void
+    private let onError: @Sendable (any Error) -> Void
     private let position = Mutex(Position())
 
-    init(body: HTTPRequestBody, onError: @escaping @Sendable (StorageError) -> Void) {
+    init(body: HTTPRequestBody, onError: @escaping @Sendable (any Error) -> Void) {
         self.body = body
         self.onError = onError
         super.init(data: Data())
     }
 
     /// Why reading failed, if it did.
-    private var error: StorageError? { position.withLock { $0.error } }
+    private var error: (any Error)? { position.withLock { $0.error } }
 
     override func open() {
         position.withLock { if $0.status == .notOpen { $0.status = .open } }
@@ -57,7 +58,7 @@ final class RequestBodyStream: InputStream {
 
     override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength: Int) -> Int {
         // Only URLSession's single worker reads; the lock guards against misuse, not contention.
-        let result = position.withLock { position -> (Int, StorageError?) in
+        let result = position.withLock { position -> (Int, (any Error)?) in
             var written = 0
             while written < maxLength, position.segment < body.segments.count {
                 let segment = body.segments[position.segment]
@@ -73,8 +74,8 @@ final class RequestBodyStream: InputStream {
                 case .data(let data):
                     let start = data.startIndex + Int(position.offsetInSegment)
                     data.copyBytes(to: buffer + written, from: start..<(start + count))
-                case .file(let file, let offset, _):
-                    do throws(StorageError) {
+                case .fileRegion(let file, let offset, _):
+                    do {
                         try file.readExactly(into: destination, count: count, at: offset + position.offsetInSegment)
                     } catch {
                         position.error = error

@@ -27,16 +27,25 @@ struct SchemeRoutingTransport: HTTPTransport {
 }
 
 extension StorageTransportChoice {
-    /// The transport this choice means for `endpoint`.
-    func transport(for endpoint: StorageEndpoint) -> any HTTPTransport {
+    /// The transport this choice means for `endpoint`, made for one
+    /// ``Storage``: a native transport of its own (its connections, threads and
+    /// `maxConnectionsPerHost` leases per `host:port`), never one shared by
+    /// the process, so that each `Storage` gets the limit it was configured
+    /// with.
+    func transport(for endpoint: StorageEndpoint, maxConnectionsPerHost: Int) -> any HTTPTransport {
+        func native() -> NativeHTTPTransport {
+            var configuration = NativeHTTPTransport.Configuration()
+            configuration.maxConnectionsPerHost = maxConnectionsPerHost
+            return NativeHTTPTransport(configuration: configuration)
+        }
         switch self {
         case .native:
-            return NativeHTTPTransport.shared
+            return native()
         case .urlSession:
             return URLSessionTransport.shared
         case .automatic:
             guard endpoint.baseURL.scheme?.lowercased() == "http" else { return URLSessionTransport.shared }
-            return SchemeRoutingTransport(native: NativeHTTPTransport.shared, other: URLSessionTransport.shared)
+            return SchemeRoutingTransport(native: native(), other: URLSessionTransport.shared)
         }
     }
 }

@@ -21,11 +21,12 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// `http://` only: a request to any other scheme fails at once with
     /// ``StorageErrorCode/invalidArgument``.
     ///
-    /// Every ``Storage`` in the process shares it: at most 32 requests per
-    /// `host:port` are in flight at once, each on a kept-alive connection;
-    /// further requests wait their turn (cancellable, without holding a
-    /// thread), so a burst of thousands of uploads reuses a few warm
-    /// connections instead of opening one each.
+    /// Each ``Storage`` has its own: at most
+    /// ``StorageConfiguration/maxConnectionsPerHost`` (32 by default)
+    /// requests per `host:port` are in flight at once, each on a kept-alive
+    /// connection; further requests wait their turn (cancellable, without
+    /// holding a thread), so a burst of thousands of uploads reuses a few
+    /// warm connections instead of opening one each.
     case native
     /// Foundation's `URLSession` for every request. On Linux it sends each
     /// request's body from memory, so resumable uploads go in requests of at

@@ -116,11 +116,7 @@ final class URLSessionTransport: HTTPTransport {
             }
         } else {
             #if canImport(FoundationNetworking)
-            do {
-                urlRequest.httpBody = try await request.body.collected()
-            } catch {
-                throw HTTPTransportError(kind: .bodyUnreadable, message: error.message, bodyError: error)
-            }
+            urlRequest.httpBody = try await request.body.collected()
             #else
             // With a length, Apple's URLSession streams the body without chunked coding.
             urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
@@ -191,11 +187,11 @@ private final class Exchange: Sendable {
         var status = 0
         var headers = HTTPHeaders()
         var body = Data()
-        var bodyError: StorageError?
+        var bodyError: (any Error)?
         /// Whether the body goes to the sink rather than into `body`.
         var streaming = false
         /// What the sink threw; the request is being aborted.
-        var sinkError: StorageError?
+        var sinkError: (any Error)?
         /// The body collected into memory outgrew the limit; the request is being aborted.
         var tooLarge = false
         /// Whether the task's cancellation was asked for on the delegate's behalf.
@@ -217,7 +213,7 @@ private final class Exchange: Sendable {
         self.limit = limit
     }
 
-    var sinkError: StorageError? { state.withLock { $0.sinkError } }
+    var sinkError: (any Error)? { state.withLock { $0.sinkError } }
 
     /// The error that ends a response found larger than the limit, if it was.
     var limitError: HTTPTransportError? { state.withLock { $0.tooLarge } ? limit.exceeded : nil }
@@ -229,7 +225,7 @@ private final class Exchange: Sendable {
         }
     }
 
-    var bodyError: StorageError? { state.withLock { $0.bodyError } }
+    var bodyError: (any Error)? { state.withLock { $0.bodyError } }
 
     var isCancelled: Bool { state.withLock { $0.cancelled } }
 
@@ -263,7 +259,7 @@ private final class Exchange: Sendable {
             }
         }
         var streaming = false
-        var refusal: StorageError?
+        var refusal: (any Error)?
         if let sink {
             // Called on the session's delegate queue, never the cooperative pool.
             do {
@@ -305,7 +301,7 @@ private final class Exchange: Sendable {
         }
         guard streaming, let sink, !failed else { return !failed }
         let delivered = data.withUnsafeBytes { raw in
-            Result { () throws(StorageError) in try sink.receive(raw) }
+            Result { try sink.receive(raw) }
         }
         guard case .failure(let error) = delivered else { return true }
         state.withLock { $0.sinkError = $0.sinkError ?? error }
@@ -431,12 +427,9 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         }
         if let bodyError = exchange.bodyError {
             // The body could not be read: whatever the server said, the request was not what we meant to send.
-            exchange.complete(
-                .failure(HTTPTransportError(kind: .bodyUnreadable, message: bodyError.message, bodyError: bodyError)))
+            exchange.complete(.failure(HTTPTransportError.bodySourceFailed(bodyError)))
         } else if let sinkError = exchange.sinkError {
-            exchange.complete(
-                .failure(
-                    HTTPTransportError(kind: .responseRejected, message: sinkError.message, bodyError: sinkError)))
+            exchange.complete(.failure(HTTPTransportError.sinkFailed(sinkError)))
         } else if let limitError = exchange.limitError {
             exchange.complete(.failure(limitError))
         } else if exchange.isCancelled {

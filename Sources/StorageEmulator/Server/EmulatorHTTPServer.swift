@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import POSIXSockets
 import Synchronization
 
 /// The emulator's HTTP/1.1 server: POSIX sockets, one thread per connection.
@@ -50,7 +51,7 @@ package final class EmulatorHTTPServer: Sendable {
 
     /// An open connection, as the server tracks it.
     private struct Slot {
-        let handle: SocketHandle
+        let handle: SocketDescriptor
         /// When the connection began waiting for a request head (in ``State/waitSequence`` order),
         /// or nil while a request is in progress. Waiting connections can be evicted.
         var waitingSince: UInt64?
@@ -108,18 +109,18 @@ package final class EmulatorHTTPServer: Sendable {
         let listener: Int32
         let port: Int
         let wake: (reader: Int32, writer: Int32)
-        do {
+        do throws(SocketError) {
             (listener, port) = try POSIXSocket.listen(
                 host: host, port: requestedPort, backlog: limits.listenBacklog, bufferSize: limits.socketBufferSize)
-            do {
-                wake = try POSIXSocket.wakePair()
+            do throws(SocketError) {
+                wake = try POSIXSocket.socketPair()
             } catch {
                 POSIXSocket.closeDescriptor(listener)
                 throw error
             }
         } catch {
             state.withLock { $0.phase = .idle }
-            throw error
+            throw ServerIOError(error)
         }
         state.withLock { state in
             state.phase = .running(listener: listener, wakeWriter: wake.writer)
@@ -138,7 +139,7 @@ package final class EmulatorHTTPServer: Sendable {
     /// ``ServerApplication/handle(_:_:)`` delays it until it returns (its next read or write fails).
     /// Called from one of the server's own threads it does not wait, to avoid waiting for itself.
     package func stop() {
-        let action = state.withLock { state -> (wakeWriter: Int32, connections: [SocketHandle])? in
+        let action = state.withLock { state -> (wakeWriter: Int32, connections: [SocketDescriptor])? in
             switch state.phase {
             case .idle, .starting:
                 state.phase = .stopped
@@ -219,16 +220,23 @@ package final class EmulatorHTTPServer: Sendable {
     }
 
     private enum Admission {
-        case accepted(id: Int, handle: SocketHandle, evicted: SocketHandle?)
+        case accepted(id: Int, handle: SocketDescriptor, evicted: SocketDescriptor?)
         case tooMany
         case stopping
     }
 
     private func admit(_ fd: Int32) {
-        POSIXSocket.configure(fd, bufferSize: limits.socketBufferSize, sendTimeout: limits.writeTimeout)
+        // Blocking (each connection has a thread of its own), with a send time-out so a peer
+        // that stops reading cannot hold that thread for ever.
+        POSIXSocket.setNonBlocking(fd, false)
+        POSIXSocket.setCloseOnExec(fd)
+        POSIXSocket.setNoDelay(fd)
+        POSIXSocket.setBufferSizes(fd, receive: limits.socketBufferSize, send: limits.socketBufferSize)
+        POSIXSocket.setNoSigPipe(fd)
+        POSIXSocket.setSendTimeout(fd, limits.writeTimeout)
         let admission = state.withLock { state -> Admission in
             guard case .running = state.phase else { return .stopping }
-            var evicted: SocketHandle?
+            var evicted: SocketDescriptor?
             if state.connections.count >= limits.maxConnections {
                 // Make room by evicting the connection that has waited longest for a head.
                 var oldest: (id: Int, since: UInt64)?
@@ -240,7 +248,7 @@ package final class EmulatorHTTPServer: Sendable {
             }
             let id = state.nextConnectionID
             state.nextConnectionID += 1
-            let handle = SocketHandle(fd: fd)
+            let handle = SocketDescriptor(fd: fd)
             // A new connection waits for its first head from the moment it is admitted.
             state.connections[id] = Slot(handle: handle, waitingSince: state.waitSequence)
             state.waitSequence += 1

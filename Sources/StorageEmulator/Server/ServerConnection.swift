@@ -1,14 +1,15 @@
 import Foundation
 import HTTP1
+import POSIXSockets
 
 /// One accepted connection: its read buffer and its request loop.
 ///
 /// Confined to the connection's own thread (it is not `Sendable`); the only
-/// cross-thread access to its socket is ``SocketHandle/shutdown()``.
+/// cross-thread access to its socket is ``SocketDescriptor/shutdown()``.
 final class ServerConnection {
     /// The server's name for this connection.
     let id: Int
-    private let socket: SocketHandle
+    private let socket: SocketDescriptor
     let server: EmulatorHTTPServer
     /// Holds a head (up to the limit, plus one byte to notice excess) and read-ahead bytes.
     private let buffer: UnsafeMutableRawBufferPointer
@@ -18,7 +19,7 @@ final class ServerConnection {
     /// Reset or closed: the descriptor must not be used again.
     private(set) var ended = false
 
-    init(id: Int, socket: SocketHandle, server: EmulatorHTTPServer) {
+    init(id: Int, socket: SocketDescriptor, server: EmulatorHTTPServer) {
         self.id = id
         self.socket = socket
         self.server = server
@@ -192,8 +193,13 @@ final class ServerConnection {
             end -= start
             start = 0
         }
-        let count = try POSIXSocket.receive(
-            socket.fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout)
+        let count: Int
+        do {
+            count = try POSIXSocket.receive(
+                socket.fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout)
+        } catch {
+            throw ServerIOError(error)
+        }
         end += count
         return count
     }
@@ -203,14 +209,22 @@ final class ServerConnection {
     /// - Returns: The bytes read; 0 when the peer closed.
     func receiveDirect(into destination: UnsafeMutableRawBufferPointer) throws(ServerIOError) -> Int {
         guard !ended else { throw .connectionEnded }
-        return try POSIXSocket.receive(socket.fd, into: destination, timeout: limits.readTimeout)
+        do {
+            return try POSIXSocket.receive(socket.fd, into: destination, timeout: limits.readTimeout)
+        } catch {
+            throw ServerIOError(error)
+        }
     }
 
     // MARK: - Writing
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(ServerIOError) {
         guard !ended else { throw .connectionEnded }
-        try POSIXSocket.sendAll(socket.fd, bytes)
+        do {
+            try POSIXSocket.sendAll(socket.fd, bytes)
+        } catch {
+            throw ServerIOError(error)
+        }
     }
 
     func send(_ bytes: [UInt8]) throws(ServerIOError) {

@@ -1,4 +1,5 @@
 package import HTTP1
+import POSIXSockets
 
 /// Why the server could not read a request body or send a response.
 ///
@@ -27,4 +28,15 @@ package enum ServerIOError: Error, Hashable, Sendable {
     case alreadyStarted
     /// A system call failed with this `errno`.
     case system(Int32)
+}
+
+extension ServerIOError {
+    /// The server's reading of a failed socket call.
+    init(_ error: SocketError) {
+        switch error {
+        case .timedOut: self = .timedOut
+        case .invalidAddress: self = .invalidAddress
+        case .system(let code): self = .system(code)
+        }
+    }
 }

@@ -47,7 +47,9 @@ struct RetryBudgetTests {
         let endpoint = route.wire.endpoint(emulator.baseURL)
         return Storage(
             bucket: Reliability.bucket, endpoint: endpoint, authorization: .none, configuration: configuration,
-            transport: FirstRequestFails(configuration.transport.transport(for: endpoint)))
+            transport: FirstRequestFails(
+                configuration.transport.transport(
+                    for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost)))
     }
 
     @Test(arguments: Reliability.Route.all, Operation.allCases)

@@ -175,7 +175,7 @@ final class ScriptedGCSTransport: HTTPTransport {
             switch segment {
             case .data(let bytes):
                 data.append(bytes)
-            case .file(let file, let offset, let length):
+            case .fileRegion(let file, let offset, let length):
                 var chunk = Data(count: Int(length))
                 try chunk.withUnsafeMutableBytes {
                     try file.readExactly(into: $0.baseAddress!, count: Int(length), at: offset)

@@ -88,7 +88,9 @@ struct DownloadFaultTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(faults: ["pass", testCase.instruction]) { emulator in
                 let recorder = RecordingTransport(
-                    wrapping: testCase.route.transport.transport(for: testCase.route.wire.endpoint(emulator.baseURL)))
+                    wrapping: testCase.route.transport.transport(
+                        for: testCase.route.wire.endpoint(emulator.baseURL),
+                        maxConnectionsPerHost: StorageConfiguration().maxConnectionsPerHost))
                 let storage = Self.storage(testCase.route.wire, emulator, recorder)
                 let name = "downloads/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &* 13 &+ 5)

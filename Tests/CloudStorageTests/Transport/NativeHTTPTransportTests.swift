@@ -274,7 +274,7 @@ struct NativeHTTPTransportTests {
         let file = try Self.sparseFile(size: 512 * Int64(Int.mebibyte))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let body = HTTPRequestBody(segments: [
-            .file(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
+            .fileRegion(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
         ])
         let transport = NativeHTTPTransport()
         let started = ContinuousClock.now
@@ -314,9 +314,37 @@ struct NativeHTTPTransportTests {
         let transport = NativeHTTPTransport()
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         let response = try await transport.execute(
-            HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+            HTTPRequest(method: "GET", url: Self.url(server.port), isIdempotent: true), progress: nil)
         #expect(String(decoding: response.body, as: UTF8.self) == "first")
         #expect(server.acceptedConnections == 2)
+    }
+
+    /// The builder's word decides, not the method: a POST its protocol calls
+    /// idempotent (a v0 status query) is sent again, a GET it does not is not.
+    @Test(arguments: [("POST", true), ("GET", false)])
+    func onlyRequestsMarkedIdempotentAreSentAgainAfterTheirBytesWentOut(method: String, idempotent: Bool) async throws {
+        let server = try ScriptedHTTPServer { connection, index in
+            guard connection.readRequest() != nil else { return }
+            connection.write(Self.ok("first"))
+            guard index == 0 else { return }
+            // The server gives up on the connection just as the next request arrives.
+            _ = connection.readHead()
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        let second = HTTPRequest(method: method, url: Self.url(server.port), isIdempotent: idempotent)
+        if idempotent {
+            let response = try await transport.execute(second, progress: nil)
+            #expect(String(decoding: response.body, as: UTF8.self) == "first")
+            #expect(server.acceptedConnections == 2)
+        } else {
+            let error = await #expect(throws: HTTPTransportError.self) {
+                _ = try await transport.execute(second, progress: nil)
+            }
+            #expect(error?.kind == .connectionLost)
+            #expect(server.acceptedConnections == 1)
+        }
     }
 
     @Test func anUploadWhoseBodyWasPartlySentIsNeverSentAgain() async throws {
@@ -359,7 +387,7 @@ struct NativeHTTPTransportTests {
         let upload = try await transport.execute(
             HTTPRequest(
                 method: "POST", url: Self.mediaUploadURL(emulator, bucket: "files", name: "part"),
-                body: HTTPRequestBody(segments: [.file(file, offset: 1000, length: length)])),
+                body: HTTPRequestBody(segments: [.fileRegion(file, offset: 1000, length: length)])),
             progress: log.callback)
         #expect(upload.status == 200)
         let stored = try await transport.execute(
@@ -382,11 +410,11 @@ struct NativeHTTPTransportTests {
         let memory = TestSupport.payload(size: 200_000, seed: 13)
         let segments: [HTTPRequestBody.Segment] = [
             .data(Data("head-".utf8)),
-            .file(file, offset: 7, length: 100_000),
+            .fileRegion(file, offset: 7, length: 100_000),
             .data(memory[500..<70_000]),  // a slice with a non-zero start index
             .data(Data()),
-            .file(file, offset: 2 * Int64(Int.mebibyte), length: Int64(Int.mebibyte)),
-            .file(file, offset: 0, length: 1),
+            .fileRegion(file, offset: 2 * Int64(Int.mebibyte), length: Int64(Int.mebibyte)),
+            .fileRegion(file, offset: 0, length: 1),
             .data(memory[199_000...]),
         ]
         var expected = Data("head-".utf8)
@@ -431,11 +459,11 @@ struct NativeHTTPTransportTests {
             _ = try await transport.execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
-                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)])),
+                    body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)])),
                 progress: nil)
         }
-        #expect(error?.kind == .bodyUnreadable)
-        #expect(error?.bodyError?.code == .fileChanged)
+        #expect(error?.kind == .bodySourceFailed)
+        #expect((error?.underlying as? StorageError)?.code == .fileChanged)
     }
 
     // MARK: - Failures
@@ -477,7 +505,7 @@ struct NativeHTTPTransportTests {
             _ = try await transport.execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
-                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)]),
+                    body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)]),
                     idleTimeout: .milliseconds(500)),
                 progress: nil)
         }
@@ -570,7 +598,7 @@ struct NativeHTTPTransportTests {
             _ = try await NativeHTTPTransport().execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
-                    body: HTTPRequestBody(segments: [.file(file, offset: 0, length: size)])),
+                    body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)])),
                 progress: nil)
         }
         #expect(error?.kind == .connectionLost)

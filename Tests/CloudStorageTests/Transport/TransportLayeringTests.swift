@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// The transport knows nothing of storage: errors from above (a body file's, a
+/// response sink's) travel through it untouched, and only the engine turns
+/// them back into its own.
+@Suite("Transport layering", .timeLimit(.minutes(1)))
+struct TransportLayeringTests {
+    /// An error no transport could know.
+    struct Marker: Error, Equatable {
+        var id: Int
+    }
+
+    /// A body file that fails every read with its own error.
+    struct FailingFile: HTTPBodyFile {
+        let descriptor: Int32 = -1
+        func readExactly(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws {
+            throw Marker(id: 1)
+        }
+        func endedEarlyError(at end: Int64) -> any Error { Marker(id: 2) }
+        func readFailedError(errno code: Int32) -> any Error { Marker(id: 3) }
+    }
+
+    @Test func aBodyFilesOwnErrorComesBackUntouched() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readHead() != nil else { return }
+            connection.drainUntilClosed()
+        }
+        defer { server.stop() }
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.usesSendfile = false  // so the file's own read runs
+        let transport = NativeHTTPTransport(configuration: configuration)
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(
+                HTTPRequest(
+                    method: "PUT", url: NativeHTTPTransportTests.url(server.port),
+                    body: HTTPRequestBody(segments: [.fileRegion(FailingFile(), offset: 0, length: 10)])),
+                progress: nil)
+        }
+        #expect(error?.kind == .bodySourceFailed)
+        #expect(error?.underlying as? Marker == Marker(id: 1))
+    }
+
+    @Test func aSinksOwnErrorComesBackUntouched() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            connection.write(NativeHTTPTransportTests.ok("some body"))
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport()
+        var request = HTTPRequest(method: "GET", url: NativeHTTPTransportTests.url(server.port))
+        request.responseSink = HTTPResponseSink(
+            begin: { _, _ in true },
+            receive: { _ in throw Marker(id: 4) })
+        let error = await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(request, progress: nil)
+        }
+        #expect(error?.kind == .sinkFailed)
+        #expect(error?.underlying as? Marker == Marker(id: 4))
+    }
+
+    @Test func onlyTheEngineTurnsCarriedErrorsBackIntoStorageErrors() {
+        let own = StorageError(.fileChanged, "The file changed.")
+        #expect(RequestRunner.engineError(in: .bodySourceFailed(own))?.code == .fileChanged)
+        #expect(RequestRunner.engineError(in: .sinkFailed(own))?.code == .fileChanged)
+        // A carried error the engine does not own is a final failure, not a retry.
+        #expect(RequestRunner.engineError(in: .sinkFailed(Marker(id: 5)))?.code == .unknown)
+        // Failures of the transport itself stay the transport's, for the retry policy.
+        #expect(RequestRunner.engineError(in: HTTPTransportError(kind: .connectionLost, message: "x")) == nil)
+    }
+
+    @Test func theWireProtocolsSayWhichRequestsAreSafeToSendTwice() {
+        let base = URL(string: "http://127.0.0.1:9/")!
+        let session = URL(string: "http://127.0.0.1:9/session")!
+        let upload = UploadDescription(
+            bucket: "b", objectName: "o", metadata: StorageMetadata(), contentType: "text/plain", size: 1, crc32c: nil)
+        let body = HTTPRequestBody.data(Data("x".utf8))
+        let gcs = GCSJSONProtocol(baseURL: base)
+        #expect(!gcs.singleRequestUpload(upload, body: body).isIdempotent)
+        #expect(!gcs.startSession(upload).isIdempotent)
+        #expect(
+            gcs.send(session: session, offset: 0, body: body, isFinal: false, totalSize: 1, crc32c: nil).isIdempotent)
+        #expect(gcs.query(session: session).isIdempotent)
+        #expect(gcs.cancel(session: session).isIdempotent)
+        #expect(gcs.objectMetadata(bucket: "b", name: "o").isIdempotent)
+        #expect(gcs.media(bucket: "b", name: "o", offset: 0).isIdempotent)
+        #expect(!gcs.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate()).isIdempotent)
+        let v0 = FirebaseV0Protocol(baseURL: base)
+        #expect(!v0.singleRequestUpload(upload, body: body).isIdempotent)
+        #expect(!v0.startSession(upload).isIdempotent)
+        #expect(
+            !v0.send(session: session, offset: 0, body: body, isFinal: false, totalSize: 1, crc32c: nil).isIdempotent)
+        #expect(v0.query(session: session).isIdempotent)
+        #expect(v0.cancel(session: session).isIdempotent)
+        #expect(v0.objectMetadata(bucket: "b", name: "o").isIdempotent)
+        #expect(v0.media(bucket: "b", name: "o", offset: 0).isIdempotent)
+        #expect(!v0.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate()).isIdempotent)
+    }
+}
