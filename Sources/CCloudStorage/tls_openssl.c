@@ -20,7 +20,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <time.h>
 
 /* Opaque OpenSSL types; only pointers to them cross this file. */
 typedef struct ssl_st SSL;
@@ -411,6 +413,49 @@ int cs_tls_ctx_set_legacy_security(cs_tls_ctx *ctx, int level, const char *ciphe
 
 /* ---- connections ---- */
 
+/*
+ * OpenSSL's socket BIO writes with write(2), which raises SIGPIPE when the peer has
+ * gone; its default action kills the process. Each call that may write therefore runs
+ * with SIGPIPE blocked on this thread, and a SIGPIPE it caused is consumed before the
+ * mask is restored (the error itself comes back as EPIPE). A thread that already
+ * blocks SIGPIPE, as the transports' I/O threads do, pays one pthread_sigmask.
+ */
+typedef struct sigpipe_guard {
+    sigset_t old_mask;
+    int was_blocked;
+    int was_pending;
+} sigpipe_guard;
+
+static void sigpipe_guard_begin(sigpipe_guard *guard) {
+    sigset_t pipe_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &guard->old_mask);
+    guard->was_blocked = sigismember(&guard->old_mask, SIGPIPE) == 1;
+    guard->was_pending = 0;
+    if (!guard->was_blocked) {
+        sigset_t pending;
+        sigemptyset(&pending);
+        /* A SIGPIPE already pending is someone else's; leave it for them. */
+        guard->was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+    }
+}
+
+static void sigpipe_guard_end(sigpipe_guard *guard, int sys_errno) {
+    if (guard->was_blocked) {
+        return;
+    }
+    if (sys_errno == EPIPE && !guard->was_pending) {
+        sigset_t pipe_set;
+        sigemptyset(&pipe_set);
+        sigaddset(&pipe_set, SIGPIPE);
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) == -1 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &guard->old_mask, NULL);
+}
+
 struct cs_tls_conn {
     SSL *ssl;
     /* The first record header received from the peer, to recognise a plain HTTP answer. */
@@ -508,9 +553,12 @@ void cs_tls_conn_handshake(cs_tls_conn *conn, int server, cs_tls_io_result *resu
     if (!require_loaded(result)) {
         return;
     }
+    sigpipe_guard guard;
+    sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = server ? F.SSL_accept(conn->ssl) : F.SSL_connect(conn->ssl);
     int saved = errno;
+    sigpipe_guard_end(&guard, saved);
     int ok = ret == 1;
     capture(result, ok, ok ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, 0);
 }
@@ -520,9 +568,12 @@ void cs_tls_conn_read(cs_tls_conn *conn, void *buffer, size_t capacity, cs_tls_i
         return;
     }
     size_t count = 0;
+    sigpipe_guard guard;
+    sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = F.SSL_read_ex(conn->ssl, buffer, capacity, &count);
     int saved = errno;
+    sigpipe_guard_end(&guard, saved);
     capture(result, ret == 1, ret == 1 ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, count);
 }
 
@@ -531,9 +582,12 @@ void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_t
         return;
     }
     size_t count = 0;
+    sigpipe_guard guard;
+    sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = F.SSL_write_ex(conn->ssl, bytes, length, &count);
     int saved = errno;
+    sigpipe_guard_end(&guard, saved);
     capture(result, ret == 1, ret == 1 ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, count);
 }
 
@@ -541,9 +595,12 @@ void cs_tls_conn_shutdown(cs_tls_conn *conn, cs_tls_io_result *result) {
     if (!require_loaded(result)) {
         return;
     }
+    sigpipe_guard guard;
+    sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = F.SSL_shutdown(conn->ssl);
     int saved = errno;
+    sigpipe_guard_end(&guard, saved);
     /* 0 means close_notify was sent and the peer's is still to come: done, for a one-way close. */
     int ok = ret >= 0;
     capture(result, ok, ok ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, 0);

@@ -15,8 +15,9 @@ import Darwin
 /// descriptor: ``close()`` releases the TLS state and the caller closes the socket.
 ///
 /// The socket's `SO_RCVTIMEO`/`SO_SNDTIMEO`, if set, bound each blocking call (an expiry
-/// throws ``TLSError/Kind-swift.struct/timedOut``). On Linux, callers must keep `SIGPIPE`
-/// from killing the process (block it on their I/O threads), as OpenSSL writes with `write(2)`.
+/// throws ``TLSError/Kind-swift.struct/timedOut``). Writing to a peer that has gone raises no
+/// `SIGPIPE`: the shim blocks it around each OpenSSL call, and the failure is an
+/// ``TLSError/Kind-swift.struct/io`` error with `EPIPE`.
 ///
 /// ```swift
 /// let stream = try TLSStream(client: context, socket: fd, host: "example.com", port: 443)

@@ -30,15 +30,17 @@ enum TestPKI {
     }
 }
 
-/// Runs blocking code on a dedicated thread (never the cooperative pool), with SIGPIPE blocked
-/// as the transports' I/O threads do.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+/// Runs blocking code on a dedicated thread (never the cooperative pool), by default with
+/// SIGPIPE blocked as the transports' I/O threads do.
+func onThread<T: Sendable>(
+    blockingSIGPIPE: Bool = true, _ body: @escaping @Sendable () throws -> T
+) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             var set = sigset_t()
             sigemptyset(&set)
             sigaddset(&set, SIGPIPE)
-            pthread_sigmask(SIG_BLOCK, &set, nil)
+            pthread_sigmask(blockingSIGPIPE ? SIG_BLOCK : SIG_UNBLOCK, &set, nil)
             do {
                 continuation.resume(returning: try body())
             } catch {

@@ -193,6 +193,39 @@ import Darwin
         }
     }
 
+    @Test func writingToAClosedSocketThrowsInsteadOfRaisingSIGPIPE() async throws {
+        let listener = try LoopbackListener()
+        let serverContext = try TLSContext(server: TestPKI.server("localhost"))
+        let clientContext = try TestPKI.client()
+        async let served: Void = onThread {
+            let fd = try listener.accept()
+            defer { Glibc.close(fd) }
+            let stream = try TLSStream(server: serverContext, socket: fd)
+            try stream.handshake()
+            _ = drain(stream)
+            stream.close()
+        }
+        // SIGPIPE is NOT blocked on this thread: only the shim's guard stands between the
+        // write below and the signal's default action, which would kill the test process.
+        let error = try await onThread(blockingSIGPIPE: false) { () throws -> TLSError? in
+            let fd = try listener.connectClient()
+            defer { Glibc.close(fd) }
+            let stream = try TLSStream(client: clientContext, socket: fd, host: "localhost", port: listener.port)
+            try stream.handshake()
+            Glibc.shutdown(fd, Int32(SHUT_WR))  // every later write(2) fails with EPIPE
+            defer { stream.close() }
+            do {
+                try stream.write(Array("GET / HTTP/1.1\r\n\r\n".utf8))
+                return nil
+            } catch {
+                return error as? TLSError
+            }
+        }
+        try await served
+        #expect(error?.kind == .io)
+        #expect(error?.systemError == EPIPE)
+    }
+
     @Test func ioBeforeTheHandshakeIsRefused() throws {
         let clientContext = try TestPKI.client()
         var fds: [Int32] = [0, 0]
