@@ -29,6 +29,7 @@ public final class TLSContext: @unchecked Sendable {
 
     /// Which side of a connection this context configures.
     public let role: Role
+    /// The OpenSSL `SSL_CTX`, owned by this object and freed in `deinit`.
     let pointer: OpaquePointer
     /// Resumable sessions by `host:port`; bounded, since a process talks to few servers.
     private let sessions = Mutex<[String: TLSSession]>([:])
@@ -142,14 +143,19 @@ public final class TLSContext: @unchecked Sendable {
 
     /// Remembers a resumable session for `key`, replacing any earlier one.
     func cacheSession(_ session: TLSSession, for key: String) {
-        // Release any replaced session outside the lock (its deinit calls into OpenSSL).
-        let replaced = sessions.withLock { cache -> TLSSession? in
+        // Sessions dropped here are released after the lock is let go (their deinit calls into OpenSSL).
+        let released = sessions.withLock { cache -> [TLSSession] in
+            var evicted: [TLSSession] = []
             if cache[key] == nil, cache.count >= Self.maximumCachedSessions {
+                evicted = Array(cache.values)
                 cache.removeAll(keepingCapacity: true)
             }
-            return cache.updateValue(session, forKey: key)
+            if let replaced = cache.updateValue(session, forKey: key) {
+                evicted.append(replaced)
+            }
+            return evicted
         }
-        _ = replaced
+        _ = released
     }
 
     /// Forgets the session for `key`, after a handshake that offered it failed.

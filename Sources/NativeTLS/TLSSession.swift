@@ -7,8 +7,10 @@ internal import CCloudStorage
 /// read-only, so several threads may offer the same one (OpenSSL's own client cache
 /// does exactly that). The reference is released once, in `deinit`.
 final class TLSSession: @unchecked Sendable {
+    /// The `SSL_SESSION`; this object owns one reference to it.
     let pointer: OpaquePointer
 
+    /// Takes over one reference to `pointer` (as returned by `cs_tls_conn_copy_resumable_session`).
     init(_ pointer: OpaquePointer) {
         self.pointer = pointer
     }

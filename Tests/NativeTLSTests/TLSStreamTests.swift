@@ -226,6 +226,46 @@ import Darwin
         #expect(error?.systemError == EPIPE)
     }
 
+    @Test func aServerThatHangsUpDuringTheHandshakeIsPeerClosed() async throws {
+        let listener = try LoopbackListener()
+        let clientContext = try TestPKI.client()
+        async let served: Void = onThread {
+            let fd = try listener.accept()
+            // Read the whole ClientHello record first, so the close is a clean FIN, never a reset.
+            var header = [UInt8](repeating: 0, count: 5)
+            #expect(Self.readFully(fd, &header))
+            var body = [UInt8](repeating: 0, count: Int(header[3]) << 8 | Int(header[4]))
+            #expect(Self.readFully(fd, &body))
+            Glibc.close(fd)
+        }
+        let error = try await onThread { () throws -> TLSError? in
+            let fd = try listener.connectClient()
+            defer { Glibc.close(fd) }
+            let stream = try TLSStream(client: clientContext, socket: fd, host: "localhost", port: listener.port)
+            return Self.handshakeThenTryToSend(stream)
+        }
+        try await served
+        #expect(error?.kind == .peerClosed)
+    }
+
+    @Test func aServerThatNeverAnswersHitsTheSocketTimeOut() async throws {
+        let listener = try LoopbackListener()
+        let clientContext = try TestPKI.client()
+        // Nobody accepts: the kernel completes the TCP handshake from the backlog and the
+        // connection stays open and silent for as long as the listener lives, so a time-out
+        // is the only possible outcome (its length decides nothing).
+        let error = try await onThread { () throws -> TLSError? in
+            let fd = try listener.connectClient()
+            defer { Glibc.close(fd) }
+            var timeout = timeval(tv_sec: 0, tv_usec: 100_000)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let stream = try TLSStream(client: clientContext, socket: fd, host: "localhost", port: listener.port)
+            return Self.handshakeThenTryToSend(stream)
+        }
+        #expect(error?.kind == .timedOut)
+        #expect(error?.systemError == EAGAIN)
+    }
+
     @Test func ioBeforeTheHandshakeIsRefused() throws {
         let clientContext = try TestPKI.client()
         var fds: [Int32] = [0, 0]
@@ -297,6 +337,17 @@ import Darwin
         }
         stream.close()
         return nil
+    }
+
+    /// Reads exactly `buffer.count` bytes from a raw socket; false if it ends first.
+    private static func readFully(_ fd: Int32, _ buffer: inout [UInt8]) -> Bool {
+        var filled = 0
+        while filled < buffer.count {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n <= 0 { return false }
+            filled += n
+        }
+        return true
     }
 
     /// The content types of the TLS records in `bytes`, or nil when they do not parse as records.
