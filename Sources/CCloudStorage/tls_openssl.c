@@ -42,6 +42,7 @@ typedef struct bio_st BIO;
 #define CTRL_SET_MIN_PROTO_VERSION 123
 #define CTRL_SET_MAX_PROTO_VERSION 124
 #define TLSEXT_NAMETYPE_HOST_NAME 0
+#define CHECK_FLAG_NO_PARTIAL_WILDCARDS 0x4
 #define VERIFY_PEER 0x01
 #define OP_NO_RENEGOTIATION ((uint64_t)1 << 30)
 #define RT_HEADER 0x100
@@ -77,6 +78,7 @@ typedef void (*msg_cb)(int, int, int, const void *, size_t, SSL *, void *);
     X(ssl, long, SSL_ctrl, (SSL *, int, long, void *)) \
     X(ssl, void, SSL_set_msg_callback, (SSL *, msg_cb)) \
     X(ssl, int, SSL_set1_host, (SSL *, const char *)) \
+    X(ssl, void, SSL_set_hostflags, (SSL *, unsigned int)) \
     X(ssl, X509_VERIFY_PARAM *, SSL_get0_param, (SSL *)) \
     X(ssl, int, SSL_set_session, (SSL *, SSL_SESSION *)) \
     X(ssl, SSL_SESSION *, SSL_get1_session, (SSL *)) \
@@ -517,6 +519,8 @@ int cs_tls_conn_set_peer_name(cs_tls_conn *conn, const char *name, int is_ip) {
         /* RFC 6066 forbids IP literals in SNI; the check is against the certificate's IP SANs. */
         ok = F.X509_VERIFY_PARAM_set1_ip_asc(F.SSL_get0_param(conn->ssl), name) == 1;
     } else {
+        /* "*.example.com" is fine; "w*.example.com" is not (RFC 6125 discourages it). */
+        F.SSL_set_hostflags(conn->ssl, CHECK_FLAG_NO_PARTIAL_WILDCARDS);
         ok = F.SSL_set1_host(conn->ssl, name) == 1
              && F.SSL_ctrl(conn->ssl, CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_HOST_NAME, (void *)name) == 1;
     }

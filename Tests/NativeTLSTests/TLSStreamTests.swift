@@ -105,6 +105,12 @@ import Darwin
         #expect(server.applicationBytes == 0)
     }
 
+    @Test func aPartialWildcardDoesNotMatch() async throws {
+        let (error, server) = try await connect(toServer: "partial-wildcard", as: "www.test.example")
+        #expect(error?.kind == .nameMismatch)
+        #expect(server.applicationBytes == 0)
+    }
+
     @Test func wrongIPAddressFailsBeforeAnyApplicationByte() async throws {
         let (error, server) = try await connect(toServer: "other-name", as: "127.0.0.1")
         #expect(error?.kind == .nameMismatch)

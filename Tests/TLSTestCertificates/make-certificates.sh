@@ -6,6 +6,7 @@
 #   localhost.pem / localhost.key        localhost, 127.0.0.1, ::1; valid for 100 years
 #   expired.pem / expired.key            localhost, 127.0.0.1, ::1; valid only in 2000
 #   other-name.pem / other-name.key      other.example only
+#   partial-wildcard.pem / .key          w*.test.example only (a partial wildcard clients must refuse)
 #   untrusted-ca.pem / untrusted-ca.key  a second CA the tests never trust
 #   untrusted.pem / untrusted.key        localhost, 127.0.0.1, ::1, issued by the untrusted CA
 #
@@ -64,5 +65,6 @@ later=$(date -u -d "+$days days" +%Y%m%d%H%M%SZ)
 issue localhost test-ca "$localhost_san" "$now" "$later"
 issue expired test-ca "$localhost_san" 20000101000000Z 20010101000000Z
 issue other-name test-ca "subjectAltName=DNS:other.example" "$now" "$later"
+issue partial-wildcard test-ca "subjectAltName=DNS:w*.test.example" "$now" "$later"
 issue untrusted untrusted-ca "$localhost_san" "$now" "$later"
 echo "regenerated test-only certificates in $(pwd)"
