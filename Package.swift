@@ -19,10 +19,18 @@ let package = Package(
         .executable(name: "cloud-storage", targets: ["cloud-storage"]),
     ],
     targets: [
-        // CRC32C with SSE4.2 / ARMv8 CRC instructions and a portable fallback.
+        // CRC32C with SSE4.2 / ARMv8 CRC instructions and a portable fallback; the run-time OpenSSL 3 loader.
         .target(
             name: "CCloudStorage",
-            cSettings: [.treatAllWarnings(as: .error)]
+            cSettings: [.treatAllWarnings(as: .error)],
+            // dlopen lives in libc from glibc 2.34; older glibc needs libdl.
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
+        ),
+        // TLS as a stream layer over a connected socket, on the OpenSSL that CCloudStorage loads at run time.
+        .target(
+            name: "NativeTLS",
+            dependencies: ["CCloudStorage"],
+            swiftSettings: strictSwift
         ),
         // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.
         .target(
@@ -85,6 +93,11 @@ let package = Package(
         .testTarget(
             name: "StorageEmulatorTests",
             dependencies: ["StorageEmulator", "HTTP1"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "NativeTLSTests",
+            dependencies: ["NativeTLS", "CCloudStorage"],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -18,4 +18,6 @@ uint32_t cs_crc32c_update_portable(uint32_t crc, const void *bytes, size_t lengt
 /// Whether `cs_crc32c_update` uses CPU instructions on this machine.
 int cs_crc32c_is_hardware_accelerated(void);
 
+#include "CloudStorageTLS.h"
+
 #endif

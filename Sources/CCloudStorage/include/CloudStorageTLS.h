@@ -1,0 +1,160 @@
+#ifndef CLOUDSTORAGE_TLS_H
+#define CLOUDSTORAGE_TLS_H
+
+/*
+ * The run-time OpenSSL 3 loader and the small wrappers the NativeTLS target
+ * calls. No OpenSSL header is included anywhere: `libssl.so.3` and
+ * `libcrypto.so.3` are opened with dlopen on first use and only the functions
+ * listed in tls_openssl.c are resolved. OpenSSL types appear here as
+ * incomplete structs, so Swift sees opaque pointers, never varargs or macros.
+ *
+ * On platforms other than Linux every function compiles to a stub and
+ * `cs_tls_load()` reports the library unavailable.
+ */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/// An OpenSSL `SSL_CTX` (shared configuration for many connections).
+typedef struct cs_tls_ctx cs_tls_ctx;
+/// One TLS connection: an OpenSSL `SSL` plus what the shim records about it.
+typedef struct cs_tls_conn cs_tls_conn;
+/// An OpenSSL `SSL_SESSION` that a later connection can resume.
+typedef struct cs_tls_session cs_tls_session;
+
+/// Values of `cs_tls_io_result.ssl_error` (OpenSSL's `SSL_ERROR_*`, stable ABI).
+#define CS_TLS_ERROR_NONE 0
+#define CS_TLS_ERROR_SSL 1
+#define CS_TLS_ERROR_WANT_READ 2
+#define CS_TLS_ERROR_WANT_WRITE 3
+#define CS_TLS_ERROR_SYSCALL 5
+#define CS_TLS_ERROR_ZERO_RETURN 6
+
+/// Protocol version numbers as OpenSSL spells them on the wire.
+#define CS_TLS_VERSION_1_1 0x0302
+#define CS_TLS_VERSION_1_2 0x0303
+#define CS_TLS_VERSION_1_3 0x0304
+
+/// What one read, write, handshake or shutdown call did, captured right after
+/// the call on the calling thread (errno and the OpenSSL error queue are
+/// thread-local and would be overwritten by anything that runs later).
+typedef struct cs_tls_io_result {
+    /// 1 when the call succeeded, otherwise 0.
+    int ok;
+    /// `SSL_get_error` for a failed call, `CS_TLS_ERROR_NONE` on success.
+    int ssl_error;
+    /// `errno` right after the call (meaningful for `CS_TLS_ERROR_SYSCALL` and timeouts).
+    int sys_errno;
+    /// Bytes read or written (read/write calls only).
+    size_t count;
+    /// The first entry of OpenSSL's error queue (0 when empty); the queue is cleared.
+    unsigned long error_code;
+    /// `ERR_error_string_n` of `error_code`, NUL-terminated ("" when none).
+    char error_message[256];
+} cs_tls_io_result;
+
+/// Loads `libssl.so.3` and `libcrypto.so.3` once per process (thread-safe).
+/// Returns 1 when every needed symbol resolved, otherwise 0; then
+/// `cs_tls_unavailable_reason()` says what failed.
+int cs_tls_load(void);
+
+/// Why `cs_tls_load()` failed (library or symbol missing), or NULL when it succeeded.
+/// Calls `cs_tls_load()` first, so it is always the answer for this process.
+const char *cs_tls_unavailable_reason(void);
+
+/// Tries to load the given libraries into a scratch table, then unloads them.
+/// For tests and diagnostics: the process-wide table `cs_tls_load()` fills is
+/// never touched. Returns 1 on success; otherwise 0 with a NUL-terminated
+/// explanation in `message` (at most `capacity` bytes).
+int cs_tls_load_from(const char *libssl_path, const char *libcrypto_path, char *message, size_t capacity);
+
+/// Whether `code` (from `cs_tls_io_result.error_code`) carries OpenSSL reason `reason`.
+int cs_tls_error_has_reason(unsigned long code, int reason);
+
+/// `X509_verify_cert_error_string` for a verification result.
+const char *cs_tls_verify_error_string(long result);
+
+// MARK: contexts
+
+/// A new context for clients (`server` 0) or servers (`server` 1) with TLS 1.2
+/// as the lowest version, renegotiation off, and (clients) peer verification
+/// required. Returns NULL on failure; `result` then holds the OpenSSL error.
+cs_tls_ctx *cs_tls_ctx_new(int server, cs_tls_io_result *result);
+
+/// Frees a context (connections made from it keep their own reference).
+void cs_tls_ctx_free(cs_tls_ctx *ctx);
+
+/// Adds OpenSSL's default trust locations (which honour `SSL_CERT_FILE` and `SSL_CERT_DIR`).
+int cs_tls_ctx_use_default_trust(cs_tls_ctx *ctx, cs_tls_io_result *result);
+
+/// Adds every certificate in a PEM buffer as a trust root. Returns the number
+/// added (0 when the buffer holds none), or -1 on a malformed certificate.
+int cs_tls_ctx_add_trust_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs_tls_io_result *result);
+
+/// Sets the leaf certificate (the first in the PEM) and its chain (the rest).
+int cs_tls_ctx_use_certificate_chain_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs_tls_io_result *result);
+
+/// Sets the private key (PEM, unencrypted) and checks it matches the certificate.
+int cs_tls_ctx_use_private_key_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs_tls_io_result *result);
+
+/// Offers (client) or selects when offered (server) ALPN `http/1.1`.
+int cs_tls_ctx_use_alpn_http11(cs_tls_ctx *ctx, int server);
+
+/// Restricts protocol versions (`CS_TLS_VERSION_*`, 0 for "no limit").
+int cs_tls_ctx_set_protocol_range(cs_tls_ctx *ctx, int minimum, int maximum);
+
+/// Sets OpenSSL's security level and cipher list; used only to build obsolete
+/// servers in tests (a TLS 1.1 server needs level 0).
+int cs_tls_ctx_set_legacy_security(cs_tls_ctx *ctx, int level, const char *ciphers);
+
+// MARK: connections
+
+/// A new connection over an already-connected socket (the caller keeps
+/// ownership of `fd`). Returns NULL on failure.
+cs_tls_conn *cs_tls_conn_new(cs_tls_ctx *ctx, int fd, cs_tls_io_result *result);
+
+/// Frees a connection without sending anything.
+void cs_tls_conn_free(cs_tls_conn *conn);
+
+/// Client: the server name to verify and send as SNI (`is_ip` 0), or the IP
+/// address to verify, without SNI (`is_ip` 1).
+int cs_tls_conn_set_peer_name(cs_tls_conn *conn, const char *name, int is_ip);
+
+/// Client: offers `session` for resumption.
+int cs_tls_conn_set_session(cs_tls_conn *conn, cs_tls_session *session);
+
+/// The connection's session with a new reference if it can be resumed, else NULL.
+cs_tls_session *cs_tls_conn_copy_resumable_session(cs_tls_conn *conn);
+
+/// Releases a reference from `cs_tls_conn_copy_resumable_session`.
+void cs_tls_session_free(cs_tls_session *session);
+
+/// Runs `SSL_connect` (`server` 0) or `SSL_accept` (`server` 1) once. Blocking.
+void cs_tls_conn_handshake(cs_tls_conn *conn, int server, cs_tls_io_result *result);
+
+/// `SSL_read_ex` once. Blocking.
+void cs_tls_conn_read(cs_tls_conn *conn, void *buffer, size_t capacity, cs_tls_io_result *result);
+
+/// `SSL_write_ex` once. Blocking.
+void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_tls_io_result *result);
+
+/// `SSL_shutdown` once: sends close_notify. Blocking.
+void cs_tls_conn_shutdown(cs_tls_conn *conn, cs_tls_io_result *result);
+
+/// `SSL_get_verify_result` (0 is X509_V_OK).
+long cs_tls_conn_verify_result(cs_tls_conn *conn);
+
+/// Whether the first record header the peer sent began with `HTTP/` (a plain
+/// HTTP server answered our ClientHello).
+int cs_tls_conn_peer_spoke_plain_http(cs_tls_conn *conn);
+
+/// Whether the handshake resumed an earlier session.
+int cs_tls_conn_session_reused(cs_tls_conn *conn);
+
+/// The ALPN protocol negotiated, written to `buffer` NUL-terminated ("" when none).
+void cs_tls_conn_alpn(cs_tls_conn *conn, char *buffer, size_t capacity);
+
+/// The negotiated protocol version (`CS_TLS_VERSION_*`).
+int cs_tls_conn_version(cs_tls_conn *conn);
+
+#endif

@@ -1,0 +1,100 @@
+/// An error of the TLS stream layer: what went wrong, and a message that names the cause.
+///
+/// The layer knows nothing of storage; callers above it map these to their own errors.
+/// Certificate problems (``Kind-swift.struct/untrustedIssuer``, ``Kind-swift.struct/nameMismatch``,
+/// ``Kind-swift.struct/expired``, ``Kind-swift.struct/notYetValid``,
+/// ``Kind-swift.struct/certificateRejected``), protocol mismatches and a plain HTTP server
+/// are permanent: retrying cannot help, so callers should fail at once.
+///
+/// ```swift
+/// do {
+///     try stream.handshake()
+/// } catch let error where error.kind == .nameMismatch {
+///     print(error.message)  // names the host and the verification failure
+/// }
+/// ```
+public struct TLSError: Error, Sendable, CustomStringConvertible {
+    /// The category of a ``TLSError``; new categories may be added later.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case untrustedIssuer, nameMismatch, expired, notYetValid, certificateRejected
+            case protocolVersion, handshakeFailed, plainHTTPServer, peerClosed, timedOut
+            case io, libraryUnavailable, invalidConfiguration, other
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) {
+            self.base = base
+        }
+
+        /// The peer's certificate chain does not lead to a trusted root.
+        public static let untrustedIssuer = Kind(.untrustedIssuer)
+        /// The certificate is valid but for another host name or IP address.
+        public static let nameMismatch = Kind(.nameMismatch)
+        /// The certificate (or one in its chain) has expired.
+        public static let expired = Kind(.expired)
+        /// The certificate (or one in its chain) is not valid yet (often a wrong clock).
+        public static let notYetValid = Kind(.notYetValid)
+        /// Certificate verification failed for another reason (the message says which).
+        public static let certificateRejected = Kind(.certificateRejected)
+        /// The peers share no protocol version (this side requires TLS 1.2 or newer) or cipher.
+        public static let protocolVersion = Kind(.protocolVersion)
+        /// The handshake failed for a reason not covered by a more specific kind.
+        public static let handshakeFailed = Kind(.handshakeFailed)
+        /// The server answered the TLS handshake in clear text with `HTTP/…`: an `https://`
+        /// address points at a plain HTTP server.
+        public static let plainHTTPServer = Kind(.plainHTTPServer)
+        /// The peer closed the connection without a TLS close_notify (during the handshake,
+        /// or mid-stream: the data may be truncated).
+        public static let peerClosed = Kind(.peerClosed)
+        /// The socket's send or receive time-out expired during a blocking call.
+        public static let timedOut = Kind(.timedOut)
+        /// A system call on the socket failed (``TLSError/systemError`` has the `errno`).
+        public static let io = Kind(.io)
+        /// OpenSSL 3 could not be loaded on this machine (or this is not Linux).
+        public static let libraryUnavailable = Kind(.libraryUnavailable)
+        /// A certificate, key or trust root given in the configuration could not be used.
+        public static let invalidConfiguration = Kind(.invalidConfiguration)
+        /// Anything else, including use of a stream in the wrong state.
+        public static let other = Kind(.other)
+
+        /// Whether this kind is a failure to verify the peer's certificate.
+        public var isCertificateFailure: Bool {
+            switch base {
+            case .untrustedIssuer, .nameMismatch, .expired, .notYetValid, .certificateRejected: true
+            default: false
+            }
+        }
+
+        /// A short name for logs, such as `untrustedIssuer`.
+        public var description: String {
+            "\(base)"
+        }
+    }
+
+    /// What went wrong.
+    public let kind: Kind
+    /// A human-readable explanation that names the cause (and the peer, where known).
+    public let message: String
+    /// The `errno` of the failing system call, for ``Kind-swift.struct/io`` and
+    /// ``Kind-swift.struct/timedOut``.
+    public let systemError: Int32?
+
+    /// Creates an error.
+    ///
+    /// - Parameters:
+    ///   - kind: The category.
+    ///   - message: An explanation that names the cause.
+    ///   - systemError: The `errno` involved, if any.
+    public init(_ kind: Kind, _ message: String, systemError: Int32? = nil) {
+        self.kind = kind
+        self.message = message
+        self.systemError = systemError
+    }
+
+    /// `kind: message`.
+    public var description: String {
+        "TLS \(kind): \(message)"
+    }
+}

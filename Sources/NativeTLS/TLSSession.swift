@@ -1,0 +1,21 @@
+internal import CCloudStorage
+
+/// A resumable TLS session held for a later connection to the same server.
+///
+/// `@unchecked Sendable` is safe: the pointer is never changed after init, OpenSSL
+/// reference-counts `SSL_SESSION` atomically and treats an established session as
+/// read-only, so several threads may offer the same one (OpenSSL's own client cache
+/// does exactly that). The reference is released once, in `deinit`.
+final class TLSSession: @unchecked Sendable {
+    /// The `SSL_SESSION`; this object owns one reference to it.
+    let pointer: OpaquePointer
+
+    /// Takes over one reference to `pointer` (as returned by `cs_tls_conn_copy_resumable_session`).
+    init(_ pointer: OpaquePointer) {
+        self.pointer = pointer
+    }
+
+    deinit {
+        cs_tls_session_free(pointer)
+    }
+}

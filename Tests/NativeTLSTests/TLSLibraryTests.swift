@@ -1,0 +1,26 @@
+import Testing
+
+@testable import NativeTLS
+
+/// The run-time loader: available here, and a clear reason when it cannot load.
+@Suite struct TLSLibraryTests {
+    @Test func loadsTheSystemOpenSSL() {
+        #expect(TLSLibrary.isAvailable)
+        #expect(TLSLibrary.unavailableReason == nil)
+    }
+
+    @Test func aMissingLibraryIsNamed() throws {
+        let reason = try #require(TLSLibrary.probe(libssl: "libssl-does-not-exist.so.3", libcrypto: "libcrypto.so.3"))
+        #expect(reason.contains("cannot load libssl-does-not-exist.so.3"))
+    }
+
+    @Test func aMissingFunctionIsNamed() throws {
+        // libcrypto has none of libssl's functions, so the first one looked up is missing.
+        let reason = try #require(TLSLibrary.probe(libssl: "libcrypto.so.3", libcrypto: "libcrypto.so.3"))
+        #expect(reason.contains("lacks the function TLS_client_method"))
+    }
+
+    @Test func theRealLibrariesProbeClean() {
+        #expect(TLSLibrary.probe(libssl: "libssl.so.3", libcrypto: "libcrypto.so.3") == nil)
+    }
+}
