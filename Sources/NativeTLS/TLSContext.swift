@@ -18,7 +18,7 @@ import Synchronization
 /// `@unchecked Sendable` is safe: the `SSL_CTX` is fully configured in `init` and never
 /// changed afterwards (OpenSSL allows concurrent `SSL_new` on such a context), and the
 /// session cache is behind a `Mutex`.
-public final class TLSContext: @unchecked Sendable {
+public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note above
     /// Which side of a connection this context configures.
     public enum Role: Sendable, Hashable {
         /// Connects to servers and verifies them.

@@ -6,7 +6,7 @@ internal import CCloudStorage
 /// reference-counts `SSL_SESSION` atomically and treats an established session as
 /// read-only, so several threads may offer the same one (OpenSSL's own client cache
 /// does exactly that). The reference is released once, in `deinit`.
-final class TLSSession: @unchecked Sendable {
+final class TLSSession: @unchecked Sendable {  // SAFETY: see the note above
     /// The `SSL_SESSION`; this object owns one reference to it.
     let pointer: OpaquePointer
 
