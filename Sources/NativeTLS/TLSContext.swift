@@ -15,7 +15,7 @@ import Synchronization
 /// try stream.handshake()
 /// ```
 ///
-/// `@unchecked Sendable` is safe: the `SSL_CTX` is fully configured in `init` and never
+/// SAFETY (`@unchecked Sendable`): the `SSL_CTX` is fully configured in `init` and never
 /// changed afterwards (OpenSSL allows concurrent `SSL_new` on such a context), and the
 /// session cache is behind a `Mutex`.
 public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note above

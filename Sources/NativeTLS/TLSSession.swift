@@ -2,7 +2,7 @@ internal import CCloudStorage
 
 /// A resumable TLS session held for a later connection to the same server.
 ///
-/// `@unchecked Sendable` is safe: the pointer is never changed after init, OpenSSL
+/// SAFETY (`@unchecked Sendable`): the pointer is never changed after init, OpenSSL
 /// reference-counts `SSL_SESSION` atomically and treats an established session as
 /// read-only, so several threads may offer the same one (OpenSSL's own client cache
 /// does exactly that). The reference is released once, in `deinit`.
