@@ -50,7 +50,7 @@ let package = Package(
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
         .target(
             name: "StorageEmulator",
-            dependencies: ["HTTP1", "CCloudStorage", "POSIXSockets"],
+            dependencies: ["HTTP1", "CCloudStorage", "POSIXSockets", "NativeTLS"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
@@ -92,7 +92,7 @@ let package = Package(
         ),
         .testTarget(
             name: "StorageEmulatorTests",
-            dependencies: ["StorageEmulator", "HTTP1"],
+            dependencies: ["StorageEmulator", "HTTP1", "NativeTLS"],
             swiftSettings: strictSwift
         ),
         .testTarget(

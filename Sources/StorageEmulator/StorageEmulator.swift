@@ -1,4 +1,5 @@
 public import Foundation
+import NativeTLS
 
 /// A strict local server for the GCS JSON API and Firebase Storage v0, with
 /// memory, directory or discarding storage and scriptable fault injection.
@@ -71,6 +72,12 @@ public final class StorageEmulator: Sendable {
         /// new one gets `503` with `Retry-After: 1`, which clients retry. Idle sessions hold no
         /// file descriptor, so the bound is about disk and memory, not descriptors.
         public var maxUploadSessions = 1000
+        /// When set, the emulator serves HTTPS with this identity and ``StorageEmulator/baseURL``
+        /// is `https://…`; every connection starts with a TLS handshake, and one that fails (a
+        /// plain-HTTP client, an untrusting one) is closed without reaching a fault plan.
+        /// Needs the system's OpenSSL 3, loaded at run time; without it ``StorageEmulator/start(_:)``
+        /// fails and says why.
+        public var tls: TLSIdentity? = nil
 
         /// The defaults: loopback, a free port, memory, no auth, no faults, buckets created on use.
         public init() {}
@@ -85,11 +92,13 @@ public final class StorageEmulator: Sendable {
     let application: EmulatorApplication
     private let server: EmulatorHTTPServer
     private let host: String
+    private let scheme: String
 
-    private init(application: EmulatorApplication, server: EmulatorHTTPServer, host: String) {
+    private init(application: EmulatorApplication, server: EmulatorHTTPServer, host: String, scheme: String) {
         self.application = application
         self.server = server
         self.host = host
+        self.scheme = scheme
     }
 
     /// Starts an emulator and returns once it is listening.
@@ -101,9 +110,11 @@ public final class StorageEmulator: Sendable {
     ///
     /// - Parameter configuration: Address, storage, auth and faults.
     /// - Returns: The running emulator; call ``stop()`` when done.
-    /// - Throws: ``EmulatorError`` for an invalid fault plan or storage directory; the server's error when
-    ///   the address cannot be bound.
+    /// - Throws: ``EmulatorError`` for an invalid fault plan or storage directory, for a TLS certificate or
+    ///   key that cannot be read or used, or when TLS is asked for and OpenSSL 3 cannot be loaded (all
+    ///   before listening); the server's error when the address cannot be bound.
     public static func start(_ configuration: Configuration = .init()) throws -> StorageEmulator {
+        let tls = try configuration.tls.map { identity throws(EmulatorError) in try identity.makeContext() }
         let store: any ObjectStore
         switch configuration.backing {
         case .memory:
@@ -132,18 +143,21 @@ public final class StorageEmulator: Sendable {
         } catch {
             throw EmulatorError(description: error.message)
         }
-        let server = EmulatorHTTPServer(host: configuration.host, port: configuration.port, application: application)
+        let server = EmulatorHTTPServer(
+            host: configuration.host, port: configuration.port, application: application, tls: tls)
         _ = try server.start()
-        return StorageEmulator(application: application, server: server, host: configuration.host)
+        return StorageEmulator(
+            application: application, server: server, host: configuration.host, scheme: tls == nil ? "http" : "https")
     }
 
     /// The port the emulator listens on.
     public var port: Int { server.port }
 
-    /// `http://<host>:<port>`, the value for `STORAGE_EMULATOR_HOST` or the SDK's emulator endpoint.
+    /// `http://<host>:<port>` (`https://` with ``Configuration/tls``), the value for
+    /// `STORAGE_EMULATOR_HOST` or the SDK's emulator endpoint.
     public var baseURL: URL {
         let hostPart = host.contains(":") ? "[\(host)]" : host
-        return URL(string: "http://\(hostPart):\(port)") ?? URL(fileURLWithPath: "/")
+        return URL(string: "\(scheme)://\(hostPart):\(port)") ?? URL(fileURLWithPath: "/")
     }
 
     /// Creates a bucket (an existing one is fine).

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+package import NativeTLS
 import POSIXSockets
 import Synchronization
 
@@ -39,7 +40,10 @@ import Synchronization
 /// HTTP/1.0 ones close unless the request says `keep-alive`. Pipelined requests
 /// are served in order. Malformed heads get `400`, unsupported transfer codings
 /// `501`, other expectations than `100-continue` `417`, all followed by a close;
-/// TLS, the HTTP/2 preface and other non-HTTP/1 bytes are closed without an answer.
+/// On a plain server TLS, the HTTP/2 preface and other non-HTTP/1 bytes are closed without
+/// an answer; on a TLS server (see ``init(host:port:application:limits:tls:)``) so is a failed
+/// handshake, plain HTTP included. Over TLS a read time-out (a stalled head) fails the TLS
+/// stream, so the connection closes without the `408` answer.
 package final class EmulatorHTTPServer: Sendable {
     private enum Phase {
         case idle
@@ -71,6 +75,8 @@ package final class EmulatorHTTPServer: Sendable {
     private let requestedPort: Int
     let application: any ServerApplication
     let limits: Limits
+    /// The server's TLS identity; nil serves plain HTTP.
+    private let tls: TLSContext?
     private let state = Mutex(State())
     /// Entered by every thread the server starts, left when it ends; ``stop()`` waits on it.
     private let threads = DispatchGroup()
@@ -83,13 +89,16 @@ package final class EmulatorHTTPServer: Sendable {
     ///   - port: The port, or 0 for an ephemeral one.
     ///   - application: What answers the requests.
     ///   - limits: Bounds and timeouts.
+    ///   - tls: When set, every connection begins with a TLS server handshake on its own thread.
     package init(
-        host: String = "127.0.0.1", port: Int = 0, application: any ServerApplication, limits: Limits = .init()
+        host: String = "127.0.0.1", port: Int = 0, application: any ServerApplication, limits: Limits = .init(),
+        tls: TLSContext? = nil
     ) {
         self.host = host
         self.requestedPort = port
         self.application = application
         self.limits = limits
+        self.tls = tls
     }
 
     /// The bound port; 0 before ``start()``.
@@ -265,7 +274,7 @@ package final class EmulatorHTTPServer: Sendable {
             // Its thread sees the shutdown, ends, and closes the descriptor.
             evicted?.shutdown()
             startThread(name: "emulator-conn-\(id)") { server in
-                let connection = ServerConnection(id: id, socket: handle, server: server)
+                let connection = ServerConnection(id: id, socket: handle, server: server, tls: server.tls)
                 connection.run()
                 server.state.withLock { _ = $0.connections.removeValue(forKey: id) }
                 handle.close()

@@ -1,8 +1,10 @@
 import Foundation
 import HTTP1
+import NativeTLS
 import POSIXSockets
 
-/// One accepted connection: its read buffer and its request loop.
+/// One accepted connection: its read buffer and its request loop, over the plain
+/// socket or, when the server has a TLS context, over TLS after a server handshake.
 ///
 /// Confined to the connection's own thread (it is not `Sendable`); the only
 /// cross-thread access to its socket is ``SocketDescriptor/shutdown()``.
@@ -10,6 +12,10 @@ final class ServerConnection {
     /// The server's name for this connection.
     let id: Int
     private let socket: SocketDescriptor
+    /// What the exchange reads and writes: the socket, or TLS over it once ``run()`` shook hands.
+    private var stream: ConnectionStream
+    /// The server's TLS identity, or nil for plain HTTP.
+    private let tls: TLSContext?
     let server: EmulatorHTTPServer
     /// Holds a head (up to the limit, plus one byte to notice excess) and read-ahead bytes.
     private let buffer: UnsafeMutableRawBufferPointer
@@ -19,14 +25,17 @@ final class ServerConnection {
     /// Reset or closed: the descriptor must not be used again.
     private(set) var ended = false
 
-    init(id: Int, socket: SocketDescriptor, server: EmulatorHTTPServer) {
+    init(id: Int, socket: SocketDescriptor, server: EmulatorHTTPServer, tls: TLSContext?) {
         self.id = id
         self.socket = socket
+        self.stream = .plain(socket.fd)
+        self.tls = tls
         self.server = server
         buffer = .allocate(byteCount: max(server.limits.head.maxHeadBytes + 1, 16 * 1024) + 16 * 1024, alignment: 16)
     }
 
     deinit {
+        stream.release()
         buffer.deallocate()
     }
 
@@ -34,9 +43,35 @@ final class ServerConnection {
 
     /// Serves requests until the connection ends.
     func run() {
+        if let tls, !startTLS(tls) { return }
         while !ended {
             guard let head = readHead() else { return }
             guard serve(head) else { return }
+        }
+    }
+
+    // MARK: - TLS
+
+    /// Runs the TLS server handshake on this (the connection's own) thread.
+    ///
+    /// A client that fails it, stalls in it or speaks plain HTTP is closed without an answer:
+    /// nothing reaches the application, so no fault-plan step is used. The connection stays
+    /// evictable meanwhile (it counts as waiting for a head), and each read is bounded by the
+    /// head time-out.
+    ///
+    /// - Returns: Whether the connection now speaks TLS.
+    private func startTLS(_ context: TLSContext) -> Bool {
+        do {
+            let connection = ConnectionStream.TLSConnection(
+                stream: try TLSStream(server: context, socket: socket.fd), socket: socket.fd)
+            connection.setReceiveTimeout(limits.headTimeout)
+            // Stored before the handshake so that every way out releases it.
+            stream = .tls(connection)
+            try connection.stream.handshake()
+            return true
+        } catch {
+            closeNow()
+            return false
         }
     }
 
@@ -193,13 +228,7 @@ final class ServerConnection {
             end -= start
             start = 0
         }
-        let count: Int
-        do {
-            count = try POSIXSocket.receive(
-                socket.fd, into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout)
-        } catch {
-            throw ServerIOError(error)
-        }
+        let count = try stream.receive(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout)
         end += count
         return count
     }
@@ -209,22 +238,14 @@ final class ServerConnection {
     /// - Returns: The bytes read; 0 when the peer closed.
     func receiveDirect(into destination: UnsafeMutableRawBufferPointer) throws(ServerIOError) -> Int {
         guard !ended else { throw .connectionEnded }
-        do {
-            return try POSIXSocket.receive(socket.fd, into: destination, timeout: limits.readTimeout)
-        } catch {
-            throw ServerIOError(error)
-        }
+        return try stream.receive(into: destination, timeout: limits.readTimeout)
     }
 
     // MARK: - Writing
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(ServerIOError) {
         guard !ended else { throw .connectionEnded }
-        do {
-            try POSIXSocket.sendAll(socket.fd, bytes)
-        } catch {
-            throw ServerIOError(error)
-        }
+        try stream.send(bytes)
     }
 
     func send(_ bytes: [UInt8]) throws(ServerIOError) {
@@ -235,10 +256,11 @@ final class ServerConnection {
 
     // MARK: - Ending
 
-    /// Ends the connection with RST.
+    /// Ends the connection with RST (over TLS too: no close_notify, the socket just resets).
     func reset() {
         guard !ended else { return }
         ended = true
+        stream.release()
         POSIXSocket.setResetOnClose(socket.fd)
         socket.close()
     }
@@ -247,6 +269,9 @@ final class ServerConnection {
     func closeNow() {
         guard !ended else { return }
         ended = true
+        // A clean end over TLS says so with close_notify (once; nothing after a failure).
+        stream.finishWriting()
+        stream.release()
         POSIXSocket.shutdownBoth(socket.fd)
         socket.close()
     }
@@ -270,6 +295,9 @@ final class ServerConnection {
             closeNow()
             return
         }
+        // Over TLS the peer learns the end from close_notify; what it still sends is discarded
+        // from the socket below, undecrypted.
+        stream.finishWriting()
         POSIXSocket.shutdownWrite(socket.fd)
         let deadline = ContinuousClock.now + limits.lingerTimeout
         var discarded = 0

@@ -1,4 +1,5 @@
 package import HTTP1
+import NativeTLS
 import POSIXSockets
 
 /// Why the server could not read a request body or send a response.
@@ -28,6 +29,8 @@ package enum ServerIOError: Error, Hashable, Sendable {
     case alreadyStarted
     /// A system call failed with this `errno`.
     case system(Int32)
+    /// TLS failed on the connection (the message names why).
+    case tls(String)
 }
 
 extension ServerIOError {
@@ -37,6 +40,18 @@ extension ServerIOError {
         case .timedOut: self = .timedOut
         case .invalidAddress: self = .invalidAddress
         case .system(let code): self = .system(code)
+        }
+    }
+}
+
+extension ServerIOError {
+    /// The server's reading of a failed TLS read or write.
+    init(_ error: TLSError) {
+        switch error.kind {
+        case .timedOut: self = .timedOut
+        case .peerClosed: self = .endOfStream
+        case .io where error.systemError != nil: self = .system(error.systemError ?? 0)
+        default: self = .tls(error.message)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import NativeTLS
 
 #if canImport(Glibc)
 import Glibc
@@ -10,6 +11,7 @@ import Darwin
 /// A blocking test client over a raw loopback socket, so that tests control every byte.
 ///
 /// Use it only on threads of its own (see ``onThread(_:)``), never on Swift's cooperative pool.
+/// After ``startTLS(_:)`` every byte goes through a TLS stream instead.
 final class RawClient {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -26,6 +28,8 @@ final class RawClient {
     let fd: Int32
     /// Bytes received and not consumed.
     var pending: [UInt8] = []
+    /// Set by ``startTLS(_:)``.
+    private(set) var tls: TLSStream?
 
     init(port: Int, receiveTimeout: Duration = .seconds(20)) throws {
         #if canImport(Glibc)
@@ -58,7 +62,15 @@ final class RawClient {
     }
 
     deinit {
+        tls?.close()
         close(fd)
+    }
+
+    /// Runs a TLS client handshake for `localhost` with `context`; from then on I/O is encrypted.
+    func startTLS(_ context: TLSContext) throws {
+        let stream = try TLSStream(client: context, socket: fd, host: "localhost", port: 0)
+        try stream.handshake()
+        tls = stream
     }
 
     func send(_ text: String) throws {
@@ -66,6 +78,10 @@ final class RawClient {
     }
 
     func send(_ bytes: [UInt8]) throws {
+        if let tls {
+            try bytes.withUnsafeBytes { try tls.write($0) }
+            return
+        }
         #if canImport(Glibc)
         let flags = Int32(MSG_NOSIGNAL)
         #else
@@ -84,6 +100,11 @@ final class RawClient {
     @discardableResult
     func receiveMore() throws -> Int {
         var chunk = [UInt8](repeating: 0, count: 256 * 1024)
+        if let tls {
+            let count = try chunk.withUnsafeMutableBytes { try tls.read(into: $0) }
+            pending += chunk[0..<count]
+            return count
+        }
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
