@@ -27,6 +27,9 @@ struct EmulatorCommand {
           --faults LIST      a fault plan applied to every request, comma-separated,
                              e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1
                              (clients can also send x-emulator-faults: <plan id>)
+          --tls-cert FILE    serve HTTPS with this PEM certificate chain (leaf first);
+                             needs --tls-key and the system's OpenSSL 3
+          --tls-key FILE     the certificate's PEM private key; needs --tls-cert
         """
 
     let configuration: StorageEmulator.Configuration
@@ -34,7 +37,10 @@ struct EmulatorCommand {
     init(_ words: [String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
             words,
-            valued: ["--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions"],
+            valued: [
+                "--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions",
+                "--tls-cert", "--tls-key",
+            ],
             flags: ["--discard", "--accept-owner"]
         )
         guard arguments.positional.isEmpty else { throw UsageError("unexpected \(arguments.positional[0])") }
@@ -79,6 +85,16 @@ struct EmulatorCommand {
             // A random plan's parameters are separated by commas too: keep it whole.
             configuration.faults =
                 faults.hasPrefix("random:") ? [faults] : faults.split(separator: ",").map(String.init)
+        }
+        switch (arguments.value("--tls-cert"), arguments.value("--tls-key")) {
+        case (.some(let certificate), .some(let key)):
+            configuration.tls = .init(certificateChain: .file(certificate), privateKey: .file(key))
+        case (.some, nil):
+            throw UsageError("--tls-cert needs --tls-key")
+        case (nil, .some):
+            throw UsageError("--tls-key needs --tls-cert")
+        case (nil, nil):
+            break
         }
         self.configuration = configuration
     }

@@ -201,6 +201,9 @@ struct CommandLineParsingTests {
         #expect(configuration.maxUploadSessions == 50)
         #expect(configuration.faults == ["return-503", "pass", "reset-after-256K"])
         #expect(configuration.autoCreateBuckets)
+        #expect(configuration.tls == nil)
+        let tls = try EmulatorCommand(["--tls-cert", "a.pem", "--tls-key", "a.key"]).configuration.tls
+        #expect(tls == .init(certificateChain: .file("a.pem"), privateKey: .file("a.key")))
     }
 
     @Test func emulatorDefaultsAreMemoryOnAFreeLoopbackPort() throws {
@@ -236,7 +239,7 @@ struct CommandLineParsingTests {
 
     @Test(arguments: [
         ["--port", "65536"], ["--port", "-1"], ["--port", "http"], ["--dir", "/tmp/x", "--discard"],
-        ["serve"], ["--verbose"], ["--faults"],
+        ["serve"], ["--verbose"], ["--faults"], ["--tls-cert", "a.pem"], ["--tls-key", "a.key"],
     ])
     func badEmulatorCommandLinesAreUsageErrors(words: [String]) {
         #expect(throws: UsageError.self) { try EmulatorCommand(words) }
