@@ -126,6 +126,48 @@ struct EmulatorTLSTests {
         }
     }
 
+    @Test func chunkedBodiesAndPipelinedRequestsWorkOverTLS() async throws {
+        let server = try TLSContext(
+            server: TLSServerConfiguration(
+                certificateChain: .file(Self.path("localhost.pem")), privateKey: .file(Self.path("localhost.key"))))
+        let context = try Self.client()
+        // Reads of 7 bytes stop inside chunks and TLS records alike.
+        try await withServer(EchoApplication(readSize: 7), tls: server) { _, port in
+            try await onThread {
+                let client = try RawClient(port: port)
+                try client.startTLS(context)
+                try client.send(
+                    "PUT /c HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "5\r\nhello\r\n1a\r\nabcdefghijklmnopqrstuvwxyz\r\n0\r\n\r\n"
+                        + "POST /d HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+                let chunked = try client.readResponse()
+                #expect(chunked.text == "helloabcdefghijklmnopqrstuvwxyz")
+                #expect(chunked.headers["X-Content-Length"] == "chunked")
+                let last = try client.readResponse()
+                #expect(last.text == "ok")
+                #expect(last.headers["Connection"] == "close")
+                // The server ends with close_notify: a clean end of stream, not a truncation.
+                #expect(try client.readToEOF().isEmpty)
+            }
+        }
+    }
+
+    @Test func stopEndsAConnectionStillInItsHandshake() async throws {
+        var configuration = StorageEmulator.Configuration()
+        configuration.tls = Self.identity()
+        let emulator = try StorageEmulator.start(configuration)
+        let port = emulator.port
+        try await onThread {
+            let silent = try RawClient(port: port)
+            // Half a record header: the server's handshake waits for the rest.
+            try silent.send([0x16, 0x03])
+            emulator.stop()
+            // The server closed it; it never answered.
+            _ = try? silent.readToEOF()
+            #expect(!silent.pending.starts(with: Array("HTTP/".utf8)))
+        }
+    }
+
     @Test func anUnusableCertificateOrKeyFailsBeforeListening() throws {
         var configuration = StorageEmulator.Configuration()
         configuration.tls = .init(

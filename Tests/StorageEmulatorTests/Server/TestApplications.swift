@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import NativeTLS
 import Synchronization
 
 @testable import StorageEmulator
@@ -65,9 +66,10 @@ struct CountingApplication: ServerApplication {
 func withServer<T: Sendable>(
     _ application: any ServerApplication,
     limits: EmulatorHTTPServer.Limits = .init(),
+    tls: TLSContext? = nil,
     _ body: (EmulatorHTTPServer, Int) async throws -> T
 ) async throws -> T {
-    let server = EmulatorHTTPServer(application: application, limits: limits)
+    let server = EmulatorHTTPServer(application: application, limits: limits, tls: tls)
     let port = try server.start()
     let result: Result<T, any Error>
     do {
