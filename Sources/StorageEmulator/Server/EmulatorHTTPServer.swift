@@ -26,7 +26,8 @@ import Synchronization
 ///   the open connection that has waited longest for a request head (idle, or with a head
 ///   still arriving): it is shut down without an answer, as an idle keep-alive connection
 ///   may be at any time. Only if every connection has a request in progress is the new
-///   one answered `503 Service Unavailable` with `Retry-After: 1` and closed.
+///   one answered `503 Service Unavailable` with `Retry-After: 1` and closed (over TLS,
+///   where no handshake has run yet, it is only closed).
 /// - Heads up to 64 KiB and 100 fields (`431` beyond); request bodies are never
 ///   buffered by the server: the application reads them.
 /// - Between requests a connection may stay idle for ``Limits/idleTimeout`` (60 s);
@@ -267,7 +268,9 @@ package final class EmulatorHTTPServer: Sendable {
         case .stopping:
             POSIXSocket.closeDescriptor(fd)
         case .tooMany:
-            POSIXSocket.sendWithoutBlocking(fd, Self.busyResponse)
+            // Before its handshake a TLS client would take a clear-text answer for a plain-HTTP
+            // server (a misleading, permanent error); closing reads as the transient refusal it is.
+            if tls == nil { POSIXSocket.sendWithoutBlocking(fd, Self.busyResponse) }
             POSIXSocket.shutdownWrite(fd)
             POSIXSocket.closeDescriptor(fd)
         case .accepted(let id, let handle, let evicted):

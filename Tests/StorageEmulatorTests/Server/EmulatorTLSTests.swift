@@ -152,6 +152,44 @@ struct EmulatorTLSTests {
         }
     }
 
+    @Test func aConnectionBeyondTheLimitIsClosedNotAnsweredInClearText() async throws {
+        var limits = EmulatorHTTPServer.Limits()
+        limits.maxConnections = 1
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let application = ClosureApplication { _, responder in
+            entered.signal()
+            release.wait()
+            try? responder.respond(status: 200, headers: [:], body: Data())
+        }
+        let server = try TLSContext(
+            server: TLSServerConfiguration(
+                certificateChain: .file(Self.path("localhost.pem")), privateKey: .file(Self.path("localhost.key"))))
+        let context = try Self.client()
+        let refusal = try await withServer(application, limits: limits, tls: server) { _, port in
+            try await onThread {
+                let busy = try RawClient(port: port)
+                try busy.startTLS(context)
+                try busy.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                entered.wait()
+                let refused = try RawClient(port: port)
+                let refusal: TLSError.Kind?
+                do {
+                    try refused.startTLS(context)
+                    refusal = nil
+                } catch let error as TLSError {
+                    refusal = error.kind
+                }
+                release.signal()
+                #expect(try busy.readResponse().status == 200)
+                return refusal
+            }
+        }
+        // Closed during the handshake, which a client retries; a clear-text 503 would read as a plain-HTTP server.
+        #expect(refusal != nil)
+        #expect(refusal != .plainHTTPServer)
+    }
+
     @Test func stopEndsAConnectionStillInItsHandshake() async throws {
         var configuration = StorageEmulator.Configuration()
         configuration.tls = Self.identity()
