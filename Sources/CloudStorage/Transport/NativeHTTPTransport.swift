@@ -1,4 +1,5 @@
 import Foundation
+import NativeTLS
 import Synchronization
 
 #if canImport(Glibc)
@@ -72,6 +73,10 @@ final class NativeHTTPTransport: HTTPTransport {
         var maxResponseBodyBytes = 64 * 1024 * 1024
         /// Whether file regions go with `sendfile(2)` where available (false: `pread` + `sendmsg`).
         var usesSendfile = true
+        /// PEM certificates trusted for `https://` besides the system store.
+        var additionalTrustRoots: [TLSPEMSource] = []
+        /// Whether the system trust store is trusted (tests turn it off so the machine cannot change a verdict).
+        var trustsSystemRoots = true
 
         init() {}
     }
@@ -80,6 +85,8 @@ final class NativeHTTPTransport: HTTPTransport {
     let configuration: Configuration
     let pool: NativeConnectionPool
     let threads = NativeIOThreads(name: "CloudStorage.NativeHTTPTransport")
+    /// The TLS client context, made on first `https://` use (it reads trust files, so on an I/O thread).
+    private let tlsContext = Mutex<Result<TLSContext, HTTPTransportError>?>(nil)
 
     init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -125,6 +132,36 @@ final class NativeHTTPTransport: HTTPTransport {
         }
     }
 
+    /// The client TLS context for this transport's trust roots, made once. Blocking (reads
+    /// trust files); call on an I/O thread.
+    ///
+    /// - Throws: ``HTTPTransportError/Kind/tlsFailure`` (permanent) when OpenSSL cannot be
+    ///   loaded or a trust root cannot be used; the message says why.
+    private func clientContext() throws(HTTPTransportError) -> TLSContext {
+        if let made = tlsContext.withLock({ $0 }) { return try made.get() }
+        let made: Result<TLSContext, HTTPTransportError>
+        do {
+            made = .success(
+                try TLSContext(
+                    client: TLSClientConfiguration(
+                        additionalTrustRoots: configuration.additionalTrustRoots,
+                        trustsSystemRoots: configuration.trustsSystemRoots)))
+        } catch {
+            let message =
+                error.kind == .libraryUnavailable
+                ? "https:// with the native transport needs the system's OpenSSL 3, which cannot be loaded: \(error.message)"
+                : "The TLS trust roots cannot be used: \(error.message)"
+            made = .failure(HTTPTransportError(kind: .tlsFailure, message: message, underlying: error, permanent: true))
+        }
+        // The first one made wins, so every connection shares one session cache.
+        let kept = tlsContext.withLock { stored in
+            if let earlier = stored { return earlier }
+            stored = made
+            return made
+        }
+        return try kept.get()
+    }
+
     /// Runs the request on the calling (I/O) thread, replacing a dead pooled connection once when that is safe.
     private func perform(
         _ request: NativePreparedRequest,
@@ -143,16 +180,32 @@ final class NativeHTTPTransport: HTTPTransport {
                 throw NativeSocket.cancelledError
             }
             if socket == nil {
-                socket = try NativeSocket.connect(
+                let context = request.usesTLS ? try clientContext() : nil
+                let timeout = min(configuration.connectTimeout, request.idleTimeout)
+                let fresh = try NativeSocket.connect(
                     host: request.host,
                     port: request.port,
-                    timeout: min(configuration.connectTimeout, request.idleTimeout),
+                    key: request.key,
+                    timeout: timeout,
                     sendBufferSize: configuration.sendBufferSize,
                     register: { state.attach($0) }
                 )
                 pool.noteOpened()
+                if let context {
+                    do {
+                        // Before any request byte: a server that fails verification never sees the head.
+                        try fresh.startTLS(context: context, host: request.host, port: request.port, timeout: timeout)
+                    } catch {
+                        _ = state.detach()
+                        fresh.close()
+                        if state.isCancelled { throw NativeSocket.cancelledError }
+                        throw error
+                    }
+                }
+                socket = fresh
             }
             guard let socket else { throw NativeSocket.cancelledError }
+            if socket.usesTLS { socket.setTimeouts(request.idleTimeout) }
             let exchange = NativeExchange(
                 socket: socket,
                 request: request,
@@ -165,8 +218,8 @@ final class NativeHTTPTransport: HTTPTransport {
             do {
                 let (response, reusable) = try exchange.run()
                 // After detaching, a cancel can no longer touch the socket; if one came first it is shut down.
-                if state.detach() && reusable {
-                    pool.put(socket)
+                if state.detach() {
+                    if reusable { pool.put(socket) } else { socket.closeGracefully() }
                 } else {
                     socket.close()
                 }
