@@ -11,8 +11,21 @@ import Darwin
 #endif
 
 /// An ``HTTPTransport`` speaking HTTP/1.1 over POSIX sockets, for `http://`
-/// URLs: the fast path for emulators and local gateways (see DESIGN.md,
-/// decision 2).
+/// and `https://` URLs (see DESIGN.md, decisions 1, 2 and 8).
+///
+/// - **TLS** is a stream layer under the same exchange, not a second
+///   transport: an `https://` connection is a ``NativeSocket`` made blocking
+///   (each call bounded by `SO_RCVTIMEO`/`SO_SNDTIMEO`) with a `TLSStream`
+///   over it. The handshake (the URL's host for SNI and verification, port
+///   443 by default) runs right after connecting, bounded like the connect,
+///   and before any request byte: a server that fails verification never
+///   sees the head or the credential, and the failure is
+///   ``HTTPTransportError/Kind/tlsFailure``, permanent. Plain and TLS
+///   connections are pooled under different keys and never mix. File
+///   regions go through one reused 1 MiB buffer per connection (`pread`,
+///   then large TLS writes); memory segments are written from their own
+///   storage; `sendfile` stays for plain sockets. Where OpenSSL 3 cannot be
+///   loaded, every `https://` request fails with that error, saying why.
 ///
 /// - **Bodies** of any length go with `Content-Length` (never chunked):
 ///   memory segments straight from their storage with gathered `sendmsg`,

@@ -132,6 +132,34 @@ struct NativeTLSTransportTests {
         }
     }
 
+    // MARK: - Trust roots
+
+    @Test func aTrustRootIsCheckedWhereItIsGiven() throws {
+        let pem = try Data(contentsOf: URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))
+        _ = try StorageConfiguration.TrustRoot.pem(pem)
+        let error = #expect(throws: StorageError.self) {
+            _ = try StorageConfiguration.TrustRoot.pem(Data("not a certificate".utf8))
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test func anUnusableTrustRootFailsEachRequestSayingWhy() async throws {
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.additionalTrustRoots = [.file("/nonexistent/ca.pem")]
+        let transport = NativeHTTPTransport(configuration: configuration)
+        for _ in 0..<2 {
+            let error = await #expect(throws: HTTPTransportError.self) {
+                _ = try await transport.execute(
+                    HTTPRequest(method: "GET", url: URL(string: "https://127.0.0.1:1/x")!), progress: nil)
+            }
+            #expect(error?.kind == .tlsFailure)
+            #expect(error?.permanent == true)
+            #expect(error?.message.contains("/nonexistent/ca.pem") == true)
+        }
+        // Refused before connecting: nothing was opened.
+        #expect(transport.connectionsOpened == 0)
+    }
+
     // MARK: - Cancellation
 
     @Test func cancellingAnUploadTheServerHoldsEndsIt() async throws {
