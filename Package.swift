@@ -44,7 +44,7 @@ let package = Package(
         ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCloudStorage", "HTTP1", "POSIXSockets"],
+            dependencies: ["CCloudStorage", "HTTP1", "POSIXSockets", "NativeTLS"],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
@@ -87,7 +87,9 @@ let package = Package(
         ),
         .testTarget(
             name: "CloudStorageTests",
-            dependencies: ["CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI"],
+            dependencies: [
+                "CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI", "NativeTLS",
+            ],
             swiftSettings: strictSwift
         ),
         .testTarget(

@@ -42,7 +42,8 @@ public struct Storage: Sendable {
             authorization: authorization,
             configuration: configuration,
             transport: configuration.transport.transport(
-                for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost)
+                for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost,
+                additionalTrustRoots: configuration.additionalTrustRoots)
         )
     }
 

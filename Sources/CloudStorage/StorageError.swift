@@ -71,7 +71,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case unauthenticated, unauthorized, retryLimitExceeded, nonMatchingChecksum
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
         case unreadableFile, fileChanged, downloadSizeExceeded
-        case protocolViolation, unwritableFile, objectChanged
+        case protocolViolation, unwritableFile, objectChanged, tlsFailure
     }
 
     let kind: Kind
@@ -155,6 +155,17 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// The object is larger than the `maxSize` a download into memory allows;
     /// the download stopped before reading past that limit.
     public static let downloadSizeExceeded = Self(kind: .downloadSizeExceeded)
+
+    /// The server could not be verified over TLS, or TLS could not be used at all, so no
+    /// request was sent: the certificate's issuer is not trusted, it names another host,
+    /// it has expired or is not valid yet, the server shares no TLS version of 1.2 or newer,
+    /// an `https://` address points at a plain HTTP server, or (native transport) OpenSSL 3
+    /// cannot be loaded or a trust root in ``StorageConfiguration/additionalTrustRoots``
+    /// cannot be used. The message names the cause. Never retried: the next attempt would
+    /// fail the same way. A private CA is trusted through
+    /// ``StorageConfiguration/additionalTrustRoots``; there is no switch that turns
+    /// verification off.
+    public static let tlsFailure = Self(kind: .tlsFailure)
 
     /// The code's name, such as `objectNotFound`.
     public var description: String { kind.rawValue }

@@ -73,6 +73,10 @@ struct RequestRunner: Sendable {
             } catch let error as HTTPTransportError {
                 if Task.isCancelled { throw .cancelled() }
                 if let own = Self.engineError(in: error) { throw own }
+                if error.kind == .tlsFailure {
+                    // Before any request byte: the message names the cause and the server, never the token.
+                    throw StorageError(.tlsFailure, error.message, underlyingError: error)
+                }
                 if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
                 if error.kind == .malformedResponse {
                     // Retried like a lost connection (the request's effect is unknown); if the

@@ -187,6 +187,12 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         /// The request's ``HTTPRequest/responseSink`` threw; its error is
         /// ``HTTPTransportError/underlying``.
         case sinkFailed
+        /// The TLS handshake failed for a reason retrying cannot fix (a
+        /// certificate that does not verify, no common protocol version, a
+        /// plain HTTP server behind `https://`), or TLS is unavailable here;
+        /// the `TLSError` is ``HTTPTransportError/underlying``. Always
+        /// ``HTTPTransportError/permanent``; no request byte was sent.
+        case tlsFailure
         /// Anything else the transport reports.
         case other
     }

@@ -177,15 +177,17 @@ final class NativeConnectionPool: Sendable {
                 state.idle[key] = list.isEmpty ? nil : list
                 return (newest, stale)
             }
-            for socket in expired { socket.close() }
+            for socket in expired { socket.closeGracefully() }
             guard let candidate else { return nil }
             if candidate.isIdleAndOpen { return candidate }
             // The server closed it (EOF) or sent something unasked: either way it is done.
-            candidate.close()
+            candidate.closeGracefully()
         }
     }
 
     /// Returns a connection whose last response was read completely and that may carry another request.
+    ///
+    /// Call on an I/O thread: an evicted TLS connection sends its close_notify.
     func put(_ socket: NativeSocket) {
         let now = ContinuousClock.now
         let evicted = state.withLock { state -> NativeSocket? in
@@ -195,7 +197,7 @@ final class NativeConnectionPool: Sendable {
             state.idle[socket.key] = list
             return oldest
         }
-        evicted?.close()
+        evicted?.closeGracefully()
     }
 
     /// Closes every idle connection.

@@ -146,6 +146,10 @@ final class NativeExchange {
 
     /// Sends every byte of `buffers`, the first `headLength` of which are the head (not counted as progress).
     private func sendAll(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) -> Bool {
+        if socket.usesTLS {
+            try sendAllTLS(buffers, headLength: headLength)
+            return true
+        }
         let nonEmpty = buffers.filter { !$0.isEmpty }
         let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(1, nonEmpty.count))
         defer { vectors.deallocate() }
@@ -180,11 +184,38 @@ final class NativeExchange {
         return true
     }
 
+    /// Writes `buffers` through TLS from their own storage, in slices of at most
+    /// ``tlsWriteSlice`` so progress and cancellation stay responsive. Blocking calls, each
+    /// bounded by the socket time-outs; a shutdown (cancellation) wakes them.
+    ///
+    /// An early answer from the server is not watched for here (a TLS write cannot be
+    /// polled like a plain one); it is read after the body, or the write fails when the
+    /// server closes.
+    private func sendAllTLS(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) {
+        var headLeft = headLength
+        for buffer in buffers where !buffer.isEmpty {
+            var offset = 0
+            while offset < buffer.count {
+                if isCancelled() { throw NativeSocket.cancelledError }
+                let count = min(buffer.count - offset, Self.tlsWriteSlice)
+                try socket.tlsWrite(UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]))
+                offset += count
+                let headPart = min(headLeft, count)
+                headLeft -= headPart
+                account(written: count, body: count - headPart)
+            }
+        }
+    }
+
+    /// The most bytes handed to one TLS write: many full 16 KiB records per call.
+    static let tlsWriteSlice = 1 << 20
+
     /// Sends `length` bytes of `file` from `offset`.
     private func sendFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
         var sent: Int64 = 0
         #if os(Linux)
-        var kernelCopies = usesSendfile
+        // The kernel cannot encrypt here (no TLS offload is used): TLS copies through the connection's buffer.
+        var kernelCopies = usesSendfile && !socket.usesTLS
         while kernelCopies && sent < length {
             let count = Int(min(length - sent, 1 << 30))
             switch try socket.sendFile(file.descriptor, offset: offset + sent, count: count) {
@@ -210,8 +241,13 @@ final class NativeExchange {
 
     /// Sends a file region through a buffer: `pread`, then `sendmsg`.
     private func copyFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
-        let buffer = fileBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1024 * 1024, alignment: 16)
-        fileBuffer = buffer
+        let buffer: UnsafeMutableRawBufferPointer
+        if socket.usesTLS {
+            buffer = socket.tls.fileBufferForCopies()
+        } else {
+            buffer = fileBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1024 * 1024, alignment: 16)
+            fileBuffer = buffer
+        }
         guard let base = buffer.baseAddress else { return true }
         var done: Int64 = 0
         while done < length {
@@ -388,6 +424,15 @@ final class NativeExchange {
     ///
     /// - Returns: The byte count; 0 at end of stream.
     private func readBlocking() throws(HTTPTransportError) -> Int {
+        if socket.usesTLS {
+            if isCancelled() { throw NativeSocket.cancelledError }
+            let count = try socket.tlsRead(into: scratch)
+            if count > 0 {
+                receivedResponseBytes = true
+                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
+            }
+            return count
+        }
         while true {
             if let count = try readAvailable() { return count }
             _ = try socket.wait(readable: true, writable: false, timeout: request.idleTimeout, isCancelled: isCancelled)

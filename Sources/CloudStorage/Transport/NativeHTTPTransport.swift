@@ -1,4 +1,5 @@
 import Foundation
+import NativeTLS
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,8 +11,21 @@ import Darwin
 #endif
 
 /// An ``HTTPTransport`` speaking HTTP/1.1 over POSIX sockets, for `http://`
-/// URLs: the fast path for emulators and local gateways (see DESIGN.md,
-/// decision 2).
+/// and `https://` URLs (see DESIGN.md, decisions 1, 2 and 8).
+///
+/// - **TLS** is a stream layer under the same exchange, not a second
+///   transport: an `https://` connection is a ``NativeSocket`` made blocking
+///   (each call bounded by `SO_RCVTIMEO`/`SO_SNDTIMEO`) with a `TLSStream`
+///   over it. The handshake (the URL's host for SNI and verification, port
+///   443 by default) runs right after connecting, bounded like the connect,
+///   and before any request byte: a server that fails verification never
+///   sees the head or the credential, and the failure is
+///   ``HTTPTransportError/Kind/tlsFailure``, permanent. Plain and TLS
+///   connections are pooled under different keys and never mix. File
+///   regions go through one reused 1 MiB buffer per connection (`pread`,
+///   then large TLS writes); memory segments are written from their own
+///   storage; `sendfile` stays for plain sockets. Where OpenSSL 3 cannot be
+///   loaded, every `https://` request fails with that error, saying why.
 ///
 /// - **Bodies** of any length go with `Content-Length` (never chunked):
 ///   memory segments straight from their storage with gathered `sendmsg`,
@@ -72,6 +86,10 @@ final class NativeHTTPTransport: HTTPTransport {
         var maxResponseBodyBytes = 64 * 1024 * 1024
         /// Whether file regions go with `sendfile(2)` where available (false: `pread` + `sendmsg`).
         var usesSendfile = true
+        /// PEM certificates trusted for `https://` besides the system store.
+        var additionalTrustRoots: [TLSPEMSource] = []
+        /// Whether the system trust store is trusted (tests turn it off so the machine cannot change a verdict).
+        var trustsSystemRoots = true
 
         init() {}
     }
@@ -80,6 +98,8 @@ final class NativeHTTPTransport: HTTPTransport {
     let configuration: Configuration
     let pool: NativeConnectionPool
     let threads = NativeIOThreads(name: "CloudStorage.NativeHTTPTransport")
+    /// The TLS client context, made on first `https://` use (it reads trust files, so on an I/O thread).
+    private let tlsContext = Mutex<Result<TLSContext, HTTPTransportError>?>(nil)
 
     init(configuration: Configuration = .init()) {
         self.configuration = configuration
@@ -125,6 +145,36 @@ final class NativeHTTPTransport: HTTPTransport {
         }
     }
 
+    /// The client TLS context for this transport's trust roots, made once. Blocking (reads
+    /// trust files); call on an I/O thread.
+    ///
+    /// - Throws: ``HTTPTransportError/Kind/tlsFailure`` (permanent) when OpenSSL cannot be
+    ///   loaded or a trust root cannot be used; the message says why.
+    private func clientContext() throws(HTTPTransportError) -> TLSContext {
+        if let made = tlsContext.withLock({ $0 }) { return try made.get() }
+        let made: Result<TLSContext, HTTPTransportError>
+        do {
+            made = .success(
+                try TLSContext(
+                    client: TLSClientConfiguration(
+                        additionalTrustRoots: configuration.additionalTrustRoots,
+                        trustsSystemRoots: configuration.trustsSystemRoots)))
+        } catch {
+            let message =
+                error.kind == .libraryUnavailable
+                ? "https:// with the native transport needs the system's OpenSSL 3, which cannot be loaded: \(error.message)"
+                : "The TLS trust roots cannot be used: \(error.message)"
+            made = .failure(HTTPTransportError(kind: .tlsFailure, message: message, underlying: error, permanent: true))
+        }
+        // The first one made wins, so every connection shares one session cache.
+        let kept = tlsContext.withLock { stored in
+            if let earlier = stored { return earlier }
+            stored = made
+            return made
+        }
+        return try kept.get()
+    }
+
     /// Runs the request on the calling (I/O) thread, replacing a dead pooled connection once when that is safe.
     private func perform(
         _ request: NativePreparedRequest,
@@ -143,16 +193,32 @@ final class NativeHTTPTransport: HTTPTransport {
                 throw NativeSocket.cancelledError
             }
             if socket == nil {
-                socket = try NativeSocket.connect(
+                let context = request.usesTLS ? try clientContext() : nil
+                let timeout = min(configuration.connectTimeout, request.idleTimeout)
+                let fresh = try NativeSocket.connect(
                     host: request.host,
                     port: request.port,
-                    timeout: min(configuration.connectTimeout, request.idleTimeout),
+                    key: request.key,
+                    timeout: timeout,
                     sendBufferSize: configuration.sendBufferSize,
                     register: { state.attach($0) }
                 )
                 pool.noteOpened()
+                if let context {
+                    do {
+                        // Before any request byte: a server that fails verification never sees the head.
+                        try fresh.startTLS(context: context, host: request.host, port: request.port, timeout: timeout)
+                    } catch {
+                        _ = state.detach()
+                        fresh.close()
+                        if state.isCancelled { throw NativeSocket.cancelledError }
+                        throw error
+                    }
+                }
+                socket = fresh
             }
             guard let socket else { throw NativeSocket.cancelledError }
+            if socket.usesTLS { socket.setTimeouts(request.idleTimeout) }
             let exchange = NativeExchange(
                 socket: socket,
                 request: request,
@@ -165,8 +231,8 @@ final class NativeHTTPTransport: HTTPTransport {
             do {
                 let (response, reusable) = try exchange.run()
                 // After detaching, a cancel can no longer touch the socket; if one came first it is shut down.
-                if state.detach() && reusable {
-                    pool.put(socket)
+                if state.detach() {
+                    if reusable { pool.put(socket) } else { socket.closeGracefully() }
                 } else {
                     socket.close()
                 }

@@ -8,8 +8,11 @@ struct NativePreparedRequest: Sendable {
     /// The host to resolve (an IPv6 literal without brackets).
     let host: String
     let port: Int
-    /// `host:port`, the connection pool's key.
-    var key: String { "\(host):\(port)" }
+    /// Whether the URL is `https://`: the connection is a TLS stream over the socket.
+    let usesTLS: Bool
+    /// The connection pool's key: `host:port` for plain connections,
+    /// `https://host:port` for TLS ones, so the two never mix.
+    var key: String { usesTLS ? "https://\(host):\(port)" : "\(host):\(port)" }
     /// The serialized request head, ending with the empty line.
     let head: [UInt8]
     let body: HTTPRequestBody
@@ -29,29 +32,32 @@ struct NativePreparedRequest: Sendable {
     /// Prepares `request`.
     ///
     /// - Throws: ``HTTPTransportError/Kind/other`` (permanent) for a URL that
-    ///   is not `http://host[:port]/…` or a head that cannot be written.
+    ///   is not `http://` or `https://host[:port]/…`, or a head that cannot be written.
     init(_ request: HTTPRequest) throws(HTTPTransportError) {
         responseSink = request.responseSink
         guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
-            components.scheme?.lowercased() == "http"
+            let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else {
             // Never the URL itself: an upload session's URL is a credential.
             throw HTTPTransportError(
                 kind: .other,
                 message:
-                    "The native transport speaks plain http:// only; this request's URL has scheme '\(request.url.scheme ?? "")' (use StorageTransportChoice.automatic or .urlSession).",
+                    "The native transport speaks http:// and https:// only; this request's URL has scheme '\(request.url.scheme ?? "")' (use StorageTransportChoice.urlSession).",
                 permanent: true
             )
         }
         var host = components.host ?? ""
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty, let port = components.port ?? 80 as Int?, (1...65535).contains(port) else {
+        guard !host.isEmpty, let port = components.port ?? (scheme == "https" ? 443 : 80) as Int?,
+            (1...65535).contains(port)
+        else {
             throw HTTPTransportError(
                 kind: .other, message: "The request's URL has no usable host and port.", permanent: true)
         }
         self.method = request.method
         self.host = host
         self.port = port
+        self.usesTLS = scheme == "https"
         self.body = request.body
         self.idleTimeout = request.idleTimeout
 

@@ -1,3 +1,4 @@
+import NativeTLS
 import POSIXSockets
 
 #if canImport(Glibc)
@@ -21,8 +22,14 @@ import Darwin
 /// transport's own threads, never on Swift's cooperative pool.
 final class NativeSocket: Sendable {
     private let descriptor: SocketDescriptor
-    /// `host:port`, the pool key of the server this socket is connected to.
+    /// The pool key of the server this socket is connected to: `host:port`, or
+    /// `https://host:port` once it carries TLS.
     let key: String
+    /// The TLS stream over this socket (after ``startTLS(context:host:port:timeout:)``).
+    let tls = NativeTLSLayer()
+
+    /// Whether the connection is a TLS stream over the socket.
+    var usesTLS: Bool { tls.stream != nil }
 
     var fd: Int32 { descriptor.fd }
 
@@ -39,8 +46,20 @@ final class NativeSocket: Sendable {
     }
 
     /// Closes the descriptor now, or when a shutdown in progress ends. Idempotent.
+    ///
+    /// Only the owner calls it (never concurrently with its own I/O), so the TLS state goes too.
     func close() {
+        tls.close()
         descriptor.close()
+    }
+
+    /// Closes a connection that is done but healthy (its response was read completely): a
+    /// TLS one sends its close_notify first, without which OpenSSL marks the session as not
+    /// resumable, and the next connection to the server would need a full handshake.
+    /// Blocking (one small write, bounded by the socket time-out): call it on an I/O thread.
+    func closeGracefully() {
+        if let stream = tls.stream { try? stream.shutdown() }
+        close()
     }
 
     // MARK: - Connecting
@@ -50,6 +69,7 @@ final class NativeSocket: Sendable {
     /// - Parameters:
     ///   - host: A host name or IP address (without brackets).
     ///   - port: The TCP port.
+    ///   - key: The pool key the connection will have (`https://host:port` for one that will carry TLS).
     ///   - timeout: How long each connection attempt may take.
     ///   - sendBufferSize: `SO_SNDBUF` to ask for (best effort), or nil to keep the system's auto-tuning.
     ///   - register: Called with each socket before it blocks; returning false (the request was
@@ -59,11 +79,11 @@ final class NativeSocket: Sendable {
     static func connect(
         host: String,
         port: Int,
+        key: String,
         timeout: Duration,
         sendBufferSize: Int?,
         register: (NativeSocket) -> Bool
     ) throws(HTTPTransportError) -> NativeSocket {
-        let key = "\(host):\(port)"
         let addresses: [POSIXSocket.Address]
         do {
             addresses = try POSIXSocket.resolve(host: host, port: port)
@@ -175,6 +195,103 @@ final class NativeSocket: Sendable {
         }
     }
     #endif
+
+    // MARK: - TLS
+
+    /// Makes the socket blocking, bounded by `timeout` per call, and runs the TLS handshake
+    /// as a client of `host` (SNI and verification) before any request byte is sent.
+    ///
+    /// - Throws: ``HTTPTransportError/Kind/tlsFailure`` (permanent) when the server cannot be
+    ///   verified or speaks no usable TLS; ``HTTPTransportError/Kind/timedOut`` or
+    ///   ``HTTPTransportError/Kind/connectionLost`` for a stalled or broken connection.
+    func startTLS(context: TLSContext, host: String, port: Int, timeout: Duration) throws(HTTPTransportError) {
+        // TLS runs on blocking calls; the socket time-outs bound each one, and a shutdown wakes them.
+        POSIXSocket.setNonBlocking(fd, false)
+        setTimeouts(timeout)
+        do {
+            let stream = try TLSStream(client: context, socket: fd, host: host, port: port)
+            tls.stream = stream
+            try stream.handshake()
+        } catch {
+            tls.close()
+            throw handshakeFailure(error)
+        }
+    }
+
+    /// Bounds each blocking TLS read and write by `timeout` (`SO_RCVTIMEO`/`SO_SNDTIMEO`).
+    func setTimeouts(_ timeout: Duration) {
+        let (seconds, attoseconds) = timeout.components
+        let microseconds = max(1, min(seconds, 365 * 86_400) * 1_000_000 + attoseconds / 1_000_000_000_000)
+        var value = timeval()
+        value.tv_sec = .init(microseconds / 1_000_000)
+        value.tv_usec = .init(microseconds % 1_000_000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Writes all of `bytes` through TLS. Blocking, bounded by the socket time-outs.
+    func tlsWrite(_ bytes: UnsafeRawBufferPointer) throws(HTTPTransportError) {
+        guard let stream = tls.stream else { throw HTTPTransportError(kind: .other, message: "No TLS stream.") }
+        do {
+            try stream.write(bytes)
+        } catch {
+            throw streamFailure(error)
+        }
+    }
+
+    /// Reads decrypted bytes. Blocking, bounded by the socket time-outs.
+    ///
+    /// - Returns: The byte count; 0 when the server closed the stream.
+    func tlsRead(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPTransportError) -> Int {
+        guard let stream = tls.stream else { throw HTTPTransportError(kind: .other, message: "No TLS stream.") }
+        do {
+            return try stream.read(into: buffer)
+        } catch {
+            if error.kind == .peerClosed { return 0 }
+            throw streamFailure(error)
+        }
+    }
+
+    private func streamFailure(_ error: TLSError) -> HTTPTransportError {
+        if error.kind == .timedOut {
+            return HTTPTransportError(kind: .timedOut, message: "Nothing moved to or from \(key) (TLS).")
+        }
+        return HTTPTransportError(
+            kind: .connectionLost, message: "The TLS connection to \(key) broke (\(error.message)).")
+    }
+
+    private func handshakeFailure(_ error: TLSError) -> HTTPTransportError {
+        switch error.kind {
+        case .timedOut:
+            return HTTPTransportError(kind: .timedOut, message: "The TLS handshake with \(key) stalled.")
+        case .peerClosed, .io:
+            return HTTPTransportError(
+                kind: .connectionLost,
+                message: "The connection to \(key) broke during the TLS handshake (\(error.message)).")
+        default:
+            let cause =
+                if error.kind.isCertificateFailure {
+                    switch error.kind {
+                    case .untrustedIssuer: "its certificate's issuer is not trusted"
+                    case .nameMismatch: "its certificate is for another name"
+                    case .expired: "its certificate has expired"
+                    case .notYetValid: "its certificate is not valid yet"
+                    default: "its certificate was rejected"
+                    }
+                } else if error.kind == .plainHTTPServer {
+                    "it is a plain HTTP server behind an https:// address"
+                } else if error.kind == .protocolVersion {
+                    "it shares no TLS version of 1.2 or newer"
+                } else {
+                    "the TLS handshake failed"
+                }
+            return HTTPTransportError(
+                kind: .tlsFailure,
+                message: "Cannot talk to \(key) over TLS: \(cause) (\(error.message)).",
+                underlying: error,
+                permanent: true)
+        }
+    }
 
     // MARK: - Errors
 

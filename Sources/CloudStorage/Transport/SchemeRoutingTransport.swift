@@ -1,4 +1,5 @@
 import Foundation
+import NativeTLS
 
 /// The ``StorageTransportChoice/automatic`` transport of an `http://`
 /// endpoint: `http://` requests go to the native transport, any other scheme
@@ -32,10 +33,18 @@ extension StorageTransportChoice {
     /// `maxConnectionsPerHost` leases per `host:port`), never one shared by
     /// the process, so that each `Storage` gets the limit it was configured
     /// with.
-    func transport(for endpoint: StorageEndpoint, maxConnectionsPerHost: Int) -> any HTTPTransport {
+    ///
+    /// `additionalTrustRoots` are the PEM roots the native transport's TLS
+    /// trusts besides the system store (`URLSession` cannot use them on Linux).
+    func transport(
+        for endpoint: StorageEndpoint,
+        maxConnectionsPerHost: Int,
+        additionalTrustRoots: [StorageConfiguration.TrustRoot] = []
+    ) -> any HTTPTransport {
         func native() -> NativeHTTPTransport {
             var configuration = NativeHTTPTransport.Configuration()
             configuration.maxConnectionsPerHost = maxConnectionsPerHost
+            configuration.additionalTrustRoots = additionalTrustRoots.map(\.pemSource)
             return NativeHTTPTransport(configuration: configuration)
         }
         switch self {
@@ -46,6 +55,16 @@ extension StorageTransportChoice {
         case .automatic:
             guard endpoint.baseURL.scheme?.lowercased() == "http" else { return URLSessionTransport.shared }
             return SchemeRoutingTransport(native: native(), other: URLSessionTransport.shared)
+        }
+    }
+}
+
+extension StorageConfiguration.TrustRoot {
+    /// The same root as NativeTLS takes it.
+    var pemSource: TLSPEMSource {
+        switch source {
+        case .bytes(let bytes): .bytes(bytes)
+        case .file(let path): .file(path)
         }
     }
 }

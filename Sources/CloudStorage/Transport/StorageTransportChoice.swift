@@ -17,9 +17,19 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// session URL the server hands out is routed by its own scheme, so an
     /// `http` endpoint that answers with an `https` session still works.
     case automatic
-    /// The native HTTP/1.1 transport for every request. It speaks plain
-    /// `http://` only: a request to any other scheme fails at once with
+    /// The native HTTP/1.1 transport for every request, `http://` and
+    /// `https://` alike; a request to any other scheme fails at once with
     /// ``StorageErrorCode/invalidArgument``.
+    ///
+    /// On Linux, `https://` runs TLS over the same sockets with the system's
+    /// OpenSSL 3, loaded at run time: the server's certificate is verified
+    /// against the system store plus
+    /// ``StorageConfiguration/additionalTrustRoots`` before any request byte
+    /// (or credential) is sent, and a failure is
+    /// ``StorageErrorCode/tlsFailure`` at once, never retried. Where OpenSSL
+    /// cannot be loaded (and on Apple platforms), every `https://` request
+    /// fails with ``StorageErrorCode/tlsFailure`` saying why; ``automatic``
+    /// then keeps using `URLSession`.
     ///
     /// Each ``Storage`` has its own: at most
     /// ``StorageConfiguration/maxConnectionsPerHost`` (32 by default)

@@ -604,8 +604,8 @@ struct NativeHTTPTransportTests {
         #expect(error?.kind == .connectionLost)
     }
 
-    @Test func onlyPlainHTTPIsSpokenAndTheRefusalIsPermanent() async throws {
-        let url = URL(string: "https://127.0.0.1:1/upload?upload_id=SECRET")!
+    @Test func onlyHTTPAndHTTPSAreSpokenAndTheRefusalIsPermanent() async throws {
+        let url = URL(string: "ftp://127.0.0.1:1/upload?upload_id=SECRET")!
         let error = await #expect(throws: HTTPTransportError.self) {
             _ = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
         }
@@ -629,14 +629,14 @@ struct NativeHTTPTransportTests {
         #expect(Storage(bucket: "b", endpoint: http).transport.maximumBodyLength == nil)
     }
 
-    @Test func anHTTPSEndpointWithTheNativeTransportFailsAtOnce() async throws {
+    @Test func anUnsupportedSchemeWithTheNativeTransportFailsAtOnce() async throws {
         var configuration = StorageConfiguration()
         configuration.transport = .native
         // A retry would wait 10 minutes first: finishing well before that proves there was none.
         configuration.initialRetryDelay = .seconds(600)
         configuration.maxRetryDelay = .seconds(600)
         let storage = Storage(
-            bucket: "b", endpoint: .gcs(URL(string: "https://127.0.0.1:1")!), configuration: configuration)
+            bucket: "b", endpoint: .gcs(URL(string: "ftp://127.0.0.1:1")!), configuration: configuration)
         let started = ContinuousClock.now
         let error = await #expect(throws: StorageError.self) {
             try await storage.reference(withPath: "a").putDataAsync(Data("x".utf8))

@@ -1,0 +1,278 @@
+import Foundation
+import NativeTLS
+import Synchronization
+
+@testable import CloudStorage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Paths of the committed test-only PKI (see Tests/TLSTestCertificates/README.md).
+enum TLSTestPKI {
+    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("TLSTestCertificates")
+
+    static func path(_ name: String) -> String {
+        directory.appendingPathComponent(name).path
+    }
+
+    /// A native transport that trusts only the test CA, so the machine's store cannot change a verdict.
+    static func transport(maxIdleConnectionsPerHost: Int = 32) -> NativeHTTPTransport {
+        var configuration = NativeHTTPTransport.Configuration()
+        configuration.additionalTrustRoots = [.file(path("test-ca.pem"))]
+        configuration.trustsSystemRoots = false
+        configuration.maxIdleConnectionsPerHost = maxIdleConnectionsPerHost
+        return NativeHTTPTransport(configuration: configuration)
+    }
+}
+
+/// A loopback server speaking just enough HTTP/1.1 over NativeTLS's server side (or, for one
+/// test, plain HTTP) to test the native transport's TLS: a GET gets ``getBody``; a PUT or
+/// POST gets `"<byte count> <CRC32C>"` of its body; connections are kept alive.
+///
+/// Every connection runs on a thread of its own with blocking sockets (generous time-outs
+/// guard against hangs; they never decide a verdict). What happened is reported as
+/// ``Event``s, so tests wait for events rather than for time.
+final class TLSTestServer: Sendable {
+    enum Mode: Sendable {
+        /// TLS with the named certificate and key of the test PKI (`localhost`, `expired`, …).
+        case tls(String)
+        /// Plain HTTP: answers whatever arrives (a TLS ClientHello) with `400`.
+        case plainHTTP
+    }
+
+    /// What one connection amounted to.
+    struct Report: Sendable {
+        var handshakeSucceeded = false
+        var sessionResumed = false
+        /// Complete request heads received.
+        var requests = 0
+        /// Application bytes received (decrypted, or in clear for ``Mode/plainHTTP``).
+        var applicationBytes = 0
+        /// Whether any received byte sequence contained `Authorization`.
+        var sawAuthorization = false
+    }
+
+    enum Event: Sendable {
+        /// A connection from the client's port was accepted.
+        case accepted(port: Int)
+        /// A held upload's head arrived; the server stops reading it.
+        case holding
+        /// A connection ended.
+        case finished(port: Int, Report)
+    }
+
+    static let getBody = testBytes(count: 300_000, seed: 7)
+
+    let port: Int
+    let events: AsyncStream<Event>
+    private let eventSink: AsyncStream<Event>.Continuation
+    private let listener: Int32
+    private let context: TLSContext?
+    private let holdsUploads: Bool
+    private let open = Mutex<Set<Int32>>([])
+    private let stopped = Mutex(false)
+
+    init(_ mode: Mode, holdsUploads: Bool = false) throws {
+        switch mode {
+        case .tls(let name):
+            context = try TLSContext(
+                server: TLSServerConfiguration(
+                    certificateChain: .file(TLSTestPKI.path("\(name).pem")),
+                    privateKey: .file(TLSTestPKI.path("\(name).key"))))
+        case .plainHTTP:
+            context = nil
+        }
+        self.holdsUploads = holdsUploads
+        (events, eventSink) = AsyncStream.makeStream(of: Event.self)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw POSIXError(.EMFILE) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            Glibc.close(fd)
+            throw POSIXError(.EADDRINUSE)
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [self] in acceptLoop() }.start()
+    }
+
+    /// Stops accepting and shuts every connection down (held ones included).
+    func stop() {
+        stopped.withLock { $0 = true }
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        for fd in open.withLock({ $0 }) { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
+    deinit {
+        Glibc.close(listener)
+    }
+
+    private func acceptLoop() {
+        while !stopped.withLock({ $0 }) {
+            var peer = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let fd = withUnsafeMutablePointer(to: &peer) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.accept(listener, $0, &length) }
+            }
+            if fd < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            var timeout = timeval(tv_sec: 60, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            let peerPort = Int(UInt16(bigEndian: peer.sin_port))
+            open.withLock { _ = $0.insert(fd) }
+            eventSink.yield(.accepted(port: peerPort))
+            Thread { [self] in
+                var set = sigset_t()
+                sigemptyset(&set)
+                sigaddset(&set, SIGPIPE)
+                pthread_sigmask(SIG_BLOCK, &set, nil)
+                let report = serve(fd)
+                open.withLock { _ = $0.remove(fd) }
+                Glibc.close(fd)
+                eventSink.yield(.finished(port: peerPort, report))
+            }.start()
+        }
+        eventSink.finish()
+    }
+
+    /// A connection's byte stream, TLS or plain.
+    private struct Connection {
+        let fd: Int32
+        let stream: TLSStream?
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) -> Int {
+            if let stream { return (try? stream.read(into: buffer)) ?? 0 }
+            return max(0, Glibc.recv(fd, buffer.baseAddress, buffer.count, 0))
+        }
+
+        func write(_ bytes: [UInt8]) -> Bool {
+            if let stream { return (try? bytes.withUnsafeBytes { try stream.write($0) }) != nil }
+            return bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                == bytes.count
+        }
+    }
+
+    private func serve(_ fd: Int32) -> Report {
+        var report = Report()
+        var stream: TLSStream?
+        if let context {
+            guard let made = try? TLSStream(server: context, socket: fd), (try? made.handshake()) != nil else {
+                return report
+            }
+            report.handshakeSucceeded = true
+            report.sessionResumed = made.sessionWasReused
+            stream = made
+        }
+        defer { stream?.close() }
+        let connection = Connection(fd: fd, stream: stream)
+        var input: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        let authorization = Array("authorization".utf8)
+        func receive() -> Bool {
+            let count = buffer.withUnsafeMutableBytes { connection.read(into: $0) }
+            guard count > 0 else { return false }
+            report.applicationBytes += count
+            input.append(contentsOf: buffer[0..<count])
+            return true
+        }
+        if context == nil {
+            // Plain HTTP: whatever arrives (a ClientHello) gets a 400, as a real server would answer.
+            if receive() {
+                report.sawAuthorization = Self.contains(input.map { Self.lower($0) }, authorization)
+                _ = connection.write(
+                    Array("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8))
+            }
+            return report
+        }
+        let separator = Array("\r\n\r\n".utf8)
+        while true {
+            var headEnd: Int?
+            while true {
+                if let end = Self.find(input, separator) {
+                    headEnd = end
+                    break
+                }
+                guard receive() else { return report }
+            }
+            guard let headEnd else { return report }
+            let head = String(decoding: input[0..<headEnd], as: UTF8.self)
+            input.removeFirst(headEnd + separator.count)
+            report.requests += 1
+            let lines = head.split(separator: "\r\n").map(String.init)
+            let method = lines.first?.split(separator: " ").first.map(String.init) ?? ""
+            var length = 0
+            for line in lines.dropFirst() {
+                let parts = line.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+                guard parts.count == 2 else { continue }
+                if parts[0].lowercased() == "authorization" { report.sawAuthorization = true }
+                if parts[0].lowercased() == "content-length" { length = Int(parts[1]) ?? 0 }
+            }
+            if holdsUploads && length > 0 {
+                eventSink.yield(.holding)
+                // Read nothing more: the client's writes stall until it gives up (or the server stops).
+                while !stopped.withLock({ $0 }) && POSIXProbe.peerOpen(fd) {}
+                return report
+            }
+            var crc = CRC32C()
+            var left = length
+            while left > 0 {
+                if input.isEmpty, !receive() { return report }
+                let take = min(left, input.count)
+                input.withUnsafeBytes { crc.update(UnsafeRawBufferPointer(rebasing: $0[0..<take])) }
+                input.removeFirst(take)
+                left -= take
+            }
+            let body: [UInt8] = method == "GET" ? Self.getBody : Array("\(length) \(crc.value)".utf8)
+            let response = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+            guard connection.write(response) else { return report }
+        }
+    }
+
+    private static func lower(_ byte: UInt8) -> UInt8 {
+        (65...90).contains(byte) ? byte + 32 : byte
+    }
+
+    private static func find(_ haystack: [UInt8], _ needle: [UInt8]) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (0...(haystack.count - needle.count)).first { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+    }
+
+    private static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
+        find(haystack, needle) != nil
+    }
+}
+
+/// Waits on a held connection without reading it.
+enum POSIXProbe {
+    /// Blocks (up to 60 s, a hang guard) until the peer closes or the socket is shut down;
+    /// returns whether it is still open afterwards.
+    static func peerOpen(_ fd: Int32) -> Bool {
+        var descriptor = pollfd(fd: fd, events: 0x2000 /* POLLRDHUP, hidden behind _GNU_SOURCE */, revents: 0)
+        let ready = poll(&descriptor, 1, 60_000)
+        return ready == 0
+    }
+}
+
+/// Deterministic pseudo-random bytes (xorshift), so a mismatch cannot hide behind a pattern.
+func testBytes(count: Int, seed: UInt64) -> [UInt8] {
+    var state = seed | 1
+    return (0..<count).map { _ in
+        state ^= state << 13
+        state ^= state >> 7
+        state ^= state << 17
+        return UInt8(truncatingIfNeeded: state)
+    }
+}
