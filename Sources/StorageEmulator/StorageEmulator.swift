@@ -134,6 +134,7 @@ public final class StorageEmulator: Sendable {
         settings.autoCreateBuckets = configuration.autoCreateBuckets
         settings.sessionLifetime = configuration.uploadSessionLifetime
         settings.maxSessions = configuration.maxUploadSessions
+        settings.scheme = configuration.tls == nil ? "http" : "https"
         guard configuration.maxUploadSessions > 0, configuration.uploadSessionLifetime > .zero else {
             throw EmulatorError(description: "Upload sessions need a positive lifetime and maximum.")
         }

@@ -78,7 +78,7 @@ struct FirebaseV0Protocol: UploadWireProtocol {
         else {
             throw .protocolViolation("The server opened an upload session but sent no usable X-Goog-Upload-URL for it.")
         }
-        return url
+        return try sessionURLKeepingTLS(url, base: baseURL)
     }
 
     func send(

@@ -64,7 +64,7 @@ struct GCSJSONProtocol: UploadWireProtocol {
         else {
             throw .protocolViolation("The server opened an upload session but sent no usable Location for it.")
         }
-        return url
+        return try sessionURLKeepingTLS(url, base: baseURL)
     }
 
     func send(

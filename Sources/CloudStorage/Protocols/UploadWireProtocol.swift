@@ -125,3 +125,16 @@ extension UploadSessionState {
         }
     }
 }
+
+/// The session URL a server handed out, refused when it would leave TLS: over
+/// `https://` every request stays encrypted, and a session URL is a bearer
+/// capability (a server or a proxy downgrading it is treated as breaking the protocol).
+///
+/// - Throws: ``StorageErrorCode/protocolViolation`` for an `http://` session of an `https://` endpoint.
+func sessionURLKeepingTLS(_ session: URL, base: URL) throws(StorageError) -> URL {
+    if base.scheme?.lowercased() == "https" && session.scheme?.lowercased() != "https" {
+        throw .protocolViolation(
+            "The server handed out an upload session that is not over https; refusing to leave TLS.")
+    }
+    return session
+}

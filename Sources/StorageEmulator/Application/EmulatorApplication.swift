@@ -16,8 +16,11 @@ package final class EmulatorApplication: ServerApplication {
         package var acceptsOwner = false
         /// Create a bucket the first time a request names it.
         package var autoCreateBuckets = true
+        /// The scheme the emulator is served with: `https` when it speaks TLS. URLs it hands
+        /// back (upload sessions, download links) use it, so a client stays on TLS.
+        package var scheme = "http"
         /// Used for URLs when a request has no `Host` field.
-        package var fallbackBase = "http://127.0.0.1"
+        package var fallbackHost = "127.0.0.1"
         /// How long an upload session lives after it starts (see ``StorageEmulator/Configuration/uploadSessionLifetime``).
         package var sessionLifetime: Duration = .seconds(7 * 24 * 3600)
         /// The most upload sessions at once (see ``StorageEmulator/Configuration/maxUploadSessions``).
@@ -363,10 +366,10 @@ package final class EmulatorApplication: ServerApplication {
 
     // MARK: - Shared helpers
 
-    /// `http://<Host>` for URLs handed back to the client.
+    /// `<scheme>://<Host>` for URLs handed back to the client, in the scheme it reached us by.
     func base(_ request: any ServerRequest) -> String {
-        if let host = request.headers["Host"], !host.isEmpty { return "http://" + host }
-        return settings.fallbackBase
+        if let host = request.headers["Host"], !host.isEmpty { return "\(settings.scheme)://" + host }
+        return "\(settings.scheme)://\(settings.fallbackHost)"
     }
 
     /// The bucket must exist, or be created now when auto-creation is on.

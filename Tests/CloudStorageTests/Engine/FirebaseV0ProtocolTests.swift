@@ -210,6 +210,27 @@ struct FirebaseV0ProtocolTests {
         #expect(try Self.wire.sessionURL(from: response).absoluteString == url)
     }
 
+    /// A session URL that would leave TLS is refused, for both protocols: over https every
+    /// request stays encrypted (the emulator once handed out http:// sessions while serving TLS).
+    @Test func aSessionThatWouldLeaveTLSIsAProtocolViolation() throws {
+        let https = URL(string: "https://storage.example")!
+        let session = "http://storage.example/upload?upload_id=AbC"
+        let firebase = Self.answer(200, ["X-Goog-Upload-Status": "active", "X-Goog-Upload-URL": session])
+        let firebaseError = #expect(throws: StorageError.self) {
+            try FirebaseV0Protocol(baseURL: https).sessionURL(from: firebase)
+        }
+        #expect(firebaseError?.code == .protocolViolation)
+        let gcsError = #expect(throws: StorageError.self) {
+            try GCSJSONProtocol(baseURL: https).sessionURL(from: Self.answer(200, ["Location": session]))
+        }
+        #expect(gcsError?.code == .protocolViolation)
+        // Over plain http (emulators), and from https to https, the session is taken as given.
+        #expect(
+            try GCSJSONProtocol(baseURL: URL(string: "http://127.0.0.1:1")!).sessionURL(
+                from: Self.answer(200, ["Location": session])
+            ).absoluteString == session)
+    }
+
     @Test func aFailedUploadSendsTheCancelCommand() async throws {
         let transport = ScriptedFirebaseTransport()
         transport.inject(.status(403), when: ScriptedFirebaseTransport.isUpload)
