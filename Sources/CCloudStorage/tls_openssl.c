@@ -287,20 +287,21 @@ int cs_tls_ctx_use_default_trust(cs_tls_ctx *ctx, cs_tls_io_result *result) {
 }
 
 /* A read-only memory BIO over caller bytes, or NULL when too large for OpenSSL's int length. */
-static BIO *memory_bio(const void *bytes, size_t length) {
-    if (length > (size_t)0x7FFFFFFF) {
+/* A read-only BIO over PEM bytes, once the library is loaded; NULL with `result` filled in otherwise. */
+static BIO *open_pem(const void *bytes, size_t length, cs_tls_io_result *result) {
+    if (!require_loaded(result)) {
         return NULL;
     }
-    return F.BIO_new_mem_buf(bytes, (int)length);
+    BIO *bio = length > (size_t)0x7FFFFFFF ? NULL : F.BIO_new_mem_buf(bytes, (int)length);
+    if (bio == NULL) {
+        capture(result, 0, CS_TLS_ERROR_SSL, 0, 0);
+    }
+    return bio;
 }
 
 int cs_tls_ctx_add_trust_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs_tls_io_result *result) {
-    if (!require_loaded(result)) {
-        return -1;
-    }
-    BIO *bio = memory_bio(pem, length);
+    BIO *bio = open_pem(pem, length, result);
     if (bio == NULL) {
-        capture(result, 0, CS_TLS_ERROR_SSL, 0, 0);
         return -1;
     }
     X509_STORE *store = F.SSL_CTX_get_cert_store((SSL_CTX *)ctx);
@@ -332,12 +333,8 @@ int cs_tls_ctx_add_trust_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs
 }
 
 int cs_tls_ctx_use_certificate_chain_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs_tls_io_result *result) {
-    if (!require_loaded(result)) {
-        return 0;
-    }
-    BIO *bio = memory_bio(pem, length);
+    BIO *bio = open_pem(pem, length, result);
     if (bio == NULL) {
-        capture(result, 0, CS_TLS_ERROR_SSL, 0, 0);
         return 0;
     }
     X509 *leaf = F.PEM_read_bio_X509(bio, NULL, NULL, NULL);
@@ -363,12 +360,8 @@ int cs_tls_ctx_use_certificate_chain_pem(cs_tls_ctx *ctx, const void *pem, size_
 }
 
 int cs_tls_ctx_use_private_key_pem(cs_tls_ctx *ctx, const void *pem, size_t length, cs_tls_io_result *result) {
-    if (!require_loaded(result)) {
-        return 0;
-    }
-    BIO *bio = memory_bio(pem, length);
+    BIO *bio = open_pem(pem, length, result);
     if (bio == NULL) {
-        capture(result, 0, CS_TLS_ERROR_SSL, 0, 0);
         return 0;
     }
     EVP_PKEY *key = F.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);

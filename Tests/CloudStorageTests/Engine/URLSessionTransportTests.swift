@@ -184,17 +184,22 @@ struct URLSessionTransportTests {
         return true
     }
 
+    /// The error a `GET` through a new transport fails with (recorded as a failure if it succeeds).
+    static func failedGET(port: Int) async -> HTTPTransportError? {
+        let transport = URLSessionTransport()
+        let request = HTTPRequest(method: "GET", url: URL(string: "http://127.0.0.1:\(port)/b/o")!)
+        return await #expect(throws: HTTPTransportError.self) {
+            _ = try await transport.execute(request, progress: nil)
+        }
+    }
+
     @Test func anAnnouncedLengthAboveTheLimitIsRefusedBeforeReading() async throws {
         let sent = StreamedBytes()
         // Announces 10 GB, sends 1 MiB, and waits for the client to give up.
         let server = try Self.streamingServer(
             head: "HTTP/1.1 200 OK\r\nContent-Length: 10000000000\r\n\r\n", total: 1024 * 1024, awaitingClose: true,
             sent: sent)
-        let transport = URLSessionTransport()
-        let request = HTTPRequest(method: "GET", url: URL(string: "http://127.0.0.1:\(server.port)/b/o")!)
-        let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await transport.execute(request, progress: nil)
-        }
+        let error = await Self.failedGET(port: server.port)
         server.stop()
         #expect(error?.kind == .other)
         #expect(error?.message == "The response from 127.0.0.1:\(server.port) is larger than \(Self.limit) bytes.")
@@ -209,11 +214,7 @@ struct URLSessionTransportTests {
         let server = try Self.streamingServer(
             head: "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", total: Int64(Self.limit) + 16 * 1024,
             chunked: true, awaitingClose: true, sent: sent)
-        let transport = URLSessionTransport()
-        let request = HTTPRequest(method: "GET", url: URL(string: "http://127.0.0.1:\(server.port)/b/o")!)
-        let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await transport.execute(request, progress: nil)
-        }
+        let error = await Self.failedGET(port: server.port)
         server.stop()
         #expect(error?.kind == .other)
         #expect(error?.message.contains("is larger than \(Self.limit) bytes") == true)
