@@ -97,7 +97,8 @@ public struct StorageConfiguration: Sendable, Hashable {
     ///
     /// On Linux, `URLSession` counts its time-outs in whole seconds, so
     /// requests it sends (``StorageTransportChoice/urlSession``, and
-    /// `https://` endpoints) wait this long rounded up to whole seconds.
+    /// `https://` where OpenSSL 3 cannot be loaded) wait this long rounded up
+    /// to whole seconds.
     public var requestTimeout: Duration = .seconds(60)
 
     /// Whether uploads send a CRC32C of the object (so the server refuses
@@ -107,7 +108,9 @@ public struct StorageConfiguration: Sendable, Hashable {
 
     /// Which HTTP implementation carries the requests. Default
     /// ``StorageTransportChoice/automatic``: the SDK's own HTTP/1.1 transport
-    /// for `http://` URLs (emulators), `URLSession` for `https://`.
+    /// for `http://` URLs and, on Linux where the system's OpenSSL 3 loads,
+    /// for `https://` too; `URLSession` for `https://` elsewhere (Apple
+    /// platforms, or Linux without OpenSSL 3).
     public var transport: StorageTransportChoice = .automatic
 
     /// The most requests the SDK's own HTTP/1.1 transport has in flight to
@@ -158,13 +161,16 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// certificate in it) fails each `https://` request with
     /// ``StorageErrorCode/tlsFailure``, naming the problem.
     ///
-    /// Used by the native transport (``StorageTransportChoice/native`` with an
-    /// `https://` endpoint). `URLSession` on Linux cannot use them: it trusts
-    /// the system store only.
+    /// Used by the native transport, which carries `https://` on Linux by
+    /// default (``StorageTransportChoice/automatic``) and with
+    /// ``StorageTransportChoice/native``. `URLSession` on Linux cannot use
+    /// them: it trusts the system store only, so with
+    /// ``StorageTransportChoice/urlSession`` (or where OpenSSL 3 cannot be
+    /// loaded) a server signed by a private CA fails with
+    /// ``StorageErrorCode/tlsFailure`` as untrusted.
     ///
     /// ```swift
     /// var configuration = StorageConfiguration()
-    /// configuration.transport = .native
     /// configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
     /// ```
     public var additionalTrustRoots: [TrustRoot] = []

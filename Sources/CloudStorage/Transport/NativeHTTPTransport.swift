@@ -90,6 +90,10 @@ final class NativeHTTPTransport: HTTPTransport {
         var additionalTrustRoots: [TLSPEMSource] = []
         /// Whether the system trust store is trusted (tests turn it off so the machine cannot change a verdict).
         var trustsSystemRoots = true
+        /// Why TLS cannot be used here, as the ``Storage`` that made this transport found
+        /// (``TLSLibrary/unavailableReason``), so that its routing and this transport agree; nil
+        /// leaves it to the first `https://` request to find out.
+        var tlsUnavailableReason: String?
 
         init() {}
     }
@@ -153,18 +157,23 @@ final class NativeHTTPTransport: HTTPTransport {
     private func clientContext() throws(HTTPTransportError) -> TLSContext {
         if let made = tlsContext.withLock({ $0 }) { return try made.get() }
         let made: Result<TLSContext, HTTPTransportError>
-        do {
-            made = .success(
-                try TLSContext(
-                    client: TLSClientConfiguration(
-                        additionalTrustRoots: configuration.additionalTrustRoots,
-                        trustsSystemRoots: configuration.trustsSystemRoots)))
-        } catch {
-            let message =
-                error.kind == .libraryUnavailable
-                ? "https:// with the native transport needs the system's OpenSSL 3, which cannot be loaded: \(error.message)"
-                : "The TLS trust roots cannot be used: \(error.message)"
-            made = .failure(HTTPTransportError(kind: .tlsFailure, message: message, underlying: error, permanent: true))
+        if let reason = configuration.tlsUnavailableReason {
+            made = .failure(Self.libraryUnavailable(TLSError(.libraryUnavailable, reason)))
+        } else {
+            do {
+                made = .success(
+                    try TLSContext(
+                        client: TLSClientConfiguration(
+                            additionalTrustRoots: configuration.additionalTrustRoots,
+                            trustsSystemRoots: configuration.trustsSystemRoots)))
+            } catch  where error.kind == .libraryUnavailable {
+                made = .failure(Self.libraryUnavailable(error))
+            } catch {
+                made = .failure(
+                    HTTPTransportError(
+                        kind: .tlsFailure, message: "The TLS trust roots cannot be used: \(error.message)",
+                        underlying: error, permanent: true))
+            }
         }
         // The first one made wins, so every connection shares one session cache.
         let kept = tlsContext.withLock { stored in
@@ -173,6 +182,15 @@ final class NativeHTTPTransport: HTTPTransport {
             return made
         }
         return try kept.get()
+    }
+
+    /// The failure of every `https://` request where OpenSSL 3 cannot be loaded: permanent, saying why.
+    private static func libraryUnavailable(_ error: TLSError) -> HTTPTransportError {
+        HTTPTransportError(
+            kind: .tlsFailure,
+            message:
+                "https:// with the native transport needs the system's OpenSSL 3, which cannot be loaded: \(error.message)",
+            underlying: error, permanent: true)
     }
 
     /// Runs the request on the calling (I/O) thread, replacing a dead pooled connection once when that is safe.

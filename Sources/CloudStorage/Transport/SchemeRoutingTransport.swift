@@ -1,26 +1,46 @@
 import Foundation
 import NativeTLS
 
-/// The ``StorageTransportChoice/automatic`` transport of an `http://`
-/// endpoint: `http://` requests go to the native transport, any other scheme
-/// (an `https` upload session URL, say) to `URLSession`.
+/// The ``StorageTransportChoice/automatic`` transport: each request goes to
+/// the native transport when its URL's scheme is one the native transport
+/// serves here (`http`, and `https` where OpenSSL 3 loaded), otherwise to
+/// `URLSession`.
 ///
-/// ``maximumBodyLength`` is the native transport's (none), because the
-/// endpoint's own requests all go there. A session URL on another scheme is
-/// then sent by `URLSession` with a body that may be longer than it would
-/// choose; on Linux that body is gathered in memory. Servers that hand out
-/// session URLs on another scheme than their own are not known to exist.
+/// Routing by each request's own URL, not the endpoint's, keeps a session
+/// URL the server hands out on another scheme working (an `http` emulator
+/// answering with an `https` session, say).
+///
+/// ``maximumBodyLength`` is that of the transport the endpoint's own scheme
+/// goes to, because the endpoint's requests all go there. A session URL on
+/// another scheme is then sent with a body that may be longer than that
+/// transport would choose; by `URLSession` on Linux, that body is gathered in
+/// memory. Servers that hand out session URLs on another scheme than their
+/// own are not known to exist.
 struct SchemeRoutingTransport: HTTPTransport {
     let native: any HTTPTransport
     let other: any HTTPTransport
+    /// Lowercased schemes that go to ``native``.
+    let nativeSchemes: Set<String>
+    let maximumBodyLength: Int64?
 
-    var maximumBodyLength: Int64? { native.maximumBodyLength }
+    /// - Parameters:
+    ///   - native: The transport for `nativeSchemes`.
+    ///   - other: The transport for every other scheme.
+    ///   - nativeSchemes: Lowercased schemes, such as `["http", "https"]`.
+    ///   - endpointScheme: The scheme of the endpoint's own URL, which decides ``maximumBodyLength``.
+    init(native: any HTTPTransport, other: any HTTPTransport, nativeSchemes: Set<String>, endpointScheme: String?) {
+        self.native = native
+        self.other = other
+        self.nativeSchemes = nativeSchemes
+        let endpointIsNative = endpointScheme.map { nativeSchemes.contains($0.lowercased()) } ?? false
+        maximumBodyLength = endpointIsNative ? native.maximumBodyLength : other.maximumBodyLength
+    }
 
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
-        if request.url.scheme?.lowercased() == "http" {
+        if let scheme = request.url.scheme?.lowercased(), nativeSchemes.contains(scheme) {
             return try await native.execute(request, progress: progress)
         }
         return try await other.execute(request, progress: progress)
@@ -34,27 +54,44 @@ extension StorageTransportChoice {
     /// the process, so that each `Storage` gets the limit it was configured
     /// with.
     ///
-    /// `additionalTrustRoots` are the PEM roots the native transport's TLS
-    /// trusts besides the system store (`URLSession` cannot use them on Linux).
+    /// - Parameters:
+    ///   - endpoint: Where the `Storage` sends its requests.
+    ///   - maxConnectionsPerHost: The native transport's limit per `host:port`.
+    ///   - additionalTrustRoots: The PEM roots the native transport's TLS trusts besides the
+    ///     system store (`URLSession` cannot use them on Linux).
+    ///   - tlsUnavailableReason: Why the native transport cannot speak TLS in this process
+    ///     (OpenSSL 3 did not load; always so off Linux), or nil when it can. It decides
+    ///     where ``automatic`` sends `https://`, and ``native`` fails such requests with it.
+    ///     Probed once per process by default (a `dlopen` of libraries FoundationNetworking
+    ///     has already loaded through libcurl, so cheap); tests pass their own.
     func transport(
         for endpoint: StorageEndpoint,
         maxConnectionsPerHost: Int,
-        additionalTrustRoots: [StorageConfiguration.TrustRoot] = []
+        additionalTrustRoots: [StorageConfiguration.TrustRoot] = [],
+        tlsUnavailableReason: @autoclosure () -> String? = TLSLibrary.unavailableReason
     ) -> any HTTPTransport {
-        func native() -> NativeHTTPTransport {
+        func native(_ unavailableReason: String?) -> NativeHTTPTransport {
             var configuration = NativeHTTPTransport.Configuration()
             configuration.maxConnectionsPerHost = maxConnectionsPerHost
             configuration.additionalTrustRoots = additionalTrustRoots.map(\.pemSource)
+            configuration.tlsUnavailableReason = unavailableReason
             return NativeHTTPTransport(configuration: configuration)
         }
         switch self {
         case .native:
-            return native()
+            return native(tlsUnavailableReason())
         case .urlSession:
             return URLSessionTransport.shared
         case .automatic:
-            guard endpoint.baseURL.scheme?.lowercased() == "http" else { return URLSessionTransport.shared }
-            return SchemeRoutingTransport(native: native(), other: URLSessionTransport.shared)
+            let unavailableReason = tlsUnavailableReason()
+            let nativeSchemes: Set<String> = unavailableReason == nil ? ["http", "https"] : ["http"]
+            let endpointScheme = endpoint.baseURL.scheme?.lowercased()
+            // Without native TLS, an https endpoint's requests all go to URLSession: no native transport (and
+            // no threads) for the rare session URL on plain http.
+            guard let endpointScheme, nativeSchemes.contains(endpointScheme) else { return URLSessionTransport.shared }
+            return SchemeRoutingTransport(
+                native: native(unavailableReason), other: URLSessionTransport.shared, nativeSchemes: nativeSchemes,
+                endpointScheme: endpointScheme)
         }
     }
 }

@@ -1,10 +1,12 @@
 /// Which HTTP implementation a ``Storage`` sends its requests with.
 ///
-/// The default, ``automatic``, is right almost always: plain-HTTP endpoints
-/// (emulators, local gateways) get the SDK's own HTTP/1.1 transport, which
-/// streams files from the page cache to the socket with `sendfile(2)` and is
-/// several times faster than Foundation's `URLSession` on Linux; `https://`
-/// endpoints use `URLSession`, which does TLS.
+/// The default, ``automatic``, is right almost always. On Linux every request
+/// goes through the SDK's own HTTP/1.1 transport, which streams files from
+/// the page cache to the socket (`sendfile(2)` for `http://`, large TLS
+/// records for `https://`) and is several times faster than Foundation's
+/// `URLSession` there; `https://` runs TLS with the system's OpenSSL 3,
+/// loaded at run time, and falls back to `URLSession` only where that cannot
+/// be loaded. On Apple platforms `https://` uses `URLSession`.
 ///
 /// ```swift
 /// var configuration = StorageConfiguration()
@@ -13,9 +15,18 @@
 /// ```
 public enum StorageTransportChoice: Sendable, Hashable {
     /// Chooses per request by the URL's scheme: the native transport for
-    /// `http://`, `URLSession` for everything else (`https://`). An upload
+    /// `http://`, and for `https://` too on Linux when the system's OpenSSL 3
+    /// can be loaded; `URLSession` for the rest (`https://` on Apple
+    /// platforms, or on a Linux system without `libssl.so.3`). An upload
     /// session URL the server hands out is routed by its own scheme, so an
     /// `http` endpoint that answers with an `https` session still works.
+    ///
+    /// Either way a certificate that does not verify, or a plain HTTP server
+    /// behind an `https://` address, fails the request at once with
+    /// ``StorageErrorCode/tlsFailure`` naming the cause, never retried.
+    /// ``StorageConfiguration/additionalTrustRoots`` apply where the native
+    /// transport carries `https://`; `URLSession` on Linux trusts the
+    /// system store only.
     case automatic
     /// The native HTTP/1.1 transport for every request, `http://` and
     /// `https://` alike; a request to any other scheme fails at once with
@@ -28,8 +39,9 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// (or credential) is sent, and a failure is
     /// ``StorageErrorCode/tlsFailure`` at once, never retried. Where OpenSSL
     /// cannot be loaded (and on Apple platforms), every `https://` request
-    /// fails with ``StorageErrorCode/tlsFailure`` saying why; ``automatic``
-    /// then keeps using `URLSession`.
+    /// fails at once with ``StorageErrorCode/tlsFailure`` saying why (which
+    /// library or function was missing); ``automatic`` then uses
+    /// `URLSession` for `https://` instead.
     ///
     /// Each ``Storage`` has its own: at most
     /// ``StorageConfiguration/maxConnectionsPerHost`` (32 by default)
@@ -40,6 +52,12 @@ public enum StorageTransportChoice: Sendable, Hashable {
     case native
     /// Foundation's `URLSession` for every request. On Linux it sends each
     /// request's body from memory, so resumable uploads go in requests of at
-    /// most 32 MiB.
+    /// most 32 MiB, and it trusts only the system's certificate store.
+    ///
+    /// A certificate failure is ``StorageErrorCode/tlsFailure``, never
+    /// retried; on Linux the cause is read from libcurl's message (an
+    /// untrusted issuer, an expired certificate, another name, a server that
+    /// does not speak TLS), as swift-corelibs-foundation reports every TLS
+    /// failure with the same `URLError` code.
     case urlSession
 }

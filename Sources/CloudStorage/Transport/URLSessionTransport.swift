@@ -7,7 +7,8 @@ import FoundationNetworking
 #endif
 
 /// An ``HTTPTransport`` over Foundation's `URLSession`: available everywhere,
-/// and the one used for `https://` endpoints.
+/// and the one used for `https://` on Apple platforms and wherever the native
+/// transport cannot load OpenSSL 3.
 ///
 /// One session serves every ``Storage``; each request carries its own idle
 /// time-out.

@@ -621,7 +621,7 @@ struct NativeHTTPTransportTests {
         var configuration = StorageConfiguration()
         #expect(configuration.transport == .automatic)
         #expect(Storage(bucket: "b", endpoint: http).transport is SchemeRoutingTransport)
-        #expect(Storage(bucket: "b").transport is URLSessionTransport)
+        // An https endpoint's transport depends on OpenSSL 3 (TransportRoutingTests).
         configuration.transport = .native
         #expect(Storage(bucket: "b", configuration: configuration).transport is NativeHTTPTransport)
         configuration.transport = .urlSession
