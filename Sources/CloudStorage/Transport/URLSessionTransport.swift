@@ -436,7 +436,7 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         } else if exchange.isCancelled {
             exchange.complete(.failure(CancellationError()))
         } else if let error {
-            exchange.complete(.failure(HTTPTransportError(error)))
+            exchange.complete(.failure(HTTPTransportError(error, server: exchange.limit.server)))
         } else {
             // A 3xx whose redirect was declined (a resumable upload's 308) may
             // complete without a `didReceive response` callback.
@@ -453,8 +453,17 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
 }
 
 extension HTTPTransportError {
-    /// Classifies a `URLSession` failure.
-    fileprivate init(_ error: any Error) {
+    /// Classifies a `URLSession` failure; a TLS failure retrying cannot fix is
+    /// ``Kind/tlsFailure``, permanent, naming the cause (see ``URLSessionTLSFailure``).
+    ///
+    /// - Parameters:
+    ///   - error: What the task completed with.
+    ///   - server: `host:port`, for the message.
+    fileprivate init(_ error: any Error, server: String) {
+        if let failure = URLSessionTLSFailure(error) {
+            self = failure.transportError(server: server)
+            return
+        }
         let code = (error as? URLError)?.code
         let kind: Kind
         switch code {

@@ -1,0 +1,154 @@
+import Foundation
+import NativeTLS
+import Testing
+
+@testable import CloudStorage
+
+/// A server that cannot be verified (an untrusted issuer, an expired certificate,
+/// another name) or does not speak TLS at all (a plain HTTP server behind
+/// `https://`) fails the operation with ``StorageErrorCode/tlsFailure`` naming
+/// the cause, on every route, and the server sees no request and no token.
+///
+/// Each `Storage` keeps a 600 s retry budget, so a failure treated as transient
+/// would be retried (and reconnect) long past the suite's time limit; the
+/// verdict is what the server counted: exactly one connection, no HTTP request.
+@Suite("TLS failures on every route", .timeLimit(.minutes(2)), .enabled(if: TLSLibrary.isAvailable))
+struct TLSFailureTests {
+    enum Route: String, CaseIterable, Sendable {
+        case native, automatic, urlSession
+
+        var choice: StorageTransportChoice {
+            switch self {
+            case .native: .native
+            case .automatic: .automatic
+            case .urlSession: .urlSession
+            }
+        }
+    }
+
+    enum Server: String, CaseIterable, Sendable {
+        case untrusted, expired, otherName = "other-name", plain
+
+        var mode: TLSTestServer.Mode { self == .plain ? .plainHTTP : .tls(rawValue) }
+
+        /// Words of the message that name the cause.
+        var cause: String {
+            switch self {
+            case .untrusted: "issuer is not trusted"
+            case .expired: "certificate has expired"
+            case .otherName: "certificate is for another name"
+            case .plain: "plain HTTP server"
+            }
+        }
+    }
+
+    /// Every route against every server, except where the route cannot tell: `URLSession`
+    /// on Linux trusts only the system store (no way to give it the test CA: libcurl's CA
+    /// file is fixed when FoundationNetworking sets up each transfer), so an expired or
+    /// wrong-name certificate from the test CA is, to it, first of all untrusted.
+    static let cases: [(Route, Server)] = Route.allCases.flatMap { route in
+        Server.allCases.compactMap { server in
+            #if canImport(FoundationNetworking)
+            if route == .urlSession && (server == .expired || server == .otherName) { return nil }
+            #endif
+            return (route, server)
+        }
+    }
+
+    static func storage(_ route: Route, port: Int) -> Storage {
+        var configuration = StorageConfiguration()
+        configuration.transport = route.choice
+        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
+        configuration.maxOperationRetryTime = .seconds(600)
+        return Storage(
+            bucket: "bucket", endpoint: .gcs(URL(string: "https://127.0.0.1:\(port)")!),
+            authorization: .bearerToken("secret-token"), configuration: configuration)
+    }
+
+    @Test(arguments: cases)
+    func failsOnceWithItsCauseAndTheServerSeesNoRequest(route: Route, server kind: Server) async throws {
+        let server = try TLSTestServer(kind.mode)
+        defer { server.stop() }
+        let storage = Self.storage(route, port: server.port)
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "object.bin").putDataAsync(Data("secret bytes".utf8))
+        }
+        #expect(error?.code == .tlsFailure)
+        let message = error?.message ?? ""
+        #expect(message.contains(kind.cause), "\(message)")
+        #expect(message.contains("127.0.0.1:\(server.port)"), "names the server")
+        #expect(!message.contains("secret"))
+        if route == .urlSession {
+            #expect(message.contains("URLSession"), "\(message)")
+        } else {
+            // The native transport's words: on Linux `.automatic` carries https itself.
+            #expect(!message.contains("URLSession"), "\(message)")
+        }
+
+        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        #expect(reports.count == 1, "one connection attempt, no retry")
+        for report in reports {
+            #expect(!report.handshakeSucceeded)
+            #expect(report.requests == 0)
+            #expect(!report.sawAuthorization)
+            // In TLS nothing was decrypted; in clear text only the ClientHello arrived.
+            #expect(kind == .plain || report.applicationBytes == 0)
+        }
+    }
+}
+
+/// What swift-corelibs-foundation's `URLSession` reports for TLS failures, read into a
+/// cause. It reports them all as `URLError(.unknown)`, with libcurl's message as the
+/// description; the messages here are those libcurl 7.88.1 with OpenSSL 3.0 gave against
+/// the TLS emulator serving each test certificate (through `URLSession` for the untrusted
+/// and plain cases; through `curl --cacert test-ca.pem`, the same libcurl, for the rest).
+@Suite("URLSession TLS failure causes")
+struct URLSessionTLSFailureTests {
+    @Test(arguments: [
+        (
+            "SSL certificate problem: self-signed certificate in certificate chain",
+            URLSessionTLSFailure.Cause.untrustedIssuer
+        ),
+        ("SSL certificate problem: unable to get local issuer certificate", .untrustedIssuer),
+        ("SSL certificate problem: certificate has expired", .expired),
+        ("SSL certificate problem: certificate is not yet valid", .notYetValid),
+        ("SSL certificate problem: certificate revoked", .certificateRejected),
+        ("SSL: no alternative certificate subject name matches target host name '127.0.0.1'", .nameMismatch),
+        ("SSL: no alternative certificate subject name matches target ipv4 address '127.0.0.1'", .nameMismatch),
+        ("OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number", .plainHTTPServer),
+        ("OpenSSL/3.0.19: error:0A000102:SSL routines::unsupported protocol", .protocolVersion),
+        ("OpenSSL/3.0.19: error:0A000410:SSL routines::sslv3 alert handshake failure", .handshakeRefused),
+    ])
+    func libcurlsMessageNamesTheCause(message: String, cause: URLSessionTLSFailure.Cause) {
+        let failure = URLSessionTLSFailure(code: URLError.Code.unknown.rawValue, description: message)
+        #expect(failure?.cause == cause)
+        let error = failure?.transportError(server: "example.com:443")
+        #expect(error?.kind == .tlsFailure)
+        #expect(error?.permanent == true)
+        #expect(error?.message.contains(message) == true)
+        #expect(error?.message.contains("example.com:443") == true)
+    }
+
+    @Test(arguments: [
+        // A connection broken mid-handshake (the emulator drops a ClientHello on a plain port so).
+        "OpenSSL SSL_connect: SSL_ERROR_SYSCALL in connection to 127.0.0.1:18450 ",
+        "Connection reset by peer",
+        "Failed to connect to 127.0.0.1 port 1 after 0 ms: Couldn't connect to server",
+        "",
+    ])
+    func otherFailuresStayRetryable(message: String) {
+        #expect(URLSessionTLSFailure(code: URLError.Code.unknown.rawValue, description: message) == nil)
+    }
+
+    @Test func applesCertificateCodesNameTheCause() {
+        let codes: [(URLError.Code, URLSessionTLSFailure.Cause)] = [
+            (.serverCertificateHasUnknownRoot, .untrustedIssuer), (.serverCertificateHasBadDate, .expired),
+            (.serverCertificateNotYetValid, .notYetValid), (.serverCertificateUntrusted, .certificateRejected),
+        ]
+        for (code, cause) in codes {
+            #expect(
+                URLSessionTLSFailure(code: code.rawValue, description: "The certificate is invalid.")?.cause == cause)
+        }
+        #expect(URLSessionTLSFailure(code: URLError.Code.secureConnectionFailed.rawValue, description: nil) == nil)
+    }
+}
