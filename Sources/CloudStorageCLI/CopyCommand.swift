@@ -30,6 +30,9 @@ struct CopyCommand {
           --token TOKEN       an access token (default: $CLOUD_STORAGE_TOKEN)
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
+          --ca-file FILE      also trust the CA certificates in this PEM file for https://
+                              (a private CA; the system's store, which honours SSL_CERT_FILE
+                              and SSL_CERT_DIR, stays trusted; needs the system's OpenSSL 3)
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress bar
 
@@ -38,7 +41,8 @@ struct CopyCommand {
         Ctrl-C, the command exits without waiting any longer.
         Exit status: 0 stored, 2 usage, 3 local file problem, 4 credentials refused,
         5 bucket not found, 6 retries ran out, 7 integrity failure, 130 interrupted
-        (Ctrl-C), 143 terminated (SIGTERM), 1 other.
+        (Ctrl-C), 143 terminated (SIGTERM), 1 other (a server whose certificate does
+        not verify, or that does not speak TLS at an https:// address, among them).
         """
 
     let source: URL
@@ -48,6 +52,8 @@ struct CopyCommand {
     let token: String?
     let contentType: String?
     let chunkSize: Int64?
+    /// The private CA certificates of `--ca-file`, trusted besides the system's store.
+    let trustRoot: StorageConfiguration.TrustRoot?
     let verifiesChecksums: Bool
     let quiet: Bool
 
@@ -59,7 +65,9 @@ struct CopyCommand {
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
             words,
-            valued: ["--endpoint", "--firebase", "--token", "--emulator-dir", "--content-type", "--chunk-size"],
+            valued: [
+                "--endpoint", "--firebase", "--token", "--emulator-dir", "--content-type", "--chunk-size", "--ca-file",
+            ],
             flags: ["--production", "--no-checksum", "--quiet"]
         )
         guard arguments.positional.count == 2 else { throw UsageError("cp needs a FILE and a gs://BUCKET/PATH") }
@@ -110,8 +118,26 @@ struct CopyCommand {
         } else {
             chunkSize = nil
         }
+        trustRoot = try arguments.value("--ca-file").map(Self.trustRoot(file:))
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
+    }
+
+    /// The certificates of a `--ca-file`, read and checked now, so that a wrong path fails
+    /// before anything is started or contacted rather than at the first https:// request.
+    static func trustRoot(file path: String) throws(UsageError) -> StorageConfiguration.TrustRoot {
+        let contents: Data
+        do {
+            contents = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw UsageError("--ca-file: cannot read \(path)", showsUsage: false)
+        }
+        do {
+            return try StorageConfiguration.TrustRoot.pem(contents)
+        } catch {
+            throw UsageError(
+                "--ca-file: \(path) holds no PEM certificate (-----BEGIN CERTIFICATE-----)", showsUsage: false)
+        }
     }
 
     static func url(_ text: String) throws(UsageError) -> URL {
@@ -182,6 +208,7 @@ struct CopyCommand {
             return .usage
         }
         configuration.verifiesChecksums = verifiesChecksums
+        configuration.additionalTrustRoots = trustRoot.map { [$0] } ?? []
         let storage = Storage(
             bucket: bucket,
             endpoint: storageEndpoint,
@@ -239,6 +266,14 @@ struct CopyCommand {
             if error.code == .cancelled {
                 report("cancelled; nothing was stored (an upload session, if one was open, was deleted)")
                 if let signal = interruption.signal { return ExitCode(signal: signal) }
+            } else if error.code == .tlsFailure {
+                // The message names the server and the cause; the underlying error would only repeat it.
+                let untrusted = error.message.contains("issuer is not trusted")
+                report(
+                    error.message
+                        + (untrusted
+                            ? " If a private certificate authority issued it, pass that CA's certificate with --ca-file FILE."
+                            : ""))
             } else {
                 report(String(describing: error))
             }
