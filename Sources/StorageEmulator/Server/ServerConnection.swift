@@ -168,6 +168,11 @@ final class ServerConnection {
     /// Answers a head that cannot be served, or just closes when the bytes are not HTTP/1.
     private func refuse(_ error: HTTP1Error) {
         switch error {
+        case .notHTTP where startsWithTLSHandshake:
+            // A client with an https:// address for this plain server: a 400 in clear text, as
+            // real servers answer, tells it so at once; a silent close would look like a
+            // broken connection, retried until its budget runs out.
+            answerAndClose(status: 400)
         case .notHTTP, .unsupportedVersion:
             closeNow()
         case .headTooLarge, .tooManyFields:
@@ -177,6 +182,11 @@ final class ServerConnection {
         default:
             answerAndClose(status: 400)
         }
+    }
+
+    /// Whether the read-ahead bytes open a TLS handshake record (content type 22, version 3.x).
+    private var startsWithTLSHandshake: Bool {
+        withBufferedBytes { bytes in bytes.count >= 2 && bytes[0] == 0x16 && bytes[1] == 0x03 }
     }
 
     /// Sends a short plain-text answer with `Connection: close`, then closes.

@@ -3,6 +3,7 @@ import NativeTLS
 import Testing
 
 @testable import CloudStorage
+@testable import StorageEmulator
 
 /// A server that cannot be verified (an untrusted issuer, an expired certificate,
 /// another name) or does not speak TLS at all (a plain HTTP server behind
@@ -94,6 +95,25 @@ struct TLSFailureTests {
             // In TLS nothing was decrypted; in clear text only the ClientHello arrived.
             #expect(kind == .plain || report.applicationBytes == 0)
         }
+    }
+}
+
+extension TLSFailureTests {
+    /// The emulator on plain HTTP, addressed as `https://` (an easy slip with
+    /// `STORAGE_EMULATOR_HOST`): it answers the ClientHello with a 400 in clear text, so
+    /// both transports can say it is a plain HTTP server rather than retry a silent close.
+    @Test(arguments: Route.allCases)
+    func thePlainEmulatorBehindHTTPSIsNamedAsSuch(route: Route) async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        #expect(emulator.baseURL.scheme == "http")
+        let storage = Self.storage(route, port: emulator.port)
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "object.bin").putDataAsync(Data("secret bytes".utf8))
+        }
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.message.contains("plain HTTP") == true, "\(String(describing: error))")
+        #expect(emulator.application.store.record(bucket: "bucket", name: "object.bin") == nil)
     }
 }
 

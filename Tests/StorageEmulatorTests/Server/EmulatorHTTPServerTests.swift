@@ -369,13 +369,25 @@ struct EmulatorHTTPServerTests {
         }
     }
 
-    @Test(arguments: ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "\u{16}\u{03}\u{01}\u{02}\u{00}", "GET / HTTP/3.0\r\n\r\n"])
+    @Test(arguments: ["PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET / HTTP/3.0\r\n\r\n"])
     func nonHTTP1BytesAreClosedWithoutAnswer(bytes: String) async throws {
         try await withServer(EchoApplication()) { _, port in
             try await onThread {
                 let client = try RawClient(port: port)
                 try client.send(bytes)
                 #expect(try client.readToEOF().isEmpty)
+            }
+        }
+    }
+
+    /// A TLS ClientHello (an `https://` address for this plain server) gets a 400 in clear
+    /// text, as real servers answer, so the client can tell it met plain HTTP.
+    @Test func aTLSHandshakeGets400InClearText() async throws {
+        try await withServer(EchoApplication()) { _, port in
+            try await onThread {
+                let client = try RawClient(port: port)
+                try client.send("\u{16}\u{03}\u{01}\u{02}\u{00}")
+                #expect(try client.readResponse().status == 400)
             }
         }
     }
