@@ -1,9 +1,14 @@
 import Foundation
 import NativeTLS
+import Synchronization
 import Testing
 
 @testable import CloudStorage
 @testable import StorageEmulator
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A server that cannot be verified (an untrusted issuer, an expired certificate,
 /// another name) or does not speak TLS at all (a plain HTTP server behind
@@ -114,6 +119,59 @@ extension TLSFailureTests {
         #expect(error?.code == .tlsFailure)
         #expect(error?.message.contains("plain HTTP") == true, "\(String(describing: error))")
         #expect(emulator.application.store.record(bucket: "bucket", name: "object.bin") == nil)
+    }
+}
+
+extension TLSFailureTests {
+    /// A plain server whose answer to the ClientHello is text that does not start with
+    /// `HTTP/` (as Python's `http.server` answers with an HTML page): OpenSSL reports a
+    /// "wrong version number", which both transports name as a plain server.
+    @Test(arguments: Route.allCases)
+    func aPlainTextAnswerThatIsNotHTTPIsNamedAsAPlainServer(route: Route) async throws {
+        let sentinel = Array("SENTINEL".utf8)
+        let sentinelIndex = Mutex<Int?>(nil)
+        let server = try ScriptedHTTPServer { connection, index in
+            let first = connection.readBody(sentinel.count)
+            if first == sentinel {
+                sentinelIndex.withLock { $0 = index }
+                return
+            }
+            connection.write("<!DOCTYPE HTML>\n<html><body><h1>Error response</h1></body></html>\n")
+        }
+        defer { server.stop() }
+        let storage = Self.storage(route, port: server.port)
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "object.bin").putDataAsync(Data("secret bytes".utf8))
+        }
+        #expect(error?.code == .tlsFailure)
+        #expect(error?.message.contains("plain HTTP server") == true, "\(String(describing: error))")
+
+        // Connections are accepted in order: a sentinel numbered 1 proves one attempt came before it.
+        let probe = try #require(Self.connect(port: server.port))
+        defer { Glibc.close(probe) }
+        #expect(sentinel.withUnsafeBytes { Glibc.send(probe, $0.baseAddress, $0.count, 0) } == sentinel.count)
+        while sentinelIndex.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(sentinelIndex.withLock { $0 } == 1, "one connection attempt, no retry")
+    }
+
+    /// A connected loopback TCP socket, or nil.
+    static func connect(port: Int) -> Int32? {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            Glibc.close(fd)
+            return nil
+        }
+        return fd
     }
 }
 
