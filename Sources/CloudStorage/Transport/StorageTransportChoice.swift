@@ -27,6 +27,11 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// ``StorageConfiguration/additionalTrustRoots`` apply where the native
     /// transport carries `https://`; `URLSession` on Linux trusts the
     /// system store only.
+    ///
+    /// The native transport connects directly: it does not read
+    /// `https_proxy` or `http_proxy`. Where the only way out is an HTTP proxy,
+    /// choose ``urlSession``, which on Linux uses the proxy the environment
+    /// names.
     case automatic
     /// The native HTTP/1.1 transport for every request, `http://` and
     /// `https://` alike; a request to any other scheme fails at once with
