@@ -21,9 +21,11 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// session URL the server hands out is routed by its own scheme, so an
     /// `http` endpoint that answers with an `https` session still works.
     ///
-    /// Either way a certificate that does not verify, or a plain HTTP server
-    /// behind an `https://` address, fails the request at once with
-    /// ``StorageErrorCode/tlsFailure`` naming the cause, never retried.
+    /// Either way a certificate that does not verify fails the request at
+    /// once with ``StorageErrorCode/tlsFailure`` naming the cause, never
+    /// retried; on Linux so does a plain HTTP server behind an `https://`
+    /// address (Apple's `URLSession` reports that as a broken secure
+    /// connection, which is retried).
     /// ``StorageConfiguration/additionalTrustRoots`` apply where the native
     /// transport carries `https://`; `URLSession` on Linux trusts the
     /// system store only.
