@@ -64,11 +64,14 @@ extension StorageTransportChoice {
     ///     where ``automatic`` sends `https://`, and ``native`` fails such requests with it.
     ///     Probed once per process by default (a `dlopen` of libraries FoundationNetworking
     ///     has already loaded through libcurl, so cheap); tests pass their own.
+    ///   - proxies: The proxies the environment names. ``automatic`` leaves an endpoint meant to be
+    ///     reached through one to `URLSession`, which uses it (the native transport connects directly).
     func transport(
         for endpoint: StorageEndpoint,
         maxConnectionsPerHost: Int,
         additionalTrustRoots: [StorageConfiguration.TrustRoot] = [],
-        tlsUnavailableReason: @autoclosure () -> String? = TLSLibrary.unavailableReason
+        tlsUnavailableReason: @autoclosure () -> String? = TLSLibrary.unavailableReason,
+        proxies: @autoclosure () -> ProxyEnvironment = ProxyEnvironment()
     ) -> any HTTPTransport {
         func native(_ unavailableReason: String?) -> NativeHTTPTransport {
             var configuration = NativeHTTPTransport.Configuration()
@@ -83,6 +86,7 @@ extension StorageTransportChoice {
         case .urlSession:
             return URLSessionTransport.shared
         case .automatic:
+            if proxies().usesProxy(for: endpoint.baseURL) { return URLSessionTransport.shared }
             let unavailableReason = tlsUnavailableReason()
             let nativeSchemes: Set<String> = unavailableReason == nil ? ["http", "https"] : ["http"]
             let endpointScheme = endpoint.baseURL.scheme?.lowercased()

@@ -10,7 +10,7 @@
 ///
 /// ```swift
 /// var configuration = StorageConfiguration()
-/// configuration.transport = .urlSession   // e.g. to compare, or behind an HTTP proxy URLSession knows
+/// configuration.transport = .urlSession   // e.g. to compare with the native transport
 /// let storage = Storage.gcsEmulator(bucket: "b", baseURL: emulatorURL, configuration: configuration)
 /// ```
 public enum StorageTransportChoice: Sendable, Hashable {
@@ -30,10 +30,14 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// transport carries `https://`; `URLSession` on Linux trusts the
     /// system store only.
     ///
-    /// The native transport connects directly: it does not read
-    /// `https_proxy` or `http_proxy`. Where the only way out is an HTTP proxy,
-    /// choose ``urlSession``, which on Linux uses the proxy the environment
-    /// names.
+    /// The native transport connects directly. So where the environment
+    /// names a proxy for the endpoint (`https_proxy` or `HTTPS_PROXY` for an
+    /// `https://` endpoint, `http_proxy` or `HTTP_PROXY` for `http://`, unless
+    /// `no_proxy` or `NO_PROXY` lists the host, as curl reads them), every
+    /// request of that ``Storage`` goes through `URLSession`, which uses the
+    /// proxy. Loopback hosts (`localhost`, `127.0.0.1`, `::1`) are always
+    /// reached directly. The environment is read when the ``Storage`` is
+    /// created.
     case automatic
     /// The native HTTP/1.1 transport for every request, `http://` and
     /// `https://` alike; a request to any other scheme fails at once with
