@@ -584,3 +584,32 @@ extension DocumentationSnippets {
         // end snippet
     }
 }
+
+/// HTTPS on Linux: trusting a private certificate authority.
+extension DocumentationSnippets {
+    static func readmePrivateCA() -> Storage {
+        // snippet: README.md#10
+        var configuration = StorageConfiguration()
+        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
+        let storage = Storage(
+            bucket: "my-bucket",
+            endpoint: .gcs(URL(string: "https://storage.internal.example:8443")!),
+            configuration: configuration
+        )
+        // end snippet
+        return storage
+    }
+
+    static func httpsPrivateCA() -> Storage {
+        // snippet: DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
+        var configuration = StorageConfiguration()
+        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
+        let storage = Storage(
+            bucket: "my-bucket",
+            endpoint: .gcs(URL(string: "https://storage.internal.example:8443")!),
+            configuration: configuration
+        )
+        // end snippet
+        return storage
+    }
+}
