@@ -55,7 +55,10 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         var text = "StorageError.\(code): \(message)"
         if let httpStatus { text += " (HTTP \(httpStatus)" + (serverMessage.map { ": \($0)" } ?? "") + ")" }
-        if let underlyingError { text += " [caused by: \(underlyingError)]" }
+        // A transport error the message was taken from ("tlsFailure: <message>") would only repeat it.
+        if let underlyingError, !String(describing: underlyingError).hasSuffix(message) {
+            text += " [caused by: \(underlyingError)]"
+        }
         return text
     }
 }

@@ -22,6 +22,15 @@ struct ErrorMappingTests {
         #expect(error.serverMessage == "no")
     }
 
+    @Test func descriptionSaysACauseOnce() {
+        let transport = HTTPTransportError(kind: .tlsFailure, message: "The server's certificate has expired.")
+        let repeated = StorageError(.tlsFailure, transport.message, underlyingError: transport)
+        #expect(repeated.description == "StorageError.tlsFailure: The server's certificate has expired.")
+        let reset = HTTPTransportError(kind: .connectionLost, message: "The connection was reset.")
+        let wrapped = StorageError(.unknown, "The request failed.", underlyingError: reset)
+        #expect(wrapped.description.hasSuffix("[caused by: connectionLost: The connection was reset.]"))
+    }
+
     @Test func notFoundSaysWhatWasMissing() {
         #expect(Self.response(404).storageError(about: .bucket("b")).code == .bucketNotFound)
         #expect(Self.response(404).storageError(about: .object("a/b")).code == .objectNotFound)
