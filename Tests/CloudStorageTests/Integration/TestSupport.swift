@@ -40,32 +40,28 @@ enum TestSupport {
         return url
     }
 
-    /// The transports an `http://` endpoint can use. Every test that sends
-    /// requests to a server takes one of these as an argument and runs on
-    /// each: the SDK must behave the same whichever moves its bytes.
-    /// (``StorageTransportChoice/automatic`` sends `http://` requests to the
-    /// native transport, so it needs no run of its own.)
-    static let transports: [StorageTransportChoice] = [.native, .urlSession]
-
     /// A unique bucket name for one test.
     static func bucketName(_ label: String = "t") -> String {
         "\(label)-\(UUID().uuidString.lowercased().prefix(13))"
     }
 
-    /// A `Storage` for a new bucket on the shared fake-gcs-server.
+    /// A `Storage` for a new bucket on the shared fake-gcs-server, on a plain-HTTP `route`.
     static func fakeGCSStorage(
         label: String = "t",
         authorization: StorageAuthorization = .none,
-        transport: StorageTransportChoice,
+        route: TestRoute,
         configure: (inout StorageConfiguration) -> Void = { _ in }
     ) async throws -> (Storage, FakeGCSServer) {
+        // fake-gcs-server runs over plain HTTP only (its control client is URLSession, which
+        // cannot trust the test CA on Linux), so its suites run on ``TestRoute/plain``.
+        #expect(route.scheme == .http, "fake-gcs-server serves plain HTTP only")
         let server = try await FakeGCSServer.shared()
         let bucket = bucketName(label)
         try await server.createBucket(bucket)
         var configuration = StorageConfiguration()
         configuration.initialRetryDelay = .milliseconds(50)
         configuration.maxUploadRetryTime = .seconds(20)
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configure(&configuration)
         let storage = Storage(
             bucket: bucket,
