@@ -14,8 +14,10 @@ import FoundationNetworking
 ///
 /// The examples come from DocumentationSnippets.swift (so they are exactly the
 /// documented code). Those that name no server run offline; those that take a
-/// `Storage` run against fake-gcs-server, on each transport. Examples with fixed addresses,
-/// credentials or files outside the test's control are only compiled.
+/// `Storage` run against fake-gcs-server, on each route (``TestRoute``; the
+/// offline one and the Emulators article's plain-HTTP emulator on the plain
+/// ones). Examples with fixed addresses, credentials or files outside the
+/// test's control are only compiled.
 @Suite("Documentation examples", .timeLimit(.minutes(5)))
 struct DocumentationExampleTests {
     /// The bucket the Getting Started article uses.
@@ -70,7 +72,7 @@ struct DocumentationExampleTests {
         return Storage(bucket: storage.bucket, endpoint: storage.endpoint, configuration: configuration)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func theFirstUploadStoresWhatTheArticleSays(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         try await DocumentationSnippets.gettingStartedFirstUpload(storage: storage)
@@ -81,7 +83,7 @@ struct DocumentationExampleTests {
         #expect(stored.contentType == "text/plain")
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func uploadExamplesStoreTheirObjects(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let imageData = TestSupport.payload(size: 300 * .kibibyte, seed: 41)
@@ -100,7 +102,7 @@ struct DocumentationExampleTests {
         #expect(resource.customMetadata == ["camera": "X100V", "location": "Yosemite"])
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func theProgressLoopsEndWhenTheUploadEnds(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let video = TestSupport.payload(size: 9 * .mebibyte, seed: 42)  // above the one-request threshold
@@ -116,7 +118,7 @@ struct DocumentationExampleTests {
         #expect(resource.contentType == "video/mp4")
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func contentTypesAreInferredAsTheArticleSays(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let archive = try TestSupport.file(named: "photos-2026.tar.gz", containing: Data("x".utf8))
@@ -128,7 +130,7 @@ struct DocumentationExampleTests {
         #expect(fromData.contentType == "application/octet-stream")
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func theErrorHandlingExampleHandlesAMissingFile(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/report.pdf")
@@ -140,7 +142,7 @@ struct DocumentationExampleTests {
         #expect(error?.code == .unreadableFile)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let payload = TestSupport.payload(size: Int(StorageConfiguration().multipartUploadThreshold), seed: 43)

@@ -9,7 +9,7 @@ import Testing
 
 /// Downloads into memory and into files, against the emulator (both
 /// protocols), fake-gcs-server, and scripted servers that break connections
-/// and lie about checksums, on each route (``TestRoute``; fake-gcs-server on the plain ones).
+/// and lie about checksums, on each route (``TestRoute``).
 @Suite("Downloads", .timeLimit(.minutes(10)))
 struct DownloadTests {
     static func storage(
@@ -62,7 +62,7 @@ struct DownloadTests {
         #expect(try await empty.data(maxSize: 0).isEmpty)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func fakeGCSRoundTrip(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "dl", route: route)
         let payload = TestSupport.payload(size: 300 * .kibibyte, seed: 4)

@@ -12,7 +12,7 @@ import Testing
 @Suite("Uploads to fake-gcs-server", .timeLimit(.minutes(5)))
 struct FakeGCSUploadTests {
     static let sizes = [0, 1, 300 * .kibibyte, 20 * .mebibyte, 100 * .mebibyte]
-    @Test("putData stores every byte", arguments: TestRoute.plain, sizes)
+    @Test("putData stores every byte", arguments: TestRoute.all, sizes)
     func putData(route: TestRoute, size: Int) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "data", route: route)
         let payload = TestSupport.payload(size: size, seed: UInt64(size))
@@ -27,7 +27,7 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
     }
 
-    @Test("putFile stores every byte", arguments: TestRoute.plain, sizes)
+    @Test("putFile stores every byte", arguments: TestRoute.all, sizes)
     func putFile(route: TestRoute, size: Int) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "file", route: route)
         let payload = TestSupport.payload(size: size, seed: UInt64(size) + 7)
@@ -53,7 +53,7 @@ struct FakeGCSUploadTests {
 
     @Test(
         "chunked uploads send bounded requests",
-        arguments: TestRoute.plain, [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
+        arguments: TestRoute.all, [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
     func chunked(route: TestRoute, sizes: (size: Int, chunk: Int)) async throws {
         let (size, chunk) = sizes
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk", route: route) {
@@ -71,7 +71,7 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: dataRef.fullPath, in: storage, server: server)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func customMetadataRoundTrips(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "meta", route: route)
         var metadata = StorageMetadata()
@@ -94,7 +94,7 @@ struct FakeGCSUploadTests {
     }
 
     @Test(
-        arguments: TestRoute.plain,
+        arguments: TestRoute.all,
         [
             ("photo.PNG", "image/png"), ("report.pdf", "application/pdf"), ("clip.mp4", "video/mp4"),
             ("data.unknownext", "application/octet-stream"), ("README", "application/octet-stream"),
@@ -114,7 +114,7 @@ struct FakeGCSUploadTests {
         #expect(resource.contentType == expected)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func anExplicitContentTypeWinsOverTheExtension(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ctype", route: route)
         let file = try TestSupport.file(named: "photo.png", containing: Data("x".utf8))
@@ -126,7 +126,7 @@ struct FakeGCSUploadTests {
         #expect(stored.contentType == "application/x-custom")
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func manyConcurrentUploads(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many", route: route) {
             $0.multipartUploadThreshold = 256 * 1024
@@ -148,7 +148,7 @@ struct FakeGCSUploadTests {
         }
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func aBearerTokenIsSentToLoopbackAndTheProviderIsAsked(route: TestRoute) async throws {
         let calls = CallCounter()
         let (storage, server) = try await TestSupport.fakeGCSStorage(

@@ -27,8 +27,9 @@ struct TestRoute: Sendable, Hashable, CustomTestStringConvertible {
 
     /// Every route a suite that talks to the emulator runs on.
     static let all: [TestRoute] = [.nativeHTTP, .urlSessionHTTP, .nativeHTTPS]
-    /// The plain-HTTP routes, for servers that cannot speak TLS (fake-gcs-server) and
-    /// tests about plain HTTP itself.
+    /// The plain-HTTP routes, for tests about plain HTTP itself (credentials refused on
+    /// plain HTTP to another machine, offline endpoints) or against servers that only
+    /// speak it (the Emulators article's example emulator).
     static let plain: [TestRoute] = all.filter { $0.scheme == .http }
 
     var testDescription: String { "\(transport) over \(scheme)" }

@@ -45,16 +45,15 @@ enum TestSupport {
         "\(label)-\(UUID().uuidString.lowercased().prefix(13))"
     }
 
-    /// A `Storage` for a new bucket on the shared fake-gcs-server, on a plain-HTTP `route`.
+    /// A `Storage` for a new bucket on the shared fake-gcs-server, on `route` (its HTTPS port
+    /// for `https`; the server's own checks, like ``expectStored(_:at:in:server:sourceLocation:)``,
+    /// go over plain HTTP).
     static func fakeGCSStorage(
         label: String = "t",
         authorization: StorageAuthorization = .none,
         route: TestRoute,
         configure: (inout StorageConfiguration) -> Void = { _ in }
     ) async throws -> (Storage, FakeGCSServer) {
-        // fake-gcs-server runs over plain HTTP only (its control client is URLSession, which
-        // cannot trust the test CA on Linux), so its suites run on ``TestRoute/plain``.
-        #expect(route.scheme == .http, "fake-gcs-server serves plain HTTP only")
         let server = try await FakeGCSServer.shared()
         let bucket = bucketName(label)
         try await server.createBucket(bucket)
@@ -65,11 +64,17 @@ enum TestSupport {
         configure(&configuration)
         let storage = Storage(
             bucket: bucket,
-            endpoint: .gcs(server.baseURL),
+            endpoint: .gcs(try fakeGCSBaseURL(server, route)),
             authorization: authorization,
             configuration: configuration
         )
         return (storage, server)
+    }
+
+    /// Where `route` reaches fake-gcs-server: its plain port, or its TLS one.
+    static func fakeGCSBaseURL(_ server: FakeGCSServer, _ route: TestRoute) throws -> URL {
+        guard route.scheme == .https else { return server.baseURL }
+        return try #require(server.tlsBaseURL, "the shared fake-gcs-server serves TLS")
     }
 
     /// Subscribes to `task`'s snapshots now (synchronously, so nothing after

@@ -13,8 +13,8 @@ import Darwin
 
 /// Bad input and refused requests end in a specific error and store nothing, on
 /// each route (the checks made before any request included: the transport
-/// must not change which error wins). Cases against fake-gcs-server, and the one
-/// about plain HTTP, run on the plain routes (``TestRoute/plain``).
+/// must not change which error wins). The case about plain HTTP itself runs on the
+/// plain routes (``TestRoute/plain``).
 @Suite("Upload errors", .timeLimit(.minutes(5)))
 struct UploadErrorTests {
     static func failure(of task: StorageUploadTask) async -> StorageError? {
@@ -28,7 +28,7 @@ struct UploadErrorTests {
         }
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func aMissingFileIsUnreadableAndNamed(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let path = "/nonexistent-\(UUID().uuidString)/file.bin"
@@ -38,7 +38,7 @@ struct UploadErrorTests {
         #expect(error?.message.contains("does not exist") == true)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func aDirectoryIsNotAFileToUpload(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let directory = try TestSupport.temporaryDirectory()
@@ -48,7 +48,7 @@ struct UploadErrorTests {
         #expect(error?.message.contains("directory") == true)
     }
 
-    @Test(.enabled(if: getuid() != 0, "root reads any file"), arguments: TestRoute.plain)
+    @Test(.enabled(if: getuid() != 0, "root reads any file"), arguments: TestRoute.all)
     func anUnreadableFileIsReported(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let file = try TestSupport.file(containing: Data("secret".utf8))
@@ -58,7 +58,7 @@ struct UploadErrorTests {
         #expect(error?.code == .unreadableFile)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func theRootReferenceCannotBeUploadedTo(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let error = await Self.failure(of: storage.reference().putData(Data("x".utf8)))
@@ -66,7 +66,7 @@ struct UploadErrorTests {
     }
 
     @Test(
-        arguments: TestRoute.plain,
+        arguments: TestRoute.all,
         [String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513)])
     func invalidObjectNamesFailWithPathError(route: TestRoute, path: String) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
@@ -87,13 +87,14 @@ struct UploadErrorTests {
         #expect(configuration.chunkSize == nil)
     }
 
-    @Test(arguments: TestRoute.plain, [100, 20 * 1024 * 1024])
+    @Test(arguments: TestRoute.all, [100, 20 * 1024 * 1024])
     func aMissingBucketIsReported(route: TestRoute, size: Int) async throws {
         let server = try await FakeGCSServer.shared()
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
         let storage = Storage(
-            bucket: TestSupport.bucketName("missing"), endpoint: .gcs(server.baseURL), configuration: configuration)
+            bucket: TestSupport.bucketName("missing"), endpoint: .gcs(try TestSupport.fakeGCSBaseURL(server, route)),
+            configuration: configuration)
         let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: size)))
         #expect(error?.code == .bucketNotFound)
         #expect(error?.httpStatus == 404)

@@ -6,7 +6,7 @@ import Testing
 @testable import CloudStorage
 @testable import StorageEmulator
 
-/// Pause, resume and cancel, on each route (``TestRoute``; fake-gcs-server on the plain ones).
+/// Pause, resume and cancel, on each route (``TestRoute``).
 ///
 /// Controls meant to land mid-transfer run against the emulator, which holds
 /// the upload's third request (`stall-after-100K`) until the client closes it:
@@ -75,7 +75,7 @@ struct UploadTaskControlTests {
         #expect(statuses == [.resume, .pause, .resume, .success] || statuses == [.pause, .resume, .success])
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func pauseAndResumeASmallUploadBeforeItStarts(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause", route: route)
         let payload = TestSupport.payload(size: 100 * .kibibyte, seed: 12)
@@ -145,7 +145,7 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func controlsAfterTheEndChangeNothing(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ended", route: route)
         let task = storage.reference(withPath: "ended/a").putData(Data("abc".utf8))
@@ -161,7 +161,7 @@ struct UploadTaskControlTests {
         #expect(late.first?.metadata == metadata)
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func manySubscribersSeeTheSameStatusesInOrder(route: TestRoute) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs", route: route)
         let task = storage.reference(withPath: "subs/a").putData(TestSupport.payload(size: 12 * .mebibyte, seed: 16))
@@ -176,7 +176,7 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test(arguments: TestRoute.plain)
+    @Test(arguments: TestRoute.all)
     func aTaskNobodyHoldsStillFinishes(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "detached", route: route)
         let payload = TestSupport.payload(size: 9 * .mebibyte, seed: 17)
