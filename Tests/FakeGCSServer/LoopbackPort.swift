@@ -48,4 +48,24 @@ enum LoopbackPort {
         }
         return Int(UInt16(bigEndian: address.sin_port))
     }
+
+    /// Whether something accepts TCP connections on 127.0.0.1 at `port`. Blocking (one loopback connect).
+    static func isListening(_ port: Int) -> Bool {
+        #if canImport(Glibc) || canImport(Musl)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
+        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
 }

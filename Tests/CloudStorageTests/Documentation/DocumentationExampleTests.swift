@@ -14,8 +14,10 @@ import FoundationNetworking
 ///
 /// The examples come from DocumentationSnippets.swift (so they are exactly the
 /// documented code). Those that name no server run offline; those that take a
-/// `Storage` run against fake-gcs-server, on each transport. Examples with fixed addresses,
-/// credentials or files outside the test's control are only compiled.
+/// `Storage` run against fake-gcs-server, on each route (``TestRoute``; the
+/// offline one and the Emulators article's plain-HTTP emulator on the plain
+/// ones). Examples with fixed addresses, credentials or files outside the
+/// test's control are only compiled.
 @Suite("Documentation examples", .timeLimit(.minutes(5)))
 struct DocumentationExampleTests {
     /// The bucket the Getting Started article uses.
@@ -41,11 +43,11 @@ struct DocumentationExampleTests {
         #expect(throws: StorageError.self) { try Self.articleStorage.reference(forURL: "gs://another-bucket/a") }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func thePathRulesExampleFailsWithPathErrorBeforeAnyRequest(transport: StorageTransportChoice) async {
+    @Test(arguments: TestRoute.plain)
+    func thePathRulesExampleFailsWithPathErrorBeforeAnyRequest(route: TestRoute) async {
         // Nothing listens at this address: a request would fail differently.
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         let offline = Storage(
             bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:9")!), configuration: configuration)
         await DocumentationSnippets.gettingStartedPathRules(storage: offline)
@@ -70,9 +72,9 @@ struct DocumentationExampleTests {
         return Storage(bucket: storage.bucket, endpoint: storage.endpoint, configuration: configuration)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func theFirstUploadStoresWhatTheArticleSays(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func theFirstUploadStoresWhatTheArticleSays(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         try await DocumentationSnippets.gettingStartedFirstUpload(storage: storage)
         let stored = try StorageMetadata(
             objectResource: try await server.objectResource(bucket: storage.bucket, object: "greetings/hello.txt")
@@ -81,9 +83,9 @@ struct DocumentationExampleTests {
         #expect(stored.contentType == "text/plain")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func uploadExamplesStoreTheirObjects(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func uploadExamplesStoreTheirObjects(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let imageData = TestSupport.payload(size: 300 * .kibibyte, seed: 41)
         try await DocumentationSnippets.uploadingData(storage: storage, imageData: imageData)
         try await TestSupport.expectStored(imageData, at: "images/space.jpg", in: storage, server: server)
@@ -100,9 +102,9 @@ struct DocumentationExampleTests {
         #expect(resource.customMetadata == ["camera": "X100V", "location": "Yosemite"])
     }
 
-    @Test(arguments: TestSupport.transports)
-    func theProgressLoopsEndWhenTheUploadEnds(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func theProgressLoopsEndWhenTheUploadEnds(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let video = TestSupport.payload(size: 9 * .mebibyte, seed: 42)  // above the one-request threshold
         let videoURL = try TestSupport.file(named: "launch.mp4", containing: video)
         defer { try? FileManager.default.removeItem(at: videoURL.deletingLastPathComponent()) }
@@ -116,9 +118,9 @@ struct DocumentationExampleTests {
         #expect(resource.contentType == "video/mp4")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func contentTypesAreInferredAsTheArticleSays(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func contentTypesAreInferredAsTheArticleSays(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let archive = try TestSupport.file(named: "photos-2026.tar.gz", containing: Data("x".utf8))
         defer { try? FileManager.default.removeItem(at: archive.deletingLastPathComponent()) }
         let fromFile = try await storage.reference(withPath: "backups/photos-2026.tar.gz").putFileAsync(from: archive)
@@ -128,9 +130,9 @@ struct DocumentationExampleTests {
         #expect(fromData.contentType == "application/octet-stream")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func theErrorHandlingExampleHandlesAMissingFile(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func theErrorHandlingExampleHandlesAMissingFile(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString)/report.pdf")
         let ref = storage.reference(withPath: "reports/q3.pdf")
         // The example catches every error itself; it must return, not throw or hang.
@@ -140,10 +142,9 @@ struct DocumentationExampleTests {
         #expect(error?.code == .unreadableFile)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes(transport: StorageTransportChoice) async throws
-    {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
         let payload = TestSupport.payload(size: Int(StorageConfiguration().multipartUploadThreshold), seed: 43)
         let ref = storage.reference(withPath: "paused/threshold.bin")
         let task = ref.putData(payload)
@@ -161,15 +162,15 @@ struct DocumentationExampleTests {
         try await DocumentationSnippets.emulatorRandomFaults()
     }
 
-    @Test(arguments: TestSupport.transports)
-    func theConfiguredEmulatorWantsItsTokenAndKnownBucketsAndFailsOnce(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.plain)
+    func theConfiguredEmulatorWantsItsTokenAndKnownBucketsAndFailsOnce(route: TestRoute) async throws {
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let emulator = try DocumentationSnippets.emulatorConfiguration(objectsDirectory: directory)
         defer { emulator.stop() }
         var settings = StorageConfiguration()
         settings.initialRetryDelay = .milliseconds(10)
-        settings.transport = transport
+        route.apply(to: &settings)
         func upload(bucket: String, _ authorization: StorageAuthorization) async throws(StorageError) -> StorageMetadata
         {
             try await Storage.gcsEmulator(

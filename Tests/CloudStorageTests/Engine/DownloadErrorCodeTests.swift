@@ -12,20 +12,19 @@ import Testing
 @Suite("Download and answer error codes", .timeLimit(.minutes(2)))
 struct DownloadErrorCodeTests {
     static func storage(
-        port: Int, transport: StorageTransportChoice, configure: (inout StorageConfiguration) -> Void = { _ in }
+        _ server: ScriptedHTTPServer, route: TestRoute, configure: (inout StorageConfiguration) -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
         configuration.initialRetryDelay = .milliseconds(1)
         configuration.maxRetryDelay = .milliseconds(5)
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configure(&configuration)
-        return Storage(
-            bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:\(port)")!), configuration: configuration)
+        return Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
     }
 
     @Test(arguments: Reliability.Route.all)
     func aDestinationInAMissingDirectoryIsUnwritable(route: Reliability.Route) async throws {
-        try await Reliability.withEmulator { emulator in
+        try await Reliability.withEmulator(for: route.via) { emulator in
             let storage = Reliability.storage(route, emulator)
             let reference = storage.reference(withPath: "o")
             _ = try await reference.putDataAsync(Data(repeating: 3, count: 1000))
@@ -45,10 +44,10 @@ struct DownloadErrorCodeTests {
 
     /// Every answer serves half of a 1000-byte object and drops the connection; every resumed
     /// range comes from a newer object. The download starts over three times, then gives up.
-    @Test(arguments: TestSupport.transports, Change.allCases)
-    func anObjectThatKeepsChangingIsObjectChanged(transport: StorageTransportChoice, change: Change) async throws {
+    @Test(arguments: TestRoute.all, Change.allCases)
+    func anObjectThatKeepsChangingIsObjectChanged(route: TestRoute, change: Change) async throws {
         let requests = Atomic(0)
-        let server = try ScriptedHTTPServer { connection, _ in
+        let server = try ScriptedHTTPServer(scheme: route.scheme) { connection, _ in
             guard let (head, _) = connection.readRequest() else { return }
             let index = requests.add(1, ordering: .relaxed).newValue
             let resumed = head.headers["Range"] != nil
@@ -66,7 +65,7 @@ struct DownloadErrorCodeTests {
             connection.write([UInt8](repeating: 9, count: 500))
         }
         defer { server.stop() }
-        let storage = Self.storage(port: server.port, transport: transport) { $0.maxDownloadRetryTime = .seconds(60) }
+        let storage = Self.storage(server, route: route) { $0.maxDownloadRetryTime = .seconds(60) }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").data(maxSize: 1 << 20)
         }
@@ -77,9 +76,10 @@ struct DownloadErrorCodeTests {
     /// The download's retry deadline moves only when bytes arrive past any received
     /// before: after the object changed and the download started over, regaining
     /// ground does not. Waits are 60–90 ms against a 100 ms retry time, so exactly one
-    /// retry fits since the last reset, however loaded the machine.
-    @Test(arguments: TestSupport.transports)
-    func regainingGroundAfterAFreshStartDoesNotRestartTheDeadline(transport: StorageTransportChoice) async throws {
+    /// retry fits since the last reset, however loaded the machine. About the engine's
+    /// deadline, not the bytes' path: on the plain routes, where no handshake adds to a wait.
+    @Test(arguments: TestRoute.plain)
+    func regainingGroundAfterAFreshStartDoesNotRestartTheDeadline(route: TestRoute) async throws {
         let requests = Atomic(0)
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
@@ -102,7 +102,7 @@ struct DownloadErrorCodeTests {
             }
         }
         defer { server.stop() }
-        let storage = Self.storage(port: server.port, transport: transport) { configuration in
+        let storage = Self.storage(server, route: route) { configuration in
             configuration.initialRetryDelay = .milliseconds(60)
             configuration.maxRetryDelay = .milliseconds(60)
             configuration.maxDownloadRetryTime = .milliseconds(100)
@@ -120,7 +120,7 @@ struct DownloadErrorCodeTests {
             connection.write("HTTP/1.1 abc\r\nthis is not a header\r\n\r\n")
         }
         defer { server.stop() }
-        let storage = Self.storage(port: server.port, transport: .native) { $0.maxOperationRetryTime = .zero }
+        let storage = Self.storage(server, route: .nativeHTTP) { $0.maxOperationRetryTime = .zero }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()
         }

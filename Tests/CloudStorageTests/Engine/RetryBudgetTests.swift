@@ -43,18 +43,16 @@ struct RetryBudgetTests {
         configuration.maxUploadRetryTime = budget == "maxUploadRetryTime" ? .zero : .seconds(600)
         configuration.maxDownloadRetryTime = budget == "maxDownloadRetryTime" ? .zero : .seconds(600)
         configuration.maxOperationRetryTime = budget == "maxOperationRetryTime" ? .zero : .seconds(600)
-        configuration.transport = route.transport
+        route.via.apply(to: &configuration)
         let endpoint = route.wire.endpoint(emulator.baseURL)
         return Storage(
             bucket: Reliability.bucket, endpoint: endpoint, authorization: .none, configuration: configuration,
-            transport: FirstRequestFails(
-                configuration.transport.transport(
-                    for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost)))
+            transport: FirstRequestFails(route.via.makeTransport(for: endpoint)))
     }
 
     @Test(arguments: Reliability.Route.all, Operation.allCases)
     func anOperationIsBoundedByItsOwnRetryTime(route: Reliability.Route, operation: Operation) async throws {
-        try await Reliability.withEmulator { emulator in
+        try await Reliability.withEmulator(for: route.via) { emulator in
             let seed = Reliability.storage(route, emulator)
             for name in ["a", "b"] {
                 _ = try await seed.reference(withPath: name).putDataAsync(Data(repeating: 1, count: 1000))

@@ -20,11 +20,10 @@ struct URLSessionTransportTests {
         #expect(error?.description.contains("upload_id") == false)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets(transport: StorageTransportChoice) async throws
-    {
+    @Test(arguments: TestRoute.plain)
+    func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets(route: TestRoute) async throws {
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(10)
         configuration.maxUploadRetryTime = .milliseconds(300)
         let storage = Storage(

@@ -9,14 +9,14 @@ import Testing
 
 /// Downloads into memory and into files, against the emulator (both
 /// protocols), fake-gcs-server, and scripted servers that break connections
-/// and lie about checksums, on each transport.
+/// and lie about checksums, on each route (``TestRoute``).
 @Suite("Downloads", .timeLimit(.minutes(10)))
 struct DownloadTests {
     static func storage(
-        _ emulator: StorageEmulator, firebase: Bool, transport: StorageTransportChoice
+        _ emulator: StorageEmulator, firebase: Bool, route: TestRoute
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(20)
         configuration.maxUploadRetryTime = .seconds(30)
         return Storage(
@@ -31,11 +31,11 @@ struct DownloadTests {
         try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted()
     }
 
-    @Test(arguments: TestSupport.transports, [false, true])
-    func dataAndFileRoundTrip(transport: StorageTransportChoice, firebase: Bool) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all, [false, true])
+    func dataAndFileRoundTrip(route: TestRoute, firebase: Bool) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, firebase: firebase, transport: transport)
+        let storage = Self.storage(emulator, firebase: firebase, route: route)
         let payload = TestSupport.payload(size: 3 * .mebibyte + 17, seed: 8)
         let ref = storage.reference(withPath: "dir/object.bin")
         _ = try await ref.putDataAsync(payload)
@@ -62,9 +62,9 @@ struct DownloadTests {
         #expect(try await empty.data(maxSize: 0).isEmpty)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func fakeGCSRoundTrip(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "dl", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func fakeGCSRoundTrip(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "dl", route: route)
         let payload = TestSupport.payload(size: 300 * .kibibyte, seed: 4)
         let ref = storage.reference(withPath: "f/g.bin")
         _ = try await ref.putDataAsync(payload)
@@ -76,11 +76,11 @@ struct DownloadTests {
         #expect(try Data(contentsOf: target) == payload)
     }
 
-    @Test(arguments: TestSupport.transports, [false, true])
-    func maxSizeIsEnforcedBeforeReadingPastIt(transport: StorageTransportChoice, firebase: Bool) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all, [false, true])
+    func maxSizeIsEnforcedBeforeReadingPastIt(route: TestRoute, firebase: Bool) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, firebase: firebase, transport: transport)
+        let storage = Self.storage(emulator, firebase: firebase, route: route)
         let payload = TestSupport.payload(size: 1000, seed: 1)
         let ref = storage.reference(withPath: "sized")
         _ = try await ref.putDataAsync(payload)
@@ -94,12 +94,11 @@ struct DownloadTests {
         #expect(terminal?.progress.completedUnitCount == 0, "not a byte was taken")
     }
 
-    @Test(arguments: TestSupport.transports, [false, true])
-    func missingObjectsAndTheRootFailWithoutLeavingFiles(transport: StorageTransportChoice, firebase: Bool) async throws
-    {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all, [false, true])
+    func missingObjectsAndTheRootFailWithoutLeavingFiles(route: TestRoute, firebase: Bool) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, firebase: firebase, transport: transport)
+        let storage = Self.storage(emulator, firebase: firebase, route: route)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("never.bin")
@@ -117,15 +116,15 @@ struct DownloadTests {
         #expect(try Self.contents(of: directory).isEmpty)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func pauseAndResumeContinueWithARangeAndGiveTheSameBytes(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.all)
+    func pauseAndResumeContinueWithARangeAndGiveTheSameBytes(route: TestRoute) async throws {
         let payload = TestSupport.payload(size: 1 * .mebibyte + 5, seed: 9)
         let ranges = RangeLog()
         // The first answer stops after 300,000 bytes and hangs until the client lets go.
         let server = try Self.cuttingServer(
-            payload, cut: 300_000, crc32c: CRC32C.checksum(payload), ranges: ranges, stall: true)
+            payload, cut: 300_000, crc32c: CRC32C.checksum(payload), ranges: ranges, stall: true, scheme: route.scheme)
         defer { server.stop() }
-        let storage = Self.scriptedStorage(server, transport)
+        let storage = Self.scriptedStorage(server, route)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("big.bin")
@@ -148,13 +147,14 @@ struct DownloadTests {
         #expect(seen.last != .some("bytes=0-"))
     }
 
-    @Test(arguments: TestSupport.transports)
-    func cancelRemovesTheTemporaryFileAndLeavesTheTargetAlone(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.all)
+    func cancelRemovesTheTemporaryFileAndLeavesTheTargetAlone(route: TestRoute) async throws {
         let payload = TestSupport.payload(size: 1 * .mebibyte, seed: 10)
         let server = try Self.cuttingServer(
-            payload, cut: 300_000, crc32c: CRC32C.checksum(payload), ranges: RangeLog(), stall: true)
+            payload, cut: 300_000, crc32c: CRC32C.checksum(payload), ranges: RangeLog(), stall: true,
+            scheme: route.scheme)
         defer { server.stop() }
-        let storage = Self.scriptedStorage(server, transport)
+        let storage = Self.scriptedStorage(server, route)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("existing.bin")
@@ -182,9 +182,9 @@ struct DownloadTests {
     /// reset can take unread bytes with it.
     static func cuttingServer(
         _ payload: Data, cut: Int, crc32c: UInt32, ranges: RangeLog, stall: Bool = false,
-        resetWhen: DispatchSemaphore? = nil
+        resetWhen: DispatchSemaphore? = nil, scheme: TestRoute.Scheme
     ) throws -> ScriptedHTTPServer {
-        try ScriptedHTTPServer { connection, index in
+        try ScriptedHTTPServer(scheme: scheme) { connection, index in
             guard let (head, _) = connection.readRequest() else { return }
             let range = head.headers["Range"]
             ranges.values.withLock { $0.append(range) }
@@ -216,27 +216,27 @@ struct DownloadTests {
         let values = Mutex<[String?]>([])
     }
 
-    static func scriptedStorage(_ server: ScriptedHTTPServer, _ transport: StorageTransportChoice) -> Storage {
+    static func scriptedStorage(_ server: ScriptedHTTPServer, _ route: TestRoute) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(10)
         configuration.maxUploadRetryTime = .seconds(20)
-        return Storage(
-            bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:\(server.port)")!), configuration: configuration)
+        return Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aBrokenDownloadResumesWithARangeFromTheLastByte(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.all)
+    func aBrokenDownloadResumesWithARangeFromTheLastByte(route: TestRoute) async throws {
         let payload = TestSupport.payload(size: 2 * .mebibyte + 3, seed: 12)
         let ranges = RangeLog()
         // The reset comes once the task has reported bytes, not after a sleep that a loaded
         // machine can outlast before the client reads anything.
         let received = DispatchSemaphore(value: 0)
         let server = try Self.cuttingServer(
-            payload, cut: 700_001, crc32c: CRC32C.checksum(payload), ranges: ranges, resetWhen: received)
+            payload, cut: 700_001, crc32c: CRC32C.checksum(payload), ranges: ranges, resetWhen: received,
+            scheme: route.scheme)
         defer { server.stop() }
         defer { received.signal() }
-        let storage = Self.scriptedStorage(server, transport)
+        let storage = Self.scriptedStorage(server, route)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("o.bin")
@@ -259,14 +259,14 @@ struct DownloadTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aChecksumMismatchFailsAndLeavesNoFile(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.all)
+    func aChecksumMismatchFailsAndLeavesNoFile(route: TestRoute) async throws {
         let payload = TestSupport.payload(size: 100_000, seed: 13)
         let ranges = RangeLog()
         let server = try Self.cuttingServer(
-            payload, cut: 50_000, crc32c: CRC32C.checksum(payload) ^ 1, ranges: ranges)
+            payload, cut: 50_000, crc32c: CRC32C.checksum(payload) ^ 1, ranges: ranges, scheme: route.scheme)
         defer { server.stop() }
-        let storage = Self.scriptedStorage(server, transport)
+        let storage = Self.scriptedStorage(server, route)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let target = directory.appendingPathComponent("o.bin")

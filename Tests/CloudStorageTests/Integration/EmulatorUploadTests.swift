@@ -5,14 +5,14 @@ import Testing
 @testable import CloudStorage
 
 /// Uploads through `Storage` to our own emulator (which implements the
-/// protocols exactly, faults included), on each transport.
+/// protocols exactly, faults included), on each route (``TestRoute``).
 @Suite("Uploads to the built-in emulator", .timeLimit(.minutes(5)))
 struct EmulatorUploadTests {
     static func storage(
-        _ emulator: StorageEmulator, _ transport: StorageTransportChoice, firebase: Bool = false
+        _ emulator: StorageEmulator, _ route: TestRoute, firebase: Bool = false
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(20)
         configuration.maxUploadRetryTime = .seconds(30)
         let bucket = TestSupport.bucketName("emu")
@@ -26,16 +26,16 @@ struct EmulatorUploadTests {
     /// The stored bytes, read back with a transport of its own.
     static func stored(_ emulator: StorageEmulator, _ storage: Storage, _ name: String) async throws -> Data {
         let url = URL(string: "\(emulator.baseURL)/storage/v1/b/\(storage.bucket)/o/\(name)?alt=media")!
-        let response = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
+        let response = try await TestRoute.reader.execute(HTTPRequest(method: "GET", url: url), progress: nil)
         #expect(response.status == 200)
         return response.body
     }
 
-    @Test(arguments: TestSupport.transports, [false, true])
-    func putFileStoresEveryByte(transport: StorageTransportChoice, firebase: Bool) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all, [false, true])
+    func putFileStoresEveryByte(route: TestRoute, firebase: Bool) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, transport, firebase: firebase)
+        let storage = Self.storage(emulator, route, firebase: firebase)
         // Larger than the overlap threshold: its checksum is computed while it sends.
         let payload = TestSupport.payload(size: Int(PreparedSource.overlapThreshold) + 3 * .mebibyte + 5, seed: 21)
         let file = try TestSupport.file(containing: payload)
@@ -46,11 +46,11 @@ struct EmulatorUploadTests {
         #expect(try await Self.stored(emulator, storage, "big.bin") == payload)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func putDataStoresEveryByte(transport: StorageTransportChoice) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all)
+    func putDataStoresEveryByte(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, transport)
+        let storage = Self.storage(emulator, route)
         for size in [0, 1, 5 * .mebibyte] {
             let payload = TestSupport.payload(size: size, seed: UInt64(size))
             let metadata = try await storage.reference(withPath: "d\(size)").putDataAsync(payload)
@@ -59,14 +59,14 @@ struct EmulatorUploadTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func anUploadRecoversFromResetsErrorsAndLostAnswers(transport: StorageTransportChoice) async throws {
-        var configuration = StorageEmulator.Configuration()
-        // Start, then the body (reset midway), then queries that fail before one passes.
-        configuration.faults = ["pass", "reset-after-3M", "return-503-after-1M", "drop-response"]
-        let emulator = try StorageEmulator.start(configuration)
+    @Test(arguments: TestRoute.all)
+    func anUploadRecoversFromResetsErrorsAndLostAnswers(route: TestRoute) async throws {
+        let emulator = try route.startEmulator {
+            // Start, then the body (reset midway), then queries that fail before one passes.
+            $0.faults = ["pass", "reset-after-3M", "return-503-after-1M", "drop-response"]
+        }
         defer { emulator.stop() }
-        let storage = Self.storage(emulator, transport)
+        let storage = Self.storage(emulator, route)
         let payload = TestSupport.payload(size: 12 * .mebibyte + 3, seed: 22)
         let file = try TestSupport.file(containing: payload)
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }

@@ -12,9 +12,9 @@ import Testing
 @Suite("Uploads to fake-gcs-server", .timeLimit(.minutes(5)))
 struct FakeGCSUploadTests {
     static let sizes = [0, 1, 300 * .kibibyte, 20 * .mebibyte, 100 * .mebibyte]
-    @Test("putData stores every byte", arguments: TestSupport.transports, sizes)
-    func putData(transport: StorageTransportChoice, size: Int) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "data", transport: transport)
+    @Test("putData stores every byte", arguments: TestRoute.all, sizes)
+    func putData(route: TestRoute, size: Int) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "data", route: route)
         let payload = TestSupport.payload(size: size, seed: UInt64(size))
         let ref = storage.reference().child("uploads/data-\(size).bin")
         let metadata = try await ref.putDataAsync(payload)
@@ -27,9 +27,9 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
     }
 
-    @Test("putFile stores every byte", arguments: TestSupport.transports, sizes)
-    func putFile(transport: StorageTransportChoice, size: Int) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "file", transport: transport)
+    @Test("putFile stores every byte", arguments: TestRoute.all, sizes)
+    func putFile(route: TestRoute, size: Int) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "file", route: route)
         let payload = TestSupport.payload(size: size, seed: UInt64(size) + 7)
         let file = try TestSupport.file(containing: payload)
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
@@ -53,10 +53,10 @@ struct FakeGCSUploadTests {
 
     @Test(
         "chunked uploads send bounded requests",
-        arguments: TestSupport.transports, [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
-    func chunked(transport: StorageTransportChoice, sizes: (size: Int, chunk: Int)) async throws {
+        arguments: TestRoute.all, [(5 * .mebibyte + 3, .mebibyte), (20 * .mebibyte, 4 * .mebibyte)])
+    func chunked(route: TestRoute, sizes: (size: Int, chunk: Int)) async throws {
         let (size, chunk) = sizes
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk", transport: transport) {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk", route: route) {
             $0.testChunkSize = Int64(chunk)
             $0.multipartUploadThreshold = 0
         }
@@ -71,9 +71,9 @@ struct FakeGCSUploadTests {
         try await TestSupport.expectStored(payload, at: dataRef.fullPath, in: storage, server: server)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func customMetadataRoundTrips(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "meta", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func customMetadataRoundTrips(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "meta", route: route)
         var metadata = StorageMetadata()
         metadata.contentType = "text/plain"
         metadata.cacheControl = "public, max-age=60"
@@ -94,16 +94,16 @@ struct FakeGCSUploadTests {
     }
 
     @Test(
-        arguments: TestSupport.transports,
+        arguments: TestRoute.all,
         [
             ("photo.PNG", "image/png"), ("report.pdf", "application/pdf"), ("clip.mp4", "video/mp4"),
             ("data.unknownext", "application/octet-stream"), ("README", "application/octet-stream"),
         ])
     func contentTypeIsInferredFromTheFileExtension(
-        transport: StorageTransportChoice, file: (name: String, expected: String)
+        route: TestRoute, file: (name: String, expected: String)
     ) async throws {
         let (fileName, expected) = file
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "ctype", transport: transport)
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "ctype", route: route)
         let file = try TestSupport.file(named: fileName, containing: Data("x".utf8))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let ref = storage.reference(withPath: "typed/\(fileName)")
@@ -114,9 +114,9 @@ struct FakeGCSUploadTests {
         #expect(resource.contentType == expected)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func anExplicitContentTypeWinsOverTheExtension(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ctype", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func anExplicitContentTypeWinsOverTheExtension(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ctype", route: route)
         let file = try TestSupport.file(named: "photo.png", containing: Data("x".utf8))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         var metadata = StorageMetadata()
@@ -126,9 +126,9 @@ struct FakeGCSUploadTests {
         #expect(stored.contentType == "application/x-custom")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func manyConcurrentUploads(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many", transport: transport) {
+    @Test(arguments: TestRoute.all)
+    func manyConcurrentUploads(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many", route: route) {
             $0.multipartUploadThreshold = 256 * 1024
         }
         let payloads = (0..<40).map {
@@ -148,8 +148,8 @@ struct FakeGCSUploadTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aBearerTokenIsSentToLoopbackAndTheProviderIsAsked(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.all)
+    func aBearerTokenIsSentToLoopbackAndTheProviderIsAsked(route: TestRoute) async throws {
         let calls = CallCounter()
         let (storage, server) = try await TestSupport.fakeGCSStorage(
             label: "auth",
@@ -157,7 +157,7 @@ struct FakeGCSUploadTests {
                 calls.increment()
                 return "token-\(calls.value)"
             },
-            transport: transport
+            route: route
         )
         let payload = TestSupport.payload(size: 10 * .mebibyte, seed: 5)
         _ = try await storage.reference(withPath: "auth/a").putDataAsync(payload)

@@ -6,7 +6,7 @@ import Testing
 @testable import CloudStorage
 
 /// The Firebase SDK's spellings: `reference(for:)`, the async methods'
-/// `onProgress:` closures, and `updateMetadata` with a `StorageMetadata`.
+/// `onProgress:` closures, and `updateMetadata` with a `StorageMetadata`, on each route.
 @Suite("Firebase spellings", .timeLimit(.minutes(5)))
 struct FirebaseSpellingsTests {
     /// Progress values seen by a callback, in order.
@@ -24,12 +24,12 @@ struct FirebaseSpellingsTests {
         #expect(throws: StorageError.self) { try storage.reference(for: URL(string: "gs://other/x")!) }
     }
 
-    @Test(arguments: [false, true])
-    func asyncMethodsReportProgressUpToTheLastByteBeforeReturning(firebase: Bool) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all, [false, true])
+    func asyncMethodsReportProgressUpToTheLastByteBeforeReturning(route: TestRoute, firebase: Bool) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
         let storage = ObjectOperationsTests.storage(
-            emulator, firebase: firebase, bucket: TestSupport.bucketName("fb"), transport: .native)
+            emulator, firebase: firebase, bucket: TestSupport.bucketName("fb"), route: route)
         let payload = TestSupport.payload(size: 9 * .mebibyte + 5, seed: 3)  // resumable, above the multipart limit
         let ref = storage.reference(withPath: "progress.bin")
 
@@ -58,12 +58,12 @@ struct FirebaseSpellingsTests {
                 == TaskProgress(completedUnitCount: Int64(payload.count), totalUnitCount: Int64(payload.count)))
     }
 
-    @Test(arguments: [false, true])
-    func updateMetadataWithStorageMetadataSetsOnlyWhatItNames(firebase: Bool) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all, [false, true])
+    func updateMetadataWithStorageMetadataSetsOnlyWhatItNames(route: TestRoute, firebase: Bool) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
         let storage = ObjectOperationsTests.storage(
-            emulator, firebase: firebase, bucket: TestSupport.bucketName("fb"), transport: .native)
+            emulator, firebase: firebase, bucket: TestSupport.bucketName("fb"), route: route)
         let ref = storage.reference(withPath: "meta.txt")
         var initial = StorageMetadata()
         initial.contentType = "text/plain"

@@ -10,24 +10,12 @@ import Testing
 /// certificate is not trusted refused before anything reaches it.
 @Suite("HTTPS end to end", .timeLimit(.minutes(5)))
 struct HTTPSEndToEndTests {
-    static let certificates = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("TLSTestCertificates")
-
-    /// An emulator serving TLS with the committed localhost certificate.
-    static func startTLSEmulator() throws -> StorageEmulator {
-        var configuration = StorageEmulator.Configuration()
-        configuration.tls = .init(
-            certificateChain: .file(certificates.appendingPathComponent("localhost.pem").path),
-            privateKey: .file(certificates.appendingPathComponent("localhost.key").path))
-        return try StorageEmulator.start(configuration)
-    }
-
     static func storage(_ emulator: StorageEmulator, wire: Reliability.Wire, trustingTestCA: Bool) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.transport = .native
+        TestRoute.nativeHTTPS.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(10)
-        if trustingTestCA {
-            configuration.additionalTrustRoots = [.file(certificates.appendingPathComponent("test-ca.pem"))]
+        if !trustingTestCA {
+            configuration.additionalTrustRoots = []
         }
         return Storage(
             bucket: Reliability.bucket, endpoint: wire.endpoint(emulator.baseURL),
@@ -36,7 +24,7 @@ struct HTTPSEndToEndTests {
 
     @Test(arguments: Reliability.Wire.allCases)
     func uploadsAndDownloadsRoundTripOverTLS(wire: Reliability.Wire) async throws {
-        let emulator = try Self.startTLSEmulator()
+        let emulator = try TestRoute.nativeHTTPS.startEmulator()
         defer { emulator.stop() }
         #expect(emulator.baseURL.scheme == "https")
         let storage = Self.storage(emulator, wire: wire, trustingTestCA: true)
@@ -60,7 +48,7 @@ struct HTTPSEndToEndTests {
 
     @Test(arguments: Reliability.Wire.allCases)
     func anUntrustedServerIsRefusedBeforeAnythingReachesIt(wire: Reliability.Wire) async throws {
-        let emulator = try Self.startTLSEmulator()
+        let emulator = try TestRoute.nativeHTTPS.startEmulator()
         defer { emulator.stop() }
         let storage = Self.storage(emulator, wire: wire, trustingTestCA: false)
         let error = await #expect(throws: StorageError.self) {

@@ -6,15 +6,15 @@ import Testing
 @testable import CloudStorage
 
 /// Metadata, deletion, download URLs and listings against the built-in
-/// emulator (both protocols) and fake-gcs-server (GCS), on each transport.
+/// emulator (both protocols) and fake-gcs-server (GCS), on each route (``TestRoute``).
 @Suite("Object operations", .timeLimit(.minutes(10)))
 struct ObjectOperationsTests {
     /// A `Storage` on the emulator speaking GCS or Firebase v0, for `bucket`.
     static func storage(
-        _ emulator: StorageEmulator, firebase: Bool, bucket: String, transport: StorageTransportChoice
+        _ emulator: StorageEmulator, firebase: Bool, bucket: String, route: TestRoute
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(20)
         configuration.maxUploadRetryTime = .seconds(30)
         return Storage(
@@ -28,24 +28,24 @@ struct ObjectOperationsTests {
     static let servers = ["emulator-gcs", "emulator-firebase", "fake-gcs"]
 
     static func withStorage(
-        _ server: String, _ transport: StorageTransportChoice, _ body: (Storage) async throws -> Void
+        _ server: String, _ route: TestRoute, _ body: (Storage) async throws -> Void
     ) async throws {
         if server == "fake-gcs" {
-            let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ops", transport: transport)
+            let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ops", route: route)
             try await body(storage)
             return
         }
-        let emulator = try StorageEmulator.start()
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
         try await body(
             storage(
                 emulator, firebase: server == "emulator-firebase", bucket: TestSupport.bucketName("ops"),
-                transport: transport))
+                route: route))
     }
 
-    @Test(arguments: servers, TestSupport.transports)
-    func getMetadataReadsWhatWasStored(server: String, transport: StorageTransportChoice) async throws {
-        try await Self.withStorage(server, transport) { storage in
+    @Test(arguments: servers, TestRoute.all)
+    func getMetadataReadsWhatWasStored(server: String, route: TestRoute) async throws {
+        try await Self.withStorage(server, route) { storage in
             var metadata = StorageMetadata()
             metadata.contentType = "text/plain"
             metadata.customMetadata = ["a": "1", "b": "2"]
@@ -63,9 +63,9 @@ struct ObjectOperationsTests {
         }
     }
 
-    @Test(arguments: servers, TestSupport.transports)
-    func updateMetadataChangesOnlyWhatItNames(server: String, transport: StorageTransportChoice) async throws {
-        try await Self.withStorage(server, transport) { storage in
+    @Test(arguments: servers, TestRoute.all)
+    func updateMetadataChangesOnlyWhatItNames(server: String, route: TestRoute) async throws {
+        try await Self.withStorage(server, route) { storage in
             var metadata = StorageMetadata()
             metadata.contentType = "text/plain"
             metadata.cacheControl = "no-cache"
@@ -100,11 +100,11 @@ struct ObjectOperationsTests {
         }
     }
 
-    @Test(arguments: servers, TestSupport.transports)
+    @Test(arguments: servers, TestRoute.all)
     func deleteRemovesTheObjectAndMissingObjectsAreNotFound(
-        server: String, transport: StorageTransportChoice
+        server: String, route: TestRoute
     ) async throws {
-        try await Self.withStorage(server, transport) { storage in
+        try await Self.withStorage(server, route) { storage in
             let ref = storage.reference(withPath: "gone/soon.bin")
             _ = try await ref.putDataAsync(Data([1, 2, 3]))
             try await ref.delete()
@@ -116,9 +116,9 @@ struct ObjectOperationsTests {
         }
     }
 
-    @Test(arguments: servers, TestSupport.transports)
-    func rootReferenceIsAnInvalidArgument(server: String, transport: StorageTransportChoice) async throws {
-        try await Self.withStorage(server, transport) { storage in
+    @Test(arguments: servers, TestRoute.all)
+    func rootReferenceIsAnInvalidArgument(server: String, route: TestRoute) async throws {
+        try await Self.withStorage(server, route) { storage in
             for operation in Self.objectOperations {
                 let error = await #expect(throws: StorageError.self) { try await operation(storage.reference()) }
                 #expect(error?.code == .invalidArgument)
@@ -139,12 +139,12 @@ struct ObjectOperationsTests {
         { _ = try await $0.downloadURL() },
     ]
 
-    @Test(arguments: TestSupport.transports)
-    func firebaseDownloadURLCarriesTheObjectsTokenAndServesIt(transport: StorageTransportChoice) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all)
+    func firebaseDownloadURLCarriesTheObjectsTokenAndServesIt(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
         let bucket = TestSupport.bucketName("url")
-        let storage = Self.storage(emulator, firebase: true, bucket: bucket, transport: transport)
+        let storage = Self.storage(emulator, firebase: true, bucket: bucket, route: route)
         let payload = TestSupport.payload(size: 1000, seed: 3)
         let ref = storage.reference(withPath: "a b/c+d.bin")
         _ = try await ref.putDataAsync(payload)
@@ -152,22 +152,22 @@ struct ObjectOperationsTests {
         let text = url.absoluteString
         #expect(text.hasPrefix("\(emulator.baseURL)/v0/b/\(bucket)/o/a%20b%2Fc%2Bd.bin?alt=media&token="))
         // The URL alone, with no credentials, serves the bytes.
-        let response = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
+        let response = try await TestRoute.reader.execute(HTTPRequest(method: "GET", url: url), progress: nil)
         #expect(response.status == 200)
         #expect(response.body == payload)
         #expect(try await ref.downloadURL() == url, "the same token is handed out again")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func firebaseDownloadURLCreatesATokenWhenTheObjectHasNone(transport: StorageTransportChoice) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all)
+    func firebaseDownloadURLCreatesATokenWhenTheObjectHasNone(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
         let bucket = TestSupport.bucketName("tok")
         // Uploaded through GCS, the object has no download token.
-        let gcs = Self.storage(emulator, firebase: false, bucket: bucket, transport: transport)
+        let gcs = Self.storage(emulator, firebase: false, bucket: bucket, route: route)
         let payload = Data("tokenless".utf8)
         _ = try await gcs.reference(withPath: "t.txt").putDataAsync(payload)
-        let firebase = Self.storage(emulator, firebase: true, bucket: bucket, transport: transport)
+        let firebase = Self.storage(emulator, firebase: true, bucket: bucket, route: route)
         #expect(try await firebase.reference(withPath: "t.txt").getMetadata().downloadTokens.isEmpty)
 
         let url = try await firebase.reference(withPath: "t.txt").downloadURL()
@@ -175,14 +175,14 @@ struct ObjectOperationsTests {
             URLComponents(url: url, resolvingAgainstBaseURL: false)?
                 .queryItems?.first { $0.name == "token" }?.value)
         #expect(try await firebase.reference(withPath: "t.txt").getMetadata().downloadTokens == [token])
-        let response = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
+        let response = try await TestRoute.reader.execute(HTTPRequest(method: "GET", url: url), progress: nil)
         #expect(response.status == 200)
         #expect(response.body == payload)
     }
 
-    @Test(arguments: ["emulator-gcs", "fake-gcs"], TestSupport.transports)
-    func gcsDownloadURLIsTheMediaURL(server: String, transport: StorageTransportChoice) async throws {
-        try await Self.withStorage(server, transport) { storage in
+    @Test(arguments: ["emulator-gcs", "fake-gcs"], TestRoute.all)
+    func gcsDownloadURLIsTheMediaURL(server: String, route: TestRoute) async throws {
+        try await Self.withStorage(server, route) { storage in
             let payload = Data("media".utf8)
             let ref = storage.reference(withPath: "dir/m.txt")
             _ = try await ref.putDataAsync(payload)
@@ -190,7 +190,7 @@ struct ObjectOperationsTests {
             #expect(
                 url.absoluteString
                     == "\(storage.endpoint.baseURL)/storage/v1/b/\(storage.bucket)/o/dir%2Fm.txt?alt=media")
-            let response = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
+            let response = try await TestRoute.reader.execute(HTTPRequest(method: "GET", url: url), progress: nil)
             #expect(response.status == 200)
             #expect(response.body == payload)
         }
@@ -198,9 +198,9 @@ struct ObjectOperationsTests {
 
     // MARK: Listing
 
-    @Test(arguments: servers, TestSupport.transports)
-    func listSeparatesItemsFromPrefixesAndPages(server: String, transport: StorageTransportChoice) async throws {
-        try await Self.withStorage(server, transport) { storage in
+    @Test(arguments: servers, TestRoute.all)
+    func listSeparatesItemsFromPrefixesAndPages(server: String, route: TestRoute) async throws {
+        try await Self.withStorage(server, route) { storage in
             let names = [
                 "top.txt", "photos/a.jpg", "photos/b.jpg", "photos/c.jpg", "photos/2024/x.jpg", "photos/2025/y.jpg",
                 "other/z.txt",
@@ -248,12 +248,12 @@ struct ObjectOperationsTests {
         #expect(try await pages.next() == nil, "the sequence ends after its error")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func listAllAndPagesCoverThousandsOfObjects(transport: StorageTransportChoice) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: TestRoute.all)
+    func listAllAndPagesCoverThousandsOfObjects(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
         let bucket = TestSupport.bucketName("many")
-        let gcs = Self.storage(emulator, firebase: false, bucket: bucket, transport: transport)
+        let gcs = Self.storage(emulator, firebase: false, bucket: bucket, route: route)
         let count = 2_600
         let names = (0..<count).map { String(format: "many/%05d.txt", $0) }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -270,7 +270,7 @@ struct ObjectOperationsTests {
             }
         }
         // The same objects, listed through both protocols.
-        for storage in [gcs, Self.storage(emulator, firebase: true, bucket: bucket, transport: transport)] {
+        for storage in [gcs, Self.storage(emulator, firebase: true, bucket: bucket, route: route)] {
             let all = try await storage.reference(withPath: "many").listAll()
             #expect(all.items.count == count)
             #expect(all.items.map(\.fullPath) == names)

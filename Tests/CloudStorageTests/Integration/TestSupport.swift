@@ -40,23 +40,18 @@ enum TestSupport {
         return url
     }
 
-    /// The transports an `http://` endpoint can use. Every test that sends
-    /// requests to a server takes one of these as an argument and runs on
-    /// each: the SDK must behave the same whichever moves its bytes.
-    /// (``StorageTransportChoice/automatic`` sends `http://` requests to the
-    /// native transport, so it needs no run of its own.)
-    static let transports: [StorageTransportChoice] = [.native, .urlSession]
-
     /// A unique bucket name for one test.
     static func bucketName(_ label: String = "t") -> String {
         "\(label)-\(UUID().uuidString.lowercased().prefix(13))"
     }
 
-    /// A `Storage` for a new bucket on the shared fake-gcs-server.
+    /// A `Storage` for a new bucket on the shared fake-gcs-server, on `route` (its HTTPS port
+    /// for `https`; the server's own checks, like ``expectStored(_:at:in:server:sourceLocation:)``,
+    /// go over plain HTTP).
     static func fakeGCSStorage(
         label: String = "t",
         authorization: StorageAuthorization = .none,
-        transport: StorageTransportChoice,
+        route: TestRoute,
         configure: (inout StorageConfiguration) -> Void = { _ in }
     ) async throws -> (Storage, FakeGCSServer) {
         let server = try await FakeGCSServer.shared()
@@ -65,15 +60,21 @@ enum TestSupport {
         var configuration = StorageConfiguration()
         configuration.initialRetryDelay = .milliseconds(50)
         configuration.maxUploadRetryTime = .seconds(20)
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configure(&configuration)
         let storage = Storage(
             bucket: bucket,
-            endpoint: .gcs(server.baseURL),
+            endpoint: .gcs(try fakeGCSBaseURL(server, route)),
             authorization: authorization,
             configuration: configuration
         )
         return (storage, server)
+    }
+
+    /// Where `route` reaches fake-gcs-server: its plain port, or its TLS one.
+    static func fakeGCSBaseURL(_ server: FakeGCSServer, _ route: TestRoute) throws -> URL {
+        guard route.scheme == .https else { return server.baseURL }
+        return try #require(server.tlsBaseURL, "the shared fake-gcs-server serves TLS")
     }
 
     /// Subscribes to `task`'s snapshots now (synchronously, so nothing after

@@ -15,7 +15,8 @@ import Darwin
 /// `Content-Length`, so the connection stays sound and only the JSON is broken.
 ///
 /// Session URLs in answers are rewritten to point at the proxy, so that a
-/// session's later requests pass through it too.
+/// session's later requests pass through it too. The proxy speaks plain HTTP to
+/// the emulator behind it, and plain HTTP or TLS to the client.
 final class TruncatingProxy: Sendable {
     /// A request the proxy forwarded.
     struct Forwarded: Sendable {
@@ -40,16 +41,19 @@ final class TruncatingProxy: Sendable {
     /// The proxy's base URL, to use as a storage endpoint.
     let baseURL: URL
 
-    init(emulator: URL) throws {
+    /// - Parameters:
+    ///   - emulator: The base URL of a plain-HTTP emulator on loopback.
+    ///   - scheme: What the proxy speaks to its clients.
+    init(emulator: URL, scheme: TestRoute.Scheme = .http) throws {
         emulatorBase =
             emulator.absoluteString.hasSuffix("/")
             ? String(emulator.absoluteString.dropLast()) : emulator.absoluteString
         emulatorPort = emulator.port ?? 80
         let box = PortBox()
-        let server = try ScriptedHTTPServer { [box] connection, _ in
+        let server = try ScriptedHTTPServer(scheme: scheme) { [box] connection, _ in
             box.proxy?.serve(connection)
         }
-        baseURL = URL(string: "http://127.0.0.1:\(server.port)")!
+        baseURL = server.baseURL
         self.server.withLock { $0 = server }
         box.set(self)
     }

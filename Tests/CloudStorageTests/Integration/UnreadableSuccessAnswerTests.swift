@@ -39,14 +39,15 @@ struct UnreadableSuccessAnswerTests {
     }
 
     private func run(_ route: Reliability.Route, _ upload: Case) async throws {
-        try await Reliability.withEmulator { emulator in
-            let proxy = try TruncatingProxy(emulator: emulator.baseURL)
+        // The proxy speaks the route's scheme to the SDK, and plain HTTP to the emulator behind it.
+        try await Reliability.withEmulator(for: .nativeHTTP) { emulator in
+            let proxy = try TruncatingProxy(emulator: emulator.baseURL, scheme: route.via.scheme)
             defer { proxy.stop() }
             var configuration = StorageConfiguration()
             configuration.initialRetryDelay = .milliseconds(5)
             configuration.maxRetryDelay = .milliseconds(40)
             configuration.maxUploadRetryTime = .seconds(30)
-            configuration.transport = route.transport
+            route.via.apply(to: &configuration)
             let size: Int
             switch upload.chunking {
             case .multipart:

@@ -12,8 +12,9 @@ import Darwin
 #endif
 
 /// Bad input and refused requests end in a specific error and store nothing, on
-/// each transport (the checks made before any request included: the transport
-/// must not change which error wins).
+/// each route (the checks made before any request included: the transport
+/// must not change which error wins). The case about plain HTTP itself runs on the
+/// plain routes (``TestRoute/plain``).
 @Suite("Upload errors", .timeLimit(.minutes(5)))
 struct UploadErrorTests {
     static func failure(of task: StorageUploadTask) async -> StorageError? {
@@ -27,9 +28,9 @@ struct UploadErrorTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aMissingFileIsUnreadableAndNamed(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func aMissingFileIsUnreadableAndNamed(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let path = "/nonexistent-\(UUID().uuidString)/file.bin"
         let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: URL(fileURLWithPath: path)))
         #expect(error?.code == .unreadableFile)
@@ -37,9 +38,9 @@ struct UploadErrorTests {
         #expect(error?.message.contains("does not exist") == true)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aDirectoryIsNotAFileToUpload(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func aDirectoryIsNotAFileToUpload(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let error = await Self.failure(of: storage.reference(withPath: "a").putFile(from: directory))
@@ -47,9 +48,9 @@ struct UploadErrorTests {
         #expect(error?.message.contains("directory") == true)
     }
 
-    @Test(.enabled(if: getuid() != 0, "root reads any file"), arguments: TestSupport.transports)
-    func anUnreadableFileIsReported(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
+    @Test(.enabled(if: getuid() != 0, "root reads any file"), arguments: TestRoute.all)
+    func anUnreadableFileIsReported(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let file = try TestSupport.file(containing: Data("secret".utf8))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         chmod(file.path, 0)
@@ -57,18 +58,18 @@ struct UploadErrorTests {
         #expect(error?.code == .unreadableFile)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func theRootReferenceCannotBeUploadedTo(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func theRootReferenceCannotBeUploadedTo(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let error = await Self.failure(of: storage.reference().putData(Data("x".utf8)))
         #expect(error?.code == .invalidArgument)
     }
 
     @Test(
-        arguments: TestSupport.transports,
+        arguments: TestRoute.all,
         [String(repeating: "a", count: 1025), "line\nbreak", "carriage\rreturn", String(repeating: "é", count: 513)])
-    func invalidObjectNamesFailWithPathError(transport: StorageTransportChoice, path: String) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", transport: transport)
+    func invalidObjectNamesFailWithPathError(route: TestRoute, path: String) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "err", route: route)
         let error = await Self.failure(of: storage.reference(withPath: path).putData(Data("x".utf8)))
         #expect(error?.code == .pathError)
         #expect(await TestSupport.isAbsent(path, in: storage, server: server))
@@ -86,23 +87,24 @@ struct UploadErrorTests {
         #expect(configuration.chunkSize == nil)
     }
 
-    @Test(arguments: TestSupport.transports, [100, 20 * 1024 * 1024])
-    func aMissingBucketIsReported(transport: StorageTransportChoice, size: Int) async throws {
+    @Test(arguments: TestRoute.all, [100, 20 * 1024 * 1024])
+    func aMissingBucketIsReported(route: TestRoute, size: Int) async throws {
         let server = try await FakeGCSServer.shared()
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         let storage = Storage(
-            bucket: TestSupport.bucketName("missing"), endpoint: .gcs(server.baseURL), configuration: configuration)
+            bucket: TestSupport.bucketName("missing"), endpoint: .gcs(try TestSupport.fakeGCSBaseURL(server, route)),
+            configuration: configuration)
         let error = await Self.failure(of: storage.reference(withPath: "a").putData(Data(count: size)))
         #expect(error?.code == .bucketNotFound)
         #expect(error?.httpStatus == 404)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func credentialsAreNeverSentOverPlainHTTPToAnotherMachine(transport: StorageTransportChoice) async throws {
+    @Test(arguments: TestRoute.plain)
+    func credentialsAreNeverSentOverPlainHTTPToAnotherMachine(route: TestRoute) async throws {
         // `.invalid` never resolves, and the check runs before any connection is made.
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         let storage = Storage(
             bucket: "b",
             endpoint: .gcs(URL(string: "http://storage.example.invalid:4443")!),
@@ -115,9 +117,9 @@ struct UploadErrorTests {
         #expect(error?.message.contains("plain HTTP") == true)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aFileTruncatedMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
-        try await UploadTaskControlTests.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func aFileTruncatedMidUploadFailsAndStoresNothing(route: TestRoute) async throws {
+        try await UploadTaskControlTests.withHeldUpload(route: route) { storage, emulator in
             let file = try TestSupport.file(containing: TestSupport.payload(size: 4 * .mebibyte, seed: 21))
             defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
             let ref = storage.reference(withPath: "changed/truncated")
@@ -135,9 +137,9 @@ struct UploadErrorTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aFileRewrittenMidUploadFailsAndStoresNothing(transport: StorageTransportChoice) async throws {
-        try await UploadTaskControlTests.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func aFileRewrittenMidUploadFailsAndStoresNothing(route: TestRoute) async throws {
+        try await UploadTaskControlTests.withHeldUpload(route: route) { storage, emulator in
             let file = try TestSupport.file(containing: TestSupport.payload(size: 4 * .mebibyte, seed: 22))
             defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
             let ref = storage.reference(withPath: "changed/rewritten")
@@ -156,9 +158,9 @@ struct UploadErrorTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aFileDeletedMidUploadFails(transport: StorageTransportChoice) async throws {
-        try await UploadTaskControlTests.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func aFileDeletedMidUploadFails(route: TestRoute) async throws {
+        try await UploadTaskControlTests.withHeldUpload(route: route) { storage, emulator in
             let file = try TestSupport.file(containing: TestSupport.payload(size: 4 * .mebibyte, seed: 23))
             defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
             let ref = storage.reference(withPath: "changed/deleted")

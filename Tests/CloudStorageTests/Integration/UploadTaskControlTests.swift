@@ -6,7 +6,7 @@ import Testing
 @testable import CloudStorage
 @testable import StorageEmulator
 
-/// Pause, resume and cancel, on each transport.
+/// Pause, resume and cancel, on each route (``TestRoute``).
 ///
 /// Controls meant to land mid-transfer run against the emulator, which holds
 /// the upload's third request (`stall-after-100K`) until the client closes it:
@@ -24,10 +24,10 @@ struct UploadTaskControlTests {
     /// Runs `body` with an emulator that holds the upload's second chunk, and a `Storage` for it
     /// that always uses a resumable session in 512 KiB chunks.
     static func withHeldUpload(
-        transport: StorageTransportChoice, _ body: (Storage, StorageEmulator) async throws -> Void
+        route: TestRoute, _ body: (Storage, StorageEmulator) async throws -> Void
     ) async throws {
-        try await Reliability.withEmulator(faults: heldPlan) { emulator in
-            let storage = Reliability.storage(Reliability.Route(wire: .gcs, transport: transport), emulator) {
+        try await Reliability.withEmulator(for: route, faults: heldPlan) { emulator in
+            let storage = Reliability.storage(Reliability.Route(wire: .gcs, via: route), emulator) {
                 $0.testChunkSize = Int64(chunk)
                 $0.multipartUploadThreshold = -1
             }
@@ -44,9 +44,9 @@ struct UploadTaskControlTests {
         try #require(emulator.bytesReceived >= heldAt)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func pauseThenResumeMidTransferStoresEveryByte(transport: StorageTransportChoice) async throws {
-        try await Self.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func pauseThenResumeMidTransferStoresEveryByte(route: TestRoute) async throws {
+        try await Self.withHeldUpload(route: route) { storage, emulator in
             try await Self.pauseThenResume(storage, emulator)
         }
     }
@@ -75,9 +75,9 @@ struct UploadTaskControlTests {
         #expect(statuses == [.resume, .pause, .resume, .success] || statuses == [.pause, .resume, .success])
     }
 
-    @Test(arguments: TestSupport.transports)
-    func pauseAndResumeASmallUploadBeforeItStarts(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func pauseAndResumeASmallUploadBeforeItStarts(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "pause", route: route)
         let payload = TestSupport.payload(size: 100 * .kibibyte, seed: 12)
         let ref = storage.reference(withPath: "paused/small.bin")
         let task = ref.putData(payload)
@@ -88,9 +88,9 @@ struct UploadTaskControlTests {
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func cancelMidTransferEndsInCancelledAndStoresNothing(transport: StorageTransportChoice) async throws {
-        try await Self.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func cancelMidTransferEndsInCancelledAndStoresNothing(route: TestRoute) async throws {
+        try await Self.withHeldUpload(route: route) { storage, emulator in
             try await Self.cancelMidTransfer(storage, emulator)
         }
     }
@@ -116,9 +116,9 @@ struct UploadTaskControlTests {
         #expect(Reliability.liveSessions(emulator) == 0, "the cancel deleted the session")
     }
 
-    @Test(arguments: TestSupport.transports)
-    func cancelWhilePausedEndsInCancelled(transport: StorageTransportChoice) async throws {
-        try await Self.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func cancelWhilePausedEndsInCancelled(route: TestRoute) async throws {
+        try await Self.withHeldUpload(route: route) { storage, emulator in
             let ref = storage.reference(withPath: "cancelled/paused.bin")
             let task = ref.putData(TestSupport.payload(size: 4 * .mebibyte, seed: 14))
             try await Self.waitUntilHeld(emulator)
@@ -131,9 +131,9 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func cancellingTheCallingTaskCancelsPutDataAsync(transport: StorageTransportChoice) async throws {
-        try await Self.withHeldUpload(transport: transport) { storage, emulator in
+    @Test(arguments: TestRoute.all)
+    func cancellingTheCallingTaskCancelsPutDataAsync(route: TestRoute) async throws {
+        try await Self.withHeldUpload(route: route) { storage, emulator in
             let ref = storage.reference(withPath: "cancelled/async.bin")
             let payload = TestSupport.payload(size: 4 * .mebibyte, seed: 15)
             let upload = Task { try await ref.putDataAsync(payload) }
@@ -145,9 +145,9 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func controlsAfterTheEndChangeNothing(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ended", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func controlsAfterTheEndChangeNothing(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "ended", route: route)
         let task = storage.reference(withPath: "ended/a").putData(Data("abc".utf8))
         let metadata = try await task.value
         await task.pause()
@@ -161,9 +161,9 @@ struct UploadTaskControlTests {
         #expect(late.first?.metadata == metadata)
     }
 
-    @Test(arguments: TestSupport.transports)
-    func manySubscribersSeeTheSameStatusesInOrder(transport: StorageTransportChoice) async throws {
-        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func manySubscribersSeeTheSameStatusesInOrder(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "subs", route: route)
         let task = storage.reference(withPath: "subs/a").putData(TestSupport.payload(size: 12 * .mebibyte, seed: 16))
         let observers = (0..<20).map { _ in TestSupport.observe(task) }
         _ = try await task.value
@@ -176,9 +176,9 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports)
-    func aTaskNobodyHoldsStillFinishes(transport: StorageTransportChoice) async throws {
-        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "detached", transport: transport)
+    @Test(arguments: TestRoute.all)
+    func aTaskNobodyHoldsStillFinishes(route: TestRoute) async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "detached", route: route)
         let payload = TestSupport.payload(size: 9 * .mebibyte, seed: 17)
         storage.reference(withPath: "detached/a").putData(payload)
         // The bound only matters once the test failed (the object never appears).
@@ -198,9 +198,9 @@ struct UploadTaskControlTests {
 
     /// A server that reads a whole one-request upload, says so, and answers only when released.
     static func answerOnRelease(
-        _ payload: Data, received: Flag, release: DispatchSemaphore
+        _ payload: Data, received: Flag, release: DispatchSemaphore, scheme: TestRoute.Scheme
     ) throws -> ScriptedHTTPServer {
-        try ScriptedHTTPServer { connection, _ in
+        try ScriptedHTTPServer(scheme: scheme) { connection, _ in
             guard connection.readRequest() != nil else { return }
             received.set()
             _ = release.wait(timeout: .now() + 60)
@@ -214,23 +214,22 @@ struct UploadTaskControlTests {
         }
     }
 
-    @Test(arguments: TestSupport.transports, [false, true])
+    @Test(arguments: TestRoute.all, [false, true])
     func aOneRequestUploadStoppedAfterItsLastByteWaitsForTheAnswerAndSucceeds(
-        transport: StorageTransportChoice, cancelling: Bool
+        route: TestRoute, cancelling: Bool
     ) async throws {
         let payload = TestSupport.payload(size: 64 * 1024, seed: 23)
         let received = Flag()
         let release = DispatchSemaphore(value: 0)
-        let server = try Self.answerOnRelease(payload, received: received, release: release)
+        let server = try Self.answerOnRelease(payload, received: received, release: release, scheme: route.scheme)
         defer {
             release.signal()
             server.stop()
         }
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.maxUploadRetryTime = .seconds(20)
-        let storage = Storage(
-            bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:\(server.port)")!), configuration: configuration)
+        let storage = Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
         let task = storage.reference(withPath: "one").putData(payload)
         // The server has every byte: whatever the task is told now, the object may be stored.
         // And the client has seen its last byte go out (progress reports follow the transport's).

@@ -86,11 +86,10 @@ struct DownloadFaultTests {
     @Test(arguments: cases)
     func downloadSurvivesTheFault(_ testCase: Case) async throws {
         try await Reliability.throttled {
-            try await Reliability.withEmulator(faults: ["pass", testCase.instruction]) { emulator in
+            try await Reliability.withEmulator(for: testCase.route.via, faults: ["pass", testCase.instruction]) {
+                emulator in
                 let recorder = RecordingTransport(
-                    wrapping: testCase.route.transport.transport(
-                        for: testCase.route.wire.endpoint(emulator.baseURL),
-                        maxConnectionsPerHost: StorageConfiguration().maxConnectionsPerHost))
+                    wrapping: testCase.route.via.makeTransport(for: testCase.route.wire.endpoint(emulator.baseURL)))
                 let storage = Self.storage(testCase.route.wire, emulator, recorder)
                 let name = "downloads/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &* 13 &+ 5)

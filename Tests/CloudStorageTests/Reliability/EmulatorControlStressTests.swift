@@ -21,7 +21,7 @@ struct EmulatorControlStressTests {
         // One run in four takes the single-request path: pausing aborts it, resuming sends it again.
         let singleRequest = seed % 4 == 3
         try await Reliability.throttled {
-            try await Reliability.withEmulator(faults: slow ? Self.slowEveryRequest : []) { emulator in
+            try await Reliability.withEmulator(for: route.via, faults: slow ? Self.slowEveryRequest : []) { emulator in
                 let storage = Reliability.storage(route, emulator) {
                     $0.testChunkSize = 256 * 1024
                     $0.multipartUploadThreshold = singleRequest ? 8 * 1024 * 1024 : -1
@@ -60,7 +60,7 @@ struct EmulatorControlStressTests {
     func cancellingTheSwiftTaskOfPutDataAsyncCancelsTheUpload(route: Reliability.Route, seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &+ 3000 &+ (route.wire == .gcs ? 0 : 50))
         try await Reliability.throttled {
-            try await Reliability.withEmulator(faults: Self.slowEveryRequest) { emulator in
+            try await Reliability.withEmulator(for: route.via, faults: Self.slowEveryRequest) { emulator in
                 let storage = Reliability.storage(route, emulator) {
                     $0.testChunkSize = 256 * 1024
                     $0.multipartUploadThreshold = -1

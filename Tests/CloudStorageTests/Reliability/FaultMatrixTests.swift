@@ -130,7 +130,9 @@ struct FaultMatrixTests {
 
     static func run(_ testCase: Case) async throws {
         try await Reliability.throttled {
-            try await Reliability.withEmulator(faults: testCase.path.plan(faultingBytesWith: testCase.instruction)) {
+            try await Reliability.withEmulator(
+                for: testCase.route.via, faults: testCase.path.plan(faultingBytesWith: testCase.instruction)
+            ) {
                 emulator in
                 let storage = Reliability.storage(testCase.route, emulator) {
                     if testCase.path == .resumable { $0.multipartUploadThreshold = -1 }
@@ -198,11 +200,11 @@ struct FaultMatrixTests {
     @Test("The matrix covers what it claims")
     func theMatrixIsComplete() {
         let all = Self.cases(Kind.allCases)
-        // Per route (2 transports × 2 wires) × path × source: 4 offset-free kinds × 5 sizes, plus 4 offset
-        // kinds × 11 distinct offsets (0 B: none, 1 B: 1, 256 KiB: 3, 256 KiB + 1: 3, 5 MiB + 3: 4), less
-        // the 10 long-stall multipart cases above 1 B.
-        #expect(all.count == 4 * 2 * 2 * (4 * 5 + 4 * 11) - 4 * 2 * 10)
-        #expect(Set(all.map(\.route.transport)) == [.native, .urlSession])
+        // Per route (3 transport routes × 2 wires) × path × source: 4 offset-free kinds × 5 sizes, plus 4
+        // offset kinds × 11 distinct offsets (0 B: none, 1 B: 1, 256 KiB: 3, 256 KiB + 1: 3, 5 MiB + 3: 4),
+        // less the 10 long-stall multipart cases above 1 B.
+        #expect(all.count == 6 * 2 * 2 * (4 * 5 + 4 * 11) - 6 * 2 * 10)
+        #expect(Set(all.map(\.route.via)) == Set(TestRoute.all))
         #expect(!all.contains { $0.kind.takesOffset && $0.size == 0 })
         #expect(all.contains { $0.instruction == "reset-after-262144" && $0.size == 256 * 1024 + 1 })
         #expect(all.contains { $0.instruction == "return-500-after-0" && $0.size == 1 })
@@ -217,7 +219,7 @@ struct RandomFaultTests {
     @Test(arguments: Reliability.Route.all, 1...20)
     func randomFaultsNeverCorruptTheObject(route: Reliability.Route, seed: Int) async throws {
         try await Reliability.throttled {
-            try await Reliability.withEmulator(faults: ["random:seed=\(seed),rate=0.3"]) { emulator in
+            try await Reliability.withEmulator(for: route.via, faults: ["random:seed=\(seed),rate=0.3"]) { emulator in
                 let storage = Reliability.storage(route, emulator) {
                     $0.testChunkSize = 256 * 1024
                     $0.maxUploadRetryTime = .seconds(60)

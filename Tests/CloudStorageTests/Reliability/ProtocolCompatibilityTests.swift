@@ -60,7 +60,7 @@ struct ProtocolCompatibilityTests {
     @Test(arguments: cases)
     func uploadsAreStoredByteForByte(_ testCase: Case) async throws {
         try await Reliability.throttled {
-            try await Reliability.withEmulator { emulator in
+            try await Reliability.withEmulator(for: testCase.route.via) { emulator in
                 let storage = Reliability.storage(testCase.route, emulator) { testCase.strategy.apply(&$0) }
                 let name = "compat/\(testCase.strategy)/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &+ 17)
@@ -86,7 +86,7 @@ struct ProtocolCompatibilityTests {
 
     @Test(arguments: Reliability.Route.all, [Reliability.Path.multipart, .resumable])
     func contentTypeAndCustomMetadataRoundTrip(route: Reliability.Route, path: Reliability.Path) async throws {
-        try await Reliability.withEmulator { emulator in
+        try await Reliability.withEmulator(for: route.via) { emulator in
             let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
             }
@@ -112,7 +112,7 @@ struct ProtocolCompatibilityTests {
 
     @Test(arguments: Reliability.Route.all)
     func aFileGetsTheContentTypeOfItsExtension(route: Reliability.Route) async throws {
-        try await Reliability.withEmulator { emulator in
+        try await Reliability.withEmulator(for: route.via) { emulator in
             let storage = Reliability.storage(route, emulator)
             let payload = Data("{\"a\": 1}".utf8)
             let file = try TestSupport.file(named: "doc.json", containing: payload)

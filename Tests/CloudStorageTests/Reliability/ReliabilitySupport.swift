@@ -31,18 +31,18 @@ enum Reliability {
         }
     }
 
-    /// A wire protocol spoken through a transport: how a test's `Storage`
+    /// A wire protocol spoken over a ``TestRoute``: how a test's `Storage`
     /// reaches the emulator. Every case of the reliability suites runs on
     /// each route.
-    struct Route: Sendable, CustomTestStringConvertible {
+    struct Route: Sendable, Hashable, CustomTestStringConvertible {
         var wire: Wire
-        var transport: StorageTransportChoice
+        var via: TestRoute
 
-        var testDescription: String { "\(wire) over \(transport)" }
+        var testDescription: String { "\(wire) via \(via.testDescription)" }
 
-        /// Both wire protocols on each of ``TestSupport/transports``.
-        static let all: [Route] = TestSupport.transports.flatMap { transport in
-            Wire.allCases.map { Route(wire: $0, transport: transport) }
+        /// Both wire protocols on each of ``TestRoute/all``.
+        static let all: [Route] = TestRoute.all.flatMap { via in
+            Wire.allCases.map { Route(wire: $0, via: via) }
         }
     }
 
@@ -85,22 +85,26 @@ enum Reliability {
     static let bucket = "reliability-bucket"
     static let granule = 256 * 1024
 
-    /// Starts an emulator for one test (stopped when `body` returns).
+    /// Starts an emulator for one test, serving `route`'s scheme (stopped when `body` returns).
     static func withEmulator<T>(
+        for route: TestRoute,
         faults: [String] = [],
         configure: (inout StorageEmulator.Configuration) -> Void = { _ in },
         _ body: (StorageEmulator) async throws -> T
     ) async throws -> T {
-        var configuration = StorageEmulator.Configuration()
-        configuration.faults = faults
-        configure(&configuration)
-        let emulator = try StorageEmulator.start(configuration)
+        var autoCreatesBuckets = true
+        let emulator = try route.startEmulator { configuration in
+            configuration.faults = faults
+            configure(&configuration)
+            autoCreatesBuckets = configuration.autoCreateBuckets
+        }
         defer { emulator.stop() }
-        if configuration.autoCreateBuckets { try emulator.createBucket(bucket) }
+        if autoCreatesBuckets { try emulator.createBucket(bucket) }
         return try await body(emulator)
     }
 
-    /// A `Storage` for `emulator` on `route`, with fast retries (5 ms doubling up to 40 ms, 30 s budget).
+    /// A `Storage` for `emulator` on `route` (its transport, and for `https` the test CA), with
+    /// fast retries (5 ms doubling up to 40 ms, 30 s budget).
     static func storage(
         _ route: Route,
         _ emulator: StorageEmulator,
@@ -112,7 +116,7 @@ enum Reliability {
         configuration.initialRetryDelay = .milliseconds(5)
         configuration.maxRetryDelay = .milliseconds(40)
         configuration.maxUploadRetryTime = .seconds(30)
-        configuration.transport = route.transport
+        route.via.apply(to: &configuration)
         configure(&configuration)
         return Storage(
             bucket: bucket, endpoint: route.wire.endpoint(emulator.baseURL), authorization: authorization,
@@ -221,7 +225,8 @@ enum Reliability {
         }
     }
 
-    /// Downloads an object with `GET …?alt=media` through URLSession, in the wire protocol's own URL form.
+    /// Downloads an object with `GET …?alt=media` through a transport of the test's own
+    /// (``TestRoute/reader``), in the wire protocol's own URL form.
     static func download(_ name: String, wire: Wire, from emulator: StorageEmulator) async throws -> Data {
         let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? name
         let path =
@@ -230,9 +235,9 @@ enum Reliability {
             case .firebase: "/v0/b/\(bucket)/o/\(encoded)?alt=media"
             }
         let url = URL(string: emulator.baseURL.absoluteString + path)!
-        let (data, response) = try await URLSession.shared.data(from: url)
-        #expect((response as? HTTPURLResponse)?.statusCode == 200)
-        return data
+        let response = try await TestRoute.reader.execute(HTTPRequest(method: "GET", url: url), progress: nil)
+        #expect(response.status == 200)
+        return response.body
     }
 
     /// Limits how many heavy cases run at once, so that 2 shared cores are not

@@ -6,7 +6,7 @@ import Testing
 
 /// Failures that retrying cannot fix, and the one that a new session can:
 /// exhausted retry budgets, refused credentials, missing buckets, forgotten sessions;
-/// each on both wire protocols and each transport.
+/// each on both wire protocols and each route (``TestRoute``).
 @Suite("Reliability: server errors", .timeLimit(.minutes(5)))
 struct ServerErrorTests {
     static let payload = TestSupport.payload(size: 300 * 1024, seed: 77)
@@ -32,7 +32,7 @@ struct ServerErrorTests {
     @Test(arguments: Reliability.Route.all, [503, 429])
     func endlessFailuresAfterTheSessionStartedExhaustTheBudget(route: Reliability.Route, status: Int) async throws {
         let faults = ["pass"] + Array(repeating: "return-\(status)", count: 5000)
-        try await Reliability.withEmulator(faults: faults) { emulator in
+        try await Reliability.withEmulator(for: route.via, faults: faults) { emulator in
             let storage = Reliability.storage(route, emulator) {
                 $0.multipartUploadThreshold = -1
                 $0.maxUploadRetryTime = .milliseconds(400)
@@ -52,7 +52,7 @@ struct ServerErrorTests {
         route: Reliability.Route, path: Reliability.Path, status: Int, code: StorageErrorCode
     ) async throws {
         let faults = Array(repeating: "return-\(status)", count: 5000)
-        try await Reliability.withEmulator(faults: faults) { emulator in
+        try await Reliability.withEmulator(for: route.via, faults: faults) { emulator in
             let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
                 $0.maxUploadRetryTime = .milliseconds(400)
@@ -92,7 +92,8 @@ struct ServerErrorTests {
 
     @Test(arguments: Reliability.Route.all, Credential.allCases)
     func aRequiredTokenIsEnforced(route: Reliability.Route, credential: Credential) async throws {
-        try await Reliability.withEmulator(configure: { $0.requiredToken = "open-sesame" }) { emulator in
+        try await Reliability.withEmulator(for: route.via, configure: { $0.requiredToken = "open-sesame" }) {
+            emulator in
             for path in Reliability.Path.allCases {
                 let storage = Reliability.storage(route, emulator, authorization: credential.authorization) {
                     if path == .resumable { $0.multipartUploadThreshold = -1 }
@@ -117,7 +118,8 @@ struct ServerErrorTests {
 
     @Test(arguments: Reliability.Route.all, Reliability.Path.allCases)
     func forbiddenIsUnauthorizedAndDiscardsTheSession(route: Reliability.Route, path: Reliability.Path) async throws {
-        try await Reliability.withEmulator(faults: path.plan(faultingBytesWith: "return-403")) { emulator in
+        try await Reliability.withEmulator(for: route.via, faults: path.plan(faultingBytesWith: "return-403")) {
+            emulator in
             let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
             }
@@ -134,7 +136,7 @@ struct ServerErrorTests {
 
     @Test(arguments: Reliability.Route.all, Reliability.Path.allCases)
     func aMissingBucketIsBucketNotFound(route: Reliability.Route, path: Reliability.Path) async throws {
-        try await Reliability.withEmulator(configure: { $0.autoCreateBuckets = false }) { emulator in
+        try await Reliability.withEmulator(for: route.via, configure: { $0.autoCreateBuckets = false }) { emulator in
             let storage = Reliability.storage(route, emulator) {
                 if path == .resumable { $0.multipartUploadThreshold = -1 }
             }
@@ -151,7 +153,7 @@ struct ServerErrorTests {
     @Test(arguments: Reliability.Route.all, Reliability.Source.allCases)
     func aSessionForgottenMidUploadIsReplaced(route: Reliability.Route, source: Reliability.Source) async throws {
         let payload = TestSupport.payload(size: 4 * Reliability.granule + 5, seed: 78)
-        try await Reliability.withEmulator(faults: ["pass", "pass", "return-404"]) { emulator in
+        try await Reliability.withEmulator(for: route.via, faults: ["pass", "pass", "return-404"]) { emulator in
             let storage = Reliability.storage(route, emulator) {
                 $0.multipartUploadThreshold = -1
                 $0.testChunkSize = 256 * 1024
@@ -165,13 +167,14 @@ struct ServerErrorTests {
 
     // MARK: Credentials never travel in the clear
 
-    @Test(arguments: TestSupport.transports, [8 * 1024 * 1024, -1] as [Int64])
+    /// About plain HTTP itself, so on the plain routes only.
+    @Test(arguments: TestRoute.plain, [8 * 1024 * 1024, -1] as [Int64])
     func aFirebaseEndpointOnAnotherMachineOverPlainHTTPGetsNoToken(
-        transport: StorageTransportChoice, multipartUploadThreshold: Int64
+        route: TestRoute, multipartUploadThreshold: Int64
     ) async throws {
         // `.invalid` never resolves, and the check runs before any connection is made.
         var configuration = StorageConfiguration()
-        configuration.transport = transport
+        route.apply(to: &configuration)
         configuration.multipartUploadThreshold = multipartUploadThreshold
         configuration.initialRetryDelay = .milliseconds(5)
         configuration.maxUploadRetryTime = .seconds(5)

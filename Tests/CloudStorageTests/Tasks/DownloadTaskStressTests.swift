@@ -6,24 +6,28 @@ import Testing
 
 /// Random interleavings of pause, resume and cancel against downloads in
 /// flight: downloads run on the same task core as uploads, and their
-/// resources (a temporary file, bytes in memory) must follow every path.
+/// resources (a temporary file, bytes in memory) must follow every path. On the
+/// native transport, over plain HTTP and over TLS (where a cancel also ends a TLS stream
+/// mid-record).
 @Suite("Download task stress", .timeLimit(.minutes(5)))
 struct DownloadTaskStressTests {
     static let size = 3 * 1024 * 1024 + 77
 
-    static func storage(_ emulator: StorageEmulator) -> Storage {
+    static let routes: [TestRoute] = [.nativeHTTP, .nativeHTTPS]
+
+    static func storage(_ emulator: StorageEmulator, _ route: TestRoute) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.transport = .native
+        route.apply(to: &configuration)
         configuration.initialRetryDelay = .milliseconds(10)
         return Storage(bucket: "stress", endpoint: .gcs(emulator.baseURL), configuration: configuration)
     }
 
-    @Test(arguments: 0..<40)
-    func randomControlsEndExactlyOnceAndLeaveOnlyAWholeFile(seed: Int) async throws {
+    @Test(arguments: routes, 0..<40)
+    func randomControlsEndExactlyOnceAndLeaveOnlyAWholeFile(route: TestRoute, seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &* 104_729)
-        let emulator = try StorageEmulator.start()
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator)
+        let storage = Self.storage(emulator, route)
         let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed))
         let ref = storage.reference(withPath: "stress/\(seed)")
         _ = try await ref.putDataAsync(payload)
@@ -67,11 +71,11 @@ struct DownloadTaskStressTests {
 
     /// A cancel that comes while a paused worker may still be unwinding is
     /// carried out by a worker of its own, after the paused one stopped.
-    @Test(arguments: 0..<20)
-    func pauseThenCancelDiscardsWhatThePausedDownloadKept(seed: Int) async throws {
-        let emulator = try StorageEmulator.start()
+    @Test(arguments: routes, 0..<20)
+    func pauseThenCancelDiscardsWhatThePausedDownloadKept(route: TestRoute, seed: Int) async throws {
+        let emulator = try route.startEmulator()
         defer { emulator.stop() }
-        let storage = Self.storage(emulator)
+        let storage = Self.storage(emulator, route)
         let ref = storage.reference(withPath: "paused/\(seed)")
         _ = try await ref.putDataAsync(TestSupport.payload(size: Self.size, seed: UInt64(seed)))
         let directory = try TestSupport.temporaryDirectory()

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import NativeTLS
 import Synchronization
 
 #if canImport(Glibc)
@@ -10,6 +11,12 @@ import Darwin
 
 /// A loopback server that runs a script on every connection, each on a thread
 /// of its own, so that a test controls every byte and every close.
+///
+/// Over `https` each connection first completes a TLS handshake with the test
+/// PKI's `localhost` certificate (one that fails ends the connection without
+/// running the script); the script then reads and writes decrypted bytes, a
+/// script that returns ends the connection with a TLS close_notify, and
+/// ``ScriptedConnection/reset()`` still resets the TCP connection.
 final class ScriptedHTTPServer: Sendable {
     private struct State {
         var accepted = 0
@@ -18,14 +25,31 @@ final class ScriptedHTTPServer: Sendable {
     }
 
     let port: Int
+    /// `http://127.0.0.1:<port>`, or `https://…` when the server speaks TLS.
+    let baseURL: URL
     private let listener: Int32
     private let state = Mutex(State())
     private let threads = DispatchGroup()
 
+    /// The server side of the test PKI's `localhost` identity, loaded once.
+    private static let tlsContext = try? TLSContext(
+        server: TLSServerConfiguration(
+            certificateChain: .file(TLSTestPKI.path("localhost.pem")),
+            privateKey: .file(TLSTestPKI.path("localhost.key"))))
+
     /// Starts listening on 127.0.0.1 at a free port.
     ///
-    /// - Parameter script: Runs for each connection with its index (0, 1, …); the connection closes when it returns.
-    init(script: @escaping @Sendable (_ connection: ScriptedConnection, _ index: Int) -> Void) throws {
+    /// - Parameters:
+    ///   - scheme: Whether connections speak plain HTTP or TLS first.
+    ///   - script: Runs for each connection with its index (0, 1, …); the connection closes when it returns.
+    init(
+        scheme: TestRoute.Scheme = .http,
+        script: @escaping @Sendable (_ connection: ScriptedConnection, _ index: Int) -> Void
+    ) throws {
+        guard scheme == .http || Self.tlsContext != nil else {
+            throw ScriptFailure("cannot load the test PKI's localhost identity")
+        }
+        let tls = scheme == .https ? Self.tlsContext : nil
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
@@ -49,6 +73,7 @@ final class ScriptedHTTPServer: Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
+        baseURL = URL(string: "\(scheme.rawValue)://127.0.0.1:\(port)")!
         threads.enter()
         let acceptThread = Thread { [self] in
             defer { threads.leave() }
@@ -71,9 +96,11 @@ final class ScriptedHTTPServer: Sendable {
                 }
                 threads.enter()
                 let worker = Thread { [self] in
-                    script(connection, index)
+                    if tls.map({ connection.acceptTLS($0) }) ?? true {
+                        script(connection, index)
+                    }
                     state.withLock { _ = $0.open.removeValue(forKey: client) }
-                    connection.close()
+                    connection.finish()
                     threads.leave()
                 }
                 worker.start()
@@ -105,12 +132,14 @@ struct ScriptFailure: Error, CustomStringConvertible {
 
 /// One accepted connection, used by its script's thread only (blocking calls).
 ///
-/// `pending` is touched by the script's thread only; close and shutdown (non-blocking
+/// `pending` and `tls` are touched by the script's thread only (the accept thread only
+/// ever closes a connection whose script never ran); close and shutdown (non-blocking
 /// system calls) are serialized by `lifecycle`, so the descriptor is never shut down
 /// after it was closed.
-final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pending` is thread-confined.
+final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pending`, `tls` are thread-confined.
     let fd: Int32
     private var pending: [UInt8] = []
+    private var tls: TLSStream?
     private let lifecycle = Mutex(false)
 
     init(fd: Int32) {
@@ -119,6 +148,16 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
         // a test that waits for the client to time out must never race the server giving up.
         var timeout = timeval(tv_sec: 300, tv_usec: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    /// Completes the server side of a TLS handshake; from then on reads and writes are
+    /// decrypted and encrypted. Returns whether the handshake succeeded.
+    func acceptTLS(_ context: TLSContext) -> Bool {
+        guard let stream = try? TLSStream(server: context, socket: fd), (try? stream.handshake()) != nil else {
+            return false
+        }
+        tls = stream
+        return true
     }
 
     /// Reads a request head; nil at end of stream.
@@ -169,6 +208,10 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     }
 
     func write(_ bytes: [UInt8]) {
+        if let tls {
+            _ = bytes.withUnsafeBytes { raw in (try? tls.write(raw)) != nil }
+            return
+        }
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags) }
@@ -177,10 +220,24 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
         }
     }
 
-    /// Closes with RST instead of FIN.
+    /// Closes with RST instead of FIN (and, over TLS, without a close_notify).
     func reset() {
         var option = linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        tls?.close()
+        tls = nil
+        close()
+    }
+
+    /// Ends the connection the way a server that is done with it does: over TLS a
+    /// close_notify first (a peer's read then ends cleanly, as at a plain FIN), then FIN.
+    /// Called on the script's thread once the script returned.
+    func finish() {
+        if let tls {
+            if !lifecycle.withLock({ $0 }) { try? tls.shutdown() }
+            tls.close()
+            self.tls = nil
+        }
         close()
     }
 
@@ -200,7 +257,10 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     private func fill() -> Int {
         guard !lifecycle.withLock({ $0 }) else { return 0 }
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
-        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        let count = buffer.withUnsafeMutableBytes { raw in
+            guard let tls else { return recv(fd, raw.baseAddress, raw.count, 0) }
+            return (try? tls.read(into: raw)) ?? 0
+        }
         guard count > 0 else { return 0 }
         pending += buffer[0..<count]
         return count

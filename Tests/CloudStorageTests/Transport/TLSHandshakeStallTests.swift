@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// A server that accepts the connection and never answers the ClientHello: the
+/// native transport's request time-out and cancellation end the handshake too,
+/// as they end a stalled exchange, instead of waiting on the socket.
+///
+/// The server reads until the client goes, so only the client can end each case.
+@Suite("TLS handshake stalls", .timeLimit(.minutes(2)))
+struct TLSHandshakeStallTests {
+    /// Accepts and drains, never speaking TLS.
+    static func silentServer() throws -> ScriptedHTTPServer {
+        try ScriptedHTTPServer { connection, _ in connection.drainUntilClosed() }
+    }
+
+    static func storage(
+        _ server: ScriptedHTTPServer, configure: (inout StorageConfiguration) -> Void = { _ in }
+    )
+        -> Storage
+    {
+        var configuration = StorageConfiguration()
+        TestRoute.nativeHTTPS.apply(to: &configuration)
+        configure(&configuration)
+        return Storage(
+            bucket: "b", endpoint: .gcs(URL(string: "https://127.0.0.1:\(server.port)")!),
+            configuration: configuration)
+    }
+
+    @Test func aSilentHandshakeTimesOut() async throws {
+        let server = try Self.silentServer()
+        defer { server.stop() }
+        let storage = Self.storage(server) {
+            $0.requestTimeout = .seconds(1)
+            $0.maxOperationRetryTime = .zero
+        }
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "o").getMetadata()
+        }
+        #expect(error?.code == .retryLimitExceeded)
+        let transportError = (error?.underlyingError as? StorageError)?.underlyingError as? HTTPTransportError
+        #expect(transportError?.kind == .timedOut, "\(String(describing: error))")
+        #expect(transportError?.description.contains("handshake") == true)
+    }
+
+    @Test func cancellingDuringTheHandshakeEndsTheOperation() async throws {
+        let server = try Self.silentServer()
+        defer { server.stop() }
+        // The default 60 s time-out: only the cancel can end the request in time for the suite's limit.
+        let storage = Self.storage(server)
+        let operation = Task { try await storage.reference(withPath: "o").getMetadata() }
+        // A hang guard: the bound only matters once the test failed.
+        let deadline = ContinuousClock.now + .seconds(60)
+        while server.acceptedConnections == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        operation.cancel()
+        let error = await #expect(throws: StorageError.self) { try await operation.value }
+        #expect(error?.code == .cancelled)
+    }
+
+    @Test func cancellingAnUploadDuringTheHandshakeEndsIt() async throws {
+        let server = try Self.silentServer()
+        defer { server.stop() }
+        let storage = Self.storage(server)
+        let task = storage.reference(withPath: "o").putData(Data(count: 1000))
+        let deadline = ContinuousClock.now + .seconds(60)
+        while server.acceptedConnections == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        await task.cancel()
+        let error = await #expect(throws: StorageError.self) { try await task.value }
+        #expect(error?.code == .cancelled)
+        #expect(task.snapshot.status == .failure)
+    }
+}
