@@ -146,6 +146,11 @@ struct DocumentationSnippetTests {
         #expect(throws: SnippetText.MarkerError.self) {
             try SnippetText.regions(inSwift: "// end snippet\n")
         }
+        let shared = try SnippetText.regions(inSwift: "// snippet: A.md#2, B.md#1\nlet y = 2\n// end snippet\n")
+        #expect(shared == ["A.md#2": "let y = 2", "B.md#1": "let y = 2"])
+        #expect(throws: SnippetText.MarkerError.self) {
+            try SnippetText.regions(inSwift: "// snippet: A.md#1, A.md#1\n// end snippet\n")
+        }
     }
 }
 
@@ -192,23 +197,28 @@ enum SnippetText {
     ///   a start, a region inside another, or a key used twice.
     static func regions(inSwift source: String) throws -> [String: String] {
         var regions: [String: String] = [:]
-        var open: (key: String, lines: [Substring])?
+        // One region may stand for blocks in several files, its keys separated by commas.
+        var open: (keys: [String], lines: [Substring])?
         for line in source.split(separator: "\n", omittingEmptySubsequences: false) {
             let trimmed = line.trimmingCharacters(in: .whitespaces)
             if trimmed.hasPrefix("// snippet:") {
-                if let open { throw MarkerError(description: "region \(open.key) contains another region") }
-                let key = trimmed.dropFirst("// snippet:".count).trimmingCharacters(in: .whitespaces)
-                if regions[key] != nil { throw MarkerError(description: "region \(key) appears twice") }
-                open = (key, [])
+                if let open { throw MarkerError(description: "region \(open.keys[0]) contains another region") }
+                let keys = trimmed.dropFirst("// snippet:".count).split(separator: ",").map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                for key in keys where regions[key] != nil || keys.filter({ $0 == key }).count > 1 {
+                    throw MarkerError(description: "region \(key) appears twice")
+                }
+                open = (keys, [])
             } else if trimmed == "// end snippet" {
                 guard let current = open else { throw MarkerError(description: "// end snippet without a start") }
-                regions[current.key] = current.lines.joined(separator: "\n")
+                for key in current.keys { regions[key] = current.lines.joined(separator: "\n") }
                 open = nil
             } else if open != nil {
                 open!.lines.append(line)
             }
         }
-        if let open { throw MarkerError(description: "region \(open.key) never ends") }
+        if let open { throw MarkerError(description: "region \(open.keys[0]) never ends") }
         return regions
     }
 

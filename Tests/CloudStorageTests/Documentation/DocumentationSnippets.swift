@@ -2,7 +2,8 @@
 //
 // Each block lives here, verbatim, between `// snippet: <file>#<n>` and
 // `// end snippet`, where <file> is the Markdown file's path from the package
-// root and <n> counts its swift blocks from 1. DocumentationSnippetTests checks
+// root and <n> counts its swift blocks from 1 (a block shown in several files
+// lists each `<file>#<n>`, separated by commas). DocumentationSnippetTests checks
 // that every block equals its region, so an example that stops compiling
 // fails the build and one that drifts from this file fails the tests.
 //
@@ -585,23 +586,10 @@ extension DocumentationSnippets {
     }
 }
 
-/// HTTPS on Linux: trusting a private certificate authority.
+/// HTTPS on Linux: trusting a private certificate authority (the same block in both places).
 extension DocumentationSnippets {
-    static func readmePrivateCA() -> Storage {
-        // snippet: README.md#10
-        var configuration = StorageConfiguration()
-        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
-        let storage = Storage(
-            bucket: "my-bucket",
-            endpoint: .gcs(URL(string: "https://storage.internal.example:8443")!),
-            configuration: configuration
-        )
-        // end snippet
-        return storage
-    }
-
-    static func httpsPrivateCA() -> Storage {
-        // snippet: DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
+    static func privateCA() -> Storage {
+        // snippet: README.md#10, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
         var configuration = StorageConfiguration()
         configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
         let storage = Storage(
