@@ -83,6 +83,8 @@ struct DownloadBenchmark {
         var server: String
         var runs: Int
         var curl: String?
+        /// Rows this run could not measure, and why.
+        var skipped: [String]
         var peakRSSResetBetweenRuns: Bool
         var scenarios: [Result]
         var loadAverageAtEnd: String?
@@ -105,19 +107,27 @@ struct DownloadBenchmark {
         try FileManager.default.createDirectory(at: objects, withIntermediateDirectories: true)
         var configuration = StorageEmulator.Configuration()
         configuration.backing = .directory(objects)
+        if options.tls { configuration.tls = BenchmarkTLS.identity }
         let emulator = try StorageEmulator.start(configuration)
         defer { emulator.stop() }
         let bucket = "bench"
         try emulator.createBucket(bucket)
         let baseURL = emulator.baseURL
 
-        let transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
+        var transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
+        var skipped: [String] = []
+        if options.tls, let reason = options.urlSessionTLSUnavailable, transports.contains("urlsession") {
+            transports.removeAll { $0 == "urlsession" }
+            skipped.append("URLSession over https (it cannot trust the test CA here): \(reason)")
+            guard !transports.isEmpty else { throw BenchmarkError("nothing to run: \(skipped[0])") }
+        }
         var storages: [String: Storage] = [:]
         for transport in transports {
             var settings = StorageConfiguration()
             settings.transport = transport == "urlsession" ? .urlSession : .native
             settings.maxUploadRetryTime = .seconds(30)
             settings.initialRetryDelay = .milliseconds(200)
+            if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
             storages[transport] = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: settings)
         }
         let useCurl = curl != nil && !options.noCurl
@@ -171,8 +181,9 @@ struct DownloadBenchmark {
                     if let transport = scenario.transport {
                         _ = try await storages[transport]!.reference(withPath: objectName).writeAsync(toFile: target)
                     } else {
+                        let trust = options.tls ? ["--cacert", BenchmarkTLS.caFile] : []
                         let output = try await ProcessRunner.run(
-                            curl!, ["-s", "--max-time", "600", "-o", target.path, mediaURL.absoluteString])
+                            curl!, trust + ["-s", "--max-time", "600", "-o", target.path, mediaURL.absoluteString])
                         guard output.status == 0 else {
                             throw BenchmarkError("curl's download failed (exit \(output.status)): \(output.errorText)")
                         }
@@ -225,9 +236,12 @@ struct DownloadBenchmark {
         let report = Report(
             machine: machine,
             server: "built-in StorageEmulator, .directory backing (temporary directory), in this process, "
-                + baseURL.absoluteString,
+                + baseURL.absoluteString + (options.tls ? " (TLS, Tests/TLSTestCertificates/localhost.pem)" : ""),
             runs: options.runs,
-            curl: useCurl ? "curl -s -o <file> <media URL> (\(machine.curlVersion ?? "curl"))" : nil,
+            curl: useCurl
+                ? "curl -s \(options.tls ? "--cacert Tests/TLSTestCertificates/test-ca.pem " : "")-o <file> <media URL> (\(machine.curlVersion ?? "curl"))"
+                : nil,
+            skipped: skipped,
             peakRSSResetBetweenRuns: resetWorks,
             scenarios: results,
             loadAverageAtEnd: loadAtEnd,
@@ -277,8 +291,9 @@ struct DownloadBenchmark {
             "server: \(report.server)",
             "baseline: \(report.curl ?? "none (curl missing or --no-curl)")",
             "runs: \(report.runs) per scenario (larger --scale object: max(1, runs/2), native only), rounds interleaved",
-            "",
         ]
+        lines += report.skipped.map { "skipped: \($0)" }
+        lines.append("")
         let headers = [
             "scenario", "object", "runs", "MB/s med", "min..max", "x curl", "s/run", "CPU s/run", "idle RSS",
             "peak-idle",
