@@ -340,6 +340,20 @@ final class NativeExchange {
             guard streaming || length <= Int64(maxResponseBody) else { throw tooLarge() }
             var remaining = length
             while remaining > 0 {
+                if input.isEmpty && streaming && socket.usesTLS, let sink = request.responseSink {
+                    // Decrypted straight into the scratch buffer and handed on from there, without a
+                    // stop in `input`; never past the body, so the connection stays usable.
+                    if isCancelled() { throw NativeSocket.cancelledError }
+                    let wanted = UnsafeMutableRawBufferPointer(
+                        rebasing: scratch[0..<Int(min(Int64(scratch.count), remaining))])
+                    let count = try socket.tlsRead(into: wanted)
+                    if count == 0 { throw truncated() }
+                    receivedResponseBytes = true
+                    let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: scratch[0..<count])) }
+                    if case .failure(let error) = delivered { throw .sinkFailed(error) }
+                    remaining -= Int64(count)
+                    continue
+                }
                 if input.isEmpty, try readBlocking() == 0 { throw truncated() }
                 let take = Int(min(Int64(input.count), remaining))
                 try emit(0..<take)
