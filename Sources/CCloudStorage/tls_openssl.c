@@ -246,7 +246,7 @@ static int require_loaded(cs_tls_io_result *result) {
 /* ---- contexts ---- */
 
 /* Bytes OpenSSL may read from the socket at once (see read-ahead in cs_tls_ctx_new). */
-#define CS_TLS_READ_BUFFER (128 * 1024)
+#define CS_TLS_READ_BUFFER (256 * 1024)
 /* Bytes of encrypted records gathered before one write(2) (see cs_tls_conn_new). */
 #define CS_TLS_WRITE_BUFFER (128 * 1024)
 

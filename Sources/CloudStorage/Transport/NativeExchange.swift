@@ -341,15 +341,18 @@ final class NativeExchange {
             var remaining = length
             while remaining > 0 {
                 if input.isEmpty && streaming && socket.usesTLS, let sink = request.responseSink {
-                    // Decrypted straight into the scratch buffer and handed on from there, without a
-                    // stop in `input`; never past the body, so the connection stays usable.
+                    // Decrypted straight into the connection's buffer (the request body is sent by now,
+                    // so file copies no longer use it) and handed on from there, without a stop in
+                    // `input`; a read takes every record OpenSSL already holds, up to the buffer's
+                    // size, and never goes past the body, so the connection stays usable.
                     if isCancelled() { throw NativeSocket.cancelledError }
+                    let buffer = socket.tls.fileBufferForCopies()
                     let wanted = UnsafeMutableRawBufferPointer(
-                        rebasing: scratch[0..<Int(min(Int64(scratch.count), remaining))])
+                        rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
                     let count = try socket.tlsRead(into: wanted)
                     if count == 0 { throw truncated() }
                     receivedResponseBytes = true
-                    let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: scratch[0..<count])) }
+                    let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
                     if case .failure(let error) = delivered { throw .sinkFailed(error) }
                     remaining -= Int64(count)
                     continue
