@@ -97,6 +97,9 @@ struct DownloadBenchmark {
         /// nil for curl.
         var transport: String?
         var runs: Int
+        /// curl only: after curl exits, `sync --data <file>` (fsync), as `writeAsync` fsyncs its
+        /// temporary file before the atomic rename; timed with the download.
+        var syncsFile = false
     }
 
     func run(directory: URL) async throws {
@@ -142,6 +145,9 @@ struct DownloadBenchmark {
             try? FileManager.default.removeItem(at: target)
         }
 
+        // Coreutils sync(1) with a file name fsyncs that file (--data: fdatasync).
+        let sync = ProcessRunner.which("sync")
+        var syncPath: String?
         var sizes = [options.sizeMiB]
         if options.scale { sizes.append(options.scaleMiB) }
         var results: [Result] = []
@@ -163,7 +169,13 @@ struct DownloadBenchmark {
             let isScaleSize = position > 0
             let runs = isScaleSize ? max(1, options.runs / 2) : options.runs
             var scenarios: [Scenario] = []
-            if useCurl && !isScaleSize { scenarios.append(Scenario(name: "curl-baseline", transport: nil, runs: runs)) }
+            if useCurl && !isScaleSize {
+                scenarios.append(Scenario(name: "curl-baseline", transport: nil, runs: runs))
+                if let sync {
+                    scenarios.append(Scenario(name: "curl+fsync", transport: nil, runs: runs, syncsFile: true))
+                    syncPath = sync
+                }
+            }
             for transport in transports where !isScaleSize || transport == "native" {
                 scenarios.append(Scenario(name: "writeAsync/\(transport)", transport: transport, runs: runs))
             }
@@ -188,6 +200,13 @@ struct DownloadBenchmark {
                             throw BenchmarkError("curl's download failed (exit \(output.status)): \(output.errorText)")
                         }
                         childCPU = output.cpuSeconds
+                        if scenario.syncsFile, let syncPath {
+                            let synced = try await ProcessRunner.run(syncPath, ["--data", target.path])
+                            guard synced.status == 0 else {
+                                throw BenchmarkError("sync --data failed (exit \(synced.status)): \(synced.errorText)")
+                            }
+                            childCPU += synced.cpuSeconds
+                        }
                     }
                     let seconds = DiscardBenchmark.seconds(started.duration(to: clock.now))
                     let (after, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: nil)
@@ -318,6 +337,12 @@ struct DownloadBenchmark {
         lines.append("")
         lines.append("notes:")
         lines.append("  MB/s = 10^6 object bytes per wall second (request to file in place), median (min..max).")
+        lines.append(
+            "  writeAsync fsyncs its temporary file before renaming it into place; curl -o does not. curl+fsync runs"
+        )
+        lines.append(
+            "    `sync --data <file>` after curl, inside the timing, to compare like with like (x curl is to plain curl)."
+        )
         lines.append(
             "  CPU s/run = user+sys of this whole process: the SDK plus the in-process emulator serving the bytes;")
         lines.append(
