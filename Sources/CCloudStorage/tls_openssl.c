@@ -286,8 +286,10 @@ cs_tls_ctx *cs_tls_ctx_new(int server, cs_tls_io_result *result) {
      * Without read-ahead OpenSSL reads each record with two read(2) calls (the 5-byte
      * header, then the body): a 1 GiB body costs 131,072 system calls on the receiving
      * side. With it, one read fills a CS_TLS_READ_BUFFER buffer with several records.
-     * Nobody polls a TLS socket for readability (the transports block in SSL_read, bounded
-     * by SO_RCVTIMEO), so bytes held in OpenSSL's buffer are never missed.
+     * Nobody waits for a TLS socket to become readable (the transports block in SSL_read,
+     * bounded by SO_RCVTIMEO), so bytes held in OpenSSL's buffer are never missed; where a
+     * poll checks an idle connection for stray bytes, cs_tls_conn_has_buffered_input
+     * covers the ones already read ahead.
      */
     F.SSL_CTX_ctrl(ctx, CTRL_SET_READ_AHEAD, 1, NULL);
     F.SSL_CTX_set_default_read_buffer_len(ctx, CS_TLS_READ_BUFFER);
@@ -679,8 +681,16 @@ void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_t
     sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = F.SSL_write_ex(conn->ssl, bytes, length, &count);
-    if (ret == 1 && F.BIO_ctrl(conn->write_bio, BIO_CTRL_FLUSH_CMD, 0, NULL) <= 0) {
-        /* The records are OpenSSL's to resend no more: a failed flush fails the stream. */
+    long flushed = 1;
+    if (ret == 1) {
+        /* The buffer keeps its place across an interrupted write, so a flush can simply go on. */
+        do {
+            errno = 0;
+            flushed = F.BIO_ctrl(conn->write_bio, BIO_CTRL_FLUSH_CMD, 0, NULL);
+        } while (flushed <= 0 && errno == EINTR);
+    }
+    if (flushed <= 0) {
+        /* SSL_write took the bytes, so they cannot be written again: a failed flush fails the stream. */
         int flush_errno = errno;
         sigpipe_guard_end(&guard, flush_errno);
         capture(result, 0, CS_TLS_ERROR_SYSCALL, flush_errno, 0);
@@ -715,6 +725,10 @@ long cs_tls_conn_verify_result(cs_tls_conn *conn) {
 
 int cs_tls_conn_peer_spoke_plain_http(cs_tls_conn *conn) {
     return conn->first_header_seen && memcmp(conn->first_header, "HTTP/", 5) == 0;
+}
+
+int cs_tls_conn_has_buffered_input(cs_tls_conn *conn) {
+    return cs_tls_load() && F.SSL_has_pending(conn->ssl) == 1;
 }
 
 int cs_tls_conn_session_reused(cs_tls_conn *conn) {
@@ -874,6 +888,10 @@ int cs_tls_conn_peer_spoke_plain_http(cs_tls_conn *conn) {
     return 0;
 }
 int cs_tls_conn_session_reused(cs_tls_conn *conn) {
+    (void)conn;
+    return 0;
+}
+int cs_tls_conn_has_buffered_input(cs_tls_conn *conn) {
     (void)conn;
     return 0;
 }

@@ -395,7 +395,8 @@ final class NativeExchange {
             } while try readBlocking() != 0
         }
         // Bytes nobody asked for: the connection's framing cannot be trusted any more.
-        if !input.isEmpty { keepAlive = false }
+        // Over TLS, bytes read ahead into OpenSSL's buffer count too: the pool's poll cannot see them.
+        if !input.isEmpty || socket.tls.stream?.hasBufferedInput == true { keepAlive = false }
         return (HTTPResponse(status: head.status, headers: head.headers, body: body), keepAlive)
     }
 
