@@ -2,7 +2,7 @@
 struct BenchmarkOptions: Sendable {
     /// Timed runs per scenario, when given (default 5, or 3 with `--download`).
     var runsOption: Int?
-    /// Size of the large payload, in MiB, when given (default 256, or 1024 with `--discard`).
+    /// Size of the large payload, in MiB, when given (default 256, or 1024 with `--download` or `--tls`).
     var sizeMiBOption: Int?
     /// Number of concurrent small uploads when given (default 200, or 1000 with `--discard`).
     var smallCountOption: Int?
@@ -43,10 +43,16 @@ struct BenchmarkOptions: Sendable {
     var help = false
     /// Whether `--servers` was given (it works only with `--discard`).
     var serversGiven = false
+    /// With `--discard` or `--download`: every row over https to an emulator serving the test certificate.
+    var tls = false
+    /// With `--tls`: why URLSession cannot trust the test CA in this process (its rows are then skipped).
+    var urlSessionTLSUnavailable: String?
 
     var runs: Int { runsOption ?? (download ? 3 : 5) }
     var transport: String { transportOption ?? (download ? "native" : "both") }
-    var sizeMiB: Int { sizeMiBOption ?? (download ? 1024 : 256) }
+    /// Whether URLSession rows are planned (with `--tls` they need the test CA trusted, see ``BenchmarkTLS``).
+    var plansURLSession: Bool { (discard && !scale || download) && transport != "native" }
+    var sizeMiB: Int { sizeMiBOption ?? (download || tls ? 1024 : 256) }
     var smallCount: Int { smallCountOption ?? (discard ? 1000 : 200) }
     var largeSize: Int64 { Int64(sizeMiB) * 1024 * 1024 }
     var dataSize: Int64 { Int64(dataMiB) * 1024 * 1024 }
@@ -61,6 +67,7 @@ struct BenchmarkOptions: Sendable {
                upload-benchmarks --discard --scale [--size-mib M] [--scale-mib S] [--runs N] [--json]
                upload-benchmarks --download [--transport native|urlsession|both] [--runs N] [--size-mib M]
                                  [--scale [--scale-mib S]] [--no-curl] [--json]
+               upload-benchmarks --tls --discard [--scale] ... | --tls --download ...   (the same over https)
 
         Measures CloudStorage upload throughput, CPU time and memory against a
         fake-gcs-server (memory backend) that the program starts on 127.0.0.1,
@@ -142,6 +149,19 @@ struct BenchmarkOptions: Sendable {
                             With --scale, a --scale-mib object (default 4096) is added, downloaded natively
                             max(1, N/2) times, to show that peak RSS does not grow with the object.
                             Defaults there: --runs 3, --size-mib 1024, --transport native.
+          --tls             with --discard (and --scale) or --download: everything over https:// against the
+                            built-in emulator serving Tests/TLSTestCertificates/localhost.pem (discard server only),
+                            every client verifying it against test-ca.pem: curl --cacert, the Python client with
+                            REQUESTS_CA_BUNDLE, the native transport (.native, additionalTrustRoots). There is no
+                            sendfile baseline (it cannot speak TLS): ratios are to curl-baseline ("x curl"), which
+                            then gets --runs runs. --size-mib defaults to 1024 here. Scenarios: curl-baseline, putFile/putData/small-putData native
+                            with CRC32C on and off, URLSession with CRC32C on, python-gcs (8 MiB and default chunks).
+                            URLSession on Linux trusts only libcurl's bundle (swift-corelibs-foundation reads
+                            URLSessionCertificateAuthorityInfoFile on Android only), so when URLSession rows are
+                            planned the program re-executes itself under `unshare --mount` with
+                            /etc/ssl/certs/ca-certificates.crt bind-mounted, in that namespace only, to the system
+                            bundle plus test-ca.pem; where that is not permitted its rows are skipped with a note.
+                            With --download: curl --cacert -o against writeAsync over https.
           -h, --help        show this help
 
         Progress goes to stderr. MB/s means 10^6 bytes per second. The exit status
@@ -205,6 +225,7 @@ struct BenchmarkOptions: Sendable {
             case "--json": options.json = true
             case "--discard": options.discard = true
             case "--download": options.download = true
+            case "--tls": options.tls = true
             case "--transport":
                 let text = try value()
                 guard ["native", "urlsession", "both"].contains(text) else {
@@ -224,6 +245,16 @@ struct BenchmarkOptions: Sendable {
         }
         if options.serversGiven && (!options.discard || options.scale) {
             throw BenchmarkError("--servers works only with --discard (and not with --scale)")
+        }
+        if options.tls && !options.discard && !options.download {
+            throw BenchmarkError("--tls works only with --discard or --download")
+        }
+        if options.tls && options.discard {
+            // Only the discard emulator serves TLS here (fake-gcs-server has no test certificate).
+            guard options.servers == [.discard] || !options.serversGiven else {
+                throw BenchmarkError("--tls runs against the discard emulator only: leave out --servers")
+            }
+            options.servers = [.discard]
         }
         if options.scale && !options.discard && !options.download {
             throw BenchmarkError("--scale works only with --discard or --download")

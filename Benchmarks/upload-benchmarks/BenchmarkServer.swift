@@ -26,7 +26,7 @@ enum BenchmarkServerKind: String, Sendable, Codable, CaseIterable {
 /// cores or memory at the same time.
 final class BenchmarkServer: Sendable {
     let kind: BenchmarkServerKind
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>`, or `https://` with `tls`.
     let baseURL: URL
     let port: Int
     /// What the report says about the server.
@@ -54,14 +54,16 @@ final class BenchmarkServer: Sendable {
     /// - Parameters:
     ///   - kind: Which server.
     ///   - bucket: The bucket every scenario uploads to.
+    ///   - tls: Serve https with the test certificate (the emulators only).
     /// - Returns: The running server; call ``stop()`` when its block is done.
     /// - Throws: The emulator's error, or ``FakeGCSServerError`` when fake-gcs-server cannot be installed
     ///   (pip, network) or started.
-    static func start(_ kind: BenchmarkServerKind, bucket: String) async throws -> BenchmarkServer {
+    static func start(_ kind: BenchmarkServerKind, bucket: String, tls: Bool = false) async throws -> BenchmarkServer {
         switch kind {
         case .discard, .memory:
             var configuration = StorageEmulator.Configuration()
             configuration.backing = kind == .discard ? .discard : .memory
+            if tls { configuration.tls = BenchmarkTLS.identity }
             let emulator = try StorageEmulator.start(configuration)
             do {
                 try emulator.createBucket(bucket)
@@ -69,7 +71,8 @@ final class BenchmarkServer: Sendable {
                 emulator.stop()
                 throw error
             }
-            let backing = kind == .discard ? ".discard backing" : ".memory backing (objects deleted after each run)"
+            var backing = kind == .discard ? ".discard backing" : ".memory backing (objects deleted after each run)"
+            if tls { backing += ", TLS with Tests/TLSTestCertificates/localhost.pem" }
             return BenchmarkServer(
                 kind: kind, baseURL: emulator.baseURL, port: emulator.port,
                 description:

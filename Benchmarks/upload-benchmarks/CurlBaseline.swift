@@ -12,9 +12,14 @@ struct CurlBaseline: Sendable {
     let curl: String
     let baseURL: URL
     let bucket: String
+    /// With `--tls`: the CA file passed as `--cacert` (full verification, as every client gets).
+    var caFile: String? = nil
 
     /// The command line of the timed PUT, for the report.
     static let commandTemplate = "curl -sS -X PUT -T <file> -H 'Content-Range: bytes 0-(n-1)/n' <session>"
+    /// The same over https.
+    static let tlsCommandTemplate =
+        "curl -sS --cacert Tests/TLSTestCertificates/test-ca.pem -X PUT -T <file> -H 'Content-Range: bytes 0-(n-1)/n' <https session>"
 
     /// What one baseline upload stored and what the two curl processes cost.
     struct Result: Sendable {
@@ -31,9 +36,10 @@ struct CurlBaseline: Sendable {
     /// - Throws: ``BenchmarkError`` when curl fails or the server refuses.
     func upload(file: URL, size: Int64, object: String) async throws -> Result {
         let start = baseURL.absoluteString + "/upload/storage/v1/b/\(bucket)/o?uploadType=resumable&name=\(object)"
+        let trust = caFile.map { ["--cacert", $0] } ?? []
         let opened = try await ProcessRunner.run(
             curl,
-            [
+            trust + [
                 "-sS", "--max-time", "60", "-X", "POST", "-D", "-", "-o", "/dev/null",
                 "-H", "Content-Type: application/json; charset=UTF-8",
                 "-H", "X-Upload-Content-Length: \(size)",
@@ -50,7 +56,7 @@ struct CurlBaseline: Sendable {
         }
         let sent = try await ProcessRunner.run(
             curl,
-            [
+            trust + [
                 "-sS", "--max-time", "600", "-X", "PUT", "-T", file.path,
                 "-H", "Content-Range: bytes 0-\(size - 1)/\(size)",
                 "-w", "\n%{http_code}", session,

@@ -59,6 +59,7 @@ struct DiscardBenchmark {
         if options.scale {
             var configuration = StorageEmulator.Configuration()
             configuration.backing = .discard
+            if options.tls { configuration.tls = BenchmarkTLS.identity }
             let emulator = try StorageEmulator.start(configuration)
             defer { emulator.stop() }
             try emulator.createBucket(Self.bucket)
@@ -92,7 +93,13 @@ struct DiscardBenchmark {
         var skipped: [String] = []
         var python: PythonClient?
         var pythonSkipped: String?
-        let planned = DiscardScenario.all(options, curl: useCurl, python: !options.noPython)
+        var planned = DiscardScenario.all(options, curl: useCurl, python: !options.noPython)
+        if options.tls, let reason = options.urlSessionTLSUnavailable,
+            planned.contains(where: { $0.transport == "urlsession" })
+        {
+            planned.removeAll { $0.transport == "urlsession" }
+            skipped.append("URLSession over https (it cannot trust the test CA here): \(reason)")
+        }
         if planned.contains(where: { $0.kind == .pythonClient }) {
             progress("preparing the Python google-cloud-storage client …\n")
             switch await PythonClient.prepare() {
@@ -117,7 +124,7 @@ struct DiscardBenchmark {
             progress("starting the \(kind.rawValue) server …\n")
             let server: BenchmarkServer
             do {
-                server = try await BenchmarkServer.start(kind, bucket: Self.bucket)
+                server = try await BenchmarkServer.start(kind, bucket: Self.bucket, tls: options.tls)
             } catch let error where kind == .fakeGCS {
                 // Installing it needs pip and the network; without them the other servers still count.
                 let reason = String(String(describing: error).prefix(600))
@@ -153,6 +160,7 @@ struct DiscardBenchmark {
             skipped: skipped,
             pythonClient: pythonLibrary.map {
                 "\($0); blob.upload_from_filename of the putFile payload to the discard emulator, STORAGE_EMULATOR_HOST, anonymous credentials, checksum=crc32c"
+                    + (options.tls ? ", REQUESTS_CA_BUNDLE=test-ca.pem" : "")
             },
             payloadBytes: size,
             dataBytes: dataSize,
@@ -162,14 +170,19 @@ struct DiscardBenchmark {
             urlSessionRuns: options.urlSessionRuns,
             serverRuns: options.serverRuns,
             serverURLSessionRuns: options.serverURLSessionRuns,
-            baseline: SendfileBaseline.description,
+            baseline: options.tls
+                ? "curl-baseline over https (no sendfile baseline: it cannot speak TLS)" : SendfileBaseline.description,
+            ratioBaseline: options.tls ? "curl" : "sendfile",
             curl: useCurl && options.servers.contains(.discard)
-                ? CurlBaseline.commandTemplate + " (after a POST that opens the session; discard emulator only)" : nil,
+                ? (options.tls ? CurlBaseline.tlsCommandTemplate : CurlBaseline.commandTemplate)
+                    + " (after a POST that opens the session; discard emulator only)" : nil,
             peakRSSResetBetweenRuns: resetWorks,
             checksumCost: checksumCost,
             scenarios: results,
             scale: nil,
-            targets: DiscardTargets.evaluate(results, scale: nil, pythonSkipped: pythonSkipped),
+            targets: options.tls
+                ? DiscardTargets.evaluateTLS(results, scale: nil)
+                : DiscardTargets.evaluate(results, scale: nil, pythonSkipped: pythonSkipped),
             loadAverageAtEnd: loadAtEnd,
             totalSeconds: Self.seconds(startedAt.duration(to: clock.now))
         )
@@ -205,10 +218,12 @@ struct DiscardBenchmark {
             // Fail a broken run quickly instead of retrying for ten minutes.
             settings.maxUploadRetryTime = .seconds(30)
             settings.initialRetryDelay = .milliseconds(200)
+            if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
             storages[scenario.name] = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: settings)
         }
         var janitorSettings = StorageConfiguration()
         janitorSettings.transport = .native
+        if options.tls { janitorSettings.additionalTrustRoots = BenchmarkTLS.trustRoots }
         let janitor = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: janitorSettings)
         let small = payloads.small
         // Opens each transport's connections, so the first timed run does not pay for it.
@@ -226,7 +241,9 @@ struct DiscardBenchmark {
         }
 
         let sendfile = SendfileBaseline(host: baseURL.host ?? "127.0.0.1", port: server.port, bucket: bucket)
-        let curlBaseline = useCurl ? curl.map { CurlBaseline(curl: $0, baseURL: baseURL, bucket: bucket) } : nil
+        let caFile = options.tls ? BenchmarkTLS.caFile : nil
+        let curlBaseline =
+            useCurl ? curl.map { CurlBaseline(curl: $0, baseURL: baseURL, bucket: bucket, caFile: caFile) } : nil
         let file = payloads.file
         let size = payloads.fileSize
         var samples: [[DiscardSample]] = Array(repeating: [], count: scenarios.count)
@@ -265,7 +282,7 @@ struct DiscardBenchmark {
                     guard let python else { continue }
                     let upload = try await python.upload(
                         file: file, object: name, chunkSize: scenario.chunkSize, expected: payloads.expectedFile,
-                        baseURL: baseURL, bucket: bucket)
+                        baseURL: baseURL, bucket: bucket, caFile: caFile)
                     try Self.check(upload.size, upload.crc32c, against: payloads.expectedFile, what: name)
                     childCPU = upload.cpuSeconds
                     reportedSeconds = upload.seconds
@@ -324,8 +341,10 @@ struct DiscardBenchmark {
             }
         }
 
+        // Over TLS there is no sendfile baseline; ratios are to curl.
+        let baselineKind: DiscardScenario.Kind = options.tls ? .curlBaseline : .sendfileBaseline
         let baselineMedian =
-            scenarios.firstIndex { $0.kind == .sendfileBaseline }.map {
+            scenarios.firstIndex { $0.kind == baselineKind }.map {
                 Statistics.median(samples[$0].map(\.megabytesPerSecond))
             } ?? 0
         let results = scenarios.enumerated().map { index, scenario in

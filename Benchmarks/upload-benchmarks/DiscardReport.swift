@@ -133,6 +133,8 @@ struct DiscardReport: Sendable, Codable {
     /// Timed runs of each URLSession scenario on the memory-backed emulator and fake-gcs-server.
     var serverURLSessionRuns: Int
     var baseline: String
+    /// What `ratioToSendfile` is relative to: `sendfile`, or `curl` with `--tls`.
+    var ratioBaseline: String
     var curl: String?
     var peakRSSResetBetweenRuns: Bool
     var checksumCost: ChecksumCost?
@@ -210,6 +212,74 @@ enum DiscardTargets {
         return checks
     }
 
+    /// Judges the HTTPS targets on a `--tls` run's numbers (discard emulator over https).
+    ///
+    /// - Parameters:
+    ///   - results: Every scenario's result; ratios are to curl-baseline.
+    ///   - scale: The `--tls --scale` results, if that ran.
+    /// - Returns: One check per target; `met` is nil where this run did not measure it.
+    static func evaluateTLS(_ results: [DiscardResult], scale: [ScaleResult]?) -> [TargetCheck] {
+        var checks: [TargetCheck] = []
+        func result(_ name: String) -> DiscardResult? { results.first { $0.scenario == name } }
+        if !results.isEmpty {
+            let native = result("putFile/native/crc")
+            let curl = result("curl-baseline")
+            checks.append(
+                TargetCheck(
+                    target: "putFile over TLS, native, default configuration, CRC32C on: >= 1.2x curl -T (same run)",
+                    measured: native.map {
+                        String(
+                            format: "%.2fx (%.0f vs %.0f MB/s)", $0.ratioToSendfile ?? 0, $0.medianMBps,
+                            curl?.medianMBps ?? 0)
+                    } ?? "not run",
+                    met: native.flatMap { result in result.ratioToSendfile.map { $0 >= 1.2 } }
+                ))
+            let url = result("putFile/urlsession/crc")
+            checks.append(
+                TargetCheck(
+                    target: "putFile over TLS, native, CRC32C on: >= 3x URLSession putFile",
+                    measured: native.flatMap { native in
+                        url.map {
+                            String(
+                                format: "%.2fx (%.0f vs %.0f MB/s)",
+                                $0.medianMBps > 0 ? native.medianMBps / $0.medianMBps : 0,
+                                native.medianMBps, $0.medianMBps)
+                        }
+                    } ?? "not run",
+                    met: native.flatMap { native in url.map { native.medianMBps >= 3 * $0.medianMBps } }
+                ))
+            let small = result("small-putData/native/crc")
+            checks.append(
+                TargetCheck(
+                    target: "concurrent 64 KiB putData over TLS (native): >= 3000 uploads/s",
+                    measured: small.map {
+                        String(
+                            format: "%.0f uploads/s (%.0f..%.0f)", $0.uploadsPerSecond ?? 0,
+                            $0.minUploadsPerSecond ?? 0, $0.maxUploadsPerSecond ?? 0)
+                    } ?? "not run",
+                    met: small.map { ($0.uploadsPerSecond ?? 0) >= 3000 }
+                ))
+        }
+        if let scale, let largest = scale.max(by: { $0.sizeBytes < $1.sizeBytes }) {
+            checks.append(
+                TargetCheck(
+                    target:
+                        "peak RSS during a \(largest.sizeBytes >> 20) MiB putFile over TLS: <= 32 MiB above idle RSS",
+                    measured: String(format: "%.1f MiB above idle", Double(largest.peakAboveIdleBytes) / 1_048_576),
+                    met: largest.peakAboveIdleBytes <= 32 << 20
+                ))
+        } else {
+            checks.append(
+                TargetCheck(
+                    target: "peak RSS during a 4 GiB putFile over TLS: <= 32 MiB above idle RSS",
+                    measured: "run --tls --discard --scale", met: nil))
+        }
+        checks.append(
+            TargetCheck(
+                target: "1 GiB download over TLS: >= 1.0x curl -o", measured: "run --tls --download", met: nil))
+        return checks
+    }
+
     /// URLSession with 8 MiB chunks against the Python client with 8 MiB chunks, same file, same
     /// emulator: met when URLSession's putFile is at least as fast (putData is shown beside it).
     private static func pythonCheck(_ results: [DiscardResult], skipped: String?) -> TargetCheck {
@@ -283,7 +353,7 @@ enum DiscardReportPrinter {
         lines.append("")
         let showServerCPU = report.scenarios.contains { $0.serverCPUSecondsPerRun != nil }
         var headers = [
-            "scenario", "runs", "MB/s med", "min..max", "x sendfile", "s/run", "uploads/s", "CPU s/run",
+            "scenario", "runs", "MB/s med", "min..max", "x \(report.ratioBaseline)", "s/run", "uploads/s", "CPU s/run",
         ]
         if showServerCPU { headers.append("srv CPU s/run") }
         headers += ["peak RSS", "dRSS"]
@@ -348,7 +418,7 @@ enum DiscardReportPrinter {
         lines += targetLines(report.targets)
         lines.append("notes:")
         lines.append(
-            "  MB/s = 10^6 payload bytes per wall second, median of the runs (min..max); x sendfile = median / the median of the sendfile baseline to the same server."
+            "  MB/s = 10^6 payload bytes per wall second, median of the runs (min..max); x \(report.ratioBaseline) = median / the median of the \(report.ratioBaseline) baseline to the same server."
         )
         lines.append(
             "  servers run one after another, each started for its block and stopped after it; names end in @memory or @fake-gcs for those."

@@ -65,9 +65,56 @@ struct DiscardScenario: Sendable {
     ///   - curl: Whether to add the curl baseline (discard emulator only).
     ///   - python: Whether to add the Python client (discard emulator only): 8 MiB chunks, and the
     ///     library's default chunking.
-    /// - Returns: The scenarios; the sendfile baseline of every server that has any is among them, whatever
-    ///   `--only` says.
+    /// - Returns: The scenarios; the ratio baseline (sendfile, or curl with `--tls`) of every server that has
+    ///   any is among them, whatever `--only` says.
     static func all(_ options: BenchmarkOptions, curl: Bool, python: Bool) -> [DiscardScenario] {
+        let scenarios =
+            options.tls ? overTLS(options, curl: curl, python: python) : plain(options, curl: curl, python: python)
+        guard !options.only.isEmpty else { return scenarios }
+        let chosen = scenarios.filter { scenario in options.only.contains { scenario.name.hasPrefix($0) } }
+        // A server's ratio baseline (sendfile, or curl over TLS) runs whenever anything else on that
+        // server does: its ratios are to it. A server with nothing chosen is left out.
+        let baseline: Kind = options.tls ? .curlBaseline : .sendfileBaseline
+        return scenarios.filter { scenario in
+            chosen.contains { $0.name == scenario.name }
+                || (scenario.kind == baseline && chosen.contains { $0.server == scenario.server })
+        }
+    }
+
+    /// `--tls`: the discard emulator over https. No sendfile baseline (it cannot speak TLS): curl,
+    /// the ratio baseline, gets the full run count; native with CRC32C on and off (default
+    /// streaming); URLSession with CRC32C on; the Python client with 8 MiB and default chunks.
+    private static func overTLS(_ options: BenchmarkOptions, curl: Bool, python: Bool) -> [DiscardScenario] {
+        let transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
+        var scenarios: [DiscardScenario] = []
+        if curl {
+            scenarios.append(
+                DiscardScenario(
+                    kind: .curlBaseline, transport: nil, checksums: false, chunkSize: nil, runs: options.runs))
+        }
+        for kind in [Kind.putFile, .putData, .smallPutData] {
+            for transport in transports {
+                let native = transport == "native"
+                for checksums in native ? [true, false] : [true] {
+                    scenarios.append(
+                        DiscardScenario(
+                            kind: kind, transport: transport, checksums: checksums, chunkSize: nil,
+                            runs: native ? options.runs : options.urlSessionRuns))
+                }
+            }
+        }
+        if python {
+            for chunk in [Int64(8 * 1024 * 1024), nil] {
+                scenarios.append(
+                    DiscardScenario(
+                        kind: .pythonClient, transport: nil, checksums: true, chunkSize: chunk,
+                        runs: options.urlSessionRuns))
+            }
+        }
+        return scenarios
+    }
+
+    private static func plain(_ options: BenchmarkOptions, curl: Bool, python: Bool) -> [DiscardScenario] {
         let transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
         let eight: Int64 = 8 * 1024 * 1024
         var scenarios: [DiscardScenario] = []
@@ -115,13 +162,6 @@ struct DiscardScenario: Sendable {
             }
             scenarios += group
         }
-        guard !options.only.isEmpty else { return scenarios }
-        let chosen = scenarios.filter { scenario in options.only.contains { scenario.name.hasPrefix($0) } }
-        // A server's sendfile baseline runs whenever anything else on that server does: its ratios are
-        // to it. A server with nothing chosen is left out.
-        return scenarios.filter { scenario in
-            chosen.contains { $0.name == scenario.name }
-                || (scenario.kind == .sendfileBaseline && chosen.contains { $0.server == scenario.server })
-        }
+        return scenarios
     }
 }

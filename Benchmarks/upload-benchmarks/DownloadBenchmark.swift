@@ -83,6 +83,8 @@ struct DownloadBenchmark {
         var server: String
         var runs: Int
         var curl: String?
+        /// Rows this run could not measure, and why.
+        var skipped: [String]
         var peakRSSResetBetweenRuns: Bool
         var scenarios: [Result]
         var loadAverageAtEnd: String?
@@ -95,6 +97,9 @@ struct DownloadBenchmark {
         /// nil for curl.
         var transport: String?
         var runs: Int
+        /// curl only: after curl exits, `sync --data <file>` (fsync), as `writeAsync` fsyncs its
+        /// temporary file before the atomic rename; timed with the download.
+        var syncsFile = false
     }
 
     func run(directory: URL) async throws {
@@ -105,19 +110,27 @@ struct DownloadBenchmark {
         try FileManager.default.createDirectory(at: objects, withIntermediateDirectories: true)
         var configuration = StorageEmulator.Configuration()
         configuration.backing = .directory(objects)
+        if options.tls { configuration.tls = BenchmarkTLS.identity }
         let emulator = try StorageEmulator.start(configuration)
         defer { emulator.stop() }
         let bucket = "bench"
         try emulator.createBucket(bucket)
         let baseURL = emulator.baseURL
 
-        let transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
+        var transports = options.transport == "both" ? ["native", "urlsession"] : [options.transport]
+        var skipped: [String] = []
+        if options.tls, let reason = options.urlSessionTLSUnavailable, transports.contains("urlsession") {
+            transports.removeAll { $0 == "urlsession" }
+            skipped.append("URLSession over https (it cannot trust the test CA here): \(reason)")
+            guard !transports.isEmpty else { throw BenchmarkError("nothing to run: \(skipped[0])") }
+        }
         var storages: [String: Storage] = [:]
         for transport in transports {
             var settings = StorageConfiguration()
             settings.transport = transport == "urlsession" ? .urlSession : .native
             settings.maxUploadRetryTime = .seconds(30)
             settings.initialRetryDelay = .milliseconds(200)
+            if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
             storages[transport] = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: settings)
         }
         let useCurl = curl != nil && !options.noCurl
@@ -132,6 +145,9 @@ struct DownloadBenchmark {
             try? FileManager.default.removeItem(at: target)
         }
 
+        // Coreutils sync(1) with a file name fsyncs that file (--data: fdatasync).
+        let sync = ProcessRunner.which("sync")
+        var syncPath: String?
         var sizes = [options.sizeMiB]
         if options.scale { sizes.append(options.scaleMiB) }
         var results: [Result] = []
@@ -153,7 +169,13 @@ struct DownloadBenchmark {
             let isScaleSize = position > 0
             let runs = isScaleSize ? max(1, options.runs / 2) : options.runs
             var scenarios: [Scenario] = []
-            if useCurl && !isScaleSize { scenarios.append(Scenario(name: "curl-baseline", transport: nil, runs: runs)) }
+            if useCurl && !isScaleSize {
+                scenarios.append(Scenario(name: "curl-baseline", transport: nil, runs: runs))
+                if let sync {
+                    scenarios.append(Scenario(name: "curl+fsync", transport: nil, runs: runs, syncsFile: true))
+                    syncPath = sync
+                }
+            }
             for transport in transports where !isScaleSize || transport == "native" {
                 scenarios.append(Scenario(name: "writeAsync/\(transport)", transport: transport, runs: runs))
             }
@@ -171,12 +193,20 @@ struct DownloadBenchmark {
                     if let transport = scenario.transport {
                         _ = try await storages[transport]!.reference(withPath: objectName).writeAsync(toFile: target)
                     } else {
+                        let trust = options.tls ? ["--cacert", BenchmarkTLS.caFile] : []
                         let output = try await ProcessRunner.run(
-                            curl!, ["-s", "--max-time", "600", "-o", target.path, mediaURL.absoluteString])
+                            curl!, trust + ["-s", "--max-time", "600", "-o", target.path, mediaURL.absoluteString])
                         guard output.status == 0 else {
                             throw BenchmarkError("curl's download failed (exit \(output.status)): \(output.errorText)")
                         }
                         childCPU = output.cpuSeconds
+                        if scenario.syncsFile, let syncPath {
+                            let synced = try await ProcessRunner.run(syncPath, ["--data", target.path])
+                            guard synced.status == 0 else {
+                                throw BenchmarkError("sync --data failed (exit \(synced.status)): \(synced.errorText)")
+                            }
+                            childCPU += synced.cpuSeconds
+                        }
                     }
                     let seconds = DiscardBenchmark.seconds(started.duration(to: clock.now))
                     let (after, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: nil)
@@ -225,9 +255,12 @@ struct DownloadBenchmark {
         let report = Report(
             machine: machine,
             server: "built-in StorageEmulator, .directory backing (temporary directory), in this process, "
-                + baseURL.absoluteString,
+                + baseURL.absoluteString + (options.tls ? " (TLS, Tests/TLSTestCertificates/localhost.pem)" : ""),
             runs: options.runs,
-            curl: useCurl ? "curl -s -o <file> <media URL> (\(machine.curlVersion ?? "curl"))" : nil,
+            curl: useCurl
+                ? "curl -s \(options.tls ? "--cacert Tests/TLSTestCertificates/test-ca.pem " : "")-o <file> <media URL> (\(machine.curlVersion ?? "curl"))"
+                : nil,
+            skipped: skipped,
             peakRSSResetBetweenRuns: resetWorks,
             scenarios: results,
             loadAverageAtEnd: loadAtEnd,
@@ -277,8 +310,9 @@ struct DownloadBenchmark {
             "server: \(report.server)",
             "baseline: \(report.curl ?? "none (curl missing or --no-curl)")",
             "runs: \(report.runs) per scenario (larger --scale object: max(1, runs/2), native only), rounds interleaved",
-            "",
         ]
+        lines += report.skipped.map { "skipped: \($0)" }
+        lines.append("")
         let headers = [
             "scenario", "object", "runs", "MB/s med", "min..max", "x curl", "s/run", "CPU s/run", "idle RSS",
             "peak-idle",
@@ -303,6 +337,12 @@ struct DownloadBenchmark {
         lines.append("")
         lines.append("notes:")
         lines.append("  MB/s = 10^6 object bytes per wall second (request to file in place), median (min..max).")
+        lines.append(
+            "  writeAsync fsyncs its temporary file before renaming it into place; curl -o does not. curl+fsync runs"
+        )
+        lines.append(
+            "    `sync --data <file>` after curl, inside the timing, to compare like with like (x curl is to plain curl)."
+        )
         lines.append(
             "  CPU s/run = user+sys of this whole process: the SDK plus the in-process emulator serving the bytes;")
         lines.append(

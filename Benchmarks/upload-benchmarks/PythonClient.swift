@@ -83,13 +83,22 @@ struct PythonClient: Sendable {
     ///   - expected: The size and CRC32C the object must have.
     ///   - baseURL: The emulator, passed as `STORAGE_EMULATOR_HOST`.
     ///   - bucket: The bucket.
+    ///   - caFile: With `--tls`, the CA to trust, passed as `REQUESTS_CA_BUNDLE` (requests, which the
+    ///     library's transport is, verifies the emulator's certificate against it).
     /// - Returns: What the script measured and the server reported; the script has checked size and
     ///   crc32c, and the caller checks them again.
     /// - Throws: ``BenchmarkError`` with the script's stderr when it fails (including a mismatch).
     func upload(
         file: URL, object: String, chunkSize: Int64?, expected: DiscardBenchmark.Expected, baseURL: URL,
-        bucket: String
+        bucket: String, caFile: String? = nil
     ) async throws -> Upload {
+        var environment = [
+            "STORAGE_EMULATOR_HOST": baseURL.absoluteString,
+            // requests honours proxy variables; the emulator is on loopback.
+            "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
+            "PYTHONDONTWRITEBYTECODE": "1",
+        ]
+        if let caFile { environment["REQUESTS_CA_BUNDLE"] = caFile }
         let output = try await ProcessRunner.run(
             python,
             [
@@ -97,12 +106,7 @@ struct PythonClient: Sendable {
                 "--chunk-bytes", String(chunkSize ?? 0), "--checksum", "crc32c",
                 "--expected-size", String(expected.size), "--expected-crc32c", expected.crc32c,
             ],
-            environment: [
-                "STORAGE_EMULATOR_HOST": baseURL.absoluteString,
-                // requests honours proxy variables; the emulator is on loopback.
-                "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost",
-                "PYTHONDONTWRITEBYTECODE": "1",
-            ]
+            environment: environment
         )
         guard output.status == 0 else {
             throw BenchmarkError(

@@ -19,6 +19,7 @@ struct ScaleBenchmark {
         settings.transport = .native
         settings.maxUploadRetryTime = .seconds(30)
         settings.initialRetryDelay = .milliseconds(200)
+        if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
         let storage = Storage(bucket: bucket, endpoint: .gcs(emulator.baseURL), configuration: settings)
         // Opens the connection and loads the code paths once, so neither counts against the first size.
         _ = try await storage.reference(withPath: "warm-up").putDataAsync(Payload.bytes(size: 1 << 20, seed: 9))
@@ -74,7 +75,8 @@ struct ScaleBenchmark {
                 DiscardServerInfo(
                     id: BenchmarkServerKind.discard.rawValue,
                     description:
-                        "built-in StorageEmulator, .discard backing, in this process, \(emulator.baseURL.absoluteString)",
+                        "built-in StorageEmulator, .discard backing, in this process, \(emulator.baseURL.absoluteString)"
+                        + (options.tls ? " (TLS, Tests/TLSTestCertificates/localhost.pem)" : ""),
                     sendfileBaselineMedianMBps: nil,
                     seconds: DiscardBenchmark.seconds(startedAt.duration(to: clock.now)))
             ],
@@ -89,12 +91,15 @@ struct ScaleBenchmark {
             serverRuns: 0,
             serverURLSessionRuns: 0,
             baseline: "none",
+            ratioBaseline: "none",
             curl: nil,
             peakRSSResetBetweenRuns: resetWorks,
             checksumCost: nil,
             scenarios: [],
             scale: results,
-            targets: DiscardTargets.evaluate([], scale: results),
+            targets: options.tls
+                ? DiscardTargets.evaluateTLS([], scale: results).filter { $0.target.contains("RSS") }
+                : DiscardTargets.evaluate([], scale: results),
             loadAverageAtEnd: nil,
             totalSeconds: DiscardBenchmark.seconds(startedAt.duration(to: clock.now))
         )

@@ -4,7 +4,7 @@ import Foundation
 // upload-benchmarks: CloudStorage upload throughput, CPU and memory against a
 // local fake-gcs-server, side by side with a curl baseline. See --help.
 
-let options: BenchmarkOptions
+var options: BenchmarkOptions
 do {
     options = try BenchmarkOptions.parse(Array(CommandLine.arguments.dropFirst()))
 } catch {
@@ -14,6 +14,12 @@ do {
 if options.help {
     print(BenchmarkOptions.helpText)
     exit(0)
+}
+if options.tls && options.plansURLSession && !BenchmarkTLS.urlSessionTrustsTestCA {
+    // Returns only when URLSession cannot be made to trust the test CA; its rows are then skipped.
+    let reason = BenchmarkTLS.reexecuteTrustingTestCA(arguments: Array(CommandLine.arguments.dropFirst()))
+    progress("URLSession rows are skipped: \(reason)\n")
+    options.urlSessionTLSUnavailable = reason
 }
 
 let curlPath = ProcessRunner.which("curl")

@@ -19,6 +19,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -41,6 +42,10 @@ typedef struct bio_st BIO;
 #define CTRL_CHAIN_CERT 89
 #define CTRL_SET_MIN_PROTO_VERSION 123
 #define CTRL_SET_MAX_PROTO_VERSION 124
+#define CTRL_SET_READ_AHEAD 41
+#define BIO_CTRL_FLUSH_CMD 11
+#define BIO_C_SET_BUFF_SIZE_CMD 117
+#define BIO_NOCLOSE_FLAG 0x00
 #define TLSEXT_NAMETYPE_HOST_NAME 0
 #define CHECK_FLAG_NO_PARTIAL_WILDCARDS 0x4
 #define VERIFY_PEER 0x01
@@ -75,6 +80,8 @@ typedef void (*msg_cb)(int, int, int, const void *, size_t, SSL *, void *);
     X(ssl, SSL *, SSL_new, (SSL_CTX *)) \
     X(ssl, void, SSL_free, (SSL *)) \
     X(ssl, int, SSL_set_fd, (SSL *, int)) \
+    X(ssl, void, SSL_set_bio, (SSL *, BIO *, BIO *)) \
+    X(ssl, void, SSL_CTX_set_default_read_buffer_len, (SSL_CTX *, size_t)) \
     X(ssl, long, SSL_ctrl, (SSL *, int, long, void *)) \
     X(ssl, void, SSL_set_msg_callback, (SSL *, msg_cb)) \
     X(ssl, int, SSL_set1_host, (SSL *, const char *)) \
@@ -87,6 +94,7 @@ typedef void (*msg_cb)(int, int, int, const void *, size_t, SSL *, void *);
     X(ssl, int, SSL_connect, (SSL *)) \
     X(ssl, int, SSL_accept, (SSL *)) \
     X(ssl, int, SSL_read_ex, (SSL *, void *, size_t, size_t *)) \
+    X(ssl, int, SSL_has_pending, (const SSL *)) \
     X(ssl, int, SSL_write_ex, (SSL *, const void *, size_t, size_t *)) \
     X(ssl, int, SSL_shutdown, (SSL *)) \
     X(ssl, int, SSL_get_error, (const SSL *, int)) \
@@ -101,6 +109,11 @@ typedef void (*msg_cb)(int, int, int, const void *, size_t, SSL *, void *);
     X(crypto, void, EVP_PKEY_free, (EVP_PKEY *)) \
     X(crypto, BIO *, BIO_new_mem_buf, (const void *, int)) \
     X(crypto, int, BIO_free, (BIO *)) \
+    X(crypto, const void *, BIO_f_buffer, (void)) \
+    X(crypto, BIO *, BIO_new, (const void *)) \
+    X(crypto, BIO *, BIO_new_socket, (int, int)) \
+    X(crypto, BIO *, BIO_push, (BIO *, BIO *)) \
+    X(crypto, long, BIO_ctrl, (BIO *, int, long, void *)) \
     X(crypto, X509 *, PEM_read_bio_X509, (BIO *, X509 **, void *, void *)) \
     X(crypto, EVP_PKEY *, PEM_read_bio_PrivateKey, (BIO *, EVP_PKEY **, void *, void *)) \
     X(crypto, unsigned long, ERR_get_error, (void)) \
@@ -232,6 +245,11 @@ static int require_loaded(cs_tls_io_result *result) {
 
 /* ---- contexts ---- */
 
+/* Bytes OpenSSL may read from the socket at once (see read-ahead in cs_tls_ctx_new). */
+#define CS_TLS_READ_BUFFER (256 * 1024)
+/* Bytes of encrypted records gathered before one write(2) (see cs_tls_conn_new). */
+#define CS_TLS_WRITE_BUFFER (128 * 1024)
+
 /* Chooses http/1.1 when the client offers it; otherwise no ALPN (HTTP/1.1 is the default anyway). */
 static int select_http11(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
                          unsigned int inlen, void *arg) {
@@ -264,6 +282,17 @@ cs_tls_ctx *cs_tls_ctx_new(int server, cs_tls_io_result *result) {
     }
     F.SSL_CTX_ctrl(ctx, CTRL_SET_MIN_PROTO_VERSION, CS_TLS_VERSION_1_2, NULL);
     F.SSL_CTX_set_options(ctx, OP_NO_RENEGOTIATION);
+    /*
+     * Without read-ahead OpenSSL reads each record with two read(2) calls (the 5-byte
+     * header, then the body): a 1 GiB body costs 131,072 system calls on the receiving
+     * side. With it, one read fills a CS_TLS_READ_BUFFER buffer with several records.
+     * Nobody waits for a TLS socket to become readable (the transports block in SSL_read,
+     * bounded by SO_RCVTIMEO), so bytes held in OpenSSL's buffer are never missed; where a
+     * poll checks an idle connection for stray bytes, cs_tls_conn_has_buffered_input
+     * covers the ones already read ahead.
+     */
+    F.SSL_CTX_ctrl(ctx, CTRL_SET_READ_AHEAD, 1, NULL);
+    F.SSL_CTX_set_default_read_buffer_len(ctx, CS_TLS_READ_BUFFER);
     if (!server) {
         F.SSL_CTX_set_verify(ctx, VERIFY_PEER, NULL);
     }
@@ -453,6 +482,10 @@ static void sigpipe_guard_end(sigpipe_guard *guard, int sys_errno) {
 
 struct cs_tls_conn {
     SSL *ssl;
+    /* The buffering BIO on top of the write chain (owned by `ssl`). */
+    BIO *write_bio;
+    /* The socket (owned by the caller). */
+    int fd;
     /* The first record header received from the peer, to recognise a plain HTTP answer. */
     unsigned char first_header[5];
     int first_header_seen;
@@ -469,6 +502,39 @@ static void on_message(int write_p, int version, int content_type, const void *b
     }
 }
 
+/*
+ * Gives `ssl` the socket: reads straight from it; writes through a buffering BIO.
+ * OpenSSL hands its write BIO one record (at most 16 KiB) at a time, so a plain socket
+ * BIO makes one write(2) per record; the buffer gathers CS_TLS_WRITE_BUFFER bytes of
+ * records per write(2) instead, which the receiver also reads in fewer, larger pieces.
+ * OpenSSL flushes the BIO after each handshake flight and alert; cs_tls_conn_write
+ * flushes after each SSL_write, so nothing stays buffered between calls. Each BIO has
+ * its own socket BIO (BIO_NOCLOSE: the caller owns the descriptor), as SSL_free frees
+ * the read and write chains separately.
+ */
+static int attach_socket(cs_tls_conn *conn, int fd) {
+    BIO *reader = F.BIO_new_socket(fd, BIO_NOCLOSE_FLAG);
+    BIO *writer = F.BIO_new_socket(fd, BIO_NOCLOSE_FLAG);
+    BIO *buffer = F.BIO_new(F.BIO_f_buffer());
+    int size = 1; /* BIO_set_write_buffer_size: a non-zero int selects the output buffer */
+    if (reader == NULL || writer == NULL || buffer == NULL
+        || F.BIO_ctrl(buffer, BIO_C_SET_BUFF_SIZE_CMD, CS_TLS_WRITE_BUFFER, &size) != 1) {
+        if (reader != NULL) {
+            F.BIO_free(reader);
+        }
+        if (writer != NULL) {
+            F.BIO_free(writer);
+        }
+        if (buffer != NULL) {
+            F.BIO_free(buffer);
+        }
+        return 0;
+    }
+    F.SSL_set_bio(conn->ssl, reader, F.BIO_push(buffer, writer));
+    conn->write_bio = buffer;
+    return 1;
+}
+
 cs_tls_conn *cs_tls_conn_new(cs_tls_ctx *ctx, int fd, cs_tls_io_result *result) {
     if (!require_loaded(result)) {
         return NULL;
@@ -478,8 +544,9 @@ cs_tls_conn *cs_tls_conn_new(cs_tls_ctx *ctx, int fd, cs_tls_io_result *result) 
         capture(result, 0, CS_TLS_ERROR_SYSCALL, ENOMEM, 0);
         return NULL;
     }
+    conn->fd = fd;
     conn->ssl = F.SSL_new((SSL_CTX *)ctx);
-    if (conn->ssl == NULL || F.SSL_set_fd(conn->ssl, fd) != 1) {
+    if (conn->ssl == NULL || !attach_socket(conn, fd)) {
         capture(result, 0, CS_TLS_ERROR_SSL, 0, 0);
         if (conn->ssl != NULL) {
             F.SSL_free(conn->ssl);
@@ -560,6 +627,34 @@ void cs_tls_conn_handshake(cs_tls_conn *conn, int server, cs_tls_io_result *resu
     capture(result, ok, ok ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, 0);
 }
 
+/*
+ * SSL_read returns at most one record (16 KiB), so after read-ahead one call would leave
+ * several records in OpenSSL's buffer and every caller layer would run once per record.
+ * This drains what is already there into the rest of the caller's buffer, with the socket
+ * made non-blocking meanwhile so that a partial record never makes the call wait for the
+ * peer while it already holds bytes to return (the partial record stays buffered for the
+ * next call). A failure here is left for the next call to report (OpenSSL keeps the
+ * connection's error and close_notify state), as these bytes are already the caller's.
+ * Returns the bytes added.
+ */
+static size_t read_buffered(cs_tls_conn *conn, unsigned char *buffer, size_t capacity) {
+    int flags = fcntl(conn->fd, F_GETFL);
+    if (flags < 0 || (flags & O_NONBLOCK) != 0 || fcntl(conn->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        return 0;
+    }
+    size_t total = 0;
+    while (total < capacity && F.SSL_has_pending(conn->ssl)) {
+        size_t count = 0;
+        if (F.SSL_read_ex(conn->ssl, buffer + total, capacity - total, &count) != 1) {
+            break;
+        }
+        total += count;
+    }
+    F.ERR_clear_error();
+    fcntl(conn->fd, F_SETFL, flags);
+    return total;
+}
+
 void cs_tls_conn_read(cs_tls_conn *conn, void *buffer, size_t capacity, cs_tls_io_result *result) {
     if (!require_loaded(result)) {
         return;
@@ -570,6 +665,9 @@ void cs_tls_conn_read(cs_tls_conn *conn, void *buffer, size_t capacity, cs_tls_i
     errno = 0;
     int ret = F.SSL_read_ex(conn->ssl, buffer, capacity, &count);
     int saved = errno;
+    if (ret == 1 && count < capacity && F.SSL_has_pending(conn->ssl)) {
+        count += read_buffered(conn, (unsigned char *)buffer + count, capacity - count);
+    }
     sigpipe_guard_end(&guard, saved);
     capture(result, ret == 1, ret == 1 ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, count);
 }
@@ -583,6 +681,24 @@ void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_t
     sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = F.SSL_write_ex(conn->ssl, bytes, length, &count);
+    long flushed = 1;
+    if (ret == 1) {
+        /* The buffer keeps its place across an interrupted write, so a flush can simply go on. */
+        do {
+            errno = 0;
+            flushed = F.BIO_ctrl(conn->write_bio, BIO_CTRL_FLUSH_CMD, 0, NULL);
+        } while (flushed <= 0 && errno == EINTR);
+    }
+    if (flushed <= 0) {
+        /* SSL_write took the bytes, so they cannot be written again: a failed flush fails the stream. */
+        int flush_errno = errno;
+        sigpipe_guard_end(&guard, flush_errno);
+        capture(result, 0, CS_TLS_ERROR_SYSCALL, flush_errno, 0);
+        if (flush_errno == EAGAIN || flush_errno == EWOULDBLOCK) {
+            result->ssl_error = CS_TLS_ERROR_WANT_WRITE;
+        }
+        return;
+    }
     int saved = errno;
     sigpipe_guard_end(&guard, saved);
     capture(result, ret == 1, ret == 1 ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, count);
@@ -609,6 +725,10 @@ long cs_tls_conn_verify_result(cs_tls_conn *conn) {
 
 int cs_tls_conn_peer_spoke_plain_http(cs_tls_conn *conn) {
     return conn->first_header_seen && memcmp(conn->first_header, "HTTP/", 5) == 0;
+}
+
+int cs_tls_conn_has_buffered_input(cs_tls_conn *conn) {
+    return cs_tls_load() && F.SSL_has_pending(conn->ssl) == 1;
 }
 
 int cs_tls_conn_session_reused(cs_tls_conn *conn) {
@@ -768,6 +888,10 @@ int cs_tls_conn_peer_spoke_plain_http(cs_tls_conn *conn) {
     return 0;
 }
 int cs_tls_conn_session_reused(cs_tls_conn *conn) {
+    (void)conn;
+    return 0;
+}
+int cs_tls_conn_has_buffered_input(cs_tls_conn *conn) {
     (void)conn;
     return 0;
 }

@@ -176,6 +176,14 @@ public final class TLSStream {
         }
     }
 
+    /// Whether bytes the peer sent are already read from the socket (OpenSSL reads ahead)
+    /// but not yet returned by ``read(into:)``: a `poll` of the socket cannot see them.
+    /// `false` once the stream is closed.
+    public var hasBufferedInput: Bool {
+        guard let connection else { return false }
+        return cs_tls_conn_has_buffered_input(connection) == 1
+    }
+
     /// Writes all of `bytes`, encrypted. Blocking until every byte is handed to the socket.
     ///
     /// Large buffers go to OpenSSL whole; it cuts them into records of up to 16 KiB.

@@ -132,10 +132,14 @@ void cs_tls_session_free(cs_tls_session *session);
 /// Runs `SSL_connect` (`server` 0) or `SSL_accept` (`server` 1) once. Blocking.
 void cs_tls_conn_handshake(cs_tls_conn *conn, int server, cs_tls_io_result *result);
 
-/// `SSL_read_ex` once. Blocking.
+/// `SSL_read_ex` once (blocking), then, without waiting, every further record OpenSSL
+/// has already read ahead, as far as `capacity` allows.
 void cs_tls_conn_read(cs_tls_conn *conn, void *buffer, size_t capacity, cs_tls_io_result *result);
 
-/// `SSL_write_ex` once. Blocking.
+/// Whether OpenSSL holds received bytes not yet returned by a read (it reads ahead).
+int cs_tls_conn_has_buffered_input(cs_tls_conn *conn);
+
+/// `SSL_write_ex` once, then a flush of the records it gathered into larger writes. Blocking.
 void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_tls_io_result *result);
 
 /// `SSL_shutdown` once: sends close_notify. Blocking.

@@ -340,6 +340,23 @@ final class NativeExchange {
             guard streaming || length <= Int64(maxResponseBody) else { throw tooLarge() }
             var remaining = length
             while remaining > 0 {
+                if input.isEmpty && streaming && socket.usesTLS, let sink = request.responseSink {
+                    // Decrypted straight into the connection's buffer (the request body is sent by now,
+                    // so file copies no longer use it) and handed on from there, without a stop in
+                    // `input`; a read takes every record OpenSSL already holds, up to the buffer's
+                    // size, and never goes past the body, so the connection stays usable.
+                    if isCancelled() { throw NativeSocket.cancelledError }
+                    let buffer = socket.tls.fileBufferForCopies()
+                    let wanted = UnsafeMutableRawBufferPointer(
+                        rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
+                    let count = try socket.tlsRead(into: wanted)
+                    if count == 0 { throw truncated() }
+                    receivedResponseBytes = true
+                    let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
+                    if case .failure(let error) = delivered { throw .sinkFailed(error) }
+                    remaining -= Int64(count)
+                    continue
+                }
                 if input.isEmpty, try readBlocking() == 0 { throw truncated() }
                 let take = Int(min(Int64(input.count), remaining))
                 try emit(0..<take)
@@ -378,7 +395,8 @@ final class NativeExchange {
             } while try readBlocking() != 0
         }
         // Bytes nobody asked for: the connection's framing cannot be trusted any more.
-        if !input.isEmpty { keepAlive = false }
+        // Over TLS, bytes read ahead into OpenSSL's buffer count too: the pool's poll cannot see them.
+        if !input.isEmpty || socket.tls.stream?.hasBufferedInput == true { keepAlive = false }
         return (HTTPResponse(status: head.status, headers: head.headers, body: body), keepAlive)
     }
 
