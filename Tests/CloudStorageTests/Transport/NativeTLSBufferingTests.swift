@@ -86,8 +86,8 @@ struct NativeTLSBufferingTests {
 
     /// Without a sink the body goes through the exchange's input, where bytes past it were
     /// always caught; the same servers must get the same verdicts. The server writes the
-    /// response and the extra bytes in one `write` (so that they cannot reach the client
-    /// after its next request): for a record of their own, the response fills whole records.
+    /// response and the extra bytes in one `write` (for a record of their own, the response
+    /// fills whole records), and the next request waits until the client's kernel has them.
     @Test(arguments: Extra.allCases)
     func bytesAfterABufferedResponseKeepItsConnectionOutOfThePool(extra: Extra) async throws {
         func head(_ count: Int) -> [UInt8] { Array("HTTP/1.1 200 OK\r\nContent-Length: \(count)\r\n\r\n".utf8) }
@@ -95,6 +95,7 @@ struct NativeTLSBufferingTests {
         let count = extra == .separateRecord ? 3 * 16_384 - head(10_000).count : 41_000
         let body = testBytes(count: count, seed: 12)
         let response = head(count) + body
+        let sent = DispatchSemaphore(value: 0)
         let server = try ScriptedHTTPServer(scheme: .https) { connection, index in
             while let request = connection.readRequest() {
                 guard request.head.target == "/first" else {
@@ -103,6 +104,8 @@ struct NativeTLSBufferingTests {
                     continue
                 }
                 connection.write(extra == .none ? response : response + Self.bogusResponse)
+                waitUntilAcknowledged(connection.fd)
+                sent.signal()
             }
         }
         defer { server.stop() }
@@ -110,6 +113,13 @@ struct NativeTLSBufferingTests {
         let first = try await transport.execute(
             HTTPRequest(method: "GET", url: Self.url(server.port, "/first")), progress: nil)
         #expect(first.body == Data(body))
+        // Only once the extra bytes are in the client's kernel (if not already read) is the verdict settled.
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                _ = sent.wait(timeout: .now() + 30)
+                continuation.resume()
+            }
+        }
         let second = try await transport.execute(
             HTTPRequest(method: "GET", url: Self.url(server.port, "/second")), progress: nil)
         let text = String(decoding: second.body, as: UTF8.self)
