@@ -17,7 +17,7 @@ private let interruptions = Atomic<Int>(0)
 ///
 /// Whether the writing thread waits is read from `/proc/self/task/*/syscall` (the system call
 /// a thread is blocked in, with its arguments), not guessed from time.
-@Suite(.timeLimit(.minutes(1)), .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task")))
+@Suite(.timeLimit(.minutes(3)), .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task")))
 struct TLSWriteInterruptionTests {
     @Test func aFlushInterruptedBySignalsGoesOn() async throws {
         var action = sigaction()
@@ -36,6 +36,7 @@ struct TLSWriteInterruptionTests {
         let payload = testBytes(count: 100_000, seed: 21)
         let writer = Mutex<(thread: pthread_t, fd: Int32)?>(nil)
         let writerDone = Atomic(false)
+        let writerReady = DispatchSemaphore(value: 0)
         let serverMayRead = DispatchSemaphore(value: 0)
         let serverHasRead = DispatchSemaphore(value: 0)
 
@@ -60,6 +61,7 @@ struct TLSWriteInterruptionTests {
             sigaddset(&signals, SIGUSR2)
             pthread_sigmask(SIG_UNBLOCK, &signals, nil)
             writer.withLock { $0 = (pthread_self(), fd) }
+            writerReady.signal()
             var failure: String?
             do {
                 try stream.write(payload)
@@ -75,6 +77,8 @@ struct TLSWriteInterruptionTests {
         let signalsSent = try await onThread { () -> Int in
             defer { serverMayRead.signal() }
             var sent = 0
+            // The handshake may take long on a loaded machine: wait for it without a bound of our own.
+            writerReady.wait()
             // Several signals: one that lands after part of a write(2) went out makes it return
             // that part (no EINTR); the next write then waits with nothing sent, and its signal is an EINTR.
             for _ in 0..<8 {
@@ -82,7 +86,10 @@ struct TLSWriteInterruptionTests {
                 let before = interruptions.load(ordering: .relaxed)
                 pthread_kill(thread, SIGUSR2)
                 sent += 1
-                for _ in 0..<5_000 where interruptions.load(ordering: .relaxed) == before { usleep(1_000) }
+                let handled = ContinuousClock.now + .seconds(60)  // a hang guard: the handler runs once the thread does
+                while interruptions.load(ordering: .relaxed) == before && ContinuousClock.now < handled {
+                    usleep(1_000)
+                }
             }
             return sent
         }
@@ -93,12 +100,14 @@ struct TLSWriteInterruptionTests {
         #expect(received == payload)
     }
 
-    /// Waits (a hang guard of 5 s) until the writer thread is blocked in a system call on its
-    /// socket; nil when it finished instead.
+    /// Waits until the writer thread is blocked in a system call on its socket (which it
+    /// reaches within milliseconds once it runs; the 60 s bound is only a hang guard, far
+    /// beyond any scheduling delay); nil when it finished instead.
     private static func waitUntilBlocked(
         writer: borrowing Mutex<(thread: pthread_t, fd: Int32)?>, done: borrowing Atomic<Bool>
     ) -> pthread_t? {
-        for _ in 0..<5_000 {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if done.load(ordering: .acquiring) { return nil }
             if let (thread, fd) = writer.withLock({ $0 }), blockedInCall(on: fd) { return thread }
             usleep(1_000)
