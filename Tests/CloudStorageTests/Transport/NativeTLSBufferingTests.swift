@@ -16,7 +16,7 @@ import Glibc
 /// out from what the client has visibly done (a sink call, an acknowledgement), never
 /// from time; time limits only guard against hangs.
 @Suite(
-    "Native transport: TLS read-ahead and write buffering", .timeLimit(.minutes(2)),
+    "Native transport: TLS read-ahead and write buffering", .timeLimit(.minutes(5)),
     .enabled(if: TLSLibrary.isAvailable))
 struct NativeTLSBufferingTests {
     /// Where a server puts bytes nobody asked for after a response.
@@ -55,7 +55,7 @@ struct NativeTLSBufferingTests {
                 }
                 connection.write(
                     Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body[..<split])
-                guard sink.paused.wait(timeout: .now() + 30) == .success else { return }
+                guard sink.paused.wait(timeout: .now() + 90) == .success else { return }
                 let tail = Array(body[split...])
                 switch extra {
                 case .none: connection.write(tail)
@@ -116,7 +116,7 @@ struct NativeTLSBufferingTests {
         // Only once the extra bytes are in the client's kernel (if not already read) is the verdict settled.
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async {
-                _ = sent.wait(timeout: .now() + 30)
+                _ = sent.wait(timeout: .now() + 90)
                 continuation.resume()
             }
         }
@@ -153,7 +153,7 @@ struct NativeTLSBufferingTests {
             guard let last = records.last else { return }
             let half = last.count / 2
             relay.send(ArraySlice(records.dropLast().flatMap { $0 } + last[..<half]))
-            if sink.reached(split, within: .now() + 10) == false { stalled.store(true, ordering: .relaxed) }
+            if sink.reached(split, within: .now() + 90) == false { stalled.store(true, ordering: .relaxed) }
             relay.send(last[half...])
             relay.waitForClientClose()
         }
@@ -282,7 +282,7 @@ final class PausingSink: Sendable {
                 if calls == pauseAfter {
                     paused.signal()
                     // A hang guard only: the server resumes the client as soon as its bytes are delivered.
-                    _ = resume.wait(timeout: .now() + 30)
+                    _ = resume.wait(timeout: .now() + 90)
                 }
             })
     }
