@@ -70,7 +70,7 @@ struct TLSWriteInterruptionTests {
             }
             writerDone.store(true, ordering: .releasing)
             // Closing before the server read everything could reset the connection.
-            if failure == nil { _ = serverHasRead.wait(timeout: .now() + 30) }
+            if failure == nil { _ = serverHasRead.wait(timeout: .now() + 90) }
             stream.close()
             return failure
         }
