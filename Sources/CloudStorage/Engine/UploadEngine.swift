@@ -85,7 +85,9 @@ struct UploadEngine: Sendable {
             prepared = try await PreparedSource.prepare(
                 source,
                 computingChecksum: configuration.verifiesChecksums,
-                upFrontLimit: max(configuration.multipartUploadThreshold, PreparedSource.overlapThreshold)
+                upFrontLimit: max(configuration.multipartUploadThreshold, PreparedSource.overlapThreshold),
+                hashingInline: storage.transport.readsFileRegionsThroughBodyFile(
+                    forScheme: storage.endpoint.baseURL.scheme ?? "")
             )
             checkpoint.source = prepared
         }

@@ -20,6 +20,8 @@ struct PreparedSource: Sendable {
     private enum Checksum: Sendable {
         case known(UInt32)
         case pending(PendingChecksum)
+        /// Hashed from the bytes the transport reads to send them; the rest when it is needed.
+        case inline(ReadOnlyFile, InlineChecksum)
     }
 
     private let bytes: Bytes
@@ -48,6 +50,10 @@ struct PreparedSource: Sendable {
 
     /// Opens the source and, if asked, starts its checksum.
     ///
+    /// With `hashingInline` (the transport reads file regions through their ``HTTPBodyFile``), a
+    /// larger file is not read a second time: the bytes the transport reads for its first send are
+    /// hashed as they pass, and ``crc32c()`` reads only what they did not cover.
+    ///
     /// A source of at most `upFrontLimit` bytes is hashed before this returns
     /// (it goes in one request whose metadata carries the checksum; a file is
     /// read once for that, off the cooperative pool). A larger one is hashed
@@ -59,7 +65,7 @@ struct PreparedSource: Sendable {
     ///   unreadable file, ``StorageErrorCode/fileChanged`` if it shrinks
     ///   meanwhile, ``StorageErrorCode/cancelled`` if the task is cancelled.
     static func prepare(
-        _ source: UploadSource, computingChecksum: Bool, upFrontLimit: Int64
+        _ source: UploadSource, computingChecksum: Bool, upFrontLimit: Int64, hashingInline: Bool = false
     ) async throws(StorageError) -> PreparedSource {
         let bytes: Bytes
         let size: Int64
@@ -78,6 +84,9 @@ struct PreparedSource: Sendable {
         guard computingChecksum else { return PreparedSource(bytes: bytes, size: size, checksum: nil) }
         if case .data(let data) = bytes, size <= upFrontLimit {
             return PreparedSource(bytes: bytes, size: size, checksum: .known(CRC32C.checksum(data)))
+        }
+        if case .file(let file) = bytes, size > upFrontLimit, hashingInline {
+            return PreparedSource(bytes: bytes, size: size, checksum: .inline(file, InlineChecksum(size: size)))
         }
         let pending = PendingChecksum { stop in Self.checksum(of: bytes, stop: stop) }
         if size > upFrontLimit {
@@ -116,12 +125,19 @@ struct PreparedSource: Sendable {
     /// Whether the upload carries a checksum.
     var hasChecksum: Bool { checksum != nil }
 
+    /// Whether the checksum is computed from the bytes the transport reads, not by a pass of its own.
+    var hashesInline: Bool {
+        if case .inline? = checksum { return true }
+        return false
+    }
+
     /// The CRC32C if it is known now: nil when checksums are off or it is still being computed.
     var knownCRC32C: UInt32? {
         switch checksum {
         case nil: return nil
         case .known(let value)?: return value
         case .pending(let pending)?: return pending.valueIfReady
+        case .inline(_, let inline)?: return inline.valueIfComplete
         }
     }
 
@@ -133,6 +149,15 @@ struct PreparedSource: Sendable {
         case nil: return nil
         case .known(let value)?: return value
         case .pending(let pending)?: return try await pending.value()
+        case .inline(let file, let inline)?:
+            if let value = inline.valueIfComplete { return value }
+            return try await BlockingIO.run { () throws(StorageError) -> UInt32 in
+                try inline.complete(
+                    reading: { (buffer, count, offset) throws(StorageError) in
+                        try file.readExactly(into: buffer, count: count, at: offset)
+                    },
+                    blockSize: Self.checksumBlockSize)
+            }
         }
     }
 
@@ -144,6 +169,10 @@ struct PreparedSource: Sendable {
             let start = data.startIndex + Int(offset)
             return .data(data[start..<(start + Int(length))])
         case .file(let file):
+            if case .inline(_, let inline)? = checksum {
+                let hashing = HashingBodyFile(file: file, checksum: inline)
+                return HTTPRequestBody(segments: [.fileRegion(hashing, offset: offset, length: length)])
+            }
             return HTTPRequestBody(segments: [.fileRegion(file, offset: offset, length: length)])
         }
     }

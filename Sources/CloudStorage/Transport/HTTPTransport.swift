@@ -35,10 +35,21 @@ protocol HTTPTransport: Sendable {
     /// length stream through. The engine never sends a longer one.
     var maximumBodyLength: Int64? { get }
 
+    /// Whether file regions of requests to URLs with `scheme` are sent by reading them through
+    /// ``HTTPBodyFile/readExactly(into:count:at:)`` in order (not by `sendfile(2)` or in a way of
+    /// the transport's own), so that whoever supplies the file sees every byte sent: the upload
+    /// engine then hashes them as they pass instead of reading the file a second time.
+    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool
+
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse
+}
+
+extension HTTPTransport {
+    /// False: a transport that does not say reads file regions in ways the engine cannot see.
+    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool { false }
 }
 
 /// A request for an ``HTTPTransport``.

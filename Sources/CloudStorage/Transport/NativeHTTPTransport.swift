@@ -105,6 +105,16 @@ final class NativeHTTPTransport: HTTPTransport {
     /// The TLS client context, made on first `https://` use (it reads trust files, so on an I/O thread).
     private let tlsContext = Mutex<Result<TLSContext, HTTPTransportError>?>(nil)
 
+    /// True for `https` (TLS encrypts from a buffer the file is read into) and wherever
+    /// `sendfile(2)` is off or missing; false for `http` on Linux, which the kernel copies.
+    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool {
+        #if os(Linux)
+        return scheme.lowercased() == "https" || !configuration.usesSendfile
+        #else
+        return true
+        #endif
+    }
+
     init(configuration: Configuration = .init()) {
         self.configuration = configuration
         self.pool = NativeConnectionPool(

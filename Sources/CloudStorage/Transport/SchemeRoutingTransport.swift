@@ -36,6 +36,12 @@ struct SchemeRoutingTransport: HTTPTransport {
         maximumBodyLength = endpointIsNative ? native.maximumBodyLength : other.maximumBodyLength
     }
 
+    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool {
+        nativeSchemes.contains(scheme.lowercased())
+            ? native.readsFileRegionsThroughBodyFile(forScheme: scheme)
+            : other.readsFileRegionsThroughBodyFile(forScheme: scheme)
+    }
+
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
