@@ -42,8 +42,8 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
         public static let protocolVersion = Kind(.protocolVersion)
         /// The handshake failed for a reason not covered by a more specific kind.
         public static let handshakeFailed = Kind(.handshakeFailed)
-        /// The server answered the TLS handshake in clear text with `HTTP/…`: an `https://`
-        /// address points at a plain HTTP server.
+        /// The server answered the TLS handshake in clear text (`HTTP/…`, or any other bytes
+        /// that are no TLS record): an `https://` address points at a plain server.
         public static let plainHTTPServer = Kind(.plainHTTPServer)
         /// The peer closed the connection without a TLS close_notify (during the handshake,
         /// or mid-stream: the data may be truncated).

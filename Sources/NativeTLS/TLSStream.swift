@@ -285,6 +285,14 @@ public final class TLSStream {
             return TLSError(kind, "certificate of \(peer) rejected: \(reason) (X509 error \(verification))")
         }
         let code = result.error_code
+        if !isServer, result.ssl_error == CS_TLS_ERROR_SSL,
+            Self.notTLSReasons.contains(where: { cs_tls_error_has_reason(code, $0) == 1 })
+        {
+            return TLSError(
+                .plainHTTPServer,
+                "\(peer) did not answer the TLS handshake in TLS (\(result.message)): most likely a plain server,"
+                    + " and the address should be http://, not https://")
+        }
         if result.ssl_error == CS_TLS_ERROR_SSL,
             Self.protocolReasons.contains(where: { cs_tls_error_has_reason(code, $0) == 1 })
         {
@@ -323,6 +331,9 @@ public final class TLSStream {
     /// no protocols available, unsupported protocol, unsupported SSL version,
     /// version too low, alert "protocol version", no shared cipher, alert "handshake failure".
     private static let protocolReasons: [Int32] = [191, 258, 259, 396, 1070, 193, 1040]
+    /// OpenSSL reasons for a first answer that is no TLS record at all (clear text that does
+    /// not start with `HTTP/`): wrong version number, packet length too long.
+    private static let notTLSReasons: [Int32] = [267, 198]
 
     private static func kind(ofVerificationResult result: Int) -> TLSError.Kind {
         switch result {

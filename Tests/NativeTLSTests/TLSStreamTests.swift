@@ -133,7 +133,13 @@ import Darwin
         #expect(server.handshakeError != nil)
     }
 
-    @Test func aPlainHTTPServerIsRecognised() async throws {
+    /// A plain server's answer to a ClientHello: an HTTP 400 (recognised by its `HTTP/`), or
+    /// any other clear text, which OpenSSL refuses as a record of a wrong version.
+    @Test(arguments: [
+        "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        "SSH-2.0-OpenSSH_9.2\r\n",
+    ])
+    func aPlainServerIsRecognised(answerText: String) async throws {
         let listener = try LoopbackListener()
         let clientContext = try TestPKI.client()
         async let received = onThread { () throws -> [UInt8] in
@@ -147,9 +153,7 @@ import Darwin
                 if n <= 0 { return bytes }
                 bytes.append(contentsOf: buffer[0..<n])
                 if !answered {
-                    // Like any HTTP server given a ClientHello: a 400 in clear text.
-                    let answer = Array(
-                        "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                    let answer = Array(answerText.utf8)
                     _ = answer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
                     answered = true
                 }

@@ -280,11 +280,6 @@ final class NativeSocket: Sendable {
                     }
                 } else if error.kind == .plainHTTPServer {
                     "it is a plain HTTP server behind an https:// address"
-                } else if error.message.contains("wrong version number")
-                    || error.message.contains("packet length too long")
-                {
-                    // OpenSSL's verdict on a first answer that is no TLS record (text not starting with HTTP/).
-                    "it did not answer in TLS, so it is most likely a plain HTTP server behind an https:// address"
                 } else if error.kind == .protocolVersion {
                     "it shares no TLS version of 1.2 or newer"
                 } else {
