@@ -57,23 +57,15 @@ final class InlineChecksum: Sendable {
         reading read: (_ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) throws(StorageError) -> Void,
         blockSize: Int
     ) throws(StorageError) -> UInt32 {
-        var (crc, offset) = state.withLock { ($0.crc, $0.hashedEnd) }
-        guard offset < size else { return crc.value }
-        let start = offset
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 64)
-        defer { buffer.deallocate() }
-        while offset < size {
-            let count = Int(min(Int64(blockSize), size - offset))
-            try read(buffer.baseAddress!, count, offset)
-            crc.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-            offset += Int64(count)
-        }
+        var (crc, start) = state.withLock { ($0.crc, $0.hashedEnd) }
+        guard start < size else { return crc.value }
+        try crc.update(reading: read, from: start, to: size, blockSize: blockSize)
         let finished = crc
         // Recorded unless reads covered the same bytes meanwhile (both then hold the same value).
         state.withLock { state in
             if state.hashedEnd == start {
                 state.crc = finished
-                state.hashedEnd = offset
+                state.hashedEnd = size
             }
         }
         return finished.value

@@ -103,20 +103,15 @@ struct PreparedSource: Sendable {
         case .data(let data):
             return .success(CRC32C.checksum(data))
         case .file(let file):
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: checksumBlockSize, alignment: 64)
-            defer { buffer.deallocate() }
             var crc = CRC32C()
-            var offset: Int64 = 0
-            while offset < file.size {
-                if stop() { return .failure(.cancelled()) }
-                let count = Int(min(Int64(checksumBlockSize), file.size - offset))
-                do throws(StorageError) {
-                    try file.readExactly(into: buffer.baseAddress!, count: count, at: offset)
-                } catch {
-                    return .failure(error)
-                }
-                crc.update(UnsafeRawBufferPointer(rebasing: buffer[..<count]))
-                offset += Int64(count)
+            do throws(StorageError) {
+                try crc.update(
+                    reading: { (buffer, count, offset) throws(StorageError) in
+                        try file.readExactly(into: buffer, count: count, at: offset)
+                    },
+                    from: 0, to: file.size, blockSize: checksumBlockSize, stop: stop)
+            } catch {
+                return .failure(error)
             }
             return .success(crc.value)
         }
