@@ -224,13 +224,8 @@ extension URL {
     /// than this machine.
     var isPlainHTTPToAnotherMachine: Bool {
         guard scheme?.lowercased() == "http" else { return false }
-        guard let host = host?.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]")) else {
-            return true
-        }
-        let isLoopback =
-            host == "localhost" || host.hasSuffix(".localhost") || host == "::1"
-            || (host.hasPrefix("127.") && host.split(separator: ".").count == 4)
-        return !isLoopback
+        guard let host else { return true }
+        return !HostAddress.isLoopback(host)
     }
 }
 

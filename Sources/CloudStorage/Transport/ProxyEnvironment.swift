@@ -1,13 +1,5 @@
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The HTTP proxies a process's environment names, as curl and Go read them:
 /// `https_proxy` / `HTTPS_PROXY` for `https://`, `http_proxy` / `HTTP_PROXY`
 /// for `http://`, and `no_proxy` / `NO_PROXY` for the hosts reached
@@ -59,7 +51,7 @@ struct ProxyEnvironment: Sendable, Equatable {
             }
         guard proxy != nil, var host = url.host?.lowercased() else { return false }
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if Self.isLoopback(host) { return false }
+        if HostAddress.isLoopback(host) { return false }
         let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
         return !noProxy.contains { Self.entry($0, matchesHost: host, port: port) }
     }
@@ -89,24 +81,17 @@ struct ProxyEnvironment: Sendable, Equatable {
         if let entryPort, entryPort != port { return false }
         var name = String(pattern)
         if name.contains("/") { return cidr(name, contains: host) }
-        if let entryAddress = address(name) { return address(host) == entryAddress }
+        if let entryAddress = HostAddress.bytes(name) { return HostAddress.bytes(host) == entryAddress }
         if name.hasPrefix("*.") { name.removeFirst(2) } else if name.hasPrefix(".") { name.removeFirst() }
         guard !name.isEmpty else { return false }
         return host == name || host.hasSuffix("." + name)
     }
 
-    /// Whether `host` is `localhost` or a loopback address.
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" || host.hasSuffix(".localhost") { return true }
-        guard let bytes = address(host) else { return false }
-        if bytes.count == 4 { return bytes[0] == 127 }
-        return bytes == [UInt8](repeating: 0, count: 15) + [1]
-    }
-
     /// Whether the CIDR block `block` (`10.0.0.0/8`) contains the address `host`.
     static func cidr(_ block: String, contains host: String) -> Bool {
         let parts = block.split(separator: "/", maxSplits: 1)
-        guard parts.count == 2, let network = address(String(parts[0])), let hostAddress = address(host),
+        guard parts.count == 2, let network = HostAddress.bytes(String(parts[0])),
+            let hostAddress = HostAddress.bytes(host),
             network.count == hostAddress.count, let bits = Int(parts[1]), (0...(network.count * 8)).contains(bits)
         else { return false }
         for index in 0..<network.count {
@@ -116,18 +101,5 @@ struct ProxyEnvironment: Sendable, Equatable {
             if network[index] & mask != hostAddress[index] & mask { return false }
         }
         return true
-    }
-
-    /// The bytes of an IPv4 (4) or IPv6 (16) address written as text, or nil for a name.
-    static func address(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
-        }
-        return nil
     }
 }
