@@ -35,6 +35,9 @@ typedef struct x509_store_st X509_STORE;
 typedef struct x509_verify_param_st X509_VERIFY_PARAM;
 typedef struct evp_pkey_st EVP_PKEY;
 typedef struct bio_st BIO;
+typedef struct evp_md_st EVP_MD;
+typedef struct evp_md_ctx_st EVP_MD_CTX;
+typedef struct evp_pkey_ctx_st EVP_PKEY_CTX;
 
 /* Constants of the OpenSSL 3 ABI (ssl.h, tls1.h, ssl3.h, err.h). */
 #define CTRL_SET_MSG_CALLBACK_ARG 16
@@ -55,9 +58,11 @@ typedef struct bio_st BIO;
 #define TLSEXT_ERR_NOACK 3
 #define ERR_SYSTEM_FLAG_BIT ((unsigned long)0x80000000u)
 #define ERR_REASON_BITS 0x7FFFFFul
+#define NID_RSA_ENCRYPTION 6
 
 typedef int (*alpn_select_cb)(SSL *, const unsigned char **, unsigned char *, const unsigned char *, unsigned int, void *);
 typedef void (*msg_cb)(int, int, int, const void *, size_t, SSL *, void *);
+typedef int (*pem_password_cb)(char *, int, int, void *);
 
 /* The functions used, resolved by name. X-macro: (library, return type, name, parameters). */
 #define CS_TLS_SYMBOLS(X) \
@@ -115,7 +120,19 @@ typedef void (*msg_cb)(int, int, int, const void *, size_t, SSL *, void *);
     X(crypto, BIO *, BIO_push, (BIO *, BIO *)) \
     X(crypto, long, BIO_ctrl, (BIO *, int, long, void *)) \
     X(crypto, X509 *, PEM_read_bio_X509, (BIO *, X509 **, void *, void *)) \
-    X(crypto, EVP_PKEY *, PEM_read_bio_PrivateKey, (BIO *, EVP_PKEY **, void *, void *)) \
+    X(crypto, EVP_PKEY *, PEM_read_bio_PrivateKey, (BIO *, EVP_PKEY **, pem_password_cb, void *)) \
+    X(crypto, EVP_PKEY *, PEM_read_bio_PUBKEY, (BIO *, EVP_PKEY **, pem_password_cb, void *)) \
+    X(crypto, EVP_PKEY *, X509_get_pubkey, (X509 *)) \
+    X(crypto, int, EVP_PKEY_get_base_id, (const EVP_PKEY *)) \
+    X(crypto, int, EVP_PKEY_get_bits, (const EVP_PKEY *)) \
+    X(crypto, const EVP_MD *, EVP_sha256, (void)) \
+    X(crypto, int, EVP_Digest, (const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, void *)) \
+    X(crypto, EVP_MD_CTX *, EVP_MD_CTX_new, (void)) \
+    X(crypto, void, EVP_MD_CTX_free, (EVP_MD_CTX *)) \
+    X(crypto, int, EVP_DigestSignInit, (EVP_MD_CTX *, EVP_PKEY_CTX **, const EVP_MD *, void *, EVP_PKEY *)) \
+    X(crypto, int, EVP_DigestSign, (EVP_MD_CTX *, unsigned char *, size_t *, const unsigned char *, size_t)) \
+    X(crypto, int, EVP_DigestVerifyInit, (EVP_MD_CTX *, EVP_PKEY_CTX **, const EVP_MD *, void *, EVP_PKEY *)) \
+    X(crypto, int, EVP_DigestVerify, (EVP_MD_CTX *, const unsigned char *, size_t, const unsigned char *, size_t)) \
     X(crypto, unsigned long, ERR_get_error, (void)) \
     X(crypto, unsigned long, ERR_peek_error, (void)) \
     X(crypto, void, ERR_clear_error, (void)) \
@@ -317,6 +334,19 @@ int cs_tls_ctx_use_default_trust(cs_tls_ctx *ctx, cs_tls_io_result *result) {
 
 /* A read-only memory BIO over caller bytes, or NULL when too large for OpenSSL's int length. */
 /* A read-only BIO over PEM bytes, once the library is loaded; NULL with `result` filled in otherwise. */
+/*
+ * The passphrase callback for every PEM private key: none. Without it, OpenSSL's
+ * default callback would prompt on the terminal for an encrypted key and block
+ * the process; with it, an encrypted key is an error like any other bad key.
+ */
+static int no_passphrase(char *buffer, int size, int rwflag, void *userdata) {
+    (void)buffer;
+    (void)size;
+    (void)rwflag;
+    (void)userdata;
+    return -1;
+}
+
 static BIO *open_pem(const void *bytes, size_t length, cs_tls_io_result *result) {
     if (!require_loaded(result)) {
         return NULL;
@@ -393,7 +423,7 @@ int cs_tls_ctx_use_private_key_pem(cs_tls_ctx *ctx, const void *pem, size_t leng
     if (bio == NULL) {
         return 0;
     }
-    EVP_PKEY *key = F.PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+    EVP_PKEY *key = F.PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
     F.BIO_free(bio);
     int ok = key != NULL && F.SSL_CTX_use_PrivateKey((SSL_CTX *)ctx, key) == 1
              && F.SSL_CTX_check_private_key((SSL_CTX *)ctx) == 1;
@@ -756,6 +786,102 @@ int cs_tls_conn_version(cs_tls_conn *conn) {
     return cs_tls_load() ? F.SSL_version(conn->ssl) : 0;
 }
 
+/* ---- RSA keys and SHA-256 (for OAuth 2 JWTs and V4 signatures) ---- */
+
+/* Sets an error of our own (not from OpenSSL's queue) on `result`. */
+static void fail_with(cs_tls_io_result *result, const char *message) {
+    F.ERR_clear_error();
+    memset(result, 0, sizeof *result);
+    result->ssl_error = CS_TLS_ERROR_SSL;
+    snprintf(result->error_message, sizeof result->error_message, "%s", message);
+}
+
+cs_crypto_key *cs_crypto_rsa_key_from_pem(const void *pem, size_t length, int kind, int *bits,
+                                          cs_tls_io_result *result) {
+    BIO *bio = open_pem(pem, length, result);
+    if (bio == NULL) {
+        return NULL;
+    }
+    EVP_PKEY *key = NULL;
+    if (kind == CS_CRYPTO_PRIVATE_KEY) {
+        key = F.PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+    } else if (kind == CS_CRYPTO_PUBLIC_KEY) {
+        key = F.PEM_read_bio_PUBKEY(bio, NULL, no_passphrase, NULL);
+    } else {
+        X509 *cert = F.PEM_read_bio_X509(bio, NULL, NULL, NULL);
+        if (cert != NULL) {
+            key = F.X509_get_pubkey(cert);
+            F.X509_free(cert);
+        }
+    }
+    F.BIO_free(bio);
+    if (key == NULL) {
+        capture(result, 0, CS_TLS_ERROR_SSL, 0, 0);
+        if (result->error_message[0] == '\0') {
+            snprintf(result->error_message, sizeof result->error_message, "no PEM block of the expected type");
+        }
+        return NULL;
+    }
+    if (F.EVP_PKEY_get_base_id(key) != NID_RSA_ENCRYPTION) {
+        F.EVP_PKEY_free(key);
+        fail_with(result, "the key is not an RSA key");
+        return NULL;
+    }
+    *bits = F.EVP_PKEY_get_bits(key);
+    capture(result, 1, CS_TLS_ERROR_NONE, 0, 0);
+    return (cs_crypto_key *)key;
+}
+
+void cs_crypto_key_free(cs_crypto_key *key) {
+    if (key != NULL) {
+        F.EVP_PKEY_free((EVP_PKEY *)key);
+    }
+}
+
+int cs_crypto_rsa_sha256_sign(cs_crypto_key *key, const void *message, size_t length, void *signature,
+                              size_t capacity, size_t *signature_length, cs_tls_io_result *result) {
+    if (!require_loaded(result)) {
+        return 0;
+    }
+    EVP_MD_CTX *md = F.EVP_MD_CTX_new();
+    size_t written = capacity;
+    /* EVP_DigestSignInit defaults to PKCS #1 v1.5 padding for an RSA key: RS256 and GOOG4-RSA-SHA256. */
+    int ok = md != NULL && F.EVP_DigestSignInit(md, NULL, F.EVP_sha256(), NULL, (EVP_PKEY *)key) == 1
+             && F.EVP_DigestSign(md, signature, &written, message, length) == 1;
+    if (md != NULL) {
+        F.EVP_MD_CTX_free(md);
+    }
+    *signature_length = ok ? written : 0;
+    capture(result, ok, ok ? CS_TLS_ERROR_NONE : CS_TLS_ERROR_SSL, 0, 0);
+    return ok;
+}
+
+int cs_crypto_rsa_sha256_verify(cs_crypto_key *key, const void *message, size_t length, const void *signature,
+                                size_t signature_length) {
+    if (!cs_tls_load()) {
+        return 0;
+    }
+    EVP_MD_CTX *md = F.EVP_MD_CTX_new();
+    int ok = md != NULL && F.EVP_DigestVerifyInit(md, NULL, F.EVP_sha256(), NULL, (EVP_PKEY *)key) == 1
+             && F.EVP_DigestVerify(md, signature, signature_length, message, length) == 1;
+    if (md != NULL) {
+        F.EVP_MD_CTX_free(md);
+    }
+    /* A bad signature leaves an entry in this thread's queue; it must not leak into a later call. */
+    F.ERR_clear_error();
+    return ok;
+}
+
+int cs_crypto_sha256(const void *message, size_t length, unsigned char digest[32]) {
+    if (!cs_tls_load()) {
+        return 0;
+    }
+    unsigned int size = 0;
+    int ok = F.EVP_Digest(message, length, digest, &size, F.EVP_sha256(), NULL) == 1 && size == 32;
+    F.ERR_clear_error();
+    return ok;
+}
+
 #else /* not Linux: Apple platforms use their own TLS frameworks. */
 
 static const char *const stub_reason = "the OpenSSL loader runs only on Linux";
@@ -903,6 +1029,43 @@ void cs_tls_conn_alpn(cs_tls_conn *conn, char *buffer, size_t capacity) {
 }
 int cs_tls_conn_version(cs_tls_conn *conn) {
     (void)conn;
+    return 0;
+}
+
+cs_crypto_key *cs_crypto_rsa_key_from_pem(const void *pem, size_t length, int kind, int *bits,
+                                          cs_tls_io_result *result) {
+    (void)pem;
+    (void)length;
+    (void)kind;
+    (void)bits;
+    stub_result(result);
+    return NULL;
+}
+void cs_crypto_key_free(cs_crypto_key *key) { (void)key; }
+int cs_crypto_rsa_sha256_sign(cs_crypto_key *key, const void *message, size_t length, void *signature,
+                              size_t capacity, size_t *signature_length, cs_tls_io_result *result) {
+    (void)key;
+    (void)message;
+    (void)length;
+    (void)signature;
+    (void)capacity;
+    *signature_length = 0;
+    stub_result(result);
+    return 0;
+}
+int cs_crypto_rsa_sha256_verify(cs_crypto_key *key, const void *message, size_t length, const void *signature,
+                                size_t signature_length) {
+    (void)key;
+    (void)message;
+    (void)length;
+    (void)signature;
+    (void)signature_length;
+    return 0;
+}
+int cs_crypto_sha256(const void *message, size_t length, unsigned char digest[32]) {
+    (void)message;
+    (void)length;
+    (void)digest;
     return 0;
 }
 

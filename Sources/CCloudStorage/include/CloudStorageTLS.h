@@ -161,4 +161,40 @@ void cs_tls_conn_alpn(cs_tls_conn *conn, char *buffer, size_t capacity);
 /// The negotiated protocol version (`CS_TLS_VERSION_*`).
 int cs_tls_conn_version(cs_tls_conn *conn);
 
+// MARK: RSA keys and SHA-256
+
+/// An RSA key (an OpenSSL `EVP_PKEY`), private or public. Immutable once made, so
+/// several threads may sign or verify with it at once.
+typedef struct cs_crypto_key cs_crypto_key;
+
+/// Values of `kind` for `cs_crypto_rsa_key_from_pem`.
+#define CS_CRYPTO_PRIVATE_KEY 0
+#define CS_CRYPTO_PUBLIC_KEY 1
+#define CS_CRYPTO_CERTIFICATE 2
+
+/// Reads the first RSA key of `kind` from a PEM buffer: a private key (PKCS #8
+/// `PRIVATE KEY` or PKCS #1 `RSA PRIVATE KEY`, unencrypted: an encrypted key fails,
+/// it never prompts), a `PUBLIC KEY`, or the key of a `CERTIFICATE`. Stores the
+/// modulus size in `bits`. Returns NULL with `result` explaining when there is
+/// none, it is malformed, or it is not RSA. Free with `cs_crypto_key_free`.
+cs_crypto_key *cs_crypto_rsa_key_from_pem(const void *pem, size_t length, int kind, int *bits,
+                                          cs_tls_io_result *result);
+
+/// Frees a key (NULL is ignored).
+void cs_crypto_key_free(cs_crypto_key *key);
+
+/// RSASSA-PKCS1-v1_5 with SHA-256 (JWT `RS256`, `GOOG4-RSA-SHA256`) of `message`
+/// with a private key. `capacity` must be at least the modulus size in bytes.
+/// Returns 1 and the length in `signature_length`, or 0 with `result` explaining.
+int cs_crypto_rsa_sha256_sign(cs_crypto_key *key, const void *message, size_t length, void *signature,
+                              size_t capacity, size_t *signature_length, cs_tls_io_result *result);
+
+/// 1 when `signature` is a valid RSASSA-PKCS1-v1_5 SHA-256 signature of
+/// `message` under `key`, otherwise 0 (also when OpenSSL is unavailable).
+int cs_crypto_rsa_sha256_verify(cs_crypto_key *key, const void *message, size_t length, const void *signature,
+                                size_t signature_length);
+
+/// SHA-256 of `message` into `digest`. Returns 1, or 0 when OpenSSL is unavailable.
+int cs_crypto_sha256(const void *message, size_t length, unsigned char digest[32]);
+
 #endif
