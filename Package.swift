@@ -37,6 +37,12 @@ let package = Package(
             name: "HTTP1",
             swiftSettings: strictSwift
         ),
+        // The canonical request and string to sign of V4 signed URLs, shared by the SDK's signer and the
+        // emulator's verifier so that both build the same text byte for byte.
+        .target(
+            name: "V4Signing",
+            swiftSettings: strictSwift
+        ),
         // The POSIX socket calls shared by the SDK's native transport and the emulator.
         .target(
             name: "POSIXSockets",
@@ -44,13 +50,13 @@ let package = Package(
         ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCloudStorage", "HTTP1", "POSIXSockets", "NativeTLS"],
+            dependencies: ["CCloudStorage", "HTTP1", "POSIXSockets", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
         .target(
             name: "StorageEmulator",
-            dependencies: ["HTTP1", "CCloudStorage", "POSIXSockets", "NativeTLS"],
+            dependencies: ["HTTP1", "CCloudStorage", "POSIXSockets", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
@@ -89,12 +95,13 @@ let package = Package(
             name: "CloudStorageTests",
             dependencies: [
                 "CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI", "NativeTLS",
+                "V4Signing",
             ],
             swiftSettings: strictSwift
         ),
         .testTarget(
             name: "StorageEmulatorTests",
-            dependencies: ["StorageEmulator", "HTTP1", "NativeTLS"],
+            dependencies: ["StorageEmulator", "HTTP1", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         .testTarget(
