@@ -52,7 +52,12 @@ struct VerifierConformanceCase: Decodable, Sendable, CustomTestStringConvertible
 
 @Suite("V4 signature verification in the emulator")
 struct V4SignatureVerifierTests {
-    let account = try! VerifierConformanceCase.key()
+    let account: (email: String, key: RSAKey)
+
+    init() throws {
+        account = try VerifierConformanceCase.key()
+    }
+
     var verifier: V4SignatureVerifier { V4SignatureVerifier(publicKeys: [account.email: account.key]) }
 
     static func simpleGET() throws -> VerifierConformanceCase {
@@ -124,8 +129,9 @@ struct V4SignatureVerifierTests {
     func unknownAccount() throws {
         let testCase = try Self.simpleGET()
         let request = try testCase.request()
+        let now = try testCase.date
         let refusal = Self.status { () throws(HTTPError) in
-            try V4SignatureVerifier(publicKeys: [:]).verify(request, now: try! testCase.date)
+            try V4SignatureVerifier(publicKeys: [:]).verify(request, now: now)
         }
         #expect(refusal?.0 == 403)
         #expect(refusal?.1 == "SignatureDoesNotMatch")
@@ -150,7 +156,8 @@ struct V4SignatureVerifierTests {
         let testCase = try Self.simpleGET()
         #expect(testCase.expectedUrl.contains(change.0))
         let request = try testCase.request(url: testCase.expectedUrl.replacingOccurrences(of: change.0, with: change.1))
-        let refusal = Self.status { () throws(HTTPError) in try verifier.verify(request, now: try! testCase.date) }
+        let now = try testCase.date
+        let refusal = Self.status { () throws(HTTPError) in try verifier.verify(request, now: now) }
         #expect(refusal?.0 == 400)
         #expect(refusal?.1 == "AuthorizationQueryParametersError")
     }
