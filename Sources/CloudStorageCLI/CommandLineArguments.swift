@@ -2,7 +2,8 @@
 /// `--name=value`, flags) and positional arguments, in order.
 struct CommandLineArguments {
     private(set) var positional: [String] = []
-    private var options: [String: String] = [:]
+    /// Every value of each valued option, in order (an option may be repeated).
+    private var options: [String: [String]] = [:]
     private var flags: Set<String> = []
 
     /// - Parameters:
@@ -25,7 +26,7 @@ struct CommandLineArguments {
                     flags.insert(name)
                 } else if valued.contains(name) {
                     guard let value = inline ?? rest.popFirst() else { throw UsageError("\(name) needs a value") }
-                    options[name] = value
+                    options[name, default: []].append(value)
                 } else {
                     throw UsageError("unknown option \(name)")
                 }
@@ -38,7 +39,11 @@ struct CommandLineArguments {
         return (String(word[..<equals]), String(word[word.index(after: equals)...]))
     }
 
-    func value(_ name: String) -> String? { options[name] }
+    /// The option's value; the last one when it is repeated.
+    func value(_ name: String) -> String? { options[name]?.last }
+
+    /// Every value of a repeatable option, in order.
+    func values(_ name: String) -> [String] { options[name] ?? [] }
 
     func has(_ flag: String) -> Bool { flags.contains(flag) }
 }

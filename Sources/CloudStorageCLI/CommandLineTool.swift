@@ -7,9 +7,10 @@ let usage = """
     Commands:
       cp FILE gs://BUCKET/PATH   upload a file (with no endpoint configured, to the built-in emulator)
       emulator                   run the built-in emulator until Ctrl-C
+      sign gs://BUCKET/PATH      print a V4 signed URL for an object
       help [COMMAND]             show help
 
-    Run `cloud-storage help cp` or `cloud-storage help emulator` for their options.
+    Run `cloud-storage help cp`, `help emulator` or `help sign` for their options.
     """
 
 /// Lets exactly one caller through.
@@ -51,10 +52,17 @@ package func runCommandLine(
                 return .success
             }
             return try await EmulatorCommand(words).run()
+        case "sign":
+            if words.contains("--help") || words.contains("-h") {
+                print(SignCommand.usage)
+                return .success
+            }
+            return try await SignCommand(words, environment: environment).run()
         case "help", "--help", "-h":
             switch words.first {
             case "cp": print(CopyCommand.usage)
             case "emulator": print(EmulatorCommand.usage)
+            case "sign": print(SignCommand.usage)
             default: print(usage)
             }
             return .success

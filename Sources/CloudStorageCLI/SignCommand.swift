@@ -1,0 +1,147 @@
+import CloudStorage
+import Foundation
+
+/// `cloud-storage sign gs://BUCKET/PATH`: prints a V4 signed URL for the object.
+struct SignCommand {
+    static let usage = """
+        usage: cloud-storage sign [options] gs://BUCKET/[PATH]
+
+        Prints a V4 signed URL: anyone holding it may perform METHOD on the object
+        (on the bucket when PATH is empty) without credentials until it expires.
+        Nothing is contacted: the URL is signed here with the service account's key.
+
+        Options:
+          --method M          GET (default), PUT, POST (starts a resumable upload;
+                              send x-goog-resumable: start) or DELETE
+          --expires T         how long the URL is valid: SECONDS or a number followed
+                              by s, m, h or d (default 1h; at most 7d)
+          --key-file FILE     a service account's JSON key file (client_email, private_key)
+          --header K:V        a header the request must carry with this value (repeatable)
+          --virtual-hosted    https://BUCKET.storage.googleapis.com/PATH instead of
+                              https://storage.googleapis.com/BUCKET/PATH
+          --endpoint URL      sign for this host instead (an emulator); by default
+                              $STORAGE_EMULATOR_HOST, else Google Cloud Storage
+
+        Exit status: 0 printed, 2 usage (bad arguments, an unreadable key file, no key),
+        1 other.
+        """
+
+    let bucket: String
+    let path: String
+    let method: SignedURLMethod
+    let expiresIn: Duration
+    let headers: [String: String]
+    let style: SignedURLStyle
+    let endpoint: StorageEndpoint
+    /// The signer of `--key-file`; nil for the Storage's own credentials.
+    let signer: SignedURLSigner?
+
+    init(_ words: [String], environment: [String: String]) throws(UsageError) {
+        let arguments = try CommandLineArguments(
+            words, valued: ["--method", "--expires", "--key-file", "--header", "--endpoint"],
+            flags: ["--virtual-hosted"])
+        guard arguments.positional.count == 1 else { throw UsageError("sign needs one gs://BUCKET/PATH") }
+        let target = arguments.positional[0]
+        guard target.hasPrefix("gs://") else { throw UsageError("the object must be gs://BUCKET/PATH: \(target)") }
+        let rest = target.dropFirst("gs://".count)
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        bucket = String(rest[..<slash])
+        guard !bucket.isEmpty else { throw UsageError("\(target) names no bucket") }
+        path = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
+
+        let methodText = arguments.value("--method") ?? "GET"
+        guard let method = SignedURLMethod(rawValue: methodText.uppercased()) else {
+            throw UsageError("--method: \(methodText) is not GET, PUT, POST or DELETE")
+        }
+        self.method = method
+        let expiresText = arguments.value("--expires") ?? "1h"
+        guard let seconds = Self.seconds(expiresText), (1...604_800).contains(seconds) else {
+            throw UsageError("--expires: \(expiresText) is not a time from 1s to 7d (such as 900, 15m, 2h or 7d)")
+        }
+        expiresIn = .seconds(seconds)
+
+        var headers: [String: String] = [:]
+        for text in arguments.values("--header") {
+            guard let colon = text.firstIndex(of: ":"), colon > text.startIndex else {
+                throw UsageError("--header: \(text) is not NAME:VALUE")
+            }
+            let name = String(text[..<colon])
+            guard headers.keys.allSatisfy({ $0.lowercased() != name.lowercased() }) else {
+                throw UsageError("--header: \(name) is given twice")
+            }
+            headers[name] = text[text.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        self.headers = headers
+        style = arguments.has("--virtual-hosted") ? .virtualHosted : .pathStyle
+
+        if let text = arguments.value("--endpoint") {
+            endpoint = .gcs(try CopyCommand.url(text))
+        } else {
+            // Google's libraries sign for STORAGE_EMULATOR_HOST when it is set; the Firebase
+            // emulator's variable names a server that does not take signed URLs.
+            let variable = environment.filter { $0.key == "STORAGE_EMULATOR_HOST" }
+            endpoint = try CopyCommand.endpoint(fromEnvironment: variable) ?? .googleCloudStorage
+        }
+        signer = try arguments.value("--key-file").map(Self.signer(keyFile:))
+    }
+
+    /// `900`, `90s`, `15m`, `2h`, `7d` in seconds; nil for anything else (or an overflow).
+    static func seconds(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
+        var digits = Substring(text)
+        var unit: Int64 = 1
+        if let last = text.last, let found = units[last] {
+            unit = found
+            digits = digits.dropLast()
+        }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int64(digits)
+        else { return nil }
+        let (product, overflow) = value.multipliedReportingOverflow(by: unit)
+        return overflow ? nil : product
+    }
+
+    /// The signer of a service account's JSON key file, read and checked now, so that a wrong
+    /// file fails before anything else happens.
+    static func signer(keyFile path: String) throws(UsageError) -> SignedURLSigner {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw UsageError("--key-file: cannot read \(path)", showsUsage: false)
+        }
+        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let email = json["client_email"] as? String, let pem = json["private_key"] as? String
+        else {
+            throw UsageError(
+                "--key-file: \(path) is not a service account's JSON key (client_email and private_key)",
+                showsUsage: false)
+        }
+        do {
+            return try SignedURLSigner.privateKey(email: email, pem: pem)
+        } catch {
+            throw UsageError("--key-file: \(path): \(error.message)", showsUsage: false)
+        }
+    }
+
+    /// The signed URL, as of now.
+    func signedURL() async throws(StorageError) -> URL {
+        let storage = Storage(bucket: bucket, endpoint: endpoint)
+        return try await storage.reference(withPath: path).signedURL(
+            method: method, expiresIn: expiresIn, headers: headers, style: style, signer: signer)
+    }
+
+    /// Prints the URL to standard output (through `output`).
+    func run(output: (String) -> Void = { print($0) }) async -> ExitCode {
+        do {
+            output(try await signedURL().absoluteString)
+            return .success
+        } catch {
+            if signer == nil, error.code == .invalidArgument, error.message.contains("cannot sign URLs") {
+                report("no credentials that can sign: give --key-file FILE (a service account's JSON key)")
+            } else {
+                report(error.message)
+            }
+            return ExitCode(error)
+        }
+    }
+}
