@@ -305,6 +305,8 @@ package final class EmulatorApplication: ServerApplication {
     // MARK: - Routing
 
     private func route(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+        // A V4 signed URL (XML-API path, signature in the query): see EmulatorApplication+SignedURLs.
+        if V4SignatureVerifier.isSigned(request.queryItems) { return try signedRequest(request, body) }
         let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let parts = Array(segments)
         func matches(_ prefix: [String]) -> Bool {

@@ -240,7 +240,7 @@ extension EmulatorApplication {
 
     // MARK: Resumable sessions
 
-    private func gcsSession(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
+    func gcsSession(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
         guard let session = sessions.session(id) else {
             throw HTTPError(404, "No such upload session.", reason: "notFound")
         }

@@ -1,0 +1,127 @@
+import Foundation
+import HTTP1
+import NativeTLS
+import V4Signing
+
+/// V4-signed requests (`X-Goog-Signature` in the query) on Cloud Storage's XML-API paths,
+/// `/<bucket>/<object>`: what a signed URL made by the SDK (or any of Google's libraries)
+/// points at. The signature is the request's authority: no `Authorization` header is needed.
+///
+/// Served: `GET`/`HEAD` (the object's bytes, ranges too), `PUT` (the body becomes the
+/// object), `DELETE`, and `POST` with `x-goog-resumable: start` (201, `Location` the session).
+/// The session's URL is the signed URL plus `upload_id`, like GCS's; requests to it are
+/// authorized by the session id, as for every resumable session, and follow the JSON API's
+/// `Content-Range` protocol. Errors are GCS's XML errors.
+extension EmulatorApplication {
+    /// The verifier with the configured service accounts' keys.
+    var signedURLVerifier: V4SignatureVerifier {
+        V4SignatureVerifier { _ in nil }
+    }
+
+    /// Serves a request that carries `X-Goog-Signature`.
+    func signedRequest(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+        do {
+            if let uploadID = request.query("upload_id") {
+                // The session id is the capability (the signed URL may have expired meanwhile).
+                return try gcsSession(request, body, id: uploadID)
+            }
+            let verified = V4SignatureVerifier.Request(
+                method: request.method, path: request.path, queryItems: request.queryItems, headers: request.headers)
+            _ = try signedURLVerifier.verify(verified, now: settings.now())
+            return try signedObjectRequest(request, body)
+        } catch let error as HTTPError {
+            return Self.xmlError(error)
+        } catch let error as StoreError {
+            return Self.xmlError(httpError(error))
+        }
+    }
+
+    private func signedObjectRequest(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+        guard let decoded = V4PercentEncoding.decode(request.path) else {
+            throw HTTPError(400, "The path's percent-encoding is malformed.", reason: "InvalidURI")
+        }
+        // `/<bucket>/<object>`: the object name keeps its slashes.
+        let parts = decoded.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+            throw HTTPError(
+                400, "The emulator serves signed requests for objects (/<bucket>/<object>) only.",
+                reason: "InvalidRequest")
+        }
+        let bucket = String(parts[0])
+        let name = String(parts[1])
+        switch request.method {
+        case "GET", "HEAD":
+            return try mediaReply(request, try requireObject(bucket, name))
+        case "PUT":
+            var attributes = ObjectAttributes()
+            attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+            var expected = ExpectedHashes()
+            try expected.merge(googHash: request.headers.values("x-goog-hash"))
+            let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: expected) {
+                sink in _ = try body.stream(into: sink)
+            }
+            var reply = Reply(status: 200)
+            reply.headers.set("ETag", "\"\(ObjectJSON.etag(record))\"")
+            reply.headers.set("x-goog-generation", String(record.generation))
+            reply.headers.set("x-goog-hash", "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))")
+            return reply
+        case "DELETE":
+            let deleted: Bool
+            do {
+                deleted = try store.delete(bucket: bucket, name: name, generation: nil)
+            } catch {
+                throw httpError(error)
+            }
+            guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)", reason: "NoSuchKey") }
+            return Reply(status: 204)
+        case "POST":
+            guard request.headers["x-goog-resumable"]?.lowercased() == "start" else {
+                throw HTTPError(
+                    400, "A signed POST starts a resumable upload: it needs x-goog-resumable: start.",
+                    reason: "InvalidArgument")
+            }
+            var attributes = ObjectAttributes()
+            attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+            let session = try startSession(
+                bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes(), declaredSize: nil)
+            var reply = Reply(status: 201)
+            // The signed URL itself plus the session id, as GCS answers (origin-form target or not).
+            let target = request.target.hasPrefix("/") ? base(request) + request.target : request.target
+            reply.headers.set("Location", "\(target)&upload_id=\(session.id)")
+            reply.headers.set("X-GUploader-UploadID", session.id)
+            return reply
+        default:
+            throw HTTPError(405, "Signed URLs serve GET, HEAD, PUT, POST and DELETE.", reason: "MethodNotAllowed")
+        }
+    }
+
+    /// GCS's XML error document; the code is the error's reason.
+    static func xmlError(_ error: HTTPError) -> Reply {
+        func escaped(_ text: String) -> String {
+            text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+                .replacingOccurrences(of: ">", with: "&gt;")
+        }
+        let code = error.reason.first?.isUppercase == true ? error.reason : xmlCode(error.status)
+        let document =
+            "<?xml version='1.0' encoding='UTF-8'?><Error><Code>\(escaped(code))</Code>"
+            + "<Message>\(escaped(error.message))</Message></Error>"
+        var reply = Reply(status: error.status, body: Data(document.utf8))
+        reply.headers.set("Content-Type", "application/xml; charset=UTF-8")
+        for (name, value) in error.headers { reply.headers.add(name, value) }
+        return reply
+    }
+
+    /// The XML API's code for a status whose error carries the JSON API's reason.
+    private static func xmlCode(_ status: Int) -> String {
+        switch status {
+        case 400: "InvalidArgument"
+        case 401: "AuthenticationRequired"
+        case 403: "AccessDenied"
+        case 404: "NoSuchKey"
+        case 412: "PreconditionFailed"
+        case 416: "InvalidRange"
+        case 500...599: "InternalError"
+        default: "Error"
+        }
+    }
+}
