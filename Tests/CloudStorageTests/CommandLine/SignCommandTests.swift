@@ -46,6 +46,8 @@ struct SignCommandTests {
             ["gs://b/p", "--unknown"],
         ])
     func badArguments(_ words: [String]) async {
+        // Refused while the words are read, before any signing.
+        #expect(throws: UsageError.self) { try SignCommand(["--key-file", Self.keyFile] + words, environment: [:]) }
         let status = await runCommandLine(["sign", "--key-file", Self.keyFile] + words, environment: [:])
         #expect(status == .usage)
     }
