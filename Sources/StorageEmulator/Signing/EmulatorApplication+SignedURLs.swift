@@ -27,8 +27,8 @@ extension EmulatorApplication {
             }
             let verified = V4SignatureVerifier.Request(
                 method: request.method, path: request.path, queryItems: request.queryItems, headers: request.headers)
-            _ = try signedURLVerifier.verify(verified, now: settings.now())
-            return try signedObjectRequest(request, body)
+            let signed = try signedURLVerifier.verify(verified, now: settings.now())
+            return try signedObjectRequest(request, body, payloadHash: signed.payloadHash)
         } catch let error as HTTPError {
             return Self.xmlError(error)
         } catch let error as StoreError {
@@ -36,7 +36,10 @@ extension EmulatorApplication {
         }
     }
 
-    private func signedObjectRequest(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+    /// - Parameter payloadHash: The body's SHA-256 the signature covers, if it covers one.
+    private func signedObjectRequest(
+        _ request: any ServerRequest, _ body: BodyReader, payloadHash: String?
+    ) throws -> Reply {
         guard let decoded = V4PercentEncoding.decode(request.path) else {
             throw HTTPError(400, "The path's percent-encoding is malformed.", reason: "InvalidURI")
         }
@@ -58,7 +61,22 @@ extension EmulatorApplication {
             var expected = ExpectedHashes()
             try expected.merge(googHash: request.headers.values("x-goog-hash"))
             let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: expected) {
-                sink in _ = try body.stream(into: sink)
+                sink in
+                guard let payloadHash else {
+                    _ = try body.stream(into: sink)
+                    return
+                }
+                // The signature covers the body: a different body is refused, and nothing is stored.
+                var digest = SHA256Stream()
+                _ = try body.stream { bytes in
+                    digest.update(bytes)
+                    try sink(bytes)
+                }
+                guard digest.hexDigest() == payloadHash.lowercased() else {
+                    throw HTTPError(
+                        400, "The body's SHA-256 does not match the signed x-goog-content-sha256.",
+                        reason: "BadDigest")
+                }
             }
             var reply = Reply(status: 200)
             reply.headers.set("ETag", "\"\(ObjectJSON.etag(record))\"")

@@ -23,6 +23,14 @@ struct V4SignatureVerifier: Sendable {
         var headers: HTTPHeaders
     }
 
+    /// What a valid signature vouches for.
+    struct Verified: Equatable {
+        /// The account that signed.
+        var email: String
+        /// The body's SHA-256 (hex) the signature covers, or nil when the body is not signed.
+        var payloadHash: String?
+    }
+
     /// The key that verifies an account's signatures, by email; nil for an unknown account.
     let publicKey: @Sendable (_ email: String) -> RSAKey?
 
@@ -41,9 +49,10 @@ struct V4SignatureVerifier: Sendable {
 
     /// Verifies `request` at time `now`.
     ///
-    /// - Returns: The email of the account that signed.
+    /// - Returns: The account that signed, and the body hash the signature covers; the
+    ///   caller checks the body against it.
     /// - Throws: ``HTTPError`` with GCS's status and XML error code as its reason.
-    func verify(_ request: Request, now: Date) throws(HTTPError) -> String {
+    func verify(_ request: Request, now: Date) throws(HTTPError) -> Verified {
         typealias Query = V4CanonicalRequest.Query
         func single(_ name: String) throws(HTTPError) -> String {
             let values = request.queryItems.filter { $0.name == name }
@@ -141,7 +150,9 @@ struct V4SignatureVerifier: Sendable {
                     + "StringToSign: \(stringToSign.debugDescription) CanonicalRequest: \(canonical.text.debugDescription)"
             )
         }
-        return email
+        let payloadHash = canonical.payloadHash
+        return Verified(
+            email: email, payloadHash: payloadHash == V4CanonicalRequest.unsignedPayload ? nil : payloadHash)
     }
 
     private static func parameterError(_ message: String) -> HTTPError {

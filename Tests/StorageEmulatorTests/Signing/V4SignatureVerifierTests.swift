@@ -64,7 +64,7 @@ struct V4SignatureVerifierTests {
         try #require(VerifierConformanceCase.all.first { $0.description == "Simple GET" })
     }
 
-    static func status(_ body: () throws(HTTPError) -> String) -> (Int, String)? {
+    static func status(_ body: () throws(HTTPError) -> V4SignatureVerifier.Verified) -> (Int, String)? {
         do {
             _ = try body()
             return nil
@@ -80,10 +80,14 @@ struct V4SignatureVerifierTests {
         #expect(VerifierConformanceCase.all.count == 29)
         let request = try testCase.request()
         let start = try testCase.date
-        #expect(try verifier.verify(request, now: start) == account.email)
+        let verified = try verifier.verify(request, now: start)
+        #expect(verified.email == account.email)
+        // Only the signed-payload case's signature covers a body hash, which the caller checks.
+        let signsPayload = testCase.headers?["X-Goog-Content-SHA256"]
+        #expect(verified.payloadHash == signsPayload)
         #expect(
             try verifier.verify(request, now: start.addingTimeInterval(Double(testCase.expiration) - 0.5))
-                == account.email)
+                .email == account.email)
     }
 
     @Test("an expired URL, or one not valid yet, is refused with 400 ExpiredToken")
