@@ -13,9 +13,11 @@ import V4Signing
 /// authorized by the session id, as for every resumable session, and follow the JSON API's
 /// `Content-Range` protocol. Errors are GCS's XML errors.
 extension EmulatorApplication {
-    /// The verifier with the configured service accounts' keys.
+    /// The verifier with the configured service accounts' keys (none without
+    /// ``StorageEmulator/Configuration/authentication``: every signature is then refused).
     var signedURLVerifier: V4SignatureVerifier {
-        V4SignatureVerifier { _ in nil }
+        let accounts = settings.authentication?.accounts
+        return V4SignatureVerifier { email in accounts?.publicKey(for: email) }
     }
 
     /// Serves a request that carries `X-Goog-Signature`.
