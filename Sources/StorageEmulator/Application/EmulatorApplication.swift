@@ -320,6 +320,9 @@ package final class EmulatorApplication: ServerApplication {
         // Google's authentication servers, on this port (see StorageEmulator.Authentication).
         if request.path == "/token" { return try tokenEndpoint(request, body) }
         if request.path.hasPrefix(Self.metadataPrefix) { return try metadataServer(request) }
+        if request.path == "/", settings.authentication?.metadataServerAccount != nil {
+            return try metadataServer(request)
+        }
         if request.path.hasPrefix(Self.signBlobPrefix) { return try signBlob(request, body) }
         if matches(["upload", "storage", "v1", "b", "*", "o"]), parts.count == 6 {
             let bucket = try URLText.decode(parts[4])

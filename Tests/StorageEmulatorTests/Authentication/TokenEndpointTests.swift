@@ -299,6 +299,8 @@ struct TokenEndpointTests {
         }
         let good = exchange(user.clientID, user.clientSecret, user.refreshToken)
         #expect(good.status == 200)
+        // The user consented to scopes earlier; the answer names none, as Google's.
+        #expect(good.json["scope"] == nil)
         let token = try #require(good.json["access_token"] as? String)
         #expect(
             harness.send("GET", "/storage/v1/b/bkt/o", headers: ["Authorization": "Bearer \(token)"]).status == 200)
@@ -315,6 +317,26 @@ struct TokenEndpointTests {
         let missing = harness.tokenRequest([("grant_type", "refresh_token"), ("client_id", user.clientID)])
         #expect(missing.status == 400)
         #expect(missing.oauthError == "invalid_request")
+        #expect(harness.app.settings.authentication?.tokens.grantCount == 1)
+    }
+
+    @Test("fault plans reach the token endpoint and the metadata server, so clients can meet a failing one")
+    func faults() throws {
+        let clock = TestClock()
+        let harness = try AuthFixture.harness(clock)
+        let plan = try harness.app.installFaultPlan(["return-503", "return-429", "pass"])
+        var headers = AuthFixture.formHeaders
+        headers.add("x-emulator-faults", plan)
+        let assertion = try AuthFixture.jwt(claims: AuthFixture.claims(clock.seconds), key: AuthFixture.key)
+        let form = AuthFixture.formBody([
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion),
+        ])
+        #expect(harness.send("POST", "/token", headers: headers, body: form).status == 503)
+        let metadata = harness.send(
+            "GET", "/computeMetadata/v1/instance/service-accounts/default/token",
+            headers: ["Metadata-Flavor": "Google", "x-emulator-faults": plan])
+        #expect(metadata.status == 429)
+        #expect(harness.send("POST", "/token", headers: headers, body: form).status == 200)
         #expect(harness.app.settings.authentication?.tokens.grantCount == 1)
     }
 
