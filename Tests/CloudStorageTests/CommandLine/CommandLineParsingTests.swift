@@ -236,6 +236,14 @@ struct CommandLineParsingTests {
         try Data(
             #"{"type":"authorized_user","client_id":"id","client_secret":"secret","refresh_token":"1//r"}"#.utf8
         ).write(to: user)
+        // Every field a service account needs, but declared as another kind of credential.
+        let mislabelled = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: mislabelled) }
+        var fields = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: serviceAccount)))
+                as? [String: Any])
+        fields["type"] = "authorized_user"
+        try JSONSerialization.data(withJSONObject: fields).write(to: mislabelled)
         let command = try EmulatorCommand([
             "--service-account", serviceAccount, "--authorized-user", user.path, "--metadata-account", "vm@p.iam",
             "--metadata-project", "p", "--token-lifetime", "60", "--require-access-token",
@@ -254,7 +262,8 @@ struct CommandLineParsingTests {
         try StorageEmulator.start(command.configuration).stop()
         #expect(try EmulatorCommand([]).configuration.authentication == nil)
         for words in [
-            ["--service-account", user.path], ["--authorized-user", serviceAccount],
+            ["--service-account", user.path], ["--service-account", mislabelled.path],
+            ["--authorized-user", serviceAccount],
             ["--service-account", "/nonexistent"],
             ["--metadata-project", "p"], ["--token-lifetime", "0"],
         ] {
