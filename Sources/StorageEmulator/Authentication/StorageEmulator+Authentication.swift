@@ -26,7 +26,7 @@ extension StorageEmulator {
         /// let account = StorageEmulator.Authentication.ServiceAccount(
         ///     email: "uploader@demo.iam.gserviceaccount.com", publicKeyPEM: publicKeyPEM, privateKeyPEM: privateKeyPEM)
         /// ```
-        public struct ServiceAccount: Sendable {
+        public struct ServiceAccount: Sendable, CustomStringConvertible {
             /// The account's `client_email`: the `iss` of its JWTs.
             public var email: String
             /// PEM text of the key that verifies its JWTs: a `PUBLIC KEY` block, or a
@@ -69,6 +69,11 @@ extension StorageEmulator {
             public init(email: String, privateKeyPEM: String, keyID: String? = nil) {
                 self.init(email: email, publicKeyPEM: privateKeyPEM, privateKeyPEM: privateKeyPEM, keyID: keyID)
             }
+
+            /// The email and key id; never the key, so that printing a configuration leaks nothing.
+            public var description: String {
+                "ServiceAccount(\(email), keyID: \(keyID ?? "derived"), private key: \(privateKeyPEM == nil ? "none" : "redacted"))"
+            }
         }
 
         /// A user credential (gcloud's `authorized_user`) whose refresh token the token endpoint exchanges.
@@ -77,7 +82,7 @@ extension StorageEmulator {
         /// let user = StorageEmulator.Authentication.AuthorizedUser(
         ///     clientID: "client.apps.googleusercontent.com", clientSecret: "secret", refreshToken: "1//refresh")
         /// ```
-        public struct AuthorizedUser: Sendable {
+        public struct AuthorizedUser: Sendable, CustomStringConvertible {
             /// The OAuth client's id.
             public var clientID: String
             /// The OAuth client's secret.
@@ -96,6 +101,9 @@ extension StorageEmulator {
                 self.clientSecret = clientSecret
                 self.refreshToken = refreshToken
             }
+
+            /// The client id; never the secret or the refresh token.
+            public var description: String { "AuthorizedUser(\(clientID), secret and refresh token redacted)" }
         }
 
         /// The identity the metadata server speaks for (a Compute Engine VM's default service account).

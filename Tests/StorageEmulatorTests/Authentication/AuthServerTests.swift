@@ -69,6 +69,16 @@ struct AuthServerTests {
         #expect(emulator.tokenGrantCount == 2)
     }
 
+    @Test("printing a configuration shows no private key, client secret or refresh token")
+    func redacted() {
+        let text = String(describing: AuthFixture.configuration())
+        #expect(text.contains(AuthFixture.email))
+        #expect(text.contains(AuthFixture.user.clientID))
+        #expect(!text.contains("PRIVATE KEY"))
+        #expect(!text.contains(AuthFixture.user.clientSecret))
+        #expect(!text.contains(AuthFixture.user.refreshToken))
+    }
+
     @Test("bad keys and settings stop the emulator from starting, saying which account")
     func badConfiguration() throws {
         func failure(_ authentication: StorageEmulator.Authentication) -> String {
