@@ -622,8 +622,12 @@ package final class EmulatorApplication: ServerApplication {
         throw error
     }
 
-    func authorizeFirebase(_ request: any ServerRequest) throws {
-        let issuedTokens = issuedTokens
+    /// Checks a Firebase request's credentials (or the control endpoint's).
+    ///
+    /// - Parameter storageRequest: False for the control endpoint: issued tokens govern storage
+    ///   requests, so there only the configured token counts.
+    func authorizeFirebase(_ request: any ServerRequest, storageRequest: Bool = true) throws {
+        let issuedTokens = storageRequest ? issuedTokens : nil
         guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
         if let token = settings.requiredToken {
@@ -687,7 +691,8 @@ package final class EmulatorApplication: ServerApplication {
         guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
         guard request.method == "POST" else { throw methodNotAllowed }
         // Fault plans change what every client sees: they need the token too (either scheme).
-        try authorizeFirebase(request)
+        // Issued tokens are for storage requests; a test installs plans without asking for one.
+        try authorizeFirebase(request, storageRequest: false)
         if let length = request.contentLength, length > Int64(Self.maxFaultPlanBody) {
             throw HTTPError(
                 413, "A fault plan body may have at most \(Self.maxFaultPlanBody) bytes.", reason: "uploadTooLarge")
