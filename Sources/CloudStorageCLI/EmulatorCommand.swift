@@ -131,19 +131,19 @@ struct EmulatorCommand {
         }
         var authentication = StorageEmulator.Authentication(requiresToken: arguments.has("--require-access-token"))
         for path in files(arguments.value("--service-account")) {
-            let json = try keyFile(path, type: "service_account", option: "--service-account")
-            guard let email = json["client_email"] as? String, let key = json["private_key"] as? String else {
-                throw UsageError("--service-account: \(path) has no client_email or private_key")
+            do {
+                authentication.serviceAccounts.append(try .init(keyFile: try contents(path, "--service-account")))
+            } catch {
+                throw UsageError("--service-account: \(path): \(error)", showsUsage: false)
             }
-            authentication.serviceAccounts.append(
-                .init(email: email, privateKeyPEM: key, keyID: json["private_key_id"] as? String))
         }
         for path in files(arguments.value("--authorized-user")) {
-            let json = try keyFile(path, type: "authorized_user", option: "--authorized-user")
-            guard let id = json["client_id"] as? String, let secret = json["client_secret"] as? String,
-                let refresh = json["refresh_token"] as? String
-            else { throw UsageError("--authorized-user: \(path) needs client_id, client_secret and refresh_token") }
-            authentication.authorizedUsers.append(.init(clientID: id, clientSecret: secret, refreshToken: refresh))
+            do {
+                authentication.authorizedUsers.append(
+                    try .init(credentialFile: try contents(path, "--authorized-user")))
+            } catch {
+                throw UsageError("--authorized-user: \(path): \(error)", showsUsage: false)
+            }
         }
         if let email = arguments.value("--metadata-account") {
             authentication.metadataServerAccount = .init(
@@ -164,15 +164,12 @@ struct EmulatorCommand {
         (list ?? "").split(separator: ",").map(String.init)
     }
 
-    /// A Google credential file of the given `type`, as a JSON object.
-    private static func keyFile(_ path: String, type: String, option: String) throws(UsageError) -> [String: Any] {
+    /// A credential file's bytes.
+    private static func contents(_ path: String, _ option: String) throws(UsageError) -> Data {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw UsageError("\(option): cannot read \(path)", showsUsage: false)
         }
-        guard let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any],
-            json["type"] as? String == type
-        else { throw UsageError("\(option): \(path) is not a JSON credential of type \(type)", showsUsage: false) }
-        return json
+        return data
     }
 
     func run() async -> ExitCode {

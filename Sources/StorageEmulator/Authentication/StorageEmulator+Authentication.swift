@@ -1,3 +1,5 @@
+public import Foundation
+
 extension StorageEmulator {
     /// Google's authentication servers, emulated on the emulator's own port: the OAuth 2.0
     /// token endpoint (`POST /token`), the Compute Engine metadata server
@@ -70,6 +72,25 @@ extension StorageEmulator {
                 self.init(email: email, publicKeyPEM: privateKeyPEM, privateKeyPEM: privateKeyPEM, keyID: keyID)
             }
 
+            /// The account of a Google service-account key file (`"type": "service_account"`):
+            /// its `client_email`, `private_key` and `private_key_id`, so that a test can give the
+            /// emulator and the client the same file.
+            ///
+            /// ```swift
+            /// let account = try StorageEmulator.Authentication.ServiceAccount(
+            ///     keyFile: Data(contentsOf: URL(fileURLWithPath: "key.json")))
+            /// ```
+            ///
+            /// - Parameter keyFile: The key file's JSON.
+            /// - Throws: ``StorageEmulator/EmulatorError`` when it is not a service-account key file.
+            public init(keyFile: Data) throws(EmulatorError) {
+                let json = try StorageEmulator.credentialObject(keyFile, type: "service_account")
+                guard let email = json["client_email"] as? String, let key = json["private_key"] as? String else {
+                    throw EmulatorError(description: "The service-account key file has no client_email or private_key.")
+                }
+                self.init(email: email, privateKeyPEM: key, keyID: json["private_key_id"] as? String)
+            }
+
             /// The email and key id; never the key, so that printing a configuration leaks nothing.
             public var description: String {
                 "ServiceAccount(\(email), keyID: \(keyID ?? "derived"), private key: \(privateKeyPEM == nil ? "none" : "redacted"))"
@@ -100,6 +121,27 @@ extension StorageEmulator {
                 self.clientID = clientID
                 self.clientSecret = clientSecret
                 self.refreshToken = refreshToken
+            }
+
+            /// The user of a gcloud `authorized_user` credential file (`client_id`, `client_secret`,
+            /// `refresh_token`), as `gcloud auth application-default login` writes it.
+            ///
+            /// ```swift
+            /// let user = try StorageEmulator.Authentication.AuthorizedUser(
+            ///     credentialFile: Data(contentsOf: URL(fileURLWithPath: "application_default_credentials.json")))
+            /// ```
+            ///
+            /// - Parameter credentialFile: The file's JSON.
+            /// - Throws: ``StorageEmulator/EmulatorError`` when it is not an authorized-user credential.
+            public init(credentialFile: Data) throws(EmulatorError) {
+                let json = try StorageEmulator.credentialObject(credentialFile, type: "authorized_user")
+                guard let id = json["client_id"] as? String, let secret = json["client_secret"] as? String,
+                    let refresh = json["refresh_token"] as? String
+                else {
+                    throw EmulatorError(
+                        description: "The authorized-user file needs client_id, client_secret and refresh_token.")
+                }
+                self.init(clientID: id, clientSecret: secret, refreshToken: refresh)
             }
 
             /// The client id; never the secret or the refresh token.
@@ -172,6 +214,19 @@ extension StorageEmulator {
         }
     }
 
+    /// A Google credential file's JSON object, if its `type` is `type`.
+    fileprivate static func credentialObject(_ data: Data, type: String) throws(EmulatorError) -> [String: Any] {
+        guard let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw EmulatorError(description: "The credential file is not a JSON object.")
+        }
+        guard json["type"] as? String == type else {
+            throw EmulatorError(description: "The credential file's type is not \(type).")
+        }
+        return json
+    }
+}
+
+extension StorageEmulator {
     /// Makes every access token issued so far invalid at once, as if each had just expired:
     /// the next storage request that presents one gets `401`. Tokens issued afterwards work.
     ///
