@@ -199,6 +199,16 @@ struct TokenEndpointTests {
                 encodedHeader: Base64URL.encode(Array("not json".utf8)),
                 encodedClaims: AuthFixture.base64URL(AuthFixture.claims(now)), key: AuthFixture.key)
         },
+        Refusal("header nested 10,000 deep", "header is not a JSON object") { now in
+            try AuthFixture.jwt(
+                encodedHeader: Base64URL.encode(Array(String(repeating: "[", count: 10_000).utf8)),
+                encodedClaims: AuthFixture.base64URL(AuthFixture.claims(now)), key: AuthFixture.key)
+        },
+        Refusal("an assertion over 16 KiB", "longer than") { now in
+            var claims = AuthFixture.claims(now)
+            claims["padding"] = String(repeating: "x", count: 20_000)
+            return try AuthFixture.jwt(claims: claims, key: AuthFixture.key)
+        },
         Refusal("claims a JSON array", "claim set is not a JSON object") { now in
             try AuthFixture.jwt(
                 encodedHeader: AuthFixture.base64URL(AuthFixture.header),
