@@ -30,6 +30,24 @@ struct EmulatorCommand {
           --tls-cert FILE    serve HTTPS with this PEM certificate chain (leaf first);
                              needs --tls-key and the system's OpenSSL 3
           --tls-key FILE     the certificate's PEM private key; needs --tls-cert
+
+        Google's authentication servers, on the same port:
+          --service-account FILES
+                             service-account key files (JSON, comma-separated) whose signed
+                             JWTs POST /token accepts; their keys also sign for IAM signBlob
+          --authorized-user FILES
+                             authorized_user credential files (JSON, comma-separated) whose
+                             refresh tokens POST /token accepts
+          --metadata-account EMAIL
+                             serve the metadata server (/computeMetadata/v1/) for this account
+                             (set GCE_METADATA_HOST=<host>:<port> in clients)
+          --metadata-project ID
+                             the metadata server's project id (default emulator-project)
+          --token-lifetime SECONDS
+                             how long issued access tokens live (default 3600)
+          --require-access-token
+                             storage requests need a live token issued by POST /token or the
+                             metadata server (each resumable-upload request too); others get 401
         """
 
     let configuration: StorageEmulator.Configuration
@@ -39,9 +57,10 @@ struct EmulatorCommand {
             words,
             valued: [
                 "--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions",
-                "--tls-cert", "--tls-key",
+                "--tls-cert", "--tls-key", "--service-account", "--authorized-user", "--metadata-account",
+                "--metadata-project", "--token-lifetime",
             ],
-            flags: ["--discard", "--accept-owner"]
+            flags: ["--discard", "--accept-owner", "--require-access-token"]
         )
         guard arguments.positional.isEmpty else { throw UsageError("unexpected \(arguments.positional[0])") }
         var configuration = StorageEmulator.Configuration()
@@ -96,7 +115,61 @@ struct EmulatorCommand {
         case (nil, nil):
             break
         }
+        configuration.authentication = try Self.authentication(arguments)
         self.configuration = configuration
+    }
+
+    /// The authentication servers' setup from the options, or nil when none is asked for.
+    private static func authentication(
+        _ arguments: CommandLineArguments
+    ) throws(UsageError) -> StorageEmulator.Authentication? {
+        let names = [
+            "--service-account", "--authorized-user", "--metadata-account", "--metadata-project", "--token-lifetime",
+        ]
+        guard names.contains(where: { arguments.value($0) != nil }) || arguments.has("--require-access-token") else {
+            return nil
+        }
+        var authentication = StorageEmulator.Authentication(requiresToken: arguments.has("--require-access-token"))
+        for path in files(arguments.value("--service-account")) {
+            do {
+                authentication.serviceAccounts.append(try .init(keyFile: try contents(path, "--service-account")))
+            } catch {
+                throw UsageError("--service-account: \(path): \(error)", showsUsage: false)
+            }
+        }
+        for path in files(arguments.value("--authorized-user")) {
+            do {
+                authentication.authorizedUsers.append(
+                    try .init(credentialFile: try contents(path, "--authorized-user")))
+            } catch {
+                throw UsageError("--authorized-user: \(path): \(error)", showsUsage: false)
+            }
+        }
+        if let email = arguments.value("--metadata-account") {
+            authentication.metadataServerAccount = .init(
+                email: email, projectID: arguments.value("--metadata-project") ?? "emulator-project")
+        } else if arguments.value("--metadata-project") != nil {
+            throw UsageError("--metadata-project needs --metadata-account")
+        }
+        if let text = arguments.value("--token-lifetime") {
+            guard let seconds = Int64(text), seconds > 0 else {
+                throw UsageError("--token-lifetime: not a positive number of seconds: \(text)")
+            }
+            authentication.tokenLifetime = .seconds(seconds)
+        }
+        return authentication
+    }
+
+    private static func files(_ list: String?) -> [String] {
+        (list ?? "").split(separator: ",").map(String.init)
+    }
+
+    /// A credential file's bytes.
+    private static func contents(_ path: String, _ option: String) throws(UsageError) -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("\(option): cannot read \(path)", showsUsage: false)
+        }
+        return data
     }
 
     func run() async -> ExitCode {
@@ -129,7 +202,7 @@ struct EmulatorCommand {
                   objects are kept \(storage)
                   GCS JSON API:  export STORAGE_EMULATOR_HOST=\(emulator.baseURL.absoluteString)
                   Firebase (v0): export FIREBASE_STORAGE_EMULATOR_HOST=\(configuration.host):\(emulator.port)
-                Press Ctrl-C to stop.
+                \(authenticationLines(emulator))Press Ctrl-C to stop.
 
                 """.utf8))
         let once = OnceFlag()
@@ -143,5 +216,16 @@ struct EmulatorCommand {
         emulator.stop()
         print("\nStopped after receiving \(emulator.bytesReceived) bytes.")
         return .success
+    }
+
+    /// What a client needs to reach the authentication servers, when they run.
+    private func authenticationLines(_ emulator: StorageEmulator) -> String {
+        guard let authentication = configuration.authentication else { return "" }
+        var lines = "  OAuth tokens:  token_uri \(emulator.baseURL.absoluteString)/token\n"
+        if authentication.metadataServerAccount != nil {
+            lines += "  Metadata:      export GCE_METADATA_HOST=\(configuration.host):\(emulator.port)\n"
+        }
+        if authentication.requiresToken { lines += "  storage requests need an access token issued here\n" }
+        return lines
     }
 }

@@ -322,6 +322,9 @@ package final class EmulatorApplication: ServerApplication {
         // Google's authentication servers, on this port (see StorageEmulator.Authentication).
         if request.path == "/token" { return try tokenEndpoint(request, body) }
         if request.path.hasPrefix(Self.metadataPrefix) { return try metadataServer(request) }
+        if request.path == "/", settings.authentication?.metadataServerAccount != nil {
+            return try metadataServer(request)
+        }
         if request.path.hasPrefix(Self.signBlobPrefix) { return try signBlob(request, body) }
         if matches(["upload", "storage", "v1", "b", "*", "o"]), parts.count == 6 {
             let bucket = try URLText.decode(parts[4])
@@ -621,8 +624,12 @@ package final class EmulatorApplication: ServerApplication {
         throw error
     }
 
-    func authorizeFirebase(_ request: any ServerRequest) throws {
-        let issuedTokens = issuedTokens
+    /// Checks a Firebase request's credentials (or the control endpoint's).
+    ///
+    /// - Parameter storageRequest: False for the control endpoint: issued tokens govern storage
+    ///   requests, so there only the configured token counts.
+    func authorizeFirebase(_ request: any ServerRequest, storageRequest: Bool = true) throws {
+        let issuedTokens = storageRequest ? issuedTokens : nil
         guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
         if let token = settings.requiredToken {
@@ -686,7 +693,8 @@ package final class EmulatorApplication: ServerApplication {
         guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
         guard request.method == "POST" else { throw methodNotAllowed }
         // Fault plans change what every client sees: they need the token too (either scheme).
-        try authorizeFirebase(request)
+        // Issued tokens are for storage requests; a test installs plans without asking for one.
+        try authorizeFirebase(request, storageRequest: false)
         if let length = request.contentLength, length > Int64(Self.maxFaultPlanBody) {
             throw HTTPError(
                 413, "A fault plan body may have at most \(Self.maxFaultPlanBody) bytes.", reason: "uploadTooLarge")

@@ -50,12 +50,10 @@ package final class AuthenticationService: Sendable {
     /// The token endpoint's and the metadata server's success answer.
     func tokenReply(for principal: AccessTokenTable.Principal, scopes: [String], now: Date) -> Reply {
         let (token, _) = tokens.issue(for: principal, scopes: scopes, lifetime: tokenLifetime, now: now)
-        var reply = Reply.json(
-            200,
-            [
-                "access_token": token, "expires_in": expiresIn, "token_type": "Bearer",
-                "scope": scopes.joined(separator: " "),
-            ])
+        var json: [String: Any] = ["access_token": token, "expires_in": expiresIn, "token_type": "Bearer"]
+        // A refresh grant names no scopes (the user consented to them earlier): Google omits the field.
+        if !scopes.isEmpty { json["scope"] = scopes.joined(separator: " ") }
+        var reply = Reply.json(200, json)
         reply.headers.set("Cache-Control", "no-store")
         return reply
     }

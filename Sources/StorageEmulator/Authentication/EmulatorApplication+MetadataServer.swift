@@ -36,12 +36,15 @@ extension EmulatorApplication {
             let rest = path.dropFirst(accountPrefix.count)
             let slash = rest.firstIndex(of: "/") ?? rest.endIndex
             let name = (try? URLText.decode(rest[..<slash])) ?? ""
-            guard name == "default" || name == account.email else { return Self.text(404, "Not Found\n") }
-            route = accountPrefix + "default" + rest[slash...]
+            if !rest.isEmpty {
+                guard name == "default" || name == account.email else { return Self.text(404, "Not Found\n") }
+                route = accountPrefix + "default" + rest[slash...]
+            }
         }
         let known = [
-            "/computeMetadata/v1", "/computeMetadata/v1/", accountPrefix + "default/token",
-            accountPrefix + "default/email", "/computeMetadata/v1/project/project-id",
+            "/", "/computeMetadata/v1", "/computeMetadata/v1/", accountPrefix, accountPrefix + "default/",
+            accountPrefix + "default/token", accountPrefix + "default/email", accountPrefix + "default/scopes",
+            "/computeMetadata/v1/project/project-id",
         ]
         guard known.contains(route) else { return Self.text(404, "Not Found\n") }
         guard request.method == "GET" else { return Self.text(405, "Method Not Allowed\n") }
@@ -59,8 +62,28 @@ extension EmulatorApplication {
             return authentication.tokenReply(for: .serviceAccount(account.email), scopes: scopes, now: settings.now())
         case accountPrefix + "default/email":
             return Self.text(200, account.email)
+        case accountPrefix + "default/scopes":
+            return Self.text(200, AuthenticationService.defaultMetadataScopes.map { $0 + "\n" }.joined())
+        case accountPrefix + "default/":
+            // Some clients read the account's description in one request.
+            if request.query("recursive") == "true" {
+                var reply = Reply.json(
+                    200,
+                    [
+                        "aliases": ["default"], "email": account.email,
+                        "scopes": AuthenticationService.defaultMetadataScopes,
+                    ])
+                reply.headers.set("Content-Type", "application/json")
+                return reply
+            }
+            return Self.text(200, "aliases\nemail\nscopes\ntoken\n")
+        case accountPrefix:
+            return Self.text(200, "default/\n\(account.email)/\n")
         case "/computeMetadata/v1/project/project-id":
             return Self.text(200, account.projectID)
+        case "/":
+            // The detection probe of Google's client libraries asks for the server's root.
+            return Self.text(200, "computeMetadata/\n")
         default:
             return Self.text(200, "instance/\nproject/\n")
         }

@@ -74,9 +74,16 @@ extension EmulatorApplication {
         return user
     }
 
-    /// Whether a JWT's `aud` names this endpoint as the client reached it: same scheme, host
-    /// (as in the `Host` field) and port, path `/token`, nothing else.
+    /// Audiences Google's token endpoint accepts wherever the grant is posted: its client
+    /// libraries put the canonical one in every JWT, whatever their key file's `token_uri`.
+    static let googleTokenAudiences: Set<String> = [
+        "https://oauth2.googleapis.com/token", "https://www.googleapis.com/oauth2/v4/token",
+    ]
+
+    /// Whether a JWT's `aud` names this endpoint as the client reached it (same scheme, host as
+    /// in the `Host` field, port, path `/token`, nothing else) or is Google's own token endpoint.
     private func isTokenEndpoint(_ audience: String, _ request: any ServerRequest) -> Bool {
+        if Self.googleTokenAudiences.contains(audience) { return true }
         guard let host = request.headers["Host"], !host.isEmpty,
             let expected = URLComponents(string: "\(settings.scheme)://\(host)/token"),
             let given = URLComponents(string: audience)

@@ -1,3 +1,5 @@
+public import Foundation
+
 extension StorageEmulator {
     /// Google's authentication servers, emulated on the emulator's own port: the OAuth 2.0
     /// token endpoint (`POST /token`), the Compute Engine metadata server
@@ -26,7 +28,7 @@ extension StorageEmulator {
         /// let account = StorageEmulator.Authentication.ServiceAccount(
         ///     email: "uploader@demo.iam.gserviceaccount.com", publicKeyPEM: publicKeyPEM, privateKeyPEM: privateKeyPEM)
         /// ```
-        public struct ServiceAccount: Sendable {
+        public struct ServiceAccount: Sendable, CustomStringConvertible {
             /// The account's `client_email`: the `iss` of its JWTs.
             public var email: String
             /// PEM text of the key that verifies its JWTs: a `PUBLIC KEY` block, or a
@@ -69,6 +71,30 @@ extension StorageEmulator {
             public init(email: String, privateKeyPEM: String, keyID: String? = nil) {
                 self.init(email: email, publicKeyPEM: privateKeyPEM, privateKeyPEM: privateKeyPEM, keyID: keyID)
             }
+
+            /// The account of a Google service-account key file (`"type": "service_account"`):
+            /// its `client_email`, `private_key` and `private_key_id`, so that a test can give the
+            /// emulator and the client the same file.
+            ///
+            /// ```swift
+            /// let account = try StorageEmulator.Authentication.ServiceAccount(
+            ///     keyFile: Data(contentsOf: URL(fileURLWithPath: "key.json")))
+            /// ```
+            ///
+            /// - Parameter keyFile: The key file's JSON.
+            /// - Throws: ``StorageEmulator/EmulatorError`` when it is not a service-account key file.
+            public init(keyFile: Data) throws(EmulatorError) {
+                let json = try StorageEmulator.credentialObject(keyFile, type: "service_account")
+                guard let email = json["client_email"] as? String, let key = json["private_key"] as? String else {
+                    throw EmulatorError(description: "The service-account key file has no client_email or private_key.")
+                }
+                self.init(email: email, privateKeyPEM: key, keyID: json["private_key_id"] as? String)
+            }
+
+            /// The email and key id; never the key, so that printing a configuration leaks nothing.
+            public var description: String {
+                "ServiceAccount(\(email), keyID: \(keyID ?? "derived"), private key: \(privateKeyPEM == nil ? "none" : "redacted"))"
+            }
         }
 
         /// A user credential (gcloud's `authorized_user`) whose refresh token the token endpoint exchanges.
@@ -77,7 +103,7 @@ extension StorageEmulator {
         /// let user = StorageEmulator.Authentication.AuthorizedUser(
         ///     clientID: "client.apps.googleusercontent.com", clientSecret: "secret", refreshToken: "1//refresh")
         /// ```
-        public struct AuthorizedUser: Sendable {
+        public struct AuthorizedUser: Sendable, CustomStringConvertible {
             /// The OAuth client's id.
             public var clientID: String
             /// The OAuth client's secret.
@@ -96,6 +122,30 @@ extension StorageEmulator {
                 self.clientSecret = clientSecret
                 self.refreshToken = refreshToken
             }
+
+            /// The user of a gcloud `authorized_user` credential file (`client_id`, `client_secret`,
+            /// `refresh_token`), as `gcloud auth application-default login` writes it.
+            ///
+            /// ```swift
+            /// let user = try StorageEmulator.Authentication.AuthorizedUser(
+            ///     credentialFile: Data(contentsOf: URL(fileURLWithPath: "application_default_credentials.json")))
+            /// ```
+            ///
+            /// - Parameter credentialFile: The file's JSON.
+            /// - Throws: ``StorageEmulator/EmulatorError`` when it is not an authorized-user credential.
+            public init(credentialFile: Data) throws(EmulatorError) {
+                let json = try StorageEmulator.credentialObject(credentialFile, type: "authorized_user")
+                guard let id = json["client_id"] as? String, let secret = json["client_secret"] as? String,
+                    let refresh = json["refresh_token"] as? String
+                else {
+                    throw EmulatorError(
+                        description: "The authorized-user file needs client_id, client_secret and refresh_token.")
+                }
+                self.init(clientID: id, clientSecret: secret, refreshToken: refresh)
+            }
+
+            /// The client id; never the secret or the refresh token.
+            public var description: String { "AuthorizedUser(\(clientID), secret and refresh token redacted)" }
         }
 
         /// The identity the metadata server speaks for (a Compute Engine VM's default service account).
@@ -164,6 +214,19 @@ extension StorageEmulator {
         }
     }
 
+    /// A Google credential file's JSON object, if its `type` is `type`.
+    fileprivate static func credentialObject(_ data: Data, type: String) throws(EmulatorError) -> [String: Any] {
+        guard let json = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw EmulatorError(description: "The credential file is not a JSON object.")
+        }
+        guard json["type"] as? String == type else {
+            throw EmulatorError(description: "The credential file's type is not \(type).")
+        }
+        return json
+    }
+}
+
+extension StorageEmulator {
     /// Makes every access token issued so far invalid at once, as if each had just expired:
     /// the next storage request that presents one gets `401`. Tokens issued afterwards work.
     ///

@@ -229,6 +229,48 @@ struct CommandLineParsingTests {
         }
     }
 
+    @Test func emulatorAuthenticationOptionsReadGoogleCredentialFiles() throws {
+        let serviceAccount = TestCredentials.url("conformance/test_service_account.not-a-test.json").path
+        let user = FileManager.default.temporaryDirectory.appendingPathComponent("user-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: user) }
+        try Data(
+            #"{"type":"authorized_user","client_id":"id","client_secret":"secret","refresh_token":"1//r"}"#.utf8
+        ).write(to: user)
+        // Every field a service account needs, but declared as another kind of credential.
+        let mislabelled = FileManager.default.temporaryDirectory.appendingPathComponent("sa-\(UUID().uuidString).json")
+        defer { try? FileManager.default.removeItem(at: mislabelled) }
+        var fields = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: serviceAccount)))
+                as? [String: Any])
+        fields["type"] = "authorized_user"
+        try JSONSerialization.data(withJSONObject: fields).write(to: mislabelled)
+        let command = try EmulatorCommand([
+            "--service-account", serviceAccount, "--authorized-user", user.path, "--metadata-account", "vm@p.iam",
+            "--metadata-project", "p", "--token-lifetime", "60", "--require-access-token",
+        ])
+        let authentication = try #require(command.configuration.authentication)
+        #expect(
+            authentication.serviceAccounts.map(\.email) == [
+                "test-iam-credentials@dummy-project-id.iam.gserviceaccount.com"
+            ])
+        #expect(authentication.serviceAccounts.first?.keyID == "ffffffffffffffffffffffffffffffffffffffff")
+        #expect(authentication.authorizedUsers.map(\.refreshToken) == ["1//r"])
+        #expect(authentication.metadataServerAccount?.projectID == "p")
+        #expect(authentication.tokenLifetime == .seconds(60))
+        #expect(authentication.requiresToken)
+        // The key in the file is usable: the emulator starts with it.
+        try StorageEmulator.start(command.configuration).stop()
+        #expect(try EmulatorCommand([]).configuration.authentication == nil)
+        for words in [
+            ["--service-account", user.path], ["--service-account", mislabelled.path],
+            ["--authorized-user", serviceAccount],
+            ["--service-account", "/nonexistent"],
+            ["--metadata-project", "p"], ["--token-lifetime", "0"],
+        ] {
+            #expect(throws: UsageError.self, "\(words)") { try EmulatorCommand(words) }
+        }
+    }
+
     @Test func aRandomFaultPlanStaysWhole() throws {
         let command = try EmulatorCommand(["--faults", "random:seed=7,rate=0.25"])
         #expect(command.configuration.faults == ["random:seed=7,rate=0.25"])

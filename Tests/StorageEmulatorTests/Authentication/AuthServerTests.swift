@@ -69,6 +69,54 @@ struct AuthServerTests {
         #expect(emulator.tokenGrantCount == 2)
     }
 
+    @Test("accounts and users read from Google's credential files work; other files are refused")
+    func credentialFiles() throws {
+        let keyFile = Data(AuthFixture.text("conformance/test_service_account.not-a-test.json").utf8)
+        let account = try StorageEmulator.Authentication.ServiceAccount(keyFile: keyFile)
+        #expect(account.email == "test-iam-credentials@dummy-project-id.iam.gserviceaccount.com")
+        #expect(account.keyID == "ffffffffffffffffffffffffffffffffffffffff")
+        let userFile = Data(
+            #"{"type":"authorized_user","client_id":"c","client_secret":"s","refresh_token":"r"}"#.utf8)
+        let user = try StorageEmulator.Authentication.AuthorizedUser(credentialFile: userFile)
+        #expect(user.refreshToken == "r")
+
+        let clock = TestClock()
+        let service = try AuthenticationService(.init(serviceAccounts: [account], authorizedUsers: [user]))
+        let harness = try Harness { settings in
+            settings.authentication = service
+            settings.now = { clock.now }
+        }
+        let json = try #require(try JSONSerialization.jsonObject(with: keyFile) as? [String: Any])
+        let key = try RSAKey(privateKeyPEM: Array((json["private_key"] as? String ?? "").utf8))
+        let assertion = try AuthFixture.jwt(
+            header: ["alg": "RS256", "typ": "JWT", "kid": account.keyID ?? ""],
+            claims: AuthFixture.claims(clock.seconds, iss: account.email), key: key)
+        #expect(harness.grant(assertion).status == 200)
+
+        #expect(throws: StorageEmulator.EmulatorError.self) {
+            try StorageEmulator.Authentication.ServiceAccount(keyFile: userFile)
+        }
+        #expect(throws: StorageEmulator.EmulatorError.self) {
+            try StorageEmulator.Authentication.AuthorizedUser(credentialFile: keyFile)
+        }
+        #expect(throws: StorageEmulator.EmulatorError.self) {
+            try StorageEmulator.Authentication.ServiceAccount(keyFile: Data("[1]".utf8))
+        }
+        #expect(throws: StorageEmulator.EmulatorError.self) {
+            try StorageEmulator.Authentication.ServiceAccount(keyFile: Data(#"{"type":"service_account"}"#.utf8))
+        }
+    }
+
+    @Test("printing a configuration shows no private key, client secret or refresh token")
+    func redacted() {
+        let text = String(describing: AuthFixture.configuration())
+        #expect(text.contains(AuthFixture.email))
+        #expect(text.contains(AuthFixture.user.clientID))
+        #expect(!text.contains("PRIVATE KEY"))
+        #expect(!text.contains(AuthFixture.user.clientSecret))
+        #expect(!text.contains(AuthFixture.user.refreshToken))
+    }
+
     @Test("bad keys and settings stop the emulator from starting, saying which account")
     func badConfiguration() throws {
         func failure(_ authentication: StorageEmulator.Authentication) -> String {

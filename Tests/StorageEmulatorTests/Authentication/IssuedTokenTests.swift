@@ -147,6 +147,36 @@ struct IssuedTokenTests {
         #expect(harness.send("GET", "/storage/v1/b/bkt/o").status == 401)
     }
 
+    @Test("the fault-plan control endpoint needs no issued token, only the configured static one")
+    func controlEndpoint() throws {
+        let open = try AuthFixture.harness(TestClock())
+        #expect(open.send("POST", "/_emulator/v1/faults", json: ["instructions": ["pass"]]).status == 200)
+        let guarded = try AuthFixture.harness(TestClock(), staticToken: "secret")
+        #expect(guarded.send("POST", "/_emulator/v1/faults", json: ["instructions": ["pass"]]).status == 401)
+        #expect(
+            guarded.send(
+                "POST", "/_emulator/v1/faults", headers: Self.bearer("secret"), json: ["instructions": ["pass"]]
+            )
+            .status == 200)
+    }
+
+    @Test("over TLS the aud must name the https endpoint")
+    func httpsAudience() throws {
+        let clock = TestClock()
+        let service = try AuthenticationService(AuthFixture.configuration())
+        let harness = try Harness { settings in
+            settings.authentication = service
+            settings.now = { clock.now }
+            settings.scheme = "https"
+        }
+        let https = AuthFixture.claims(clock.seconds, aud: "https://emulator.test/token")
+        #expect(harness.grant(try AuthFixture.jwt(claims: https, key: AuthFixture.key)).status == 200)
+        let http = AuthFixture.claims(clock.seconds, aud: "http://emulator.test/token")
+        #expect(harness.grant(try AuthFixture.jwt(claims: http, key: AuthFixture.key)).status == 400)
+        let explicitPort = AuthFixture.claims(clock.seconds, aud: "https://EMULATOR.test:443/token")
+        #expect(harness.grant(try AuthFixture.jwt(claims: explicitPort, key: AuthFixture.key)).status == 200)
+    }
+
     @Test("without requiresToken the token servers run and storage stays open")
     func notRequired() throws {
         let clock = TestClock()

@@ -85,9 +85,29 @@ struct MetadataServerTests {
         #expect(harness.app.settings.authentication?.tokens.grantCount == 0)
     }
 
+    @Test("the root probe, the account listing, its scopes and its recursive description")
+    func discovery() throws {
+        let harness = try AuthFixture.harness(TestClock())
+        let root = harness.send("GET", "/", headers: Self.flavor)
+        #expect(root.status == 200)
+        #expect(root.headers["Metadata-Flavor"] == "Google")
+        #expect(harness.send("GET", "/").status == 403)
+        let accounts = harness.send("GET", "\(Self.prefix)/instance/service-accounts/", headers: Self.flavor)
+        #expect(accounts.text == "default/\n\(AuthFixture.vmEmail)/\n")
+        let scopes = harness.send(
+            "GET", "\(Self.prefix)/instance/service-accounts/default/scopes", headers: Self.flavor)
+        #expect(scopes.text == AuthFixture.cloudPlatform + "\n")
+        let described = harness.send(
+            "GET", "\(Self.prefix)/instance/service-accounts/default/?recursive=true", headers: Self.flavor)
+        #expect(described.json["email"] as? String == AuthFixture.vmEmail)
+        #expect(described.json["scopes"] as? [String] == [AuthFixture.cloudPlatform])
+        #expect(harness.app.settings.authentication?.tokens.grantCount == 0)
+    }
+
     @Test("without a metadata account there is no metadata server")
     func absent() throws {
         let harness = try AuthFixture.harness(TestClock(), metadata: false)
         #expect(harness.send("GET", "\(Self.prefix)/", headers: Self.flavor).status == 404)
+        #expect(harness.send("GET", "/", headers: Self.flavor).status == 404)
     }
 }

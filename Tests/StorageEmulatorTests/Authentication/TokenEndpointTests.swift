@@ -39,6 +39,17 @@ struct TokenEndpointTests {
         #expect(harness.app.settings.authentication?.tokens.grantCount == 2)
     }
 
+    @Test(
+        "Google's own token endpoint is an accepted aud, as Google's client libraries always send it",
+        arguments: ["https://oauth2.googleapis.com/token", "https://www.googleapis.com/oauth2/v4/token"])
+    func googleAudience(_ audience: String) throws {
+        let clock = TestClock()
+        let harness = try AuthFixture.harness(clock)
+        let assertion = try AuthFixture.jwt(
+            claims: AuthFixture.claims(clock.seconds, aud: audience), key: AuthFixture.key)
+        #expect(harness.grant(assertion).status == 200)
+    }
+
     @Test("an iat up to five minutes ahead is clock skew, accepted")
     func skewAccepted() throws {
         let clock = TestClock()
@@ -85,9 +96,9 @@ struct TokenEndpointTests {
         Refusal("wrong aud host", "audience") { now in
             try AuthFixture.jwt(claims: AuthFixture.claims(now, aud: "http://other.test/token"), key: AuthFixture.key)
         },
-        Refusal("Google's aud at the emulator", "audience") { now in
+        Refusal("Google's aud with another path", "audience") { now in
             try AuthFixture.jwt(
-                claims: AuthFixture.claims(now, aud: "https://oauth2.googleapis.com/token"), key: AuthFixture.key)
+                claims: AuthFixture.claims(now, aud: "https://oauth2.googleapis.com/token/x"), key: AuthFixture.key)
         },
         Refusal("wrong aud path", "audience") { now in
             try AuthFixture.jwt(
@@ -187,6 +198,16 @@ struct TokenEndpointTests {
             try AuthFixture.jwt(
                 encodedHeader: Base64URL.encode(Array("not json".utf8)),
                 encodedClaims: AuthFixture.base64URL(AuthFixture.claims(now)), key: AuthFixture.key)
+        },
+        Refusal("header nested 10,000 deep", "header is not a JSON object") { now in
+            try AuthFixture.jwt(
+                encodedHeader: Base64URL.encode(Array(String(repeating: "[", count: 10_000).utf8)),
+                encodedClaims: AuthFixture.base64URL(AuthFixture.claims(now)), key: AuthFixture.key)
+        },
+        Refusal("an assertion over 16 KiB", "longer than") { now in
+            var claims = AuthFixture.claims(now)
+            claims["padding"] = String(repeating: "x", count: 20_000)
+            return try AuthFixture.jwt(claims: claims, key: AuthFixture.key)
         },
         Refusal("claims a JSON array", "claim set is not a JSON object") { now in
             try AuthFixture.jwt(
@@ -299,6 +320,8 @@ struct TokenEndpointTests {
         }
         let good = exchange(user.clientID, user.clientSecret, user.refreshToken)
         #expect(good.status == 200)
+        // The user consented to scopes earlier; the answer names none, as Google's.
+        #expect(good.json["scope"] == nil)
         let token = try #require(good.json["access_token"] as? String)
         #expect(
             harness.send("GET", "/storage/v1/b/bkt/o", headers: ["Authorization": "Bearer \(token)"]).status == 200)
@@ -315,6 +338,26 @@ struct TokenEndpointTests {
         let missing = harness.tokenRequest([("grant_type", "refresh_token"), ("client_id", user.clientID)])
         #expect(missing.status == 400)
         #expect(missing.oauthError == "invalid_request")
+        #expect(harness.app.settings.authentication?.tokens.grantCount == 1)
+    }
+
+    @Test("fault plans reach the token endpoint and the metadata server, so clients can meet a failing one")
+    func faults() throws {
+        let clock = TestClock()
+        let harness = try AuthFixture.harness(clock)
+        let plan = try harness.app.installFaultPlan(["return-503", "return-429", "pass"])
+        var headers = AuthFixture.formHeaders
+        headers.add("x-emulator-faults", plan)
+        let assertion = try AuthFixture.jwt(claims: AuthFixture.claims(clock.seconds), key: AuthFixture.key)
+        let form = AuthFixture.formBody([
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", assertion),
+        ])
+        #expect(harness.send("POST", "/token", headers: headers, body: form).status == 503)
+        let metadata = harness.send(
+            "GET", "/computeMetadata/v1/instance/service-accounts/default/token",
+            headers: ["Metadata-Flavor": "Google", "x-emulator-faults": plan])
+        #expect(metadata.status == 429)
+        #expect(harness.send("POST", "/token", headers: headers, body: form).status == 200)
         #expect(harness.app.settings.authentication?.tokens.grantCount == 1)
     }
 
