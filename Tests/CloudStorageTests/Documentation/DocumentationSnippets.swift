@@ -137,7 +137,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeFirebase(user: some FirebaseUser) {
-        // snippet: README.md#9
+        // snippet: README.md#9, DocsCatalog/CloudStorage.docc/Authenticating.md#1
         let storage = Storage(
             bucket: "my-app.appspot.com",
             endpoint: .firebaseStorage,
@@ -431,8 +431,24 @@ enum DocumentationSnippets {
         return emulator
     }
 
-    static func emulatorRandomFaults() async throws {
+    static func emulatorAuthentication(testKeyFileURL: URL) throws {
         // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#3
+        var configuration = StorageEmulator.Configuration()
+        configuration.authentication = .init(
+            serviceAccounts: [try .init(keyFile: Data(contentsOf: testKeyFileURL))],  // a key made for tests only
+            authorizedUsers: [.init(clientID: "test-client", clientSecret: "test-secret", refreshToken: "test-refresh")],
+            metadataServerAccount: .init(email: "vm@demo.iam.gserviceaccount.com", projectID: "demo"),
+            tokenLifetime: .seconds(600),
+            requiresToken: true
+        )
+        let emulator = try StorageEmulator.start(configuration)
+        defer { emulator.stop() }
+        print(emulator.baseURL.absoluteString + "/token", "127.0.0.1:\(emulator.port)")  // token_uri, GCE_METADATA_HOST
+        // end snippet
+    }
+
+    static func emulatorRandomFaults() async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#4
         var configuration = StorageEmulator.Configuration()
         configuration.faults = ["random:seed=42,rate=0.2"]  // a fifth of the requests fail, the same way every run
         let emulator = try StorageEmulator.start(configuration)
@@ -447,7 +463,7 @@ enum DocumentationSnippets {
     }
 
     static func emulatorFaultPlanByID(emulator: StorageEmulator) throws -> URLRequest {
-        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#4
+        // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#5
         let plan = try emulator.installFaultPlan(["return-429", "return-503-after-256K"])
         var request = URLRequest(url: emulator.baseURL.appendingPathComponent("storage/v1/b/test-bucket/o"))
         request.setValue(plan, forHTTPHeaderField: "x-emulator-faults")
@@ -589,7 +605,7 @@ extension DocumentationSnippets {
 /// HTTPS on Linux: trusting a private certificate authority (the same block in both places).
 extension DocumentationSnippets {
     static func privateCA() -> Storage {
-        // snippet: README.md#10, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
+        // snippet: README.md#11, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
         var configuration = StorageConfiguration()
         configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
         let storage = Storage(
@@ -599,5 +615,62 @@ extension DocumentationSnippets {
         )
         // end snippet
         return storage
+    }
+}
+
+/// Authenticating: signed URLs and testing them against the emulator.
+extension DocumentationSnippets {
+    static func readmeSignedURL(storage: Storage, clientEmail: String, privateKeyPEM: String) async throws {
+        // snippet: README.md#10
+        let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)  // from its JSON key file
+        let url = try await storage.reference(withPath: "reports/2026.pdf")
+            .signedURL(expiresIn: .seconds(15 * 60), signer: signer)  // a GET for whoever holds it, for 15 minutes
+        // end snippet
+        _ = url
+    }
+
+    static func authenticatingSignedURLs(storage: Storage, clientEmail: String, privateKeyPEM: String) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#2
+        let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)
+        let ref = storage.reference(withPath: "reports/2026.pdf")
+        let download = try await ref.signedURL(expiresIn: .seconds(15 * 60), signer: signer)
+        let upload = try await ref.signedURL(
+            method: .put,
+            expiresIn: .seconds(3600),
+            headers: ["Content-Type": "application/pdf"],
+            signer: signer
+        )
+        // curl -X PUT -H 'Content-Type: application/pdf' --data-binary @2026.pdf "$upload"
+        // end snippet
+        _ = (download, upload)
+    }
+
+    static func authenticatingIAMSignBlob(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#3
+        let signer = SignedURLSigner.iamSignBlob(email: "runtime@my-project.iam.gserviceaccount.com")
+        let url = try await storage.reference(withPath: "exports/today.csv")
+            .signedURL(method: .get, expiresIn: .seconds(600), signer: signer)
+        // end snippet
+        _ = url
+    }
+
+    static func authenticatingSignedURLAgainstTheEmulator(clientEmail: String, privateKeyPEM: String) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#4
+        var configuration = StorageEmulator.Configuration()
+        configuration.authentication = .init(
+            serviceAccounts: [.init(email: clientEmail, privateKeyPEM: privateKeyPEM)],
+            requiresToken: true
+        )
+        let emulator = try StorageEmulator.start(configuration)
+        defer { emulator.stop() }
+        let storage = Storage.gcsEmulator(bucket: "test-bucket", baseURL: emulator.baseURL)
+        let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)
+        let put = try await storage.reference(withPath: "shared.txt")
+            .signedURL(method: .put, expiresIn: .seconds(600), signer: signer)
+        var request = URLRequest(url: put)
+        request.httpMethod = "PUT"
+        let (_, response) = try await URLSession.shared.upload(for: request, from: Data("hi".utf8))
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        // end snippet
     }
 }
