@@ -78,6 +78,17 @@ public final class StorageEmulator: Sendable {
         /// Needs the system's OpenSSL 3, loaded at run time; without it ``StorageEmulator/start(_:)``
         /// fails and says why.
         public var tls: TLSIdentity? = nil
+        /// Google's authentication servers on the emulator's port — the OAuth token endpoint
+        /// (`POST /token`), the metadata server, IAM `signBlob` — and, with
+        /// ``Authentication/requiresToken``, storage requests that need a token they issued.
+        /// Nil (the default) serves none of them. Keys are read when the emulator starts.
+        ///
+        /// ```swift
+        /// configuration.authentication = .init(
+        ///     serviceAccounts: [.init(email: "uploader@demo.iam.gserviceaccount.com", publicKeyPEM: pem)],
+        ///     requiresToken: true)
+        /// ```
+        public var authentication: Authentication? = nil
 
         /// The defaults: loopback, a free port, memory, no auth, no faults, buckets created on use.
         public init() {}
@@ -111,7 +122,8 @@ public final class StorageEmulator: Sendable {
     /// - Parameter configuration: Address, storage, auth and faults.
     /// - Returns: The running emulator; call ``stop()`` when done.
     /// - Throws: ``EmulatorError`` for an invalid fault plan or storage directory, for a TLS certificate or
-    ///   key that cannot be read or used, or when TLS is asked for and OpenSSL 3 cannot be loaded (all
+    ///   key that cannot be read or used, for a service account key that cannot be read, or when TLS (or
+    ///   authentication) is asked for and OpenSSL 3 cannot be loaded (all
     ///   before listening); the server's error when the address cannot be bound.
     public static func start(_ configuration: Configuration = .init()) throws -> StorageEmulator {
         let tls = try configuration.tls.map { identity throws(EmulatorError) in try identity.makeContext() }
@@ -135,6 +147,9 @@ public final class StorageEmulator: Sendable {
         settings.sessionLifetime = configuration.uploadSessionLifetime
         settings.maxSessions = configuration.maxUploadSessions
         settings.scheme = configuration.tls == nil ? "http" : "https"
+        settings.authentication = try configuration.authentication.map { authentication throws(EmulatorError) in
+            try AuthenticationService(authentication)
+        }
         guard configuration.maxUploadSessions > 0, configuration.uploadSessionLifetime > .zero else {
             throw EmulatorError(description: "Upload sessions need a positive lifetime and maximum.")
         }

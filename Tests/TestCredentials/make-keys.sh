@@ -7,6 +7,7 @@
 #   encrypted.key            a passphrase-protected PKCS #8 key (must be refused, never prompt)
 #   rsa-1024.key             a too-short RSA key (must be refused)
 #   known-answer.txt / .sig  a message and its RS256 signature under service-account.key
+#   second-account.key       another PKCS #8 RSA 2048 key: a second service account for the emulator's auth tests
 #   service-account.json / authorized-user.json  key files in Google's JSON format (see the end)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -19,6 +20,7 @@ openssl pkcs8 -topk8 -in service-account.key -v2 aes-256-cbc -passout pass:secre
 openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:1024 -out rsa-1024.key
 printf 'CloudStorage RS256 known answer\n' > known-answer.txt
 openssl dgst -sha256 -sign service-account.key -out known-answer.sig known-answer.txt
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out second-account.key
 # Key files in Google's JSON format, built from service-account.key (the emulator-auth and credential tests use them):
 #   service-account.json     a "service_account" key file (token_uri Google's; tests point it at their own server)
 #   authorized-user.json     an "authorized_user" file as gcloud auth application-default login writes it

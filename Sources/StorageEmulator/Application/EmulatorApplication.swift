@@ -25,8 +25,10 @@ package final class EmulatorApplication: ServerApplication {
         package var sessionLifetime: Duration = .seconds(7 * 24 * 3600)
         /// The most upload sessions at once (see ``StorageEmulator/Configuration/maxUploadSessions``).
         package var maxSessions = 1000
-        /// The clock session expiry is measured with; tests inject their own.
+        /// The clock session and token expiry are measured with; tests inject their own.
         package var now: @Sendable () -> Date = { Date() }
+        /// The token endpoint, metadata server and issued tokens (see ``StorageEmulator/Configuration/authentication``).
+        package var authentication: AuthenticationService?
 
         package init() {}
     }
@@ -315,6 +317,10 @@ package final class EmulatorApplication: ServerApplication {
             try URLText.decode(parts[index...].joined(separator: "/")[...])
         }
         let method = request.method
+        // Google's authentication servers, on this port (see StorageEmulator.Authentication).
+        if request.path == "/token" { return try tokenEndpoint(request, body) }
+        if request.path.hasPrefix(Self.metadataPrefix) { return try metadataServer(request) }
+        if request.path.hasPrefix(Self.signBlobPrefix) { return try signBlob(request, body) }
         if matches(["upload", "storage", "v1", "b", "*", "o"]), parts.count == 6 {
             let bucket = try URLText.decode(parts[4])
             return try gcsUpload(request, body, bucket: bucket)
@@ -584,25 +590,92 @@ package final class EmulatorApplication: ServerApplication {
 
     // With a token configured, exactly one credential opens the emulator (plus `owner`
     // when explicitly allowed): `owner` is the Firebase emulator's well-known word, no secret.
+    // With issued tokens required, a live token from the emulator's token endpoint or metadata
+    // server opens it as well.
 
-    func authorizeGCS(_ request: any ServerRequest) throws {
-        guard let token = settings.requiredToken else { return }
+    /// The authentication that needs issued tokens, when configured so.
+    private var issuedTokens: AuthenticationService? {
+        guard let authentication = settings.authentication, authentication.requiresToken else { return nil }
+        return authentication
+    }
+
+    /// Checks a GCS request's credentials.
+    ///
+    /// - Parameter sessionRequest: A request to a resumable upload session: its URL is a
+    ///   capability, so only issued tokens (when required) are checked on it.
+    func authorizeGCS(_ request: any ServerRequest, sessionRequest: Bool = false) throws {
+        let issuedTokens = issuedTokens
+        if sessionRequest && issuedTokens == nil { return }
+        guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
-        if header == "Bearer \(token)" || (settings.acceptsOwner && header == "Bearer owner") { return }
+        if let token = settings.requiredToken, header == "Bearer \(token)" { return }
+        if settings.requiredToken != nil, settings.acceptsOwner, header == "Bearer owner" { return }
+        if let issuedTokens, let header, header.hasPrefix("Bearer ") {
+            try checkIssuedToken(String(header.dropFirst("Bearer ".count)), issuedTokens, request)
+            return
+        }
         var error = HTTPError(401, "Anonymous caller does not have storage access to the requested resource.")
         error.headers = [("WWW-Authenticate", "Bearer realm=\"https://accounts.google.com/\"")]
         throw error
     }
 
     func authorizeFirebase(_ request: any ServerRequest) throws {
-        guard let token = settings.requiredToken else { return }
+        let issuedTokens = issuedTokens
+        guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
-        // The Firebase SDKs send `Firebase <ID token>`; the Admin SDK and gcloud tokens come as Bearer.
-        var accepted = ["Firebase \(token)", "Bearer \(token)"]
-        // The Firebase emulator's convention: `owner` stands for an admin, in either scheme.
-        if settings.acceptsOwner { accepted += ["Firebase owner", "Bearer owner"] }
-        if let header, accepted.contains(header) { return }
+        if let token = settings.requiredToken {
+            // The Firebase SDKs send `Firebase <ID token>`; the Admin SDK and gcloud tokens come as Bearer.
+            var accepted = ["Firebase \(token)", "Bearer \(token)"]
+            // The Firebase emulator's convention: `owner` stands for an admin, in either scheme.
+            if settings.acceptsOwner { accepted += ["Firebase owner", "Bearer owner"] }
+            if let header, accepted.contains(header) { return }
+        }
+        if let issuedTokens, let header {
+            for scheme in ["Bearer ", "Firebase "] where header.hasPrefix(scheme) {
+                try checkIssuedToken(String(header.dropFirst(scheme.count)), issuedTokens, request)
+                return
+            }
+        }
         throw HTTPError(401, "Unauthorized: the request needs a valid Authorization header.")
+    }
+
+    /// Storage scopes, and whether each allows writing.
+    private static let storageScopes: [String: Bool] = [
+        "https://www.googleapis.com/auth/cloud-platform": true,
+        "https://www.googleapis.com/auth/cloud-platform.read-only": false,
+        "https://www.googleapis.com/auth/devstorage.full_control": true,
+        "https://www.googleapis.com/auth/devstorage.read_write": true,
+        "https://www.googleapis.com/auth/devstorage.read_only": false,
+        "https://www.googleapis.com/auth/firebase": true,
+    ]
+
+    /// A token the emulator issued must be live and, for a service account, carry a storage
+    /// scope (a writing one for anything but a read). Users' tokens carry their consent, all scopes.
+    private func checkIssuedToken(
+        _ token: String, _ authentication: AuthenticationService, _ request: any ServerRequest
+    ) throws {
+        let grant: AccessTokenTable.Grant
+        do {
+            grant = try authentication.tokens.grant(for: token, now: settings.now())
+        } catch {
+            var failure = HTTPError(401, "Invalid Credentials", reason: "authError")
+            let detail = error == .expired ? "The access token expired" : "The access token is not valid"
+            failure.headers = [
+                (
+                    "WWW-Authenticate",
+                    "Bearer realm=\"https://accounts.google.com/\", error=\"invalid_token\", error_description=\"\(detail)\""
+                )
+            ]
+            throw failure
+        }
+        guard case .serviceAccount = grant.principal else { return }
+        let reading = ["GET", "HEAD"].contains(request.method)
+        let allowed = grant.scopes.contains { scope in Self.storageScopes[scope].map { $0 || reading } ?? false }
+        guard allowed else {
+            throw HTTPError(
+                403, "Insufficient Permission: the access token's scopes do not allow this request.",
+                reason: "insufficientPermissions")
+        }
     }
 
     // MARK: - Control

@@ -123,6 +123,7 @@ extension EmulatorApplication {
 
     func gcsUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
         if let uploadID = request.query("upload_id") {
+            try authorizeGCS(request, sessionRequest: true)
             return try gcsSession(request, body, id: uploadID)
         }
         guard request.method == "POST" else { throw methodNotAllowed }
