@@ -137,7 +137,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeFirebase(user: some FirebaseUser) {
-        // snippet: README.md#9, DocsCatalog/CloudStorage.docc/Authenticating.md#1
+        // snippet: README.md#9, DocsCatalog/CloudStorage.docc/Authenticating.md#6
         let storage = Storage(
             bucket: "my-app.appspot.com",
             endpoint: .firebaseStorage,
@@ -605,7 +605,7 @@ extension DocumentationSnippets {
 /// HTTPS on Linux: trusting a private certificate authority (the same block in both places).
 extension DocumentationSnippets {
     static func privateCA() -> Storage {
-        // snippet: README.md#11, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
+        // snippet: README.md#12, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
         var configuration = StorageConfiguration()
         configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
         let storage = Storage(
@@ -621,7 +621,7 @@ extension DocumentationSnippets {
 /// Authenticating: signed URLs and testing them against the emulator.
 extension DocumentationSnippets {
     static func readmeSignedURL(storage: Storage, clientEmail: String, privateKeyPEM: String) async throws {
-        // snippet: README.md#10
+        // snippet: README.md#11
         let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)  // from its JSON key file
         let url = try await storage.reference(withPath: "reports/2026.pdf")
             .signedURL(expiresIn: .seconds(15 * 60), signer: signer)  // a GET for whoever holds it, for 15 minutes
@@ -630,7 +630,7 @@ extension DocumentationSnippets {
     }
 
     static func authenticatingSignedURLs(storage: Storage, clientEmail: String, privateKeyPEM: String) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#2
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#7
         let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)
         let ref = storage.reference(withPath: "reports/2026.pdf")
         let download = try await ref.signedURL(expiresIn: .seconds(15 * 60), signer: signer)
@@ -645,8 +645,12 @@ extension DocumentationSnippets {
         _ = (download, upload)
     }
 
-    static func authenticatingIAMSignBlob(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#3
+    static func authenticatingIAMSignBlob() async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#8
+        let storage = Storage(
+            bucket: "my-bucket",
+            authorization: .applicationDefault(scopes: ["https://www.googleapis.com/auth/cloud-platform"])
+        )
         let signer = SignedURLSigner.iamSignBlob(email: "runtime@my-project.iam.gserviceaccount.com")
         let url = try await storage.reference(withPath: "exports/today.csv")
             .signedURL(method: .get, expiresIn: .seconds(600), signer: signer)
@@ -655,7 +659,7 @@ extension DocumentationSnippets {
     }
 
     static func authenticatingSignedURLAgainstTheEmulator(clientEmail: String, privateKeyPEM: String) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#4
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#11
         var configuration = StorageEmulator.Configuration()
         configuration.authentication = .init(
             serviceAccounts: [.init(email: clientEmail, privateKeyPEM: privateKeyPEM)],
@@ -671,6 +675,99 @@ extension DocumentationSnippets {
         request.httpMethod = "PUT"
         let (_, response) = try await URLSession.shared.upload(for: request, from: Data("hi".utf8))
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        // end snippet
+    }
+}
+
+/// Authenticating: Google's credentials (Application Default Credentials, key files,
+/// gcloud logins, the metadata server) and testing them against the emulator.
+extension DocumentationSnippets {
+    static func readmeGoogleCredentials() throws {
+        // snippet: README.md#10
+        let storage = Storage(bucket: "my-bucket", authorization: .applicationDefault)  // gcloud login, key file or metadata server
+        let fromKeyFile = Storage(
+            bucket: "my-bucket",
+            authorization: try .serviceAccount(keyFile: URL(fileURLWithPath: "/etc/secrets/storage-writer.json"))
+        )
+        // end snippet
+        _ = (storage, fromKeyFile)
+    }
+
+    static func authenticatingApplicationDefault(reportURL: URL) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#1
+        let storage = Storage(bucket: "my-bucket", authorization: .applicationDefault)
+        let metadata = try await storage.reference(withPath: "reports/q3.pdf").putFileAsync(from: reportURL)
+        // end snippet
+        _ = metadata
+    }
+
+    static func authenticatingKeyFile() throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#2
+        let authorization = try StorageAuthorization.serviceAccount(
+            keyFile: URL(fileURLWithPath: "/etc/secrets/storage-writer.json"))
+        let storage = Storage(bucket: "my-bucket", authorization: authorization)
+        // end snippet
+        _ = storage
+    }
+
+    static func authenticatingAuthorizedUser() throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#3
+        let file = URL(fileURLWithPath: NSHomeDirectory())
+            .appendingPathComponent(".config/gcloud/application_default_credentials.json")
+        let storage = Storage(bucket: "my-bucket", authorization: try .authorizedUser(file: file))
+        // end snippet
+        _ = storage
+    }
+
+    static func authenticatingMetadataServer() {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#4
+        let storage = Storage(bucket: "my-bucket", authorization: .metadataServer())
+        // end snippet
+        _ = storage
+    }
+
+    static func authenticatingScopes() {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#5
+        let readOnly = StorageAuthorization.applicationDefault(
+            scopes: ["https://www.googleapis.com/auth/devstorage.read_only"])
+        let storage = Storage(bucket: "my-bucket", authorization: readOnly)
+        // end snippet
+        _ = storage
+    }
+
+    static func authenticatingKeyFileAgainstTheEmulator(testKeyFileURL: URL) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#9
+        let keyFile = try Data(contentsOf: testKeyFileURL)  // a key made for tests only
+        var configuration = StorageEmulator.Configuration()
+        configuration.authentication = .init(serviceAccounts: [try .init(keyFile: keyFile)], requiresToken: true)
+        let emulator = try StorageEmulator.start(configuration)
+        defer { emulator.stop() }
+
+        var key = try #require(try JSONSerialization.jsonObject(with: keyFile) as? [String: Any])
+        key["token_uri"] = emulator.baseURL.absoluteString + "/token"
+        let storage = Storage.gcsEmulator(
+            bucket: "test-bucket",
+            baseURL: emulator.baseURL,
+            authorization: try .serviceAccount(keyJSON: try JSONSerialization.data(withJSONObject: key))
+        )
+        _ = try await storage.reference(withPath: "hello.txt").putDataAsync(Data("hi".utf8))
+        #expect(emulator.tokenGrantCount == 1)
+        // end snippet
+    }
+
+    static func authenticatingMetadataServerAgainstTheEmulator() async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#10
+        var configuration = StorageEmulator.Configuration()
+        configuration.authentication = .init(
+            metadataServerAccount: .init(email: "vm@demo.iam.gserviceaccount.com", projectID: "demo"),
+            requiresToken: true
+        )
+        let emulator = try StorageEmulator.start(configuration)
+        defer { emulator.stop() }
+        setenv("GCE_METADATA_HOST", "127.0.0.1:\(emulator.port)", 1)
+        let storage = Storage.gcsEmulator(
+            bucket: "test-bucket", baseURL: emulator.baseURL, authorization: .metadataServer())
+        _ = try await storage.reference(withPath: "hello.txt").putDataAsync(Data("hi".utf8))
         // end snippet
     }
 }
