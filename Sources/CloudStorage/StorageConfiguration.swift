@@ -175,6 +175,10 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// ```
     public var additionalTrustRoots: [TrustRoot] = []
 
+    /// Where IAM `signBlob` calls go when a signed URL is signed by the metadata server's
+    /// account (Google's IAM Credentials API; tests point it at the emulator).
+    var iamCredentialsBaseURL = SignedURLSigner.defaultIAMBaseURL
+
     /// Creates the default configuration.
     public init() {}
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A Google credential and its token cache: what ``StorageAuthorization/applicationDefault``,
 /// ``StorageAuthorization/serviceAccount(keyFile:scopes:)`` and the other credential kinds hold.
@@ -17,9 +18,14 @@ final class OAuthCredential: Sendable, CustomStringConvertible {
     /// Read-write access to Cloud Storage, the scope asked for unless the caller says otherwise.
     static let defaultScopes = ["https://www.googleapis.com/auth/devstorage.read_write"]
 
+    /// The scope IAM's `signBlob` requires (a storage scope is not enough).
+    static let cloudPlatformScope = "https://www.googleapis.com/auth/cloud-platform"
+
     let origin: Origin
     let scopes: [String]
     let cache: TokenCache
+    /// This credential with ``cloudPlatformScope``, made on first use and kept, so its tokens are cached too.
+    private let cloudPlatformScoped = Mutex<OAuthCredential?>(nil)
 
     /// - Parameters:
     ///   - origin: Where tokens come from.
@@ -41,6 +47,18 @@ final class OAuthCredential: Sendable, CustomStringConvertible {
     /// - Parameter stale: A token the storage server refused; see ``TokenCache/token(context:replacing:)``.
     func token(context: TokenRequestContext, replacing stale: String? = nil) async throws(StorageError) -> AccessToken {
         try await cache.token(context: context, replacing: stale)
+    }
+
+    /// The same credential asking for ``cloudPlatformScope``, for IAM `signBlob` calls: itself
+    /// when it already has that scope, otherwise one sibling kept for the life of this one.
+    func withCloudPlatformScope() -> OAuthCredential {
+        if scopes.contains(Self.cloudPlatformScope) { return self }
+        return cloudPlatformScoped.withLock { sibling in
+            if let sibling { return sibling }
+            let made = OAuthCredential(origin: origin, scopes: [Self.cloudPlatformScope])
+            sibling = made
+            return made
+        }
     }
 
     /// The credential's source, found by Application Default Credentials if need be.

@@ -4,27 +4,9 @@
 enum SigningIdentity: Sendable {
     /// A service account key: its `client_email` and private key.
     case serviceAccountKey(email: String, key: RSASigningKey)
-    /// The metadata server's default service account.
-    case metadataServer(MetadataServer, credential: OAuthCredential)
-
-    /// The signing account's email: the key file's, or what the metadata server says.
-    func email(context: TokenRequestContext) async throws(StorageError) -> String {
-        switch self {
-        case .serviceAccountKey(let email, _): email
-        case .metadataServer(let server, _): try await server.serviceAccountEmail(context: context)
-        }
-    }
-
-    /// An access token of the signing account, to authorize an IAM `signBlob` call (from the
-    /// credential's shared cache).
-    func accessToken(context: TokenRequestContext) async throws(StorageError) -> String {
-        switch self {
-        case .serviceAccountKey:
-            throw .internalError("A service account key signs locally; it needs no signBlob token.")
-        case .metadataServer(_, let credential):
-            try await credential.token(context: context).value
-        }
-    }
+    /// The metadata server's default service account, and the credential (asking for the
+    /// cloud-platform scope) whose tokens authorize its `signBlob` calls.
+    case metadataServer(MetadataServer, signBlobAuthorization: StorageAuthorization)
 }
 
 extension StorageAuthorization {
@@ -37,16 +19,17 @@ extension StorageAuthorization {
     func signingIdentity(context: TokenRequestContext) async throws(StorageError) -> SigningIdentity {
         guard let credential = oauthCredential else {
             throw .invalidArgument(
-                "Signing needs a service account: a key file or the metadata server (\(self) cannot sign).")
+                "Signing a URL needs a service account (a key file or the metadata server); \(self) cannot sign. Pass a signer.")
         }
         switch try await credential.source(context: context) {
         case .serviceAccount(let key):
             return .serviceAccountKey(email: key.clientEmail, key: key.signingKey)
         case .metadataServer(let server):
-            return .metadataServer(server, credential: credential)
+            return .metadataServer(
+                server, signBlobAuthorization: StorageAuthorization(kind: .credential(credential.withCloudPlatformScope())))
         case .authorizedUser:
             throw .invalidArgument(
-                "Signing needs a service account: a key file or the metadata server (authorized_user credentials cannot sign)."
+                "Signing a URL needs a service account (a key file or the metadata server); authorized_user credentials cannot sign. Pass a signer."
             )
         }
     }

@@ -8,6 +8,8 @@ import Foundation
 struct IAMSignBlob: Sendable {
     let baseURL: URL
     let email: String
+    /// Whose tokens authorize the call; nil for the Storage's own.
+    var authorization: StorageAuthorization? = nil
 
     /// The request, without its `Authorization` (the request runner adds it).
     func request(payload: [UInt8]) -> HTTPRequest {
@@ -35,7 +37,7 @@ struct IAMSignBlob: Sendable {
         // An endpoint of IAM's own, so the header says `Bearer` (an OAuth access token)
         // whatever protocol the Storage speaks; credentials, settings and transport are its.
         let iam = Storage(
-            bucket: storage.bucket, endpoint: .gcs(baseURL), authorization: storage.authorization,
+            bucket: storage.bucket, endpoint: .gcs(baseURL), authorization: authorization ?? storage.authorization,
             configuration: storage.configuration, transport: storage.transport)
         var runner = RequestRunner(storage: iam, operation: .other)
         let request = request(payload: payload)

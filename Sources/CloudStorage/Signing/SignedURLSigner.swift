@@ -17,8 +17,9 @@ import Foundation
 public struct SignedURLSigner: Sendable {
     enum Kind: Sendable {
         case privateKey(RSASigningKey)
-        /// IAM Credentials at `baseURL` (Google's, or an emulator in tests).
-        case iamSignBlob(baseURL: URL)
+        /// IAM Credentials at `baseURL` (Google's, or an emulator in tests), called with
+        /// `authorization`'s tokens, or the Storage's own when nil.
+        case iamSignBlob(baseURL: URL, authorization: StorageAuthorization?)
     }
 
     /// The service account whose key signs, named in `X-Goog-Credential`.
@@ -68,7 +69,7 @@ public struct SignedURLSigner: Sendable {
 
     /// ``iamSignBlob(email:)`` against another IAM Credentials server (an emulator).
     static func iamSignBlob(email: String, baseURL: URL) -> SignedURLSigner {
-        SignedURLSigner(email: email, kind: .iamSignBlob(baseURL: baseURL))
+        SignedURLSigner(email: email, kind: .iamSignBlob(baseURL: baseURL, authorization: nil))
     }
 
     /// The RSA-SHA256 signature of `message` by the account.
@@ -79,8 +80,9 @@ public struct SignedURLSigner: Sendable {
         switch kind {
         case .privateKey(let key):
             return try key.sign(message)
-        case .iamSignBlob(let baseURL):
-            return try await IAMSignBlob(baseURL: baseURL, email: email).sign(message, for: storage)
+        case .iamSignBlob(let baseURL, let authorization):
+            return try await IAMSignBlob(baseURL: baseURL, email: email, authorization: authorization)
+                .sign(message, for: storage)
         }
     }
 

@@ -1,10 +1,22 @@
 extension Storage {
-    /// The signer the Storage's own authorization provides, for ``StorageReference/signedURL(method:expiresIn:headers:queryParameters:style:signer:)``
-    /// called without one.
+    /// The signer the Storage's own authorization provides, for
+    /// ``StorageReference/signedURL(method:expiresIn:headers:queryParameters:style:signer:)``
+    /// called without one: a service account key signs here; the metadata server's account
+    /// signs through IAM `signBlob`, with a token of that same account asking for the
+    /// cloud-platform scope, which IAM requires (the Storage's own tokens have storage scopes).
     ///
-    /// The seam where credentials that can sign (a service account's key, the metadata
-    /// server's account through IAM) will plug in; until then no authorization can.
-    func defaultURLSigner() throws(StorageError) -> SignedURLSigner {
-        throw .invalidArgument("This authorization cannot sign URLs; pass a signer.")
+    /// - Throws: ``StorageErrorCode/invalidArgument`` for an authorization that cannot sign
+    ///   (tokens, a gcloud user login, none); what finding Application Default Credentials throws.
+    func defaultURLSigner() async throws(StorageError) -> SignedURLSigner {
+        let context = TokenRequestContext(storage: self, operation: .other)
+        switch try await authorization.signingIdentity(context: context) {
+        case .serviceAccountKey(let email, let key):
+            return SignedURLSigner(email: email, kind: .privateKey(key))
+        case .metadataServer(let server, let signBlobAuthorization):
+            let email = try await server.serviceAccountEmail(context: context)
+            return SignedURLSigner(
+                email: email,
+                kind: .iamSignBlob(baseURL: configuration.iamCredentialsBaseURL, authorization: signBlobAuthorization))
+        }
     }
 }

@@ -64,7 +64,7 @@ extension StorageReference {
         method: SignedURLMethod, expiresIn: Duration, headers: [String: String],
         queryParameters: [String: String], style: SignedURLStyle, signer: SignedURLSigner?, at timestamp: Date
     ) async throws(StorageError) -> URL {
-        let signer = try Self.orDefault(signer, storage)
+        let signer = try await Self.orDefault(signer, storage)
         let request = try signingRequest(
             method: method, expiresIn: expiresIn, headers: headers, queryParameters: queryParameters, style: style,
             email: signer.email, at: timestamp)
@@ -74,9 +74,9 @@ extension StorageReference {
 
     private static func orDefault(
         _ signer: SignedURLSigner?, _ storage: Storage
-    ) throws(StorageError) -> SignedURLSigner {
+    ) async throws(StorageError) -> SignedURLSigner {
         if let signer { return signer }
-        return try storage.defaultURLSigner()
+        return try await storage.defaultURLSigner()
     }
 
     /// The canonical request and string to sign, before any signature.

@@ -175,18 +175,4 @@ struct CredentialEndToEndTests {
         #expect(emulator.tokenGrantCount == 1)
         #expect(try await storage.reference(withPath: "burst/999").getData(maxSize: 100).value == data)
     }
-
-    @Test("on the metadata server the signing identity is the emulator's account, with a token it issued")
-    func metadataSigningIdentity() async throws {
-        let emulator = try Self.emulator()
-        defer { emulator.stop() }
-        let directory = try TestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let authorization = try Self.authorization(.adcMetadataServer, emulator, in: directory)
-        let context = TokenRequestContext(storage: Self.storage(emulator, authorization), operation: .other)
-        let identity = try await authorization.signingIdentity(context: context)
-        #expect(try await identity.email(context: context) == TestKeyFiles.email)
-        _ = try await identity.accessToken(context: context)
-        #expect(emulator.tokenGrantCount == 1)
-    }
 }

@@ -104,7 +104,7 @@ struct SignedURLTests {
             Issue.record("signed without a signer")
         } catch {
             #expect(error.code == .invalidArgument)
-            #expect(error.message.contains("cannot sign URLs; pass a signer"))
+            #expect(error.message.contains("cannot sign. Pass a signer."))
         }
     }
 
