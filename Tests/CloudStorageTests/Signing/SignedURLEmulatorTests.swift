@@ -88,6 +88,22 @@ struct SignedURLEmulatorTests {
         #expect(try await Self.send("GET", plain).status == 401)
     }
 
+    @Test("a virtual-hosted URL for a localhost endpoint (<bucket>.localhost) works the same")
+    func virtualHostedRoundTrip() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let port = try #require(emulator.baseURL.port)
+        let storage = Storage(bucket: "virtual", endpoint: .gcs(URL(string: "http://localhost:\(port)")!))
+        let reference = storage.reference(withPath: "dir/v.txt")
+        let put = try await reference.signedURL(
+            method: .put, expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
+        #expect(put.absoluteString.hasPrefix("http://virtual.localhost:\(port)/dir/v.txt?"))
+        #expect(try await Self.send("PUT", put, body: Data("v".utf8)).status == 200)
+        let get = try await reference.signedURL(
+            expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
+        #expect(try await Self.send("GET", get).body == Data("v".utf8))
+    }
+
     @Test("a URL signed through the emulator's IAM signBlob, with a metadata-server token, works the same")
     func iamSignBlobRoundTrip() async throws {
         let emulator = try Self.emulator()
