@@ -1,5 +1,12 @@
 /// How a ``Storage`` proves who it is to the server.
 ///
+/// On Google Cloud, or wherever `gcloud` or a key file provides credentials, let the SDK
+/// find them (``applicationDefault``); otherwise bring a token:
+///
+/// ```swift
+/// let production = Storage(bucket: "my-bucket", authorization: .applicationDefault)
+/// ```
+///
 /// ```swift
 /// let storage = Storage(
 ///     bucket: "my-bucket",
@@ -18,12 +25,25 @@
 /// machine: such a request fails with ``StorageErrorCode/invalidArgument``
 /// before anything is sent. ``emulatorOwner`` is the one exception: it is
 /// not a secret.
-public struct StorageAuthorization: Sendable {
+/// Google credentials (``applicationDefault``, ``serviceAccount(keyFile:scopes:)``,
+/// ``authorizedUser(file:)``, ``metadataServer(scopes:)``) are always sent as
+/// `Authorization: Bearer <access token>`, plus `x-goog-user-project` when the credential
+/// names a quota project. Their tokens are cached until shortly before they expire, shared
+/// by every copy of the value and every `Storage` using it, and refreshed by one request
+/// however many operations need a new one at once.
+///
+/// A value's descriptions (`print`, `dump`, string interpolation) never show a token or
+/// other secret.
+public struct StorageAuthorization: Sendable, CustomStringConvertible, CustomDebugStringConvertible,
+    CustomReflectable
+{
     enum Kind: Sendable {
         case none
         case bearerToken(String)
         case tokenProvider(@Sendable (_ forceRefresh: Bool) async throws -> String)
         case emulatorOwner
+        /// A Google credential with its shared token cache.
+        case credential(OAuthCredential)
     }
 
     let kind: Kind
@@ -86,10 +106,20 @@ public struct StorageAuthorization: Sendable {
         return true
     }
 
-    /// The token to send, or nil for none.
+    /// Whether a request the server answers with HTTP 401 is sent once more with a new token
+    /// (only a credential that can fetch one).
+    var refreshesAfterRefusal: Bool {
+        switch kind {
+        case .tokenProvider, .credential: true
+        case .none, .bearerToken, .emulatorOwner: false
+        }
+    }
+
+    /// The token to send, or nil for none. Not for ``Kind/credential(_:)``, whose tokens come
+    /// from its cache (see ``RequestRunner``).
     func token(forceRefresh: Bool) async throws(StorageError) -> String? {
         switch kind {
-        case .none:
+        case .none, .credential:
             return nil
         case .bearerToken(let token):
             return token
@@ -105,4 +135,21 @@ public struct StorageAuthorization: Sendable {
             }
         }
     }
+
+    /// What the value is, without any secret: `StorageAuthorization.bearerToken(<redacted>)`.
+    public var description: String {
+        switch kind {
+        case .none: "StorageAuthorization.none"
+        case .bearerToken: "StorageAuthorization.bearerToken(<redacted>)"
+        case .tokenProvider: "StorageAuthorization.tokenProvider(<function>)"
+        case .emulatorOwner: "StorageAuthorization.emulatorOwner"
+        case .credential(let credential): "StorageAuthorization(\(credential))"
+        }
+    }
+
+    /// The same as ``description``: never a secret.
+    public var debugDescription: String { description }
+
+    /// No children, so that `dump` and debuggers show ``description`` and never a secret.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
 }

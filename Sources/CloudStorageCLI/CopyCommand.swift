@@ -20,14 +20,18 @@ struct CopyCommand {
         Where it goes:
           --endpoint URL     a Google Cloud Storage JSON API endpoint
           --firebase URL     a Cloud Storage for Firebase (v0) endpoint
-          --production       Google Cloud Storage itself (needs a token)
+          --production       Google Cloud Storage itself
           otherwise STORAGE_EMULATOR_HOST or FIREBASE_STORAGE_EMULATOR_HOST, and
           with none of these the built-in emulator, which keeps objects in
           --emulator-dir DIR (default: $XDG_DATA_HOME/cloud-storage/emulator,
           i.e. ~/.local/share/cloud-storage/emulator).
 
         Options:
-          --token TOKEN       an access token (default: $CLOUD_STORAGE_TOKEN)
+          --token TOKEN       an access token (default: $CLOUD_STORAGE_TOKEN); without one,
+                              --production and https:// --endpoint URLs use Application
+                              Default Credentials: the file $GOOGLE_APPLICATION_CREDENTIALS
+                              names, gcloud's (gcloud auth application-default login), or
+                              the metadata server on Google Cloud
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
           --ca-file FILE      also trust the CA certificates in this PEM file for https://
@@ -41,8 +45,9 @@ struct CopyCommand {
         Ctrl-C, the command exits without waiting any longer.
         Exit status: 0 stored, 2 usage, 3 local file problem, 4 credentials refused,
         5 bucket not found, 6 retries ran out, 7 integrity failure, 130 interrupted
-        (Ctrl-C), 143 terminated (SIGTERM), 1 other (a server whose certificate does
-        not verify, or that does not speak TLS at an https:// address, among them).
+        (Ctrl-C), 143 terminated (SIGTERM), 1 other (no credentials found or none could
+        be fetched, a server whose certificate does not verify, or that does not speak
+        TLS at an https:// address, among them).
         """
 
     let source: URL
@@ -50,6 +55,11 @@ struct CopyCommand {
     let path: String
     let endpoint: Destination
     let token: String?
+    /// Whether, with no token, the command finds Application Default Credentials: for Google
+    /// itself and https:// endpoints, never for the emulators (http:// on this machine).
+    let usesApplicationDefaultCredentials: Bool
+    /// The environment the command was given, where Application Default Credentials look.
+    let environment: [String: String]
     let contentType: String?
     let chunkSize: Int64?
     /// The private CA certificates of `--ca-file`, trusted besides the system's store.
@@ -107,6 +117,11 @@ struct CopyCommand {
             endpoint = .builtInEmulator(directory: directory)
         }
         token = arguments.value("--token") ?? environment["CLOUD_STORAGE_TOKEN"]
+        let googleEndpoint =
+            arguments.has("--production")
+            || arguments.value("--endpoint").map { $0.lowercased().hasPrefix("https://") } == true
+        usesApplicationDefaultCredentials = token == nil && googleEndpoint
+        self.environment = environment
         contentType = arguments.value("--content-type")
         if let text = arguments.value("--chunk-size") {
             guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
@@ -209,12 +224,35 @@ struct CopyCommand {
         }
         configuration.verifiesChecksums = verifiesChecksums
         configuration.additionalTrustRoots = trustRoot.map { [$0] } ?? []
+        let authorization: StorageAuthorization
+        if let token {
+            authorization = .bearerToken(token)
+        } else if usesApplicationDefaultCredentials {
+            authorization = .applicationDefault(
+                environment: environment,
+                homeDirectory: environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path)
+        } else {
+            authorization = .none
+        }
         let storage = Storage(
             bucket: bucket,
             endpoint: storageEndpoint,
-            authorization: token.map { .bearerToken($0) } ?? .none,
+            authorization: authorization,
             configuration: configuration
         )
+        if usesApplicationDefaultCredentials {
+            // Found and exchanged now, so that a machine without credentials fails with one
+            // line before anything is uploaded; the token is cached for the upload.
+            do {
+                try await storage.fetchAccessToken()
+            } catch {
+                if error.code == .cancelled { return .interrupted }
+                let detail = error.serverMessage.map { " (\($0))" } ?? ""
+                report(
+                    "cannot get credentials: \(error.message)\(detail)".replacingOccurrences(of: "\n", with: " "))
+                return .failure
+            }
+        }
         let reference: StorageReference
         do {
             reference = try storage.reference(forURL: "gs://\(bucket)/\(path)")

@@ -59,13 +59,14 @@ struct RequestRunner: Sendable {
         request.idleTimeout = storage.configuration.requestTimeout
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }
-            if let token = try await credential(refreshing: refreshed) {
+            if let credential = try await credential(refreshing: refreshed) {
                 guard !storage.authorization.isSecret || !request.url.isPlainHTTPToAnotherMachine else {
                     throw .invalidArgument(
                         "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
                     )
                 }
-                request.headers.set("Authorization", "\(credentialScheme) \(token)")
+                request.headers.set("Authorization", "\(credential.scheme) \(credential.token)")
+                if let project = credential.quotaProject { request.headers.set("x-goog-user-project", project) }
             }
             let response: HTTPResponse
             do {
@@ -92,7 +93,7 @@ struct RequestRunner: Sendable {
             if accepted.contains(response.status) {
                 return .answer(response)
             }
-            if response.status == 401, !refreshed, case .tokenProvider = storage.authorization.kind {
+            if response.status == 401, !refreshed, storage.authorization.refreshesAfterRefusal {
                 continue
             }
             let error = response.storageError(about: subject, sentChecksum: sentChecksum)
@@ -157,11 +158,37 @@ struct RequestRunner: Sendable {
         return try result.get()
     }
 
-    private mutating func credential(refreshing: Bool) async throws(StorageError) -> String? {
-        if hasToken && !refreshing { return token }
-        token = try await storage.authorization.token(forceRefresh: refreshing)
-        hasToken = true
-        return token
+    /// What a request carries to prove who sends it.
+    private struct Credential {
+        var scheme: String
+        var token: String
+        var quotaProject: String?
+    }
+
+    /// The credential for the next request: the operation's token (fetched once, then again
+    /// after a 401), or for a Google credential whatever its shared cache holds now — a lock
+    /// and a comparison, so a long operation switches to a new token before the old one
+    /// expires instead of waiting for a 401.
+    ///
+    /// - Parameter refreshing: The server refused the last token: fetch another (a Google
+    ///   credential's cache does so only if it still holds that token, so that operations
+    ///   refused together share one exchange).
+    private mutating func credential(refreshing: Bool) async throws(StorageError) -> Credential? {
+        if case .credential(let credential) = storage.authorization.kind {
+            let context = TokenRequestContext(
+                transport: storage.transport, requestTimeout: storage.configuration.requestTimeout,
+                retryPolicy: policy)
+            let fresh = try await credential.token(context: context, replacing: refreshing ? token : nil)
+            token = fresh.value
+            hasToken = true
+            // OAuth 2 access tokens, whichever service the endpoint is.
+            return Credential(scheme: "Bearer", token: fresh.value, quotaProject: fresh.quotaProject)
+        }
+        if !hasToken || refreshing {
+            token = try await storage.authorization.token(forceRefresh: refreshing)
+            hasToken = true
+        }
+        return token.map { Credential(scheme: credentialScheme, token: $0) }
     }
 
     /// Notes that the operation reached a new high (more bytes committed or

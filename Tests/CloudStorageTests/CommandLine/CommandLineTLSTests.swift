@@ -88,7 +88,8 @@ extension CommandLineToolTests {
         defer { emulator.stop() }
         let (source, data) = try Self.file(size: 300 * 1024)
         defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
-        let endpoint = ["--endpoint", emulator.baseURL.absoluteString]
+        // A token, so that neither run looks for Application Default Credentials (this machine's).
+        let endpoint = ["--token", "test-token", "--endpoint", emulator.baseURL.absoluteString]
 
         let refused = await runCommandLine(
             ["cp", "--quiet"] + endpoint + [source.path, "gs://demo/ca.bin"], environment: [:])
@@ -131,7 +132,7 @@ extension CommandLineToolTests {
 
         let (status, errors) = try await Self.runTool(
             [
-                "cp", "--quiet", "--endpoint", emulator.baseURL.absoluteString, source.path,
+                "cp", "--quiet", "--token", "test-token", "--endpoint", emulator.baseURL.absoluteString, source.path,
                 "gs://demo/system-store.bin",
             ],
             environment: [

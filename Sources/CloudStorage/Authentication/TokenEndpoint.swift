@@ -1,0 +1,163 @@
+import Foundation
+import HTTP1
+
+/// The requests a credential makes to get a token: to an OAuth 2 token endpoint (a form
+/// `POST`) or to the metadata server (a `GET`), through the requesting ``Storage``'s own
+/// transport, retrying transient failures within the operation's retry time.
+///
+/// What it sends may be secret (a signed assertion, a refresh token, a client secret) and
+/// what it receives is: neither ever goes into an error. A refusal's error carries the
+/// endpoint's own `error` and `error_description`, nothing else of its body.
+enum TokenEndpoint {
+    /// Exchanges a grant for an access token at an OAuth 2 token endpoint.
+    ///
+    /// - Parameters:
+    ///   - form: The grant's fields, sent as `application/x-www-form-urlencoded`.
+    ///   - url: The endpoint (a key file's `token_uri`).
+    ///   - grant: What is exchanged, for messages ("the service account key of …").
+    ///   - context: The transport and retry time to use.
+    /// - Returns: The token.
+    /// - Throws: ``StorageErrorCode/unauthenticated`` when the endpoint refuses (with its
+    ///   `error_description` as ``StorageError/serverMessage``) or the URL would send the secret
+    ///   over plain HTTP to another machine; ``StorageErrorCode/retryLimitExceeded`` when
+    ///   transient failures outlast the retry time; ``StorageErrorCode/protocolViolation``
+    ///   for an answer without a token; ``StorageErrorCode/tlsFailure``;
+    ///   ``StorageErrorCode/cancelled``.
+    static func exchange(
+        form: [(name: String, value: String)], at url: URL, grant: String, context: TokenRequestContext
+    ) async throws(StorageError) -> AccessToken {
+        guard !url.isPlainHTTPToAnotherMachine else {
+            throw StorageError(
+                .unauthenticated,
+                "Refusing to send \(grant) over plain HTTP to \(url.host ?? "an unknown host"); the token URI must be https or a loopback address."
+            )
+        }
+        var headers = HTTPHeaders()
+        headers.set("Content-Type", "application/x-www-form-urlencoded")
+        headers.set("Accept", "application/json")
+        let request = HTTPRequest(
+            method: "POST", url: url, headers: headers, body: .data(Data(formEncoded(form).utf8)),
+            idleTimeout: context.requestTimeout, isIdempotent: true)
+        let response = try await send(request, to: "the token endpoint \(url.absoluteString)", context: context)
+        guard response.status == 200 else {
+            throw refusal(response, by: "The token endpoint \(url.absoluteString)", of: grant)
+        }
+        return try token(in: response, from: "The token endpoint \(url.absoluteString)")
+    }
+
+    /// Sends `request`, retrying failures that may pass (no answer, 408, 429, 5xx) within the
+    /// context's retry time.
+    ///
+    /// - Parameter server: Names the server in messages ("the token endpoint https://…").
+    /// - Returns: The first answer that is not worth retrying.
+    static func send(
+        _ request: HTTPRequest, to server: String, context: TokenRequestContext
+    ) async throws(StorageError) -> HTTPResponse {
+        var attempts = RetryPolicy.Attempts()
+        while true {
+            if Task.isCancelled { throw .cancelled() }
+            let failure: StorageError
+            do {
+                let response = try await context.transport.execute(request, progress: nil)
+                guard [408, 429].contains(response.status) || (500...599).contains(response.status) else {
+                    return response
+                }
+                failure = StorageError(
+                    .unknown, "\(server.capitalizedFirst) answered HTTP \(response.status).",
+                    httpStatus: response.status, serverMessage: errorFields(in: response.body)?.description)
+            } catch let error as HTTPTransportError {
+                if Task.isCancelled { throw .cancelled() }
+                if error.kind == .tlsFailure { throw StorageError(.tlsFailure, error.message, underlyingError: error) }
+                if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
+                failure = StorageError(
+                    .unknown, "No answer from \(server): \(error.kind).", underlyingError: error)
+            } catch {
+                if Task.isCancelled || error is CancellationError { throw .cancelled() }
+                failure = StorageError(.unknown, "No answer from \(server).", underlyingError: error)
+            }
+            guard
+                let delay = attempts.recordFailure(
+                    at: .now, policy: context.retryPolicy, jitter: Double.random(in: 0..<1))
+            else {
+                let budget = "the retry time (\(context.retryPolicy.budgetName), \(context.retryPolicy.budget))"
+                throw StorageError(
+                    .retryLimitExceeded,
+                    "Fetching an access token from \(server) kept failing for longer than \(budget); the last failure is attached.",
+                    httpStatus: failure.httpStatus, serverMessage: failure.serverMessage, underlyingError: failure)
+            }
+            do {
+                try await Task.sleep(for: delay)
+            } catch {
+                throw .cancelled()
+            }
+        }
+    }
+
+    /// The token of a successful answer: `{"access_token": …, "expires_in": …, "token_type": "Bearer"}`.
+    ///
+    /// - Parameter server: Names the server in messages, capitalized ("The metadata server at …").
+    static func token(in response: HTTPResponse, from server: String) throws(StorageError) -> AccessToken {
+        let issued = ContinuousClock.now
+        guard let object = (try? JSONSerialization.jsonObject(with: response.body)) as? [String: Any],
+            let value = object["access_token"] as? String, !value.isEmpty,
+            value.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+        else {
+            throw .protocolViolation("\(server) answered HTTP 200 without a usable access_token.")
+        }
+        if let type = object["token_type"] as? String, type.lowercased() != "bearer" {
+            throw .protocolViolation("\(server) issued a token of type \(type), not Bearer.")
+        }
+        // JSONSerialization reads integers as NSNumber; a string or a fraction is tolerated.
+        let seconds: Double? =
+            (object["expires_in"] as? NSNumber)?.doubleValue ?? (object["expires_in"] as? String).flatMap(Double.init)
+        let lifetime =
+            seconds.map { $0.isFinite ? Duration.seconds(min(max($0, 0), 86_400)) : AccessToken.defaultLifetime }
+            ?? AccessToken.defaultLifetime
+        return AccessToken(value: value, lifetime: lifetime, issued: issued)
+    }
+
+    /// The error for an endpoint's refusal: its `error` and `error_description` (RFC 6749 §5.2)
+    /// and status, never the rest of its body.
+    static func refusal(_ response: HTTPResponse, by server: String, of grant: String) -> StorageError {
+        let fields = errorFields(in: response.body)
+        let code = fields?.code.map { " (\($0))" } ?? ""
+        return StorageError(
+            .unauthenticated, "\(server) refused \(grant)\(code).", httpStatus: response.status,
+            serverMessage: fields?.description)
+    }
+
+    /// `error` and `error_description` of an OAuth 2 error answer, or of Google's
+    /// `{"error": {"message": …}}`.
+    static func errorFields(in body: Data) -> (code: String?, description: String?)? {
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return nil }
+        if let nested = object["error"] as? [String: Any] {
+            return (nested["status"] as? String, nested["message"] as? String)
+        }
+        let code = object["error"] as? String
+        let description = object["error_description"] as? String ?? code
+        return code == nil && description == nil ? nil : (code, description)
+    }
+
+    /// `application/x-www-form-urlencoded`: every byte but the unreserved ones percent-encoded.
+    static func formEncoded(_ fields: [(name: String, value: String)]) -> String {
+        fields.map { "\(percentEncoded($0.name))=\(percentEncoded($0.value))" }.joined(separator: "&")
+    }
+
+    static func percentEncoded(_ text: String) -> String {
+        var encoded = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                let hex = Array("0123456789ABCDEF".unicodeScalars)
+                encoded.unicodeScalars.append("%")
+                encoded.unicodeScalars.append(hex[Int(byte >> 4)])
+                encoded.unicodeScalars.append(hex[Int(byte & 0x0F)])
+            }
+        }
+        return encoded
+    }
+}
