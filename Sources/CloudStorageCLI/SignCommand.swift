@@ -33,8 +33,9 @@ struct SignCommand {
     let headers: [String: String]
     let style: SignedURLStyle
     let endpoint: StorageEndpoint
-    /// The signer of `--key-file`; nil for the Storage's own credentials.
-    let signer: SignedURLSigner?
+    /// `--key-file`'s service account, whose key signs; none without it.
+    let authorization: StorageAuthorization
+    let hasKeyFile: Bool
 
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
@@ -82,7 +83,9 @@ struct SignCommand {
             let variable = environment.filter { $0.key == "STORAGE_EMULATOR_HOST" }
             endpoint = try CopyCommand.endpoint(fromEnvironment: variable) ?? .googleCloudStorage
         }
-        signer = try arguments.value("--key-file").map(Self.signer(keyFile:))
+        let keyFile = arguments.value("--key-file")
+        authorization = try keyFile.map(Self.authorization(keyFile:)) ?? .none
+        hasKeyFile = keyFile != nil
     }
 
     /// `900`, `90s`, `15m`, `2h`, `7d` in seconds; nil for anything else (or an overflow).
@@ -100,34 +103,22 @@ struct SignCommand {
         return overflow ? nil : product
     }
 
-    /// The signer of a service account's JSON key file, read and checked now, so that a wrong
-    /// file fails before anything else happens.
-    static func signer(keyFile path: String) throws(UsageError) -> SignedURLSigner {
-        let data: Data
+    /// The authorization of a service account's JSON key file, read and checked now, so that a
+    /// wrong file fails before anything else happens.
+    static func authorization(keyFile path: String) throws(UsageError) -> StorageAuthorization {
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            return try StorageAuthorization.serviceAccount(keyFile: URL(fileURLWithPath: path))
         } catch {
-            throw UsageError("--key-file: cannot read \(path)", showsUsage: false)
-        }
-        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let email = json["client_email"] as? String, let pem = json["private_key"] as? String
-        else {
-            throw UsageError(
-                "--key-file: \(path) is not a service account's JSON key (client_email and private_key)",
-                showsUsage: false)
-        }
-        do {
-            return try SignedURLSigner.privateKey(email: email, pem: pem)
-        } catch {
-            throw UsageError("--key-file: \(path): \(error.message)", showsUsage: false)
+            throw UsageError("--key-file: \(error.message)", showsUsage: false)
         }
     }
 
     /// The signed URL, as of now.
     func signedURL() async throws(StorageError) -> URL {
-        let storage = Storage(bucket: bucket, endpoint: endpoint)
+        let storage = Storage(bucket: bucket, endpoint: endpoint, authorization: authorization)
+        // No signer: the Storage's credential signs (the key file's key).
         return try await storage.reference(withPath: path).signedURL(
-            method: method, expiresIn: expiresIn, headers: headers, style: style, signer: signer)
+            method: method, expiresIn: expiresIn, headers: headers, style: style)
     }
 
     /// Prints the URL to standard output (through `output`).
@@ -136,7 +127,7 @@ struct SignCommand {
             output(try await signedURL().absoluteString)
             return .success
         } catch {
-            if signer == nil, error.code == .invalidArgument, error.message.contains("cannot sign URLs") {
+            if !hasKeyFile, error.code == .invalidArgument, error.message.contains("cannot sign URLs") {
                 report("no credentials that can sign: give --key-file FILE (a service account's JSON key)")
             } else {
                 report(error.message)

@@ -39,7 +39,9 @@ extension StorageReference {
     ///   - queryParameters: Further query parameters the URL carries, signed (such as
     ///     `response-content-disposition`); the `X-Goog-` names of the signature itself are refused.
     ///   - style: Path style (the default), virtual-hosted, or a bucket-bound host name.
-    ///   - signer: Who signs. Nil signs with the ``Storage``'s own credentials when they can.
+    ///   - signer: Who signs. Nil signs with the ``Storage``'s own credentials when they can:
+    ///     a service account key file's key, or the metadata server's account through IAM
+    ///     `signBlob` (Application Default Credentials find either).
     /// - Returns: The signed URL.
     /// - Throws: ``StorageErrorCode/invalidArgument`` for an expiry outside 1 s … 7 days, a
     ///   header or parameter that cannot be signed, a style the endpoint cannot serve, or
@@ -64,7 +66,7 @@ extension StorageReference {
         method: SignedURLMethod, expiresIn: Duration, headers: [String: String],
         queryParameters: [String: String], style: SignedURLStyle, signer: SignedURLSigner?, at timestamp: Date
     ) async throws(StorageError) -> URL {
-        let signer = try Self.orDefault(signer, storage)
+        let signer = try await Self.orDefault(signer, storage)
         let request = try signingRequest(
             method: method, expiresIn: expiresIn, headers: headers, queryParameters: queryParameters, style: style,
             email: signer.email, at: timestamp)
@@ -74,9 +76,9 @@ extension StorageReference {
 
     private static func orDefault(
         _ signer: SignedURLSigner?, _ storage: Storage
-    ) throws(StorageError) -> SignedURLSigner {
+    ) async throws(StorageError) -> SignedURLSigner {
         if let signer { return signer }
-        return try storage.defaultURLSigner()
+        return try await storage.defaultURLSigner()
     }
 
     /// The canonical request and string to sign, before any signature.

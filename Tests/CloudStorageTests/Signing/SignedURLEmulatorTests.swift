@@ -14,7 +14,8 @@ import FoundationNetworking
 /// requires a token for every unsigned storage request.
 @Suite("V4 signed URLs against the emulator", .timeLimit(.minutes(2)))
 struct SignedURLEmulatorTests {
-    static let email = "signer@cloudstorage-test.iam.gserviceaccount.com"
+    /// The account of Tests/TestCredentials/service-account.json (whose key is service-account.key).
+    static let email = "test-account@cloudstorage-test.iam.gserviceaccount.com"
 
     /// An emulator that knows the TEST-ONLY service account (with its private key, so it can
     /// signBlob for it) and serves a metadata server for it.
@@ -102,6 +103,46 @@ struct SignedURLEmulatorTests {
         let get = try await reference.signedURL(
             expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
         #expect(try await Self.send("GET", get).body == Data("v".utf8))
+    }
+
+    @Test("no signer: a Storage with a service account key file signs with its key")
+    func keyFileAuthorizationSigns() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let authorization = try StorageAuthorization.serviceAccount(
+            keyFile: TestCredentials.url("service-account.json"))
+        let storage = Storage(bucket: "signed", endpoint: .gcs(emulator.baseURL), authorization: authorization)
+        let signer = try await storage.defaultURLSigner()
+        #expect(signer.email == Self.email)
+        try await Self.roundTrip(storage, signer: signer, name: "key-file.txt")
+        // And through the public call with no signer.
+        let reference = storage.reference(withPath: "key-file-2.txt")
+        let put = try await reference.signedURL(method: .put, expiresIn: .seconds(600))
+        #expect(try await Self.send("PUT", put, body: Data("k".utf8)).status == 200)
+        #expect(emulator.tokenGrantCount == 0)  // a key signs here: no token was needed
+    }
+
+    @Test("no signer on the metadata server: its account's email, signed through IAM signBlob with its token")
+    func metadataServerAuthorizationSigns() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let host = try #require(emulator.baseURL.host) + ":" + String(try #require(emulator.baseURL.port))
+        let storage = Storage(
+            bucket: "signed", endpoint: .gcs(emulator.baseURL),
+            authorization: .metadataServer(
+                scopes: ["https://www.googleapis.com/auth/cloud-platform"], environment: ["GCE_METADATA_HOST": host]))
+        let signer = try await storage.defaultURLSigner(iamBaseURL: emulator.baseURL)
+        #expect(signer.email == Self.email)
+        try await Self.roundTrip(storage, signer: signer, name: "metadata.txt")
+        #expect(emulator.tokenGrantCount == 1)
+    }
+
+    @Test("no signer and a credential that cannot sign (a plain token): invalidArgument")
+    func tokenCannotSign() async throws {
+        let storage = Storage(bucket: "signed", authorization: .bearerToken("t"))
+        await #expect(throws: StorageError.self) {
+            try await storage.reference(withPath: "x").signedURL(expiresIn: .seconds(60))
+        }
     }
 
     @Test("a URL signed through the emulator's IAM signBlob, with a metadata-server token, works the same")
@@ -193,15 +234,7 @@ struct SignedURLEmulatorTests {
     func commandLine() async throws {
         let emulator = try Self.emulator()
         defer { emulator.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sign-e2e-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keyFile = directory.appendingPathComponent("key.json")
-        let json: [String: String] = [
-            "type": "service_account", "client_email": Self.email,
-            "private_key": try TestCredentials.text("service-account.key"),
-        ]
-        try JSONSerialization.data(withJSONObject: json).write(to: keyFile)
+        let keyFile = TestCredentials.url("service-account.json")
         func sign(_ words: [String]) async throws -> URL {
             let command = try SignCommand(
                 words + ["--key-file", keyFile.path, "--endpoint", emulator.baseURL.absoluteString], environment: [:])
