@@ -8,22 +8,26 @@ struct SignCommand {
 
         Prints a V4 signed URL: anyone holding it may perform METHOD on the object
         (on the bucket when PATH is empty) without credentials until it expires.
-        Nothing is contacted: the URL is signed here with the service account's key.
+        With --key-file the URL is signed here with that service account's key and
+        nothing is contacted. Without it, Application Default Credentials sign: a key
+        file they find signs here; on Compute Engine, Cloud Run or GKE the metadata
+        server's account signs through IAM signBlob.
 
         Options:
           --method M          GET (default), PUT, POST (starts a resumable upload;
                               send x-goog-resumable: start) or DELETE
           --expires T         how long the URL is valid: SECONDS or a number followed
                               by s, m, h or d (default 1h; at most 7d)
-          --key-file FILE     a service account's JSON key file (client_email, private_key)
+          --key-file FILE     a service account's JSON key file (client_email, private_key);
+                              default: Application Default Credentials
           --header K:V        a header the request must carry with this value (repeatable)
           --virtual-hosted    https://BUCKET.storage.googleapis.com/PATH instead of
                               https://storage.googleapis.com/BUCKET/PATH
           --endpoint URL      sign for this host instead (an emulator); by default
                               $STORAGE_EMULATOR_HOST, else Google Cloud Storage
 
-        Exit status: 0 printed, 2 usage (bad arguments, an unreadable key file, no key),
-        1 other.
+        Exit status: 0 printed, 2 usage (bad arguments, an unreadable key file),
+        1 other (no credentials that can sign, among others).
         """
 
     let bucket: String
@@ -33,8 +37,8 @@ struct SignCommand {
     let headers: [String: String]
     let style: SignedURLStyle
     let endpoint: StorageEndpoint
-    /// The signer of `--key-file`; nil for the Storage's own credentials.
-    let signer: SignedURLSigner?
+    /// `--key-file`'s service account, whose key signs; Application Default Credentials without it.
+    let authorization: StorageAuthorization
 
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
@@ -82,7 +86,7 @@ struct SignCommand {
             let variable = environment.filter { $0.key == "STORAGE_EMULATOR_HOST" }
             endpoint = try CopyCommand.endpoint(fromEnvironment: variable) ?? .googleCloudStorage
         }
-        signer = try arguments.value("--key-file").map(Self.signer(keyFile:))
+        authorization = try arguments.value("--key-file").map(Self.authorization(keyFile:)) ?? .applicationDefault
     }
 
     /// `900`, `90s`, `15m`, `2h`, `7d` in seconds; nil for anything else (or an overflow).
@@ -100,34 +104,22 @@ struct SignCommand {
         return overflow ? nil : product
     }
 
-    /// The signer of a service account's JSON key file, read and checked now, so that a wrong
-    /// file fails before anything else happens.
-    static func signer(keyFile path: String) throws(UsageError) -> SignedURLSigner {
-        let data: Data
+    /// The authorization of a service account's JSON key file, read and checked now, so that a
+    /// wrong file fails before anything else happens.
+    static func authorization(keyFile path: String) throws(UsageError) -> StorageAuthorization {
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+            return try StorageAuthorization.serviceAccount(keyFile: URL(fileURLWithPath: path))
         } catch {
-            throw UsageError("--key-file: cannot read \(path)", showsUsage: false)
-        }
-        guard let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let email = json["client_email"] as? String, let pem = json["private_key"] as? String
-        else {
-            throw UsageError(
-                "--key-file: \(path) is not a service account's JSON key (client_email and private_key)",
-                showsUsage: false)
-        }
-        do {
-            return try SignedURLSigner.privateKey(email: email, pem: pem)
-        } catch {
-            throw UsageError("--key-file: \(path): \(error.message)", showsUsage: false)
+            throw UsageError("--key-file: \(error.message)", showsUsage: false)
         }
     }
 
     /// The signed URL, as of now.
     func signedURL() async throws(StorageError) -> URL {
-        let storage = Storage(bucket: bucket, endpoint: endpoint)
+        let storage = Storage(bucket: bucket, endpoint: endpoint, authorization: authorization)
+        // No signer: the Storage's credential signs (a key file's key, or IAM for the metadata server's account).
         return try await storage.reference(withPath: path).signedURL(
-            method: method, expiresIn: expiresIn, headers: headers, style: style, signer: signer)
+            method: method, expiresIn: expiresIn, headers: headers, style: style)
     }
 
     /// Prints the URL to standard output (through `output`).
@@ -136,10 +128,9 @@ struct SignCommand {
             output(try await signedURL().absoluteString)
             return .success
         } catch {
-            if signer == nil, error.code == .invalidArgument, error.message.contains("cannot sign URLs") {
-                report("no credentials that can sign: give --key-file FILE (a service account's JSON key)")
-            } else {
-                report(error.message)
+            report(error.message)
+            if error.code == .unauthenticated || error.message.contains("cannot sign.") {
+                report("give --key-file FILE (a service account's JSON key) to sign with a key of your own")
             }
             return ExitCode(error)
         }

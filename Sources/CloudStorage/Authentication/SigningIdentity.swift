@@ -18,19 +18,20 @@ extension StorageAuthorization {
     ///   (tokens, `authorized_user` credentials, none); what finding the credential throws.
     func signingIdentity(context: TokenRequestContext) async throws(StorageError) -> SigningIdentity {
         guard let credential = oauthCredential else {
-            throw .invalidArgument(
-                "Signing a URL needs a service account (a key file or the metadata server); \(self) cannot sign. Pass a signer.")
+            throw .invalidArgument(Self.cannotSign("\(self)"))
         }
         switch try await credential.source(context: context) {
         case .serviceAccount(let key):
             return .serviceAccountKey(email: key.clientEmail, key: key.signingKey)
         case .metadataServer(let server):
-            return .metadataServer(
-                server, signBlobAuthorization: StorageAuthorization(kind: .credential(credential.withCloudPlatformScope())))
+            let signBlobAuthorization = StorageAuthorization(kind: .credential(credential.withCloudPlatformScope()))
+            return .metadataServer(server, signBlobAuthorization: signBlobAuthorization)
         case .authorizedUser:
-            throw .invalidArgument(
-                "Signing a URL needs a service account (a key file or the metadata server); authorized_user credentials cannot sign. Pass a signer."
-            )
+            throw .invalidArgument(Self.cannotSign("authorized_user credentials"))
         }
+    }
+
+    private static func cannotSign(_ what: String) -> String {
+        "Signing a URL needs a service account (a key file or the metadata server); \(what) cannot sign. Pass a signer."
     }
 }

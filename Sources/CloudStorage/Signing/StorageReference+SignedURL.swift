@@ -39,7 +39,9 @@ extension StorageReference {
     ///   - queryParameters: Further query parameters the URL carries, signed (such as
     ///     `response-content-disposition`); the `X-Goog-` names of the signature itself are refused.
     ///   - style: Path style (the default), virtual-hosted, or a bucket-bound host name.
-    ///   - signer: Who signs. Nil signs with the ``Storage``'s own credentials when they can.
+    ///   - signer: Who signs. Nil signs with the ``Storage``'s own credentials when they can:
+    ///     a service account key file's key, or the metadata server's account through IAM
+    ///     `signBlob` (Application Default Credentials find either).
     /// - Returns: The signed URL.
     /// - Throws: ``StorageErrorCode/invalidArgument`` for an expiry outside 1 s … 7 days, a
     ///   header or parameter that cannot be signed, a style the endpoint cannot serve, or

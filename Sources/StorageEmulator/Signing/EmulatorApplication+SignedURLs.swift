@@ -45,8 +45,13 @@ extension EmulatorApplication {
         guard let decoded = V4PercentEncoding.decode(request.path) else {
             throw HTTPError(400, "The path's percent-encoding is malformed.", reason: "InvalidURI")
         }
-        // `/<bucket>/<object>`: the object name keeps its slashes.
-        let parts = decoded.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        // Path style, `/<bucket>/<object>`; or virtual-hosted, `<bucket>.localhost` and
+        // `/<object>` (`.localhost` names this machine, RFC 6761, so no other host is taken
+        // for a bucket). The object name keeps its slashes.
+        var parts = decoded.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        if let bucket = Self.virtualHostedBucket(request.headers["Host"]) {
+            parts = [Substring(bucket), decoded.dropFirst()]
+        }
         guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
             throw HTTPError(
                 400, "The emulator serves signed requests for objects (/<bucket>/<object>) only.",
@@ -113,6 +118,15 @@ extension EmulatorApplication {
         default:
             throw HTTPError(405, "Signed URLs serve GET, HEAD, PUT, POST and DELETE.", reason: "MethodNotAllowed")
         }
+    }
+
+    /// The bucket of a virtual-hosted request's `Host`, `<bucket>.localhost[:port]`; nil otherwise.
+    static func virtualHostedBucket(_ host: String?) -> String? {
+        guard let host else { return nil }
+        let name = V4CanonicalRequest.canonicalHost(authority: host)
+        guard name.hasSuffix(".localhost") else { return nil }
+        let bucket = name.dropLast(".localhost".count)
+        return bucket.isEmpty ? nil : String(bucket)
     }
 
     /// GCS's XML error document; the code is the error's reason.

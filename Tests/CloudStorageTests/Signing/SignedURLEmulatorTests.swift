@@ -14,7 +14,8 @@ import FoundationNetworking
 /// requires a token for every unsigned storage request.
 @Suite("V4 signed URLs against the emulator", .timeLimit(.minutes(2)))
 struct SignedURLEmulatorTests {
-    static let email = "signer@cloudstorage-test.iam.gserviceaccount.com"
+    /// The account of Tests/TestCredentials/service-account.json (whose key is service-account.key).
+    static let email = "test-account@cloudstorage-test.iam.gserviceaccount.com"
 
     /// An emulator that knows the TEST-ONLY service account (with its private key, so it can
     /// signBlob for it) and serves a metadata server for it.
@@ -86,6 +87,22 @@ struct SignedURLEmulatorTests {
         // The same request unsigned is refused: the signature is what authorized it.
         let plain = URL(string: emulator.baseURL.absoluteString + "/storage/v1/b/signed/o/x?alt=media")!
         #expect(try await Self.send("GET", plain).status == 401)
+    }
+
+    @Test("a virtual-hosted URL for a localhost endpoint (<bucket>.localhost) works the same")
+    func virtualHostedRoundTrip() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let port = try #require(emulator.baseURL.port)
+        let storage = Storage(bucket: "virtual", endpoint: .gcs(URL(string: "http://localhost:\(port)")!))
+        let reference = storage.reference(withPath: "dir/v.txt")
+        let put = try await reference.signedURL(
+            method: .put, expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
+        #expect(put.absoluteString.hasPrefix("http://virtual.localhost:\(port)/dir/v.txt?"))
+        #expect(try await Self.send("PUT", put, body: Data("v".utf8)).status == 200)
+        let get = try await reference.signedURL(
+            expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
+        #expect(try await Self.send("GET", get).body == Data("v".utf8))
     }
 
     @Test("a URL signed through the emulator's IAM signBlob, with a metadata-server token, works the same")
@@ -177,15 +194,7 @@ struct SignedURLEmulatorTests {
     func commandLine() async throws {
         let emulator = try Self.emulator()
         defer { emulator.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sign-e2e-\(UUID())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keyFile = directory.appendingPathComponent("key.json")
-        let json: [String: String] = [
-            "type": "service_account", "client_email": Self.email,
-            "private_key": try TestCredentials.text("service-account.key"),
-        ]
-        try JSONSerialization.data(withJSONObject: json).write(to: keyFile)
+        let keyFile = TestCredentials.url("service-account.json")
         func sign(_ words: [String]) async throws -> URL {
             let command = try SignCommand(
                 words + ["--key-file", keyFile.path, "--endpoint", emulator.baseURL.absoluteString], environment: [:])

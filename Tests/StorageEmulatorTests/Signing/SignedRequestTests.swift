@@ -17,7 +17,7 @@ struct SignedRequestTests {
     /// `path?query` of a URL for `emulator.test` signed at the clock's time, as a client library makes it.
     static func signedTarget(
         _ method: String, _ path: String, clock: TestClock, expires: Int64 = 60,
-        headers: [(String, String)] = [], email: String = AuthFixture.email
+        headers: [(String, String)] = [], email: String = AuthFixture.email, host: String = "emulator.test"
     ) throws -> String {
         let timestamp = try #require(V4Timestamp(secondsSince1970: clock.seconds))
         let signedHeaders = (["host"] + headers.map { $0.0.lowercased() }).sorted().joined(separator: ";")
@@ -26,7 +26,7 @@ struct SignedRequestTests {
             method: method, encodedPath: encodedPath,
             query: V4CanonicalRequest.signingQuery(
                 email: email, timestamp: timestamp, expiresInSeconds: expires, signedHeaders: signedHeaders),
-            headers: [("host", "emulator.test")] + headers)
+            headers: [("host", host)] + headers)
         let stringToSign = V4CanonicalRequest.stringToSign(
             timestamp: timestamp, canonicalRequestHash: hex(try OpenSSLDigest.sha256(Array(canonical.text.utf8))))
         let signature = hex(try AuthFixture.key.signSHA256(Array(stringToSign.utf8)))
@@ -108,6 +108,24 @@ struct SignedRequestTests {
         let post = harness.send("POST", try Self.signedTarget("POST", "/bkt/o", clock: clock))
         #expect(post.status == 400)
         #expect(harness.send("DELETE", try Self.signedTarget("DELETE", "/bkt/none", clock: clock)).status == 404)
+    }
+
+    @Test("virtual-hosted: a Host of <bucket>.localhost names the bucket, the path the object")
+    func virtualHosted() throws {
+        let clock = TestClock()
+        let harness = try AuthFixture.harness(clock)
+        let host: HTTPHeaders = ["Host": "bkt.localhost:9000"]
+        let put = try Self.signedTarget("PUT", "/dir/v.txt", clock: clock, host: "bkt.localhost")
+        #expect(harness.send("PUT", put, headers: host, body: Array("virtual".utf8)).status == 200)
+        #expect(harness.store.record(bucket: "bkt", name: "dir/v.txt")?.size == 7)
+        let get = try Self.signedTarget("GET", "/dir/v.txt", clock: clock, host: "bkt.localhost")
+        #expect(harness.send("GET", get, headers: host).body == Data("virtual".utf8))
+        // The host is signed: the same URL reaching another host name fails.
+        #expect(harness.send("GET", get, headers: ["Host": "bkt.example:9000"]).status == 403)
+        #expect(EmulatorApplication.virtualHostedBucket("emulator.test") == nil)
+        #expect(EmulatorApplication.virtualHostedBucket(".localhost") == nil)
+        #expect(EmulatorApplication.virtualHostedBucket("localhost:80") == nil)
+        #expect(EmulatorApplication.virtualHostedBucket("A.LocalHost") == "a")
     }
 
     @Test("an emulator without authentication knows no account: every signature is refused with 403")
