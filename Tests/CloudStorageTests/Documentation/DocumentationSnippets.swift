@@ -647,15 +647,20 @@ extension DocumentationSnippets {
 
     static func authenticatingIAMSignBlob() async throws {
         // snippet: DocsCatalog/CloudStorage.docc/Authenticating.md#8
-        let storage = Storage(
+        // No signer: the Storage's own credentials sign.
+        let storage = Storage(bucket: "my-bucket", authorization: .applicationDefault)
+        let url = try await storage.reference(withPath: "exports/today.csv").signedURL(expiresIn: .seconds(600))
+
+        // Another account signs, through IAM, with this Storage's token (which needs the cloud-platform scope).
+        let platform = Storage(
             bucket: "my-bucket",
             authorization: .applicationDefault(scopes: ["https://www.googleapis.com/auth/cloud-platform"])
         )
-        let signer = SignedURLSigner.iamSignBlob(email: "runtime@my-project.iam.gserviceaccount.com")
-        let url = try await storage.reference(withPath: "exports/today.csv")
+        let signer = SignedURLSigner.iamSignBlob(email: "exports@my-project.iam.gserviceaccount.com")
+        let other = try await platform.reference(withPath: "exports/today.csv")
             .signedURL(method: .get, expiresIn: .seconds(600), signer: signer)
         // end snippet
-        _ = url
+        _ = (url, other)
     }
 
     static func authenticatingSignedURLAgainstTheEmulator(clientEmail: String, privateKeyPEM: String) async throws {
