@@ -80,7 +80,16 @@ final class NativeConnectionPool: Sendable {
         var idle: [String: [Idle]] = [:]
         var leases: [String: Leases] = [:]
         var opened = 0
+        /// The most leases of one host ever out at once (for tests: the limit held).
+        var peakLeasesOut = 0
         var nextWaiterID: UInt64 = 0
+
+        /// Takes one of `key`'s leases when one of `limit` is free.
+        mutating func takeLease(_ key: String, limit: Int) -> Bool {
+            guard leases[key, default: Leases()].take(limit: limit) else { return false }
+            peakLeasesOut = max(peakLeasesOut, leases[key, default: Leases()].out)
+            return true
+        }
     }
 
     /// The most requests in flight per `host:port`, each on a connection of its own.
@@ -113,6 +122,9 @@ final class NativeConnectionPool: Sendable {
     /// Leases out now, over all hosts (for tests).
     var leasesOut: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.out } } }
 
+    /// The most leases of one host ever out at once (for tests).
+    var peakLeasesOut: Int { state.withLock { $0.peakLeasesOut } }
+
     /// Requests waiting for a lease, over all hosts (for tests).
     var waiting: Int { state.withLock { $0.leases.values.reduce(0) { $0 + $1.waitingCount } } }
 
@@ -121,7 +133,7 @@ final class NativeConnectionPool: Sendable {
     /// - Throws: `CancellationError` when the calling task is cancelled first (no lease is taken).
     func acquire(_ key: String) async throws {
         let id = state.withLock { state -> UInt64? in
-            if state.leases[key, default: Leases()].take(limit: maxConnectionsPerHost) { return nil }
+            if state.takeLease(key, limit: maxConnectionsPerHost) { return nil }
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
         }
@@ -131,7 +143,7 @@ final class NativeConnectionPool: Sendable {
                 let granted = state.withLock { state -> Bool? in
                     // Checked under the lock: a cancel either finds this waiter queued or is seen here.
                     if Task.isCancelled { return nil }
-                    if state.leases[key, default: Leases()].take(limit: maxConnectionsPerHost) { return true }
+                    if state.takeLease(key, limit: maxConnectionsPerHost) { return true }
                     state.leases[key, default: Leases()].enqueue(Waiter(id: id, continuation: continuation))
                     return false
                 }

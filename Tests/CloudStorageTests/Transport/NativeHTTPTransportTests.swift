@@ -86,7 +86,11 @@ struct NativeHTTPTransportTests {
             }
             try await group.waitForAll()
         }
-        #expect(transport.connectionsOpened <= 4)
+        // The limit holds at every moment. How many connections were opened in all also
+        // depends on time (an idle one ages out after maxIdleTime, or the server closes it,
+        // and a slow machine makes the burst long), so that count only shows reuse.
+        #expect(transport.pool.peakLeasesOut <= 4)
+        #expect(transport.connectionsOpened < 20)
         #expect(transport.threads.threadCount <= 4)
         #expect(transport.pool.leasesOut == 0)
         #expect(transport.pool.waiting == 0)
