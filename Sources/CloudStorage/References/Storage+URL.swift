@@ -1,4 +1,5 @@
 public import Foundation
+import V4Signing
 
 extension Storage {
     /// A reference to the object a `gs://` or `http(s)://` URL names.
@@ -276,34 +277,12 @@ enum StorageURLParser {
     ///   two hex digits or the decoded bytes are not UTF-8.
     static func percentDecoded(_ text: Substring, original: String) throws(StorageError) -> String {
         guard text.utf8.contains(UInt8(ascii: "%")) else { return String(text) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(text.utf8.count)
-        var iterator = text.utf8.makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else {
-                throw .pathError(
-                    "\"\(redacted(original))\" has a malformed percent escape: % must be followed by two hex digits."
-                )
-            }
-            bytes.append(high << 4 | low)
-        }
-        guard let decoded = String(validating: bytes, as: UTF8.self) else {
-            throw .pathError("\"\(redacted(original))\" has percent escapes that do not decode to UTF-8 text.")
+        guard let decoded = V4PercentEncoding.decode(text) else {
+            throw .pathError(
+                "\"\(redacted(original))\" has a malformed percent escape (% must be followed by two hex digits) or escapes that do not decode to UTF-8 text."
+            )
         }
         return decoded
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// The URL without user information, query and fragment, which may
