@@ -44,7 +44,7 @@ public struct StoragePreconditions: Sendable, Hashable {
     /// let current = try await ref.getMetadata()
     /// var update = StorageMetadataUpdate()
     /// update.cacheControl = .set("no-store")
-    /// try await ref.updateMetadata(
+    /// _ = try await ref.updateMetadata(
     ///     update, preconditions: StoragePreconditions(ifMetagenerationMatch: current.metageneration))
     /// ```
     ///
@@ -73,7 +73,7 @@ public struct StoragePreconditions: Sendable, Hashable {
     ///
     /// ```swift
     /// do {
-    ///     try await ref.putDataAsync(data, preconditions: .doesNotExist)
+    ///     _ = try await ref.putDataAsync(data, preconditions: .doesNotExist)
     /// } catch where error.code == .preconditionFailed {
     ///     print("someone else created it first")
     /// }
