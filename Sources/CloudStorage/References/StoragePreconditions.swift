@@ -94,6 +94,18 @@ public struct StoragePreconditions: Sendable, Hashable {
         ].compactMap { name, value in value.map { (name, String($0)) } }
     }
 
+    /// Whether the conditions hold for an object with this metadata, judged
+    /// as the server would (for a read that changes nothing).
+    func holds(for metadata: StorageMetadata) -> Bool {
+        let generation = metadata.generation
+        let metageneration = metadata.metageneration
+        if let ifGenerationMatch, ifGenerationMatch != generation { return false }
+        if let ifGenerationNotMatch, ifGenerationNotMatch == generation { return false }
+        if let ifMetagenerationMatch, ifMetagenerationMatch != metageneration { return false }
+        if let ifMetagenerationNotMatch, ifMetagenerationNotMatch == metageneration { return false }
+        return true
+    }
+
     /// Refuses conditions the endpoint cannot check or no object can meet,
     /// before any request goes out.
     ///

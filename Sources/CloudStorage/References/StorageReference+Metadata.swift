@@ -55,7 +55,8 @@ extension StorageReference {
     /// - Parameters:
     ///   - update: The fields to set and to remove.
     ///   - preconditions: Conditions the object must meet (Google Cloud Storage endpoints only;
-    ///     see ``StoragePreconditions``). An update that names nothing still checks them.
+    ///     see ``StoragePreconditions``). An update that names nothing checks them against the
+    ///     metadata it reads.
     /// - Returns: The object's metadata after the change.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
     ///   object exists; ``StorageErrorCode/preconditionFailed`` when a precondition
@@ -66,7 +67,16 @@ extension StorageReference {
     ) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
         try preconditions.validate(for: storage.endpoint)
-        if update.isEmpty && preconditions.isEmpty { return try await getMetadata() }
+        if update.isEmpty {
+            // Nothing to change: a PATCH naming nothing would still bump the metageneration.
+            let current = try await getMetadata()
+            if !preconditions.holds(for: current) {
+                throw StorageError(
+                    .preconditionFailed,
+                    "A precondition of the update did not hold: the object is not in the state it required.")
+            }
+            return current
+        }
         var runner = RequestRunner(storage: storage, operation: .other)
         let request = storage.endpoint.objectProtocol.updateMetadata(
             bucket: storage.bucket, name: name, update, preconditions: preconditions)

@@ -132,6 +132,16 @@ struct PreconditionTests {
             #expect(now.cacheControl == "no-store", "the refused update changed nothing")
             #expect(now.metageneration == seen + 1)
 
+            // An update naming nothing checks the conditions without a PATCH (which would bump it).
+            let empty = await #expect(throws: StorageError.self) {
+                try await ref.updateMetadata(
+                    StorageMetadataUpdate(), preconditions: StoragePreconditions(ifMetagenerationMatch: seen))
+            }
+            #expect(empty?.code == .preconditionFailed)
+            let unchanged = try await ref.updateMetadata(
+                StorageMetadataUpdate(), preconditions: StoragePreconditions(ifMetagenerationMatch: seen + 1))
+            #expect(unchanged.metageneration == seen + 1)
+
             let notMatch = await #expect(throws: StorageError.self) {
                 try await ref.updateMetadata(
                     update, preconditions: StoragePreconditions(ifMetagenerationNotMatch: seen + 1))
