@@ -123,7 +123,9 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let unwritableFile = Self(kind: .unwritableFile)
     /// The object changed on the server while it was being downloaded: an
     /// answer that continues the download (after a lost connection or a pause)
-    /// names another generation, size or CRC32C than the answers before it, as
+    /// names another generation, size or CRC32C than the answers before it, or
+    /// (Google Cloud Storage) the server refuses a continuation pinned with
+    /// `ifGenerationMatch` to the generation the download started with, as
     /// when another writer replaces the object mid-download. The download
     /// first starts over from the first byte (up to three times); this code
     /// means the object kept changing. Download again when the writer is done.
