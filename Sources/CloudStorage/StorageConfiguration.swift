@@ -71,8 +71,8 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// and ``maxOperationRetryTime``.
     public var maxUploadRetryTime: Duration = .seconds(600)
 
-    /// How long a download (``StorageReference/getData(maxSize:)``,
-    /// ``StorageReference/write(toFile:)``) keeps retrying after failures that
+    /// How long a download (``StorageReference/getData(maxSize:preconditions:)``,
+    /// ``StorageReference/write(toFile:preconditions:)``) keeps retrying after failures that
     /// may pass, resuming from the bytes it has. Default 600 seconds, as in
     /// the Firebase SDKs. A deadline like ``maxUploadRetryTime``: the clock
     /// starts at the first failure, and only a failed request that still

@@ -74,7 +74,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case unauthenticated, unauthorized, retryLimitExceeded, nonMatchingChecksum
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
         case unreadableFile, fileChanged, downloadSizeExceeded
-        case protocolViolation, unwritableFile, objectChanged, tlsFailure
+        case protocolViolation, unwritableFile, objectChanged, tlsFailure, preconditionFailed
     }
 
     let kind: Kind
@@ -123,7 +123,9 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let unwritableFile = Self(kind: .unwritableFile)
     /// The object changed on the server while it was being downloaded: an
     /// answer that continues the download (after a lost connection or a pause)
-    /// names another generation, size or CRC32C than the answers before it, as
+    /// names another generation, size or CRC32C than the answers before it, or
+    /// (Google Cloud Storage) the server refuses a continuation pinned with
+    /// `ifGenerationMatch` to the generation the download started with, as
     /// when another writer replaces the object mid-download. The download
     /// first starts over from the first byte (up to three times); this code
     /// means the object kept changing. Download again when the writer is done.
@@ -169,6 +171,20 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// ``StorageConfiguration/additionalTrustRoots``; there is no switch that turns
     /// verification off.
     public static let tlsFailure = Self(kind: .tlsFailure)
+
+    /// A condition of the request's ``StoragePreconditions`` did not hold: the
+    /// object has another generation or metageneration than the request
+    /// required, exists when it had to be absent, or is absent when it had to
+    /// exist. The object is as it was; nothing was written, changed or deleted.
+    ///
+    /// Google Cloud Storage answers HTTP 412, or HTTP 304 Not Modified for a
+    /// download or metadata read whose `ifGenerationNotMatch` or
+    /// `ifMetagenerationNotMatch` condition failed; both are this code. Never
+    /// retried (the same request gets the same answer), including when the
+    /// answer comes to the last request of a resumable upload, which checks
+    /// the conditions again against the object stored then. Read the object's
+    /// current metadata and decide again.
+    public static let preconditionFailed = Self(kind: .preconditionFailed)
 
     /// The code's name, such as `objectNotFound`.
     public var description: String { kind.rawValue }

@@ -373,11 +373,23 @@ struct GCSSessionLifetimeTests {
                 headers: ["Content-Type": "multipart/related; boundary=q"], body: multipart
             ).status == 412)
         #expect(harness.object("bkt", "x") == Data([1]))
+        // A session checks when it starts...
+        #expect(
+            harness.send(
+                "POST", "/upload/storage/v1/b/bkt/o?uploadType=resumable&name=x&ifGenerationMatch=0", json: [:]
+            ).status == 412)
+        // ...and again when it finalizes, against the object stored then.
         let guarded = harness.send(
-            "POST", "/upload/storage/v1/b/bkt/o?uploadType=resumable&name=x&ifGenerationMatch=0", json: [:])
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=resumable&name=late&ifGenerationMatch=0", json: [:])
+        #expect(guarded.status == 200)
+        #expect(harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=late", body: [7]).status == 200)
         let path = String((guarded.headers["Location"] ?? "").dropFirst("http://emulator.test".count))
         let refused = harness.send("PUT", path, headers: ["Content-Range": "bytes 0-0/1"], body: [4])
         #expect(refused.status == 412)
+        #expect(
+            refused.json["error"].flatMap { ($0 as? [String: Any])?["errors"] as? [[String: Any]] }?.first?["reason"]
+                as? String == "conditionNotMet")
+        #expect(harness.object("bkt", "late") == Data([7]))
         #expect(harness.object("bkt", "x") == Data([1]))
         let matching = harness.send(
             "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=x&ifGenerationMatch=\(generation)", body: [5])

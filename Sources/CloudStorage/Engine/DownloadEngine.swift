@@ -20,6 +20,9 @@ final class DownloadCheckpoint: Sendable {
         var transformed = false
         /// Set when the object changed under a resumed download: start over.
         var restartRequested = false
+        /// Set when a resumption pinned to the first generation was refused (it changed):
+        /// the next answer starts over, so the bytes written before must go.
+        var discardWritten = false
     }
 
     let state = Mutex(State())
@@ -34,8 +37,10 @@ struct DownloadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
     let destination: any DownloadDestination
-    /// The most bytes the download may hold (``StorageReference/getData(maxSize:)``).
+    /// The most bytes the download may hold (``StorageReference/getData(maxSize:preconditions:)``).
     let maxSize: Int64?
+    /// The caller's conditions, sent with every request.
+    var preconditions = StoragePreconditions.none
 
     private static let maxRestarts = 3
 
@@ -52,6 +57,7 @@ struct DownloadEngine: Sendable {
         progress: @escaping @Sendable (_ received: Int64, _ total: Int64?) -> Void
     ) async throws(StorageError) -> Int64 {
         let name = try path.validatedObjectName()
+        try preconditions.validate(for: storage.endpoint)
         let wire = storage.endpoint.objectProtocol
         var runner = RequestRunner(storage: storage, operation: .download)
         var restarts = 0
@@ -64,15 +70,30 @@ struct DownloadEngine: Sendable {
                 // end would be refused (416), and there is nothing left to ask for.
                 return try verify(checkpoint)
             }
-            var request = wire.media(bucket: storage.bucket, name: name, offset: offset)
+            let (conditions, pinned) = requestPreconditions(checkpoint, offset: offset)
+            var request = wire.media(bucket: storage.bucket, name: name, offset: offset, preconditions: conditions)
             request.responseSink = sink(checkpoint, progress: progress)
             let outcome: RequestRunner.Outcome
             do {
                 outcome = try await runner.send(request, accepting: [200, 206], about: .object(name))
             } catch {
-                let restart = checkpoint.state.withLock { state in
+                var restart = checkpoint.state.withLock { state in
                     defer { state.restartRequested = false }
                     return state.restartRequested
+                }
+                if pinned && error.code == .preconditionFailed {
+                    // Only the generation this download pinned failed: the object was
+                    // replaced since its first bytes came. Start over, as for a changed answer.
+                    guard restarts < Self.maxRestarts else {
+                        throw StorageError(
+                            .objectChanged, "The object kept changing on the server during the download.",
+                            httpStatus: error.httpStatus, serverMessage: error.serverMessage)
+                    }
+                    checkpoint.state.withLock { state in
+                        state = DownloadCheckpoint.State()
+                        state.discardWritten = true
+                    }
+                    restart = true
                 }
                 guard restart, restarts < Self.maxRestarts else { throw error }
                 restarts += 1
@@ -90,6 +111,23 @@ struct DownloadEngine: Sendable {
                 try await runner.backOff(after: failure)
             }
         }
+    }
+
+    /// The caller's preconditions for a request from `offset`, plus, when it
+    /// continues a download of a known generation, `ifGenerationMatch` on that
+    /// generation, so the server refuses rather than serve another object's tail.
+    ///
+    /// - Returns: The conditions, and whether the generation was pinned here
+    ///   (so its failure means "the object changed", not the caller's precondition).
+    private func requestPreconditions(
+        _ checkpoint: DownloadCheckpoint, offset: Int64
+    ) -> (StoragePreconditions, pinned: Bool) {
+        guard offset > 0, preconditions.ifGenerationMatch == nil, storage.endpoint.wireProtocol == .gcsJSON,
+            let generation = checkpoint.state.withLock({ $0.generation }).flatMap({ Int64($0) }), generation > 0
+        else { return (preconditions, false) }
+        var pinned = preconditions
+        pinned.ifGenerationMatch = generation
+        return (pinned, true)
     }
 
     /// The sink that writes a response's body at the checkpoint's offset.
@@ -201,6 +239,10 @@ struct DownloadEngine: Sendable {
         }
         state.generation = state.generation ?? generation
         var reset = Reset.none
+        if state.discardWritten {
+            state.discardWritten = false
+            reset = .discard
+        }
         if status == 200 && state.received > 0 {
             // The whole object (a server may ignore the Range): start from the first byte.
             reset = .discard

@@ -25,6 +25,9 @@ struct UploadEngine: Sendable {
     let path: StoragePath
     let source: UploadSource
     let metadata: StorageMetadata
+    /// Conditions on the object the upload may replace, sent with the request
+    /// that starts it (a session checks them again when it finalizes).
+    var preconditions = StoragePreconditions.none
 
     /// The endpoint's protocol: the engine is the same for all of them.
     private var wire: any UploadWireProtocol {
@@ -76,6 +79,7 @@ struct UploadEngine: Sendable {
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
+        try preconditions.validate(for: storage.endpoint)
         let configuration = storage.configuration
         let prepared: PreparedSource
         if let opened = checkpoint.source {
@@ -98,7 +102,8 @@ struct UploadEngine: Sendable {
             metadata: metadata,
             contentType: metadata.contentType ?? "application/octet-stream",
             size: prepared.size,
-            crc32c: prepared.knownCRC32C
+            crc32c: prepared.knownCRC32C,
+            preconditions: preconditions
         )
         var runner = RequestRunner(storage: storage, operation: .upload)
         let requestLimit = storage.transport.maximumBodyLength

@@ -7,7 +7,7 @@ public import Foundation
 /// ``contentDisposition``, ``contentEncoding``, ``contentLanguage`` and
 /// ``customMetadata``) to send them with an upload; properties left nil are
 /// not sent, and the server chooses; without a ``contentType``,
-/// ``StorageReference/putFile(from:metadata:)`` infers one from the file's
+/// ``StorageReference/putFile(from:metadata:preconditions:)`` infers one from the file's
 /// extension, and other uploads store `application/octet-stream`. The other
 /// properties are filled in from the
 /// server's answer after an upload and are read-only.

@@ -1,7 +1,7 @@
 /// A change to an object's metadata: which fields to set, which to remove,
 /// and, by leaving them nil, which to keep as they are.
 ///
-/// ``StorageReference/updateMetadata(_:)-(StorageMetadataUpdate)`` sends only what the update names
+/// ``StorageReference/updateMetadata(_:preconditions:)-(StorageMetadataUpdate,_)`` sends only what the update names
 /// (PATCH semantics), so two updates of different fields never overwrite
 /// each other. Removing is explicit: ``Change/remove`` removes a header field
 /// or a custom key; nothing else ever does.

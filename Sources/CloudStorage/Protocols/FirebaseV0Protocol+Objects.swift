@@ -13,11 +13,16 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
-    func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
+    /// v0 has no preconditions; callers refuse any before building a request
+    /// (``StoragePreconditions/validate(for:)``), so `preconditions` is always empty here.
+    func updateMetadata(
+        bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
+    ) -> HTTPRequest {
         patch(bucket: bucket, name: name, body: update.patchBody)
     }
 
-    func delete(bucket: String, name: String) -> HTTPRequest {
+    /// v0 has no preconditions (see ``updateMetadata(bucket:name:_:preconditions:)``).
+    func delete(bucket: String, name: String, preconditions: StoragePreconditions = .none) -> HTTPRequest {
         HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
@@ -35,7 +40,10 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         try ObjectListPage(listJSON: response.body)
     }
 
-    func media(bucket: String, name: String, offset: Int64) -> HTTPRequest {
+    /// v0 has no preconditions (see ``updateMetadata(bucket:name:_:preconditions:)``).
+    func media(
+        bucket: String, name: String, offset: Int64, preconditions: StoragePreconditions = .none
+    ) -> HTTPRequest {
         var request = HTTPRequest(
             method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil), isIdempotent: true)
         if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }

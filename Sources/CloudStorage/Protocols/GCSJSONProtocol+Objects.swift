@@ -12,16 +12,20 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
-    func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest {
+    func updateMetadata(
+        bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
+    ) -> HTTPRequest {
         var request = HTTPRequest(
-            method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(update.patchBody),
-            isIdempotent: false)
+            method: "PATCH", url: objectURL(bucket: bucket, name: name, query: preconditions.queryItems),
+            body: .data(update.patchBody), isIdempotent: false)
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
         return request
     }
 
-    func delete(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
+    func delete(bucket: String, name: String, preconditions: StoragePreconditions = .none) -> HTTPRequest {
+        HTTPRequest(
+            method: "DELETE", url: objectURL(bucket: bucket, name: name, query: preconditions.queryItems),
+            isIdempotent: true)
     }
 
     func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
@@ -41,8 +45,11 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         try ObjectListPage(listJSON: response.body)
     }
 
-    func media(bucket: String, name: String, offset: Int64) -> HTTPRequest {
-        var request = HTTPRequest(method: "GET", url: mediaURL(bucket: bucket, name: name), isIdempotent: true)
+    func media(
+        bucket: String, name: String, offset: Int64, preconditions: StoragePreconditions = .none
+    ) -> HTTPRequest {
+        let url = objectURL(bucket: bucket, name: name, query: [("alt", "media")] + preconditions.queryItems)
+        var request = HTTPRequest(method: "GET", url: url, isIdempotent: true)
         if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
         return request
     }

@@ -5,8 +5,10 @@ import Foundation
 ///
 /// Which requests may reach the server twice (``HTTPRequest/isIdempotent``,
 /// so a transport may resend one whose kept-alive connection proved dead):
-/// - A single-request upload creates an object and carries no precondition:
-///   not idempotent (a second copy could overwrite a newer object).
+/// - A single-request upload creates an object: not idempotent (a second
+///   copy could overwrite a newer object; with `ifGenerationMatch`, a copy
+///   arriving after the first succeeded would be refused with 412 although
+///   the object is stored).
 /// - Starting a session opens a new one each time: not idempotent.
 /// - A session `PUT` with `Content-Range` (bytes, a status query or a
 ///   finalizing `bytes */N`) is idempotent by the protocol's offset rules:
@@ -34,7 +36,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
         )
         var request = HTTPRequest(
             method: "POST",
-            url: uploadURL(bucket: upload.bucket, query: [("uploadType", "multipart")]),
+            url: uploadURL(
+                bucket: upload.bucket, query: [("uploadType", "multipart")] + upload.preconditions.queryItems),
             body: multipart.body,
             isIdempotent: false
         )
@@ -47,7 +50,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
             method: "POST",
             url: uploadURL(
                 bucket: upload.bucket,
-                query: [("uploadType", "resumable"), ("name", upload.objectName)]
+                // The session keeps the start's preconditions and checks them again when it finalizes.
+                query: [("uploadType", "resumable"), ("name", upload.objectName)] + upload.preconditions.queryItems
             ),
             body: .data(upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c)),
             isIdempotent: false

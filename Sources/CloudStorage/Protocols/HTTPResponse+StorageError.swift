@@ -25,6 +25,11 @@ extension HTTPResponse {
         case 400 where sentChecksum && message.map(Self.mentionsChecksum) == true:
             code = .nonMatchingChecksum
             text = "The server refused the bytes: their checksum does not match the one sent."
+        case 304, 412:
+            // 304 answers a read whose "not match" precondition failed: a conditional
+            // request is the only kind that earns it, and the SDK sends no other.
+            code = .preconditionFailed
+            text = "A precondition of the request did not hold: the object is not in the state it required."
         case 400, 411, 413, 416:
             code = .invalidArgument
             text = "The server rejected the request as invalid."

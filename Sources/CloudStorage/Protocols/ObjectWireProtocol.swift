@@ -14,11 +14,17 @@ protocol ObjectWireProtocol: Sendable {
     /// Reads an object's metadata.
     func getMetadata(bucket: String, name: String) -> HTTPRequest
 
-    /// Changes only the fields `update` names; the answer is the object's new metadata.
-    func updateMetadata(bucket: String, name: String, _ update: StorageMetadataUpdate) -> HTTPRequest
+    /// Changes only the fields `update` names, if `preconditions` hold; the
+    /// answer is the object's new metadata.
+    ///
+    /// `preconditions` were validated for the endpoint (``StoragePreconditions/validate(for:)``):
+    /// a protocol without conditions is only ever given none.
+    func updateMetadata(
+        bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions
+    ) -> HTTPRequest
 
-    /// Deletes the live object.
-    func delete(bucket: String, name: String) -> HTTPRequest
+    /// Deletes the live object, if `preconditions` hold.
+    func delete(bucket: String, name: String, preconditions: StoragePreconditions) -> HTTPRequest
 
     /// Lists one page of the objects and `/`-delimited prefixes under `prefix`.
     func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest
@@ -27,8 +33,8 @@ protocol ObjectWireProtocol: Sendable {
     func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage
 
     /// The bytes of an object, from `offset` on when it is above 0 (a `Range`
-    /// request whose answer is 206).
-    func media(bucket: String, name: String, offset: Int64) -> HTTPRequest
+    /// request whose answer is 206), if `preconditions` hold.
+    func media(bucket: String, name: String, offset: Int64, preconditions: StoragePreconditions) -> HTTPRequest
 
     /// The URL anyone holding it can download the object from, given its
     /// metadata; nil when the protocol needs a download token and the

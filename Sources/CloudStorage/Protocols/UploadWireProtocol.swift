@@ -83,6 +83,9 @@ struct UploadDescription: Sendable {
     var contentType: String
     var size: Int64
     var crc32c: UInt32?
+    /// Conditions the server checks before it stores the object (already
+    /// validated for the endpoint: a protocol without them never sees any).
+    var preconditions = StoragePreconditions.none
 }
 
 /// A request to a resumable session whose answer is being read.

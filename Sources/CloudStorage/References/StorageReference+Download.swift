@@ -13,15 +13,21 @@ extension StorageReference {
     /// let imageData = try await task.value
     /// ```
     ///
-    /// - Parameter maxSize: The most bytes the download may hold.
+    /// - Parameters:
+    ///   - maxSize: The most bytes the download may hold.
+    ///   - preconditions: Conditions the object must meet, such as
+    ///     `StoragePreconditions(ifGenerationMatch: g)` to read only generation `g`; when one does
+    ///     not hold, the download fails with ``StorageErrorCode/preconditionFailed``. Google Cloud
+    ///     Storage endpoints only (see ``StoragePreconditions``).
     /// - Returns: The running download; its value is the object's bytes.
     @discardableResult
-    public func getData(maxSize: Int64) -> StorageDownloadTask<Data> {
+    public func getData(maxSize: Int64, preconditions: StoragePreconditions = .none) -> StorageDownloadTask<Data> {
         let destination = MemoryDownloadDestination()
         return StorageDownloadTask.start(
             reference: self,
             destination: destination,
             maxSize: maxSize,
+            preconditions: preconditions,
             prepare: { () throws(StorageError) in
                 guard maxSize >= 0 else { throw .invalidArgument("maxSize must not be negative; it is \(maxSize).") }
             },
@@ -45,15 +51,21 @@ extension StorageReference {
     /// }
     /// ```
     ///
-    /// - Parameter fileURL: A `file://` URL in an existing, writable directory.
+    /// - Parameters:
+    ///   - fileURL: A `file://` URL in an existing, writable directory.
+    ///   - preconditions: Conditions the object must meet, such as
+    ///     `StoragePreconditions(ifGenerationMatch: g)` to read only generation `g`; when one does
+    ///     not hold, the download fails with ``StorageErrorCode/preconditionFailed``. Google Cloud
+    ///     Storage endpoints only (see ``StoragePreconditions``).
     /// - Returns: The running download; its value is `fileURL`.
     @discardableResult
-    public func write(toFile fileURL: URL) -> StorageDownloadTask<URL> {
+    public func write(toFile fileURL: URL, preconditions: StoragePreconditions = .none) -> StorageDownloadTask<URL> {
         let destination = FileDownloadDestination(target: fileURL)
         return StorageDownloadTask.start(
             reference: self,
             destination: destination,
             maxSize: nil,
+            preconditions: preconditions,
             prepare: { () throws(StorageError) in
                 guard fileURL.isFileURL else {
                     throw .invalidArgument("write(toFile:) needs a file URL; \(fileURL) is not one.")
@@ -70,28 +82,33 @@ extension StorageReference {
     /// Downloads the object into memory and returns its bytes.
     ///
     /// Cancelling the calling Swift task cancels the download. The rules of
-    /// ``getData(maxSize:)`` apply.
+    /// ``getData(maxSize:preconditions:)`` apply.
     ///
     /// ```swift
     /// let data = try await storage.reference(withPath: "notes/today.txt").data(maxSize: 1024 * 1024)
     /// print(String(decoding: data, as: UTF8.self))
     /// ```
     ///
-    /// - Parameter maxSize: The most bytes the download may hold.
+    /// - Parameters:
+    ///   - maxSize: The most bytes the download may hold.
+    ///   - preconditions: Conditions the object must meet, such as
+    ///     `StoragePreconditions(ifGenerationMatch: g)` to read only generation `g`; when one does
+    ///     not hold, the download fails with ``StorageErrorCode/preconditionFailed``. Google Cloud
+    ///     Storage endpoints only (see ``StoragePreconditions``).
     /// - Returns: The object's bytes.
     /// - Throws: ``StorageError``: ``StorageErrorCode/downloadSizeExceeded``
     ///   when the object is larger than `maxSize`;
-    ///   ``StorageErrorCode/objectNotFound``; ``StorageErrorCode/cancelled``
-    ///   when the calling task is cancelled.
-    public func data(maxSize: Int64) async throws(StorageError) -> Data {
-        let task = getData(maxSize: maxSize)
+    ///   ``StorageErrorCode/objectNotFound``; ``StorageErrorCode/preconditionFailed``;
+    ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func data(maxSize: Int64, preconditions: StoragePreconditions = .none) async throws(StorageError) -> Data {
+        let task = getData(maxSize: maxSize, preconditions: preconditions)
         return try await Self.outcome(of: task, onProgress: nil)
     }
 
     /// Downloads the object into a file and returns the file's URL.
     ///
     /// Cancelling the calling Swift task cancels the download. The rules of
-    /// ``write(toFile:)`` apply.
+    /// ``write(toFile:preconditions:)`` apply.
     ///
     /// ```swift
     /// let file = try await ref.writeAsync(toFile: URL(fileURLWithPath: "/tmp/report.pdf"))
@@ -100,6 +117,10 @@ extension StorageReference {
     ///
     /// - Parameters:
     ///   - fileURL: A `file://` URL in an existing, writable directory.
+    ///   - preconditions: Conditions the object must meet, such as
+    ///     `StoragePreconditions(ifGenerationMatch: g)` to read only generation `g`; when one does
+    ///     not hold, the download fails with ``StorageErrorCode/preconditionFailed``. Google Cloud
+    ///     Storage endpoints only (see ``StoragePreconditions``).
     ///   - onProgress: Called with the download's progress, from the first
     ///     snapshot to the last, before this method returns.
     /// - Returns: `fileURL`, which now holds the object's bytes.
@@ -109,9 +130,10 @@ extension StorageReference {
     ///   task is cancelled.
     public func writeAsync(
         toFile fileURL: URL,
+        preconditions: StoragePreconditions = .none,
         onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> URL {
-        let task = write(toFile: fileURL)
+        let task = write(toFile: fileURL, preconditions: preconditions)
         return try await Self.outcome(of: task, onProgress: onProgress)
     }
 }

@@ -40,16 +40,46 @@ extension StorageReference {
     /// print(metadata.customMetadata)  // "location" set, "draft" gone, others kept
     /// ```
     ///
-    /// - Parameter update: The fields to set and to remove.
+    /// With `preconditions`, the change happens only if they hold: pass the
+    /// ``StorageMetadata/metageneration`` read before to change metadata nobody
+    /// changed since (a read-modify-write that cannot lose another writer's change).
+    ///
+    /// ```swift
+    /// let current = try await spaceRef.getMetadata()
+    /// var change = StorageMetadataUpdate()
+    /// change.customMetadata["views"] = .set(String(Int(current.customMetadata["views"] ?? "0")! + 1))
+    /// try await spaceRef.updateMetadata(
+    ///     change, preconditions: StoragePreconditions(ifMetagenerationMatch: current.metageneration))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - update: The fields to set and to remove.
+    ///   - preconditions: Conditions the object must meet (Google Cloud Storage endpoints only;
+    ///     see ``StoragePreconditions``). An update that names nothing checks them against the
+    ///     metadata it reads.
     /// - Returns: The object's metadata after the change.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
-    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   object exists; ``StorageErrorCode/preconditionFailed`` when a precondition
+    ///   does not hold (nothing changed); ``StorageErrorCode/invalidArgument`` on the root
     ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
-    public func updateMetadata(_ update: StorageMetadataUpdate) async throws(StorageError) -> StorageMetadata {
+    public func updateMetadata(
+        _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
+    ) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
-        if update.isEmpty { return try await getMetadata() }
+        try preconditions.validate(for: storage.endpoint)
+        if update.isEmpty {
+            // Nothing to change: a PATCH naming nothing would still bump the metageneration.
+            let current = try await getMetadata()
+            if !preconditions.holds(for: current) {
+                throw StorageError(
+                    .preconditionFailed,
+                    "A precondition of the update did not hold: the object is not in the state it required.")
+            }
+            return current
+        }
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = storage.endpoint.objectProtocol.updateMetadata(bucket: storage.bucket, name: name, update)
+        let request = storage.endpoint.objectProtocol.updateMetadata(
+            bucket: storage.bucket, name: name, update, preconditions: preconditions)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
         return try StorageMetadata(objectResource: response.body)
     }
@@ -57,7 +87,7 @@ extension StorageReference {
     /// Sets the metadata fields that `metadata` gives a value, as the Firebase
     /// SDK's `updateMetadata(_:)` does, leaving every other field as it is.
     ///
-    /// The same as ``updateMetadata(_:)-(StorageMetadataUpdate)`` with
+    /// The same as ``updateMetadata(_:preconditions:)-(StorageMetadataUpdate,_)`` with
     /// ``StorageMetadataUpdate/init(setting:)``: nil fields and absent custom
     /// keys are not sent, so this never removes anything.
     ///
@@ -68,11 +98,15 @@ extension StorageReference {
     /// let stored = try await spaceRef.updateMetadata(metadata)
     /// ```
     ///
-    /// - Parameter metadata: The values to set.
+    /// - Parameters:
+    ///   - metadata: The values to set.
+    ///   - preconditions: Conditions the object must meet (see ``StoragePreconditions``).
     /// - Returns: The object's metadata after the change.
-    /// - Throws: As ``updateMetadata(_:)-(StorageMetadataUpdate)``.
-    public func updateMetadata(_ metadata: StorageMetadata) async throws(StorageError) -> StorageMetadata {
-        try await updateMetadata(StorageMetadataUpdate(setting: metadata))
+    /// - Throws: As ``updateMetadata(_:preconditions:)-(StorageMetadataUpdate,_)``.
+    public func updateMetadata(
+        _ metadata: StorageMetadata, preconditions: StoragePreconditions = .none
+    ) async throws(StorageError) -> StorageMetadata {
+        try await updateMetadata(StorageMetadataUpdate(setting: metadata), preconditions: preconditions)
     }
 
     /// Deletes this reference's object.
@@ -82,15 +116,24 @@ extension StorageReference {
     ///
     /// ```swift
     /// try await storage.reference(withPath: "images/old.jpg").delete()
+    ///
+    /// // Only the version read before, never a newer one someone uploaded since:
+    /// let seen = try await ref.getMetadata()
+    /// try await ref.delete(preconditions: StoragePreconditions(ifGenerationMatch: seen.generation))
     /// ```
     ///
+    /// - Parameter preconditions: Conditions the object must meet (Google Cloud Storage
+    ///   endpoints only; see ``StoragePreconditions``).
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
-    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   object exists; ``StorageErrorCode/preconditionFailed`` when a precondition does
+    ///   not hold (the object stays); ``StorageErrorCode/invalidArgument`` on the root
     ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
-    public func delete() async throws(StorageError) {
+    public func delete(preconditions: StoragePreconditions = .none) async throws(StorageError) {
         let name = try path.validatedObjectName()
+        try preconditions.validate(for: storage.endpoint)
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = storage.endpoint.objectProtocol.delete(bucket: storage.bucket, name: name)
+        let request = storage.endpoint.objectProtocol.delete(
+            bucket: storage.bucket, name: name, preconditions: preconditions)
         _ = try await runner.sendRetrying(request, accepting: [200, 204], about: .object(name))
     }
 

@@ -18,10 +18,18 @@ extension StorageReference {
     /// - Parameters:
     ///   - data: The object's bytes.
     ///   - metadata: Content type, caching headers and custom metadata to store.
+    ///   - preconditions: Conditions on the object the upload may replace, such as
+    ///     ``StoragePreconditions/doesNotExist`` to create it only if absent; when one does not
+    ///     hold, the upload fails with ``StorageErrorCode/preconditionFailed`` and the stored
+    ///     object stays as it was. Google Cloud Storage endpoints only (see ``StoragePreconditions``).
     /// - Returns: The running upload.
     @discardableResult
-    public func putData(_ data: Data, metadata: StorageMetadata? = nil) -> StorageUploadTask {
-        StorageUploadTask.start(reference: self, source: .data(data), metadata: metadata ?? StorageMetadata())
+    public func putData(
+        _ data: Data, metadata: StorageMetadata? = nil, preconditions: StoragePreconditions = .none
+    ) -> StorageUploadTask {
+        StorageUploadTask.start(
+            reference: self, source: .data(data), metadata: metadata ?? StorageMetadata(),
+            preconditions: preconditions)
     }
 
     /// Starts uploading a file to this reference's object.
@@ -46,14 +54,19 @@ extension StorageReference {
     /// - Parameters:
     ///   - fileURL: A `file://` URL of a regular file.
     ///   - metadata: Content type, caching headers and custom metadata to store.
+    ///   - preconditions: Conditions on the object the upload may replace; as for
+    ///     ``putData(_:metadata:preconditions:)``.
     /// - Returns: The running upload.
     @discardableResult
-    public func putFile(from fileURL: URL, metadata: StorageMetadata? = nil) -> StorageUploadTask {
+    public func putFile(
+        from fileURL: URL, metadata: StorageMetadata? = nil, preconditions: StoragePreconditions = .none
+    ) -> StorageUploadTask {
         var metadata = metadata ?? StorageMetadata()
         if metadata.contentType == nil {
             metadata.contentType = ContentTypes.forPath(fileURL.path)
         }
-        return StorageUploadTask.start(reference: self, source: .file(fileURL), metadata: metadata)
+        return StorageUploadTask.start(
+            reference: self, source: .file(fileURL), metadata: metadata, preconditions: preconditions)
     }
 
     /// Uploads bytes in memory and returns the stored object's metadata.
@@ -70,26 +83,29 @@ extension StorageReference {
     /// - Parameters:
     ///   - data: The object's bytes.
     ///   - metadata: Metadata to store with the object.
+    ///   - preconditions: Conditions on the object the upload may replace (see ``StoragePreconditions``).
     ///   - onProgress: Called with the upload's progress, from the first
     ///     snapshot to the last, before this method returns. (The Firebase
     ///     SDK passes a Foundation `Progress`; ``TaskProgress`` is a `Sendable`
     ///     value with the same counts.)
     /// - Returns: The metadata the server stored.
-    /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
+    /// - Throws: ``StorageError``; ``StorageErrorCode/preconditionFailed`` when a
+    ///   precondition does not hold; ``StorageErrorCode/cancelled`` when the
     ///   calling task is cancelled.
     public func putDataAsync(
         _ data: Data,
         metadata: StorageMetadata? = nil,
+        preconditions: StoragePreconditions = .none,
         onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        let task = putData(data, metadata: metadata)
+        let task = putData(data, metadata: metadata, preconditions: preconditions)
         return try await Self.outcome(of: task, onProgress: onProgress)
     }
 
     /// Uploads a file and returns the stored object's metadata.
     ///
     /// Cancelling the calling Swift task cancels the upload. The rules of
-    /// ``putFile(from:metadata:)`` apply.
+    /// ``putFile(from:metadata:preconditions:)`` apply.
     ///
     /// ```swift
     /// let metadata = try await ref.putFileAsync(from: URL(fileURLWithPath: "/tmp/report.pdf"))
@@ -99,17 +115,20 @@ extension StorageReference {
     /// - Parameters:
     ///   - fileURL: A `file://` URL of a regular file.
     ///   - metadata: Metadata to store with the object.
+    ///   - preconditions: Conditions on the object the upload may replace (see ``StoragePreconditions``).
     ///   - onProgress: Called with the upload's progress, from the first
     ///     snapshot to the last, before this method returns.
     /// - Returns: The metadata the server stored.
-    /// - Throws: ``StorageError``; ``StorageErrorCode/cancelled`` when the
+    /// - Throws: ``StorageError``; ``StorageErrorCode/preconditionFailed`` when a
+    ///   precondition does not hold; ``StorageErrorCode/cancelled`` when the
     ///   calling task is cancelled.
     public func putFileAsync(
         from fileURL: URL,
         metadata: StorageMetadata? = nil,
+        preconditions: StoragePreconditions = .none,
         onProgress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        let task = putFile(from: fileURL, metadata: metadata)
+        let task = putFile(from: fileURL, metadata: metadata, preconditions: preconditions)
         return try await Self.outcome(of: task, onProgress: onProgress)
     }
 

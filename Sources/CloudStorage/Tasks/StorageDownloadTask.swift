@@ -4,8 +4,8 @@ import Foundation
 /// you can watch, pause, resume and cancel — the same design as
 /// ``StorageUploadTask``.
 ///
-/// ``StorageReference/getData(maxSize:)`` creates a `StorageDownloadTask<Data>`
-/// and ``StorageReference/write(toFile:)`` a `StorageDownloadTask<URL>`; either
+/// ``StorageReference/getData(maxSize:preconditions:)`` creates a `StorageDownloadTask<Data>`
+/// and ``StorageReference/write(toFile:preconditions:)`` a `StorageDownloadTask<URL>`; either
 /// starts at once and runs until it ends, whether or not anything holds on to it.
 ///
 /// ```swift
@@ -47,11 +47,13 @@ public actor StorageDownloadTask<Output: Sendable & Equatable>: StorageTask {
         reference: StorageReference,
         destination: any DownloadDestination,
         maxSize: Int64?,
+        preconditions: StoragePreconditions = .none,
         prepare: @escaping @Sendable () async throws(StorageError) -> Void,
         complete: @escaping @Sendable () async throws(StorageError) -> Output
     ) -> StorageDownloadTask<Output> {
         let engine = DownloadEngine(
-            storage: reference.storage, path: reference.path, destination: destination, maxSize: maxSize)
+            storage: reference.storage, path: reference.path, destination: destination, maxSize: maxSize,
+            preconditions: preconditions)
         let job = DownloadJob(engine: engine, prepare: prepare, complete: complete)
         return StorageDownloadTask(driver: TaskRunner(job).driver(for: reference))
     }

@@ -55,7 +55,7 @@ extension StorageTask {
     ///
     /// Waits until the task ends. Like `Task.value`, cancelling the Swift
     /// task that waits does not cancel this task; call ``cancel()`` (or use
-    /// the `async` methods such as ``StorageReference/putDataAsync(_:metadata:onProgress:)``,
+    /// the `async` methods such as ``StorageReference/putDataAsync(_:metadata:preconditions:onProgress:)``,
     /// which do both).
     ///
     /// ```swift

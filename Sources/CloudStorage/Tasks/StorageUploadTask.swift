@@ -3,8 +3,8 @@ import Foundation
 /// An upload in progress: an actor that owns the upload's state, and that
 /// you can watch, pause, resume and cancel.
 ///
-/// ``StorageReference/putData(_:metadata:)`` and
-/// ``StorageReference/putFile(from:metadata:)`` create and start it; it runs
+/// ``StorageReference/putData(_:metadata:preconditions:)`` and
+/// ``StorageReference/putFile(from:metadata:preconditions:)`` create and start it; it runs
 /// until it ends whether or not anything holds on to it.
 ///
 /// ```swift
@@ -60,9 +60,12 @@ public actor StorageUploadTask: StorageTask {
     static func start(
         reference: StorageReference,
         source: UploadSource,
-        metadata: StorageMetadata
+        metadata: StorageMetadata,
+        preconditions: StoragePreconditions = .none
     ) -> StorageUploadTask {
-        let engine = UploadEngine(storage: reference.storage, path: reference.path, source: source, metadata: metadata)
+        let engine = UploadEngine(
+            storage: reference.storage, path: reference.path, source: source, metadata: metadata,
+            preconditions: preconditions)
         return StorageUploadTask(driver: TaskRunner(UploadJob(engine: engine)).driver(for: reference))
     }
 }

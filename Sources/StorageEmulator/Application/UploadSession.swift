@@ -32,15 +32,16 @@ final class UploadSession: Sendable {
     let expected: ExpectedHashes
     /// The total size the client announced at the start, if it did.
     let declaredSize: Int64?
-    /// `ifGenerationMatch` from the start request, checked when the session finalizes.
-    let ifGenerationMatch: Int64?
+    /// The preconditions of the start request, checked again when the session finalizes.
+    let preconditions: ObjectPreconditions
     let state: Mutex<State>
 
     init(
         id: String, bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
-        declaredSize: Int64?, ifGenerationMatch: Int64? = nil, writer: any StagingWriter, computingMD5: Bool
+        declaredSize: Int64?, preconditions: ObjectPreconditions = ObjectPreconditions(), writer: any StagingWriter,
+        computingMD5: Bool
     ) {
-        self.ifGenerationMatch = ifGenerationMatch
+        self.preconditions = preconditions
         self.id = id
         self.bucket = bucket
         self.name = name
@@ -134,11 +135,12 @@ final class UploadSession: Sendable {
         }
     }
 
-    /// Verifies the checksums and the generation precondition, and commits the object.
+    /// Verifies the checksums and the preconditions (against the object stored now, as GCS
+    /// does: another writer may have replaced it since the session started), and commits the object.
     func finalize(_ state: inout State, store: any ObjectStore, extra: ExpectedHashes) throws -> ObjectRecord {
         try expected.verify(state.checksums)
         try extra.verify(state.checksums)
-        try GenerationPrecondition.check(ifGenerationMatch, store.record(bucket: bucket, name: name))
+        try preconditions.check(store.record(bucket: bucket, name: name))
         var record = ObjectRecord(bucket: bucket, name: name)
         record.size = state.committed
         record.crc32c = state.checksums.crc32c
@@ -147,20 +149,5 @@ final class UploadSession: Sendable {
         let committed = try store.commit(state.writer, record: record)
         state.phase = .finalized(committed)
         return committed
-    }
-}
-
-/// `ifGenerationMatch`: 0 means the object must not exist, N that its current generation is N.
-enum GenerationPrecondition {
-    static func parse(_ text: String?) throws -> Int64? {
-        guard let text else { return nil }
-        return try RequestNumber.nonNegative(text, field: "ifGenerationMatch")
-    }
-
-    static func check(_ expected: Int64?, _ current: ObjectRecord?) throws {
-        guard let expected else { return }
-        if (current?.generation ?? 0) != expected {
-            throw HTTPError(412, "At least one of the pre-conditions you specified did not hold.")
-        }
     }
 }

@@ -50,6 +50,7 @@ extension EmulatorApplication {
         switch request.method {
         case "GET", "HEAD":
             let record = try gcsRecord(request, bucket: bucket, name: name)
+            try ObjectPreconditions(request).check(record, read: true)
             if request.query("alt") == "media" { return try mediaReply(request, record) }
             return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
         case "PATCH", "PUT":
@@ -68,14 +69,27 @@ extension EmulatorApplication {
             }
             return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
         case "DELETE":
-            let generation = try generationParameter(request)
+            var generation = try generationParameter(request)
+            let preconditions = try ObjectPreconditions(request)
+            if !preconditions.isEmpty {
+                let current = try requireObject(bucket, name)
+                try preconditions.check(current)
+                // Delete the generation the conditions were checked against, so a writer
+                // replacing it in between cannot slip past them.
+                if generation == nil { generation = current.generation }
+            }
             let deleted: Bool
             do {
                 deleted = try store.delete(bucket: bucket, name: name, generation: generation)
             } catch {
                 throw httpError(error)
             }
-            guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)") }
+            guard deleted else {
+                if !preconditions.isEmpty, store.record(bucket: bucket, name: name) != nil {
+                    throw HTTPError(412, "At least one of the pre-conditions you specified did not hold.")
+                }
+                throw HTTPError(404, "No such object: \(bucket)/\(name)")
+            }
             return Reply(status: 204)
         default:
             throw methodNotAllowed
@@ -83,7 +97,9 @@ extension EmulatorApplication {
     }
 
     func gcsDownload(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
-        try mediaReply(request, try gcsRecord(request, bucket: bucket, name: name))
+        let record = try gcsRecord(request, bucket: bucket, name: name)
+        try ObjectPreconditions(request).check(record, read: true)
+        return try mediaReply(request, record)
     }
 
     private func gcsRecord(_ request: any ServerRequest, bucket: String, name: String) throws -> ObjectRecord {
@@ -104,13 +120,10 @@ extension EmulatorApplication {
         _ request: any ServerRequest, bucket: String, name: String, _ change: (inout ObjectAttributes) throws -> Void
     ) throws -> ObjectRecord {
         _ = try requireObject(bucket, name)
-        let metagenerationMatch = try request.query("ifMetagenerationMatch").map {
-            try RequestNumber.nonNegative($0, field: "ifMetagenerationMatch")
-        }
+        let preconditions = try ObjectPreconditions(request)
         let updated = try store.updateRecord(bucket: bucket, name: name) { record in
-            if let metagenerationMatch, metagenerationMatch != record.metageneration {
-                throw HTTPError(412, "Precondition Failed")
-            }
+            // Checked under the store's lock, against the record being changed.
+            try preconditions.check(record)
             try change(&record.attributes)
             record.metageneration += 1
             record.updated = Date()
@@ -139,7 +152,7 @@ extension EmulatorApplication {
             try expected.merge(googHash: request.headers.values("x-goog-hash"))
             let record = try storeObject(
                 bucket: bucket, name: name, attributes: attributes, expected: expected,
-                ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch"))
+                preconditions: try ObjectPreconditions(request)
             ) {
                 sink in _ = try body.stream(into: sink)
             }
@@ -160,8 +173,7 @@ extension EmulatorApplication {
             }
             let session = try startSession(
                 bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
-                declaredSize: declared,
-                ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch")))
+                declaredSize: declared, preconditions: try ObjectPreconditions(request))
             var reply = Reply(status: 200)
             reply.headers.set(
                 "Location",
@@ -176,7 +188,7 @@ extension EmulatorApplication {
 
     func startSession(
         bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes, declaredSize: Int64?,
-        ifGenerationMatch: Int64? = nil
+        preconditions: ObjectPreconditions = ObjectPreconditions()
     ) throws -> UploadSession {
         do {
             try NameRules.validateObjectName(name)
@@ -184,6 +196,8 @@ extension EmulatorApplication {
             throw httpError(error)
         }
         try requireBucket(bucket)
+        // Checked when the session opens, and again when it finalizes.
+        try preconditions.check(store.record(bucket: bucket, name: name))
         let writer: any StagingWriter
         do {
             writer = try store.makeStagingWriter(bucket: bucket)
@@ -192,7 +206,7 @@ extension EmulatorApplication {
         }
         let session = UploadSession(
             id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
-            declaredSize: declaredSize, ifGenerationMatch: ifGenerationMatch, writer: writer,
+            declaredSize: declaredSize, preconditions: preconditions, writer: writer,
             computingMD5: store.computesMD5)
         // An idle session holds no descriptor: the file is reopened by each request.
         writer.relinquish()
@@ -230,7 +244,7 @@ extension EmulatorApplication {
         try expected.merge(googHash: request.headers.values("x-goog-hash"))
         return try storeObject(
             bucket: bucket, name: name, attributes: attributes, expected: expected,
-            ifGenerationMatch: try GenerationPrecondition.parse(request.query("ifGenerationMatch"))
+            preconditions: firebase ? ObjectPreconditions() : try ObjectPreconditions(request)
         ) { sink in
             try reader.readPartBody(into: sink)
             guard try reader.nextPart() == nil else {

@@ -384,8 +384,24 @@ enum DocumentationSnippets {
         _ = patientStorage
     }
 
-    static func uploadingHandleErrors(ref: StorageReference, fileURL: URL) async {
+    static func uploadingPreconditions(ref: StorageReference, report: Data) async throws {
         // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#11
+        do {
+            let created = try await ref.putDataAsync(report, preconditions: .doesNotExist)
+            print("created generation \(created.generation ?? 0)")
+        } catch {
+            guard error.code == .preconditionFailed else { throw error }
+            print("it exists already: left as it is")
+        }
+
+        // Replace the object only if it is still the version read here.
+        let current = try await ref.getMetadata()
+        _ = try await ref.putDataAsync(report, preconditions: StoragePreconditions(ifGenerationMatch: current.generation))
+        // end snippet
+    }
+
+    static func uploadingHandleErrors(ref: StorageReference, fileURL: URL) async {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#12
         do {
             let metadata = try await ref.putFileAsync(from: fileURL)
             print("stored \(metadata.size) bytes")
