@@ -47,11 +47,13 @@ public actor StorageDownloadTask<Output: Sendable & Equatable>: StorageTask {
         reference: StorageReference,
         destination: any DownloadDestination,
         maxSize: Int64?,
+        range: ByteRange? = nil,
         prepare: @escaping @Sendable () async throws(StorageError) -> Void,
         complete: @escaping @Sendable () async throws(StorageError) -> Output
     ) -> StorageDownloadTask<Output> {
         let engine = DownloadEngine(
-            storage: reference.storage, path: reference.path, destination: destination, maxSize: maxSize)
+            storage: reference.storage, path: reference.path, destination: destination, maxSize: maxSize,
+            range: range)
         let job = DownloadJob(engine: engine, prepare: prepare, complete: complete)
         return StorageDownloadTask(driver: TaskRunner(job).driver(for: reference))
     }
