@@ -195,6 +195,8 @@ final class DownloadStreamBuffer: DownloadDestination {
             in
             guard !state.cancelled, state.end == nil || !state.delivered else { return (nil, nil, nil) }
             state.cancelled = true
+            // A waiting consumer is told now; later calls end the loop quietly.
+            if state.consumer != nil { state.delivered = true }
             state.chunks = []
             state.head = 0
             state.buffered = 0
