@@ -148,6 +148,58 @@ struct DownloadStreamTests {
         #expect(past?.code == .invalidArgument)
     }
 
+    /// A resumption that finds another generation cannot start over (the first bytes were
+    /// handed on): the stream ends with `objectChanged` after a prefix of the old object,
+    /// where an in-memory download starts over and returns the new one.
+    @Test(arguments: TestRoute.all)
+    func anObjectReplacedMidStreamEndsItWithObjectChanged(route: TestRoute) async throws {
+        let old = TestSupport.payload(size: 800_000, seed: 39)
+        let new = TestSupport.payload(size: 800_000, seed: 40)
+        let handedOn = DispatchSemaphore(value: 0)
+        let server = try ScriptedHTTPServer(scheme: route.scheme) { connection, index in
+            guard let (head, _) = connection.readRequest() else { return }
+            if index == 0 {
+                connection.write("HTTP/1.1 200 OK\r\nContent-Length: \(old.count)\r\nx-goog-generation: 1\r\n\r\n")
+                connection.write([UInt8](old.prefix(300_000)))
+                // The reset comes once the consumer holds bytes, never after a sleep; the bound is a hang guard.
+                _ = handedOn.wait(timeout: .now() + 300)
+                connection.reset()
+            } else if let range = head.headers["Range"], let start = Int(range.dropFirst(6).dropLast()) {
+                connection.write(
+                    "HTTP/1.1 206 Partial Content\r\nContent-Length: \(new.count - start)\r\n"
+                        + "Content-Range: bytes \(start)-\(new.count - 1)/\(new.count)\r\nx-goog-generation: 2\r\n\r\n")
+                connection.write([UInt8](new[start...]))
+            } else {
+                connection.write("HTTP/1.1 200 OK\r\nContent-Length: \(new.count)\r\nx-goog-generation: 2\r\n\r\n")
+                connection.write([UInt8](new))
+            }
+        }
+        defer { server.stop() }
+        defer { handedOn.signal() }
+        let ref = DownloadTests.scriptedStorage(server, route).reference(withPath: "o")
+        var received = Data()
+        let error = await #expect(throws: StorageError.self) {
+            for try await chunk in ref.dataStream() {
+                if received.isEmpty { handedOn.signal() }
+                received.append(chunk)
+            }
+        }
+        #expect(error?.code == .objectChanged)
+        #expect(received.count < old.count && received == old.prefix(received.count), "a prefix of the old object only")
+        #expect(try await ref.data(maxSize: 1 << 20) == new, "a rewindable download starts over")
+    }
+
+    @Test(arguments: [TestRoute.nativeHTTP])
+    func anEmptyObjectStreamsNoChunk(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
+        defer { emulator.stop() }
+        let ref = DownloadTests.storage(emulator, firebase: false, route: route).reference(withPath: "empty")
+        _ = try await ref.putDataAsync(Data())
+        #expect(try await Self.chunks(ref.dataStream()).isEmpty)
+        let error = await #expect(throws: StorageError.self) { try await ref.data(maxSize: 1, range: 0...0) }
+        #expect(error?.code == .invalidArgument, "any range of an empty object is unsatisfiable (416)")
+    }
+
     /// Waits (polling, deciding nothing) until the sink blocks for room or the download ends.
     static func settle(_ buffer: DownloadStreamBuffer) async {
         while buffer.state.withLock({ $0.producer == nil && $0.end == nil && !$0.cancelled }) {
