@@ -20,6 +20,12 @@ final class DownloadStreamBuffer: DownloadDestination {
     /// The most bytes held at once, beyond which the sink waits (one read may
     /// exceed it only when the buffer is empty).
     let limit: Int64
+    /// Whether the sink may wait for room. Not over `URLSession`: swift-corelibs-foundation
+    /// delivers every session's data on one serial queue, so a sink waiting there for a
+    /// consumer stalls every `URLSession` request in the process, and a consumer that needs one
+    /// (or whose threads are all stuck in `URLSession` calls) would never come. There the
+    /// buffer takes what arrives, and memory follows the consumer's lag instead.
+    let waits: Bool
 
     struct State {
         var chunks: [Data] = []
@@ -45,9 +51,10 @@ final class DownloadStreamBuffer: DownloadDestination {
 
     let state = Mutex(State())
 
-    init(chunkSize: Int = 256 * 1024, limit: Int64 = 1024 * 1024) {
+    init(chunkSize: Int = 256 * 1024, limit: Int64 = 1024 * 1024, waits: Bool = true) {
         self.chunkSize = max(1, chunkSize)
         self.limit = max(1, limit)
+        self.waits = waits
     }
 
     // MARK: Producer (the transport's thread)
@@ -81,7 +88,7 @@ final class DownloadStreamBuffer: DownloadDestination {
     private func push(_ bytes: UnsafeRawBufferPointer) throws(StorageError) {
         let count = Int64(bytes.count)
         let chunkSize = chunkSize
-        let limit = limit
+        let limit = waits ? limit : Int64.max
         while true {
             let action = try state.withLock { (state) throws(StorageError) -> PushAction in
                 if state.cancelled { throw .cancelled() }

@@ -10,7 +10,11 @@ public import Foundation
 ///
 /// - **Bounded memory.** At most about 1 MiB waits for the consumer; while it
 ///   does, the connection is not read, so TCP flow control holds the server
-///   back, whatever the object's size.
+///   back, whatever the object's size. Not over the `URLSession` transport
+///   (``StorageTransportChoice/urlSession``, or `https` where native TLS is
+///   unavailable): swift-corelibs-foundation delivers every session's data on
+///   one shared queue, so waiting there would stall every other request in
+///   the process; there the chunks the consumer has not taken yet are kept.
 /// - **Resumption.** A connection that breaks mid-body is retried within the
 ///   storage's retry budget with `Range` from the first byte not yet handed
 ///   on: no byte is repeated or skipped. A resumption that finds another
@@ -48,7 +52,9 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
 
     /// Starts a download and returns its iterator.
     public func makeAsyncIterator() -> Iterator {
-        Iterator(Self.start(reference: reference, range: range))
+        let storage = reference.storage
+        let waits = storage.transport.letsResponseSinksWait(forScheme: storage.endpoint.baseURL.scheme ?? "")
+        return Iterator(Self.start(reference: reference, range: range, buffer: DownloadStreamBuffer(waits: waits)))
     }
 
     /// Runs the download into a new buffer, on a task of its own.
