@@ -100,6 +100,8 @@ struct DownloadBenchmark {
         /// curl only: after curl exits, `sync --data <file>` (fsync), as `writeAsync` fsyncs its
         /// temporary file before the atomic rename; timed with the download.
         var syncsFile = false
+        /// Consumes `dataStream()` chunk by chunk instead of writing a file.
+        var streams = false
     }
 
     func run(directory: URL) async throws {
@@ -178,6 +180,8 @@ struct DownloadBenchmark {
             }
             for transport in transports where !isScaleSize || transport == "native" {
                 scenarios.append(Scenario(name: "writeAsync/\(transport)", transport: transport, runs: runs))
+                scenarios.append(
+                    Scenario(name: "dataStream/\(transport)", transport: transport, runs: runs, streams: true))
             }
 
             var samples: [[Sample]] = Array(repeating: [], count: scenarios.count)
@@ -190,7 +194,16 @@ struct DownloadBenchmark {
                     if !reset { resetWorks = false }
                     let started = clock.now
                     var childCPU = 0.0
-                    if let transport = scenario.transport {
+                    var streamed: (size: Int64, crc: UInt32)?
+                    if let transport = scenario.transport, scenario.streams {
+                        var size: Int64 = 0
+                        var crc: UInt32 = 0
+                        for try await chunk in storages[transport]!.reference(withPath: objectName).dataStream() {
+                            crc = chunk.withUnsafeBytes { cs_crc32c_update(crc, $0.baseAddress, $0.count) }
+                            size += Int64(chunk.count)
+                        }
+                        streamed = (size, crc)
+                    } else if let transport = scenario.transport {
                         _ = try await storages[transport]!.reference(withPath: objectName).writeAsync(toFile: target)
                     } else {
                         let trust = options.tls ? ["--cacert", BenchmarkTLS.caFile] : []
@@ -210,7 +223,12 @@ struct DownloadBenchmark {
                     }
                     let seconds = DiscardBenchmark.seconds(started.duration(to: clock.now))
                     let (after, _) = try await ResourceSnapshot.take(resetPeak: false, serverRoot: nil)
-                    let facts = try await DedicatedThread.run(name: "verify") { try Self.sizeAndCRC(of: target) }
+                    let facts: (size: Int64, crc: UInt32)
+                    if let streamed {
+                        facts = streamed
+                    } else {
+                        facts = try await DedicatedThread.run(name: "verify") { try Self.sizeAndCRC(of: target) }
+                    }
                     try? FileManager.default.removeItem(at: target)
                     try DiscardBenchmark.check(
                         facts.size, DiscardBenchmark.base64(facts.crc), against: expected,
@@ -362,6 +380,9 @@ struct DownloadBenchmark {
         lines.append(
             "  every downloaded file is verified after the run: size and CRC32C equal the source file's (the SDK also")
         lines.append("    checks the server's CRC32C itself); each file is deleted after verification.")
+        lines.append(
+            "  dataStream rows iterate dataStream() and fold each chunk into a CRC32C (checked against the source's)")
+        lines.append("    without keeping or writing it: no file, no fsync, so they bound what the SDK itself costs.")
         lines.append(String(format: "total wall time: %.0f s", report.totalSeconds))
         return lines.joined(separator: "\n") + "\n"
     }

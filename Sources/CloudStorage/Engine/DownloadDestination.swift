@@ -21,6 +21,13 @@ protocol DownloadDestination: Sendable {
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError)
     /// Discards whatever was written and any temporary file; idempotent.
     func discard() async
+    /// Whether ``reset()`` can take back what was written, so that a download whose
+    /// object changed can start over; a stream cannot recall bytes already handed on.
+    var isRewindable: Bool { get }
+}
+
+extension DownloadDestination {
+    var isRewindable: Bool { true }
 }
 
 /// Collects a download in memory.

@@ -35,6 +35,89 @@ extension StorageReference {
         )
     }
 
+    /// Starts downloading part of the object into memory, refusing more than `maxSize` bytes.
+    ///
+    /// Sends `Range: bytes=a-b` and returns at once. The range follows GCS: one
+    /// that runs past the object's end yields the bytes up to the end; one that
+    /// starts past it fails with ``StorageErrorCode/invalidArgument`` (the
+    /// server's 416). A server that ignores the `Range` and sends the whole
+    /// object is read only as far as the range's end, its leading bytes
+    /// skipped. The length is checked; the CRC32C is not, unless the range
+    /// covers the whole object (the server's checksum is of the whole object).
+    ///
+    /// ```swift
+    /// // The first kilobyte, say a file's header.
+    /// let header = try await ref.getData(maxSize: 1024, range: 0..<1024).value
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maxSize: The most bytes the download may hold.
+    ///   - range: Byte offsets in the object: `a..<b`, `a...b`, `a...` (to the
+    ///     end) or `..<b`. An empty range or a negative bound fails with
+    ///     ``StorageErrorCode/invalidArgument``.
+    /// - Returns: The running download; its value is the range's bytes.
+    @discardableResult
+    public func getData(maxSize: Int64, range: some RangeExpression<Int64>) -> StorageDownloadTask<Data> {
+        let byteRange = Result { () throws(StorageError) in try ByteRange(range) }
+        let destination = MemoryDownloadDestination()
+        return StorageDownloadTask.start(
+            reference: self,
+            destination: destination,
+            maxSize: maxSize,
+            range: (try? byteRange.get()) ?? nil,
+            prepare: { () throws(StorageError) in
+                guard maxSize >= 0 else { throw .invalidArgument("maxSize must not be negative; it is \(maxSize).") }
+                _ = try byteRange.get()
+            },
+            complete: { destination.take() }
+        )
+    }
+
+    /// Streams the object's bytes chunk by chunk, reading from the network no
+    /// faster than the loop takes them.
+    ///
+    /// Nothing is sent until the loop starts; each loop is its own download,
+    /// in bounded memory whatever the object's size. A broken connection is
+    /// resumed with `Range` from the next byte not yet handed on. The whole
+    /// object's CRC32C is checked after the last chunk: a mismatch is thrown
+    /// then, **after the consumer already received the bytes**, so treat what
+    /// it did with them as unverified until the loop ends without an error.
+    /// See ``StorageDownloadStream`` for the rules.
+    ///
+    /// ```swift
+    /// var digest = 0
+    /// for try await chunk in storage.reference(withPath: "videos/launch.mp4").dataStream() {
+    ///     digest &+= chunk.count  // hash, parse or forward the bytes here
+    /// }
+    /// ```
+    ///
+    /// - Returns: A sequence of the object's bytes in chunks of at most 256 KiB.
+    public func dataStream() -> StorageDownloadStream {
+        StorageDownloadStream(reference: self, range: .success(nil))
+    }
+
+    /// Streams part of the object's bytes chunk by chunk, reading from the
+    /// network no faster than the loop takes them.
+    ///
+    /// Sends `Range: bytes=a-b`; the range follows GCS, as for
+    /// ``getData(maxSize:range:)``. The length is checked, not the CRC32C,
+    /// unless the range covers the whole object.
+    ///
+    /// ```swift
+    /// // Everything after the first megabyte.
+    /// for try await chunk in ref.dataStream(range: 1_048_576...) {
+    ///     print(chunk.count)
+    /// }
+    /// ```
+    ///
+    /// - Parameter range: Byte offsets in the object: `a..<b`, `a...b`, `a...`
+    ///   (to the end) or `..<b`. An empty range or a negative bound makes the
+    ///   first `next()` throw ``StorageErrorCode/invalidArgument``.
+    /// - Returns: A sequence of the range's bytes in chunks of at most 256 KiB.
+    public func dataStream(range: some RangeExpression<Int64>) -> StorageDownloadStream {
+        StorageDownloadStream(reference: self, range: Result { () throws(StorageError) in try ByteRange(range) })
+    }
+
     /// Starts downloading the object into a file.
     ///
     /// Returns at once. The bytes stream into a temporary file in the same
@@ -102,6 +185,29 @@ extension StorageReference {
     ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func data(maxSize: Int64, preconditions: StoragePreconditions = .none) async throws(StorageError) -> Data {
         let task = getData(maxSize: maxSize, preconditions: preconditions)
+        return try await Self.outcome(of: task, onProgress: nil)
+    }
+
+    /// Downloads part of the object into memory and returns its bytes.
+    ///
+    /// Cancelling the calling Swift task cancels the download. The rules of
+    /// ``getData(maxSize:range:)`` apply.
+    ///
+    /// ```swift
+    /// let tail = try await ref.data(maxSize: 4096, range: 1_000_000...)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - maxSize: The most bytes the download may hold.
+    ///   - range: Byte offsets in the object: `a..<b`, `a...b`, `a...` or `..<b`.
+    /// - Returns: The range's bytes (fewer when the range runs past the object's end).
+    /// - Throws: ``StorageError``: ``StorageErrorCode/invalidArgument`` for an
+    ///   empty or negative range, or one that starts past the object's end;
+    ///   ``StorageErrorCode/downloadSizeExceeded`` when the range holds more
+    ///   than `maxSize` bytes; ``StorageErrorCode/objectNotFound``;
+    ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func data(maxSize: Int64, range: some RangeExpression<Int64>) async throws(StorageError) -> Data {
+        let task = getData(maxSize: maxSize, range: range)
         return try await Self.outcome(of: task, onProgress: nil)
     }
 

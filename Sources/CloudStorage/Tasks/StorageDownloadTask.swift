@@ -48,12 +48,13 @@ public actor StorageDownloadTask<Output: Sendable & Equatable>: StorageTask {
         destination: any DownloadDestination,
         maxSize: Int64?,
         preconditions: StoragePreconditions = .none,
+        range: ByteRange? = nil,
         prepare: @escaping @Sendable () async throws(StorageError) -> Void,
         complete: @escaping @Sendable () async throws(StorageError) -> Output
     ) -> StorageDownloadTask<Output> {
         let engine = DownloadEngine(
             storage: reference.storage, path: reference.path, destination: destination, maxSize: maxSize,
-            preconditions: preconditions)
+            preconditions: preconditions, range: range)
         let job = DownloadJob(engine: engine, prepare: prepare, complete: complete)
         return StorageDownloadTask(driver: TaskRunner(job).driver(for: reference))
     }

@@ -41,6 +41,11 @@ protocol HTTPTransport: Sendable {
     /// engine then hashes them as they pass instead of reading the file a second time.
     func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool
 
+    /// Whether a ``HTTPResponseSink`` of a request to `scheme` may block for as long as its
+    /// caller likes (a streamed download waiting for its consumer) without holding up any other
+    /// request: true only where each request has a thread of its own.
+    func letsResponseSinksWait(forScheme scheme: String) -> Bool
+
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
@@ -50,6 +55,9 @@ protocol HTTPTransport: Sendable {
 extension HTTPTransport {
     /// False: a transport that does not say reads file regions in ways the engine cannot see.
     func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool { false }
+
+    /// False: a transport that does not say may deliver every request's body on one shared queue.
+    func letsResponseSinksWait(forScheme scheme: String) -> Bool { false }
 }
 
 /// A request for an ``HTTPTransport``.

@@ -115,6 +115,10 @@ final class NativeHTTPTransport: HTTPTransport {
         #endif
     }
 
+    /// True: each request runs on a thread of its own (``NativeIOThreads``), so a sink that
+    /// waits stops reading only its own connection.
+    func letsResponseSinksWait(forScheme scheme: String) -> Bool { true }
+
     init(configuration: Configuration = .init()) {
         self.configuration = configuration
         self.pool = NativeConnectionPool(

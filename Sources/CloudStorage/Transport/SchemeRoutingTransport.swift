@@ -42,6 +42,12 @@ struct SchemeRoutingTransport: HTTPTransport {
             : other.readsFileRegionsThroughBodyFile(forScheme: scheme)
     }
 
+    func letsResponseSinksWait(forScheme scheme: String) -> Bool {
+        nativeSchemes.contains(scheme.lowercased())
+            ? native.letsResponseSinksWait(forScheme: scheme)
+            : other.letsResponseSinksWait(forScheme: scheme)
+    }
+
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?

@@ -527,8 +527,21 @@ extension DocumentationSnippets {
         // end snippet
     }
 
-    static func downloadingPauseResume(storage: Storage) async throws {
+    static func downloadingStreamsAndRanges(storage: Storage) async throws {
         // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#3
+        let ref = storage.reference(withPath: "logs/2024-05-01.jsonl")
+        var lines = 0
+        for try await chunk in ref.dataStream() {          // bounded memory, any size
+            lines += chunk.count { $0 == UInt8(ascii: "\n") }
+        }
+        let header = try await ref.data(maxSize: 512, range: 0..<512)   // the first 512 bytes
+        let tail = try await ref.data(maxSize: 1 << 20, range: 10_000...)  // from byte 10,000 to the end
+        print(lines, header.count, tail.count)
+        // end snippet
+    }
+
+    static func downloadingPauseResume(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#4
         let task = storage.reference(withPath: "backups/photos.tar")
             .write(toFile: URL(fileURLWithPath: "/tmp/photos.tar"))
         await task.pause()
@@ -539,7 +552,7 @@ extension DocumentationSnippets {
     }
 
     static func downloadingURL(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#4
+        // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#5
         let url = try await storage.reference(withPath: "images/space.jpg").downloadURL()
         print(url)
         // end snippet
