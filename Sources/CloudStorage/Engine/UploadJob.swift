@@ -3,13 +3,15 @@
 struct UploadJob: TaskJob {
     let engine: UploadEngine
     let checkpoint = UploadCheckpoint()
-    /// The size when it is known before the source is opened (a `Data` source).
+    /// The size when it is known before the source is opened (a `Data` source, or a stream's declared size).
     let knownSize: Int64?
 
     init(engine: UploadEngine) {
         self.engine = engine
         if case .data(let data) = engine.source {
             knownSize = Int64(data.count)
+        } else if case .stream(let stream) = engine.source {
+            knownSize = stream.declaredSize
         } else {
             knownSize = nil
         }

@@ -6,6 +6,8 @@ enum UploadSource: Sendable {
     case data(Data)
     /// A file, read when sent; it must not change until the upload ends.
     case file(URL)
+    /// An `AsyncSequence` of bytes, read once as the upload sends it.
+    case stream(UploadStream)
 }
 
 /// An ``UploadSource`` opened for sending: its size, its checksum, and request
@@ -14,6 +16,7 @@ struct PreparedSource: Sendable {
     private enum Bytes: Sendable {
         case data(Data)
         case file(ReadOnlyFile)
+        case stream(UploadStream)
     }
 
     /// A checksum known before the upload starts, or one computed while it sends.
@@ -22,6 +25,8 @@ struct PreparedSource: Sendable {
         case pending(PendingChecksum)
         /// Hashed from the bytes the transport reads to send them; the rest when it is needed.
         case inline(ReadOnlyFile, InlineChecksum)
+        /// Hashed by the stream as its bytes are read; complete once the sequence ended.
+        case streamed(UploadStream)
     }
 
     private let bytes: Bytes
@@ -70,6 +75,13 @@ struct PreparedSource: Sendable {
         let bytes: Bytes
         let size: Int64
         switch source {
+        case .stream(let stream):
+            // A sequence cannot be read twice: its checksum is computed as its bytes pass.
+            guard let declared = stream.declaredSize, declared >= 0 else {
+                throw .invalidArgument("A streamed upload needs a size of 0 bytes or more.")
+            }
+            return PreparedSource(
+                bytes: .stream(stream), size: declared, checksum: computingChecksum ? .streamed(stream) : nil)
         case .data(let data):
             bytes = .data(data)
             size = Int64(data.count)
@@ -100,6 +112,8 @@ struct PreparedSource: Sendable {
     /// ``checksumBlockSize`` blocks into one reused buffer. Fails with `cancelled` once `stop` says so.
     private static func checksum(of bytes: Bytes, stop: () -> Bool) -> Result<UInt32, StorageError> {
         switch bytes {
+        case .stream:
+            return .failure(.internalError("A stream's checksum is computed as it is read."))
         case .data(let data):
             return .success(CRC32C.checksum(data))
         case .file(let file):
@@ -133,6 +147,7 @@ struct PreparedSource: Sendable {
         case .known(let value)?: return value
         case .pending(let pending)?: return pending.valueIfReady
         case .inline(_, let inline)?: return inline.valueIfComplete
+        case .streamed?: return nil
         }
     }
 
@@ -144,6 +159,7 @@ struct PreparedSource: Sendable {
         case nil: return nil
         case .known(let value)?: return value
         case .pending(let pending)?: return try await pending.value()
+        case .streamed(let stream)?: return await stream.crc32c()
         case .inline(let file, let inline)?:
             if let value = inline.valueIfComplete { return value }
             return try await BlockingIO.run { () throws(StorageError) -> UInt32 in
@@ -156,10 +172,18 @@ struct PreparedSource: Sendable {
         }
     }
 
-    /// The body for `length` bytes from `offset`.
-    func body(from offset: Int64, length: Int64) -> HTTPRequestBody {
+    /// The stream the bytes come from, when they come from one.
+    var stream: UploadStream? {
+        if case .stream(let stream) = bytes { return stream }
+        return nil
+    }
+
+    /// The body for `length` bytes from `offset` (of a stream: bytes it has buffered).
+    func body(from offset: Int64, length: Int64) async -> HTTPRequestBody {
         guard length > 0 else { return .empty }
         switch bytes {
+        case .stream(let stream):
+            return await stream.body(from: offset, length: length)
         case .data(let data):
             let start = data.startIndex + Int(offset)
             return .data(data[start..<(start + Int(length))])
