@@ -109,13 +109,14 @@ struct UploadEngine: Sendable {
             metadata: metadata,
             contentType: metadata.contentType ?? "application/octet-stream",
             size: prepared.size,
+            declaresSize: prepared.sizeIsKnown,
             crc32c: prepared.knownCRC32C,
             preconditions: preconditions
         )
         var runner = RequestRunner(storage: storage, operation: .upload)
         let requestLimit = storage.transport.maximumBodyLength
         // A single request also carries the metadata: leave it room under the transport's limit.
-        let fitsOneRequest = requestLimit.map { prepared.size + 1024 * 1024 <= $0 } ?? true
+        let fitsOneRequest = requestLimit.map { prepared.size <= $0 - 1024 * 1024 } ?? true
         // A stream always goes through a session: its bytes come one bounded buffer at a time.
         if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest && checkpoint.session == nil
             && prepared.stream == nil
@@ -205,7 +206,8 @@ struct UploadEngine: Sendable {
         _ runner: inout RequestRunner,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
-        let size = prepared.size
+        // `Int64.max` for a stream of unknown size until the sequence ends.
+        var size = prepared.size
         var restarts = 0
         // The most bytes the server has committed in this run: reaching past it is progress,
         // which restarts the retry deadline; regaining lost ground is not.
@@ -247,7 +249,13 @@ struct UploadEngine: Sendable {
                     // Bytes the server committed are no longer needed; the final request also
                     // waits for the sequence's end, so that one that yields more fails instead.
                     try await stream.discard(below: before)
-                    let filled = try await stream.fill(to: end == size ? size + 1 : end)
+                    // One byte past `end` shows whether the sequence ends there (then this
+                    // request finalizes, with the total it tells).
+                    let filled = try await stream.fill(to: end == size ? size + 1 : end + 1)
+                    if filled.finished && stream.declaredSize == nil {
+                        size = filled.end
+                        end = min(end, size)
+                    }
                     guard filled.end >= end else {
                         throw .internalError("The stream ended at \(filled.end) bytes, before the \(end) to send.")
                     }
@@ -437,10 +445,11 @@ struct UploadEngine: Sendable {
         } catch {
             problem = error
         }
-        if problem == nil && stored.size != prepared.size {
+        let sentSize = prepared.totalIfKnown ?? prepared.size
+        if problem == nil && stored.size != sentSize {
             problem = StorageError(
                 .nonMatchingChecksum,
-                "The server stored \(stored.size) bytes, but \(prepared.size) were sent."
+                "The server stored \(stored.size) bytes, but \(sentSize) were sent."
             )
         }
         var sent: UInt32?

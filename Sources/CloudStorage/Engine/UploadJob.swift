@@ -27,7 +27,7 @@ struct UploadJob: TaskJob {
     ) async throws(StorageError) -> StorageMetadata {
         let (checkpoint, knownSize) = (checkpoint, knownSize)
         return try await engine.run(checkpoint: checkpoint, stop: stop) { completed in
-            let total = checkpoint.source?.size ?? knownSize ?? 0
+            let total = checkpoint.source.map { $0.totalIfKnown ?? 0 } ?? knownSize ?? 0
             progress(TaskProgress(completedUnitCount: completed, totalUnitCount: total))
         }
     }

@@ -77,11 +77,13 @@ struct PreparedSource: Sendable {
         switch source {
         case .stream(let stream):
             // A sequence cannot be read twice: its checksum is computed as its bytes pass.
-            guard let declared = stream.declaredSize, declared >= 0 else {
-                throw .invalidArgument("A streamed upload needs a size of 0 bytes or more.")
+            if let declared = stream.declaredSize, declared < 0 {
+                throw .invalidArgument("A streamed upload's size must be 0 bytes or more; it is \(declared).")
             }
+            // Without a size, `Int64.max` stands for "not known until the sequence ends".
             return PreparedSource(
-                bytes: .stream(stream), size: declared, checksum: computingChecksum ? .streamed(stream) : nil)
+                bytes: .stream(stream), size: stream.declaredSize ?? .max,
+                checksum: computingChecksum ? .streamed(stream) : nil)
         case .data(let data):
             bytes = .data(data)
             size = Int64(data.count)
@@ -170,6 +172,16 @@ struct PreparedSource: Sendable {
                     blockSize: Self.checksumBlockSize)
             }
         }
+    }
+
+    /// Whether ``size`` is the object's size: false for a stream of unknown size (then it is
+    /// `Int64.max`) until the sequence has ended.
+    var sizeIsKnown: Bool { totalIfKnown != nil }
+
+    /// The object's size, when it is known yet.
+    var totalIfKnown: Int64? {
+        guard let stream else { return size }
+        return stream.knownTotal.withLock { $0 }
     }
 
     /// The stream the bytes come from, when they come from one.

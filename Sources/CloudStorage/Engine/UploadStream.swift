@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The bytes of a streamed upload: an `AsyncSequence` read by one task of its own into a buffer
 /// that holds only what the server has not committed yet.
@@ -12,6 +13,8 @@ import Foundation
 actor UploadStream {
     /// The size the caller declared, if any.
     nonisolated let declaredSize: Int64?
+    /// The object's size once known: the declared one, or the bytes read when the sequence ended.
+    nonisolated let knownTotal: Mutex<Int64?>
 
     private let startReading: @Sendable (UploadStream) -> Task<Void, Never>
     private var reader: Task<Void, Never>?
@@ -29,6 +32,7 @@ actor UploadStream {
 
     init<Bytes: AsyncSequence & Sendable>(_ bytes: Bytes, size: Int64?) where Bytes.Element: Sequence<UInt8> {
         declaredSize = size
+        knownTotal = Mutex(size)
         startReading = { stream in
             Task {
                 do {
@@ -140,6 +144,9 @@ actor UploadStream {
         } else if let declaredSize, end < declaredSize, failure == nil {
             failure = .invalidArgument(
                 "The sequence ended after \(end) bytes, before the \(declaredSize) declared as its size.")
+        } else if failure == nil {
+            let total = end
+            knownTotal.withLock { $0 = total }
         }
         resumeEngine()
     }

@@ -84,7 +84,7 @@ extension StorageReference {
     /// ```swift
     /// // `body` is an AsyncSequence of ByteBuffer-like chunks converted to Data or [UInt8].
     /// let task = storage.reference(withPath: "uploads/\(id).bin")
-    ///     .putStream(body, size: contentLength)
+    ///     .putStream(body, size: contentLength)  // nil for a chunked request body
     /// let metadata = try await task.value
     /// print(metadata.size)
     /// ```
@@ -92,8 +92,10 @@ extension StorageReference {
     /// - Parameters:
     ///   - bytes: The object's bytes, in elements of any size (`Data`, `[UInt8]`, ...). An
     ///     error it throws fails the upload with ``StorageErrorCode/unreadableFile``.
-    ///   - size: How many bytes the sequence yields; when it yields more or fewer, the upload
-    ///     fails with ``StorageErrorCode/invalidArgument`` and no object is stored.
+    ///   - size: How many bytes the sequence yields, or nil when it is not known: the object then
+    ///     ends where the sequence does, and snapshots report a total of 0 until then. When the
+    ///     sequence yields more or fewer bytes than a given size, the upload fails with
+    ///     ``StorageErrorCode/invalidArgument`` and no object is stored.
     ///   - metadata: Content type, caching headers and custom metadata to store.
     ///   - preconditions: Conditions on the object the upload may replace; as for
     ///     ``putData(_:metadata:preconditions:)``.
@@ -101,7 +103,7 @@ extension StorageReference {
     ///   sequence; cancelling it, or any failure, ends the sequence's iteration.
     @discardableResult
     public func putStream<Bytes: AsyncSequence & Sendable>(
-        _ bytes: Bytes, size: Int64, metadata: StorageMetadata? = nil,
+        _ bytes: Bytes, size: Int64? = nil, metadata: StorageMetadata? = nil,
         preconditions: StoragePreconditions = .none
     ) -> StorageUploadTask where Bytes.Element: Sequence<UInt8> {
         StorageUploadTask.start(

@@ -42,14 +42,23 @@ struct StreamUploadTests {
     func roundTrip(wire: Reliability.Wire, size: Int) async throws {
         let payload = Self.payload(size)
         for elementSize in [4093, 300_000] {
-            try await Reliability.withEmulator(for: Self.route) { emulator in
-                let storage = Self.storage(wire, emulator, chunk: 512 * 1024)
-                let name = "stream-\(size)-\(elementSize)"
-                let task = storage.reference(withPath: name)
-                    .putStream(Self.elements(payload, of: elementSize), size: Int64(size))
-                let result = await task.result()
-                let metadata = try result.get()
-                try Reliability.expectStored(payload, as: name, in: emulator, returned: metadata)
+            for declared in [Int64(size), nil] {
+                try await Reliability.withEmulator(for: Self.route) { emulator in
+                    let storage = Self.storage(wire, emulator, chunk: 512 * 1024)
+                    let name = "stream-\(size)-\(elementSize)-\(declared == nil ? "unknown" : "known")"
+                    let task = storage.reference(withPath: name)
+                        .putStream(Self.elements(payload, of: elementSize), size: declared)
+                    let snapshots = task.snapshots
+                    let observer = Task { await TestSupport.collect(snapshots) }
+                    let metadata = try await task.result().get()
+                    try Reliability.expectStored(payload, as: name, in: emulator, returned: metadata)
+                    let seen = await observer.value
+                    #expect(seen.last?.progress.totalUnitCount == Int64(size))
+                    if declared == nil {
+                        // The total is unknown (0) until the sequence ended.
+                        #expect(seen.first?.progress.totalUnitCount == 0 || size == 0)
+                    }
+                }
             }
         }
     }
@@ -65,12 +74,30 @@ struct StreamUploadTests {
         ])
     func faultResumesFromBuffer(wire: Reliability.Wire, fault: String) async throws {
         let payload = Self.payload(2 * 1024 * 1024 + 5)
+        for declared in [Int64(payload.count), nil] {
+            try await Reliability.withEmulator(for: Self.route, faults: ["pass", "pass", fault]) { emulator in
+                let storage = Self.storage(wire, emulator, chunk: 512 * 1024)
+                let task = storage.reference(withPath: "faulted")
+                    .putStream(Self.elements(payload, of: 65_537), size: declared)
+                let metadata = try await task.result().get()
+                try Reliability.expectStored(payload, as: "faulted", in: emulator, returned: metadata)
+            }
+        }
+    }
+
+    /// Without a size, the last request may carry no bytes (`bytes */N`): the sequence ended
+    /// exactly at a request's end, and a fault there must still finalize with the right total.
+    @Test(
+        "unknown size ending on a request boundary, with a fault on the last request",
+        arguments: Reliability.Wire.allCases, ["pass", "reset-after-0", "drop-response"])
+    func unknownSizeOnBoundary(wire: Reliability.Wire, fault: String) async throws {
+        let payload = Self.payload(1024 * 1024)
         try await Reliability.withEmulator(for: Self.route, faults: ["pass", "pass", fault]) { emulator in
             let storage = Self.storage(wire, emulator, chunk: 512 * 1024)
-            let task = storage.reference(withPath: "faulted")
-                .putStream(Self.elements(payload, of: 65_537), size: Int64(payload.count))
+            let task = storage.reference(withPath: "boundary")
+                .putStream(Self.elements(payload, of: 512 * 1024), size: nil)
             let metadata = try await task.result().get()
-            try Reliability.expectStored(payload, as: "faulted", in: emulator, returned: metadata)
+            try Reliability.expectStored(payload, as: "boundary", in: emulator, returned: metadata)
         }
     }
 
