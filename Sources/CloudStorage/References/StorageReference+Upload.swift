@@ -82,11 +82,13 @@ extension StorageReference {
     /// The CRC32C is computed as the bytes pass and checked when the object is stored.
     ///
     /// ```swift
-    /// // `body` is an AsyncSequence of ByteBuffer-like chunks converted to Data or [UInt8].
-    /// let task = storage.reference(withPath: "uploads/\(id).bin")
-    ///     .putStream(body, size: contentLength)  // nil for a chunked request body
-    /// let metadata = try await task.value
-    /// print(metadata.size)
+    /// // An incoming request's body, as it arrives: its Content-Length, or nil when chunked.
+    /// func store(
+    ///     _ body: some AsyncSequence<Data, any Error> & Sendable, length: Int64?, id: String
+    /// ) async throws -> StorageMetadata {
+    ///     let task = storage.reference(withPath: "uploads/\(id).bin").putStream(body, size: length)
+    ///     return try await task.value
+    /// }
     /// ```
     ///
     /// - Parameters:

@@ -119,6 +119,30 @@ struct StreamUploadTests {
 
     struct Boom: Error {}
 
+    @Test("the documented example stores a request body, with and without its length")
+    func documentedExample() async throws {
+        let payload = Self.payload(700_000)
+        for length in [Int64(payload.count), nil] {
+            try await Reliability.withEmulator(for: Self.route) { emulator in
+                let storage = Self.storage(.gcs, emulator)
+                // The example of `putStream(_:size:metadata:preconditions:)`, verbatim.
+                func store(
+                    _ body: some AsyncSequence<Data, any Error> & Sendable, length: Int64?, id: String
+                ) async throws -> StorageMetadata {
+                    let task = storage.reference(withPath: "uploads/\(id).bin").putStream(body, size: length)
+                    return try await task.value
+                }
+                let body = AsyncThrowingStream<Data, any Error> { continuation in
+                    continuation.yield(payload.prefix(300_000))
+                    continuation.yield(payload.dropFirst(300_000))
+                    continuation.finish()
+                }
+                let metadata = try await store(body, length: length, id: "42")
+                try Reliability.expectStored(payload, as: "uploads/42.bin", in: emulator, returned: metadata)
+            }
+        }
+    }
+
     @Test("a sequence that throws fails the upload, no object, no session", arguments: Reliability.Wire.allCases)
     func throwingSequence(wire: Reliability.Wire) async throws {
         let chunk = [UInt8](repeating: 7, count: 100_000)
