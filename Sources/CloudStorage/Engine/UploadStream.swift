@@ -18,8 +18,11 @@ actor UploadStream {
 
     private let startReading: @Sendable (UploadStream) -> Task<Void, Never>
     private var reader: Task<Void, Never>?
-    /// The bytes from ``start`` on that the server has not committed.
-    private var buffer = Data()
+    /// The bytes from ``start`` on that the server has not committed, as the sequence's
+    /// elements (the first one possibly cut): kept as they came, so that neither appending,
+    /// nor dropping, nor a request's body copies the buffer.
+    private var blocks: [Data] = []
+    private var buffered: Int64 = 0
     /// The offset of the buffer's first byte: everything before it was dropped.
     private var start: Int64 = 0
     private var crc = CRC32C()
@@ -48,7 +51,7 @@ actor UploadStream {
     }
 
     /// The offset just past the last byte read from the sequence.
-    private var end: Int64 { start + Int64(buffer.count) }
+    private var end: Int64 { start + buffered }
 
     /// Reads from the sequence until the buffer reaches `target` or the sequence ends.
     ///
@@ -86,18 +89,39 @@ actor UploadStream {
                 "The server needs the streamed bytes from offset \(offset) again, but only those from \(start) on are still buffered; a sequence cannot be read twice."
             )
         }
-        let count = Int(min(offset, end) - start)
-        if count > 0 {
-            buffer = buffer.subdata(in: buffer.startIndex + count..<buffer.endIndex)
-            start += Int64(count)
+        var drop = min(offset, end) - start
+        while drop > 0, let first = blocks.first {
+            let cut = min(drop, Int64(first.count))
+            if cut == Int64(first.count) {
+                blocks.removeFirst()
+            } else {
+                blocks[0] = first.dropFirst(Int(cut))
+            }
+            start += cut
+            buffered -= cut
+            drop -= cut
         }
     }
 
     /// The buffered bytes in `[offset, offset + length)`, which must have been read.
     func body(from offset: Int64, length: Int64) -> HTTPRequestBody {
         guard length > 0 else { return .empty }
-        let first = buffer.startIndex + Int(offset - start)
-        return .data(buffer.subdata(in: first..<first + Int(length)))
+        var skip = offset - start
+        var remaining = length
+        var segments: [HTTPRequestBody.Segment] = []
+        for block in blocks where remaining > 0 {
+            let count = Int64(block.count)
+            if skip >= count {
+                skip -= count
+                continue
+            }
+            let take = min(count - skip, remaining)
+            let from = block.startIndex + Int(skip)
+            segments.append(.data(block[from..<from + Int(take)]))
+            remaining -= take
+            skip = 0
+        }
+        return HTTPRequestBody(segments: segments)
     }
 
     /// The CRC32C of every byte read so far (of the whole object once the sequence ended).
@@ -121,7 +145,8 @@ actor UploadStream {
     /// Adds an element's bytes, then waits until they are wanted; false when reading should stop.
     private func deliver(_ data: Data) async -> Bool {
         guard !finished && failure == nil else { return false }
-        buffer.append(data)
+        blocks.append(data)
+        buffered += Int64(data.count)
         crc.update(data)
         if let declaredSize, end > declaredSize {
             failure = .invalidArgument(
