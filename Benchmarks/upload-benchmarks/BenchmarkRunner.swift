@@ -180,6 +180,10 @@ final class BenchmarkRunner {
             guard let payload else { throw BenchmarkError("putData ran without its payload") }
             let metadata = try await storage(for: .putData).reference(withPath: name).putDataAsync(payload)
             return Uploaded(bytes: size, objects: [(name, ObjectFacts(metadata))])
+        case .putStream:
+            let metadata = try await storage(for: .putStream).reference(withPath: name)
+                .putStream(FileBlocks(url: largeFile)).value
+            return Uploaded(bytes: size, objects: [(name, ObjectFacts(metadata))])
         case .smallPutData(let count):
             let storage = try storage(for: scenario.kind)
             let payload = smallPayload

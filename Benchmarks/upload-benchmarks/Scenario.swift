@@ -11,6 +11,8 @@ struct Scenario: Sendable {
         case putFileChunked(Int64)
         /// `putFile` with `verifiesChecksums = false` (no CRC32C pass over the file).
         case putFileWithoutChecksums
+        /// `putStream` of the file read in 1 MiB blocks, without a size (8 MiB requests and buffer).
+        case putStream
         /// Many concurrent `putData` uploads of a small payload.
         case smallPutData(count: Int)
     }
@@ -67,6 +69,11 @@ struct Scenario: Sendable {
                 name: "putFile-noChecksums",
                 summary: "putFile with verifiesChecksums = false",
                 kind: .putFileWithoutChecksums
+            ),
+            Scenario(
+                name: "putStream",
+                summary: "putStream of the \(size) file in 1 MiB blocks, size unknown (8 MiB buffer and requests)",
+                kind: .putStream
             ),
             Scenario(
                 name: "small-putData",

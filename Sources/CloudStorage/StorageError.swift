@@ -75,6 +75,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
         case unreadableFile, fileChanged, downloadSizeExceeded
         case protocolViolation, unwritableFile, objectChanged, tlsFailure, preconditionFailed
+        case dataLoss
     }
 
     let kind: Kind
@@ -113,7 +114,9 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let internalError = Self(kind: .internalError)
     /// An object path breaks the path rules, or a URL cannot be parsed as one.
     public static let pathError = Self(kind: .pathError)
-    /// The file to upload is missing, is not a regular file, or cannot be read.
+    /// The file to upload is missing, is not a regular file, or cannot be read, or the
+    /// sequence of a streamed upload threw an error (the message names it; the session is
+    /// discarded and no object is stored).
     /// (A download that cannot write its file is ``unwritableFile``.)
     public static let unreadableFile = Self(kind: .unreadableFile)
     /// A download cannot write its destination: the disk is full, permission
@@ -185,6 +188,13 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// the conditions again against the object stored then. Read the object's
     /// current metadata and decide again.
     public static let preconditionFailed = Self(kind: .preconditionFailed)
+
+    /// A streamed upload (``StorageReference/putStream(_:size:metadata:preconditions:)``) cannot
+    /// continue without bytes it no longer holds: the server lost bytes it had committed (it
+    /// forgot the session, or reported a committed offset below what the upload had already
+    /// dropped from its buffer), and a sequence cannot be read again. No object is stored and
+    /// the session is discarded; upload again from the start of the data.
+    public static let dataLoss = Self(kind: .dataLoss)
 
     /// The code's name, such as `objectNotFound`.
     public var description: String { kind.rawValue }

@@ -38,6 +38,11 @@ struct UploadEngine: Sendable {
     /// before the upload fails.
     private static let maxSessionRestarts = 3
 
+    /// The bytes one request of a streamed upload carries at most (unless
+    /// ``StorageConfiguration/chunkSize`` is smaller), and so about the most a stream's
+    /// buffer holds: a multiple of 256 KiB.
+    static let streamBufferSize: Int64 = 8 * 1024 * 1024
+
     /// Uploads, or continues uploading, and returns the stored object's metadata.
     ///
     /// - Parameters:
@@ -57,6 +62,8 @@ struct UploadEngine: Sendable {
             if stop.reason == .cancel { throw .cancelled() }
             return try await upload(checkpoint: checkpoint, progress: progress)
         } catch {
+            // The upload ends here (unless paused): stop reading a streamed source.
+            if stop.reason != .pause, let stream = checkpoint.source?.stream { await stream.cancel() }
             if stop.reason != .pause, let session = checkpoint.session {
                 checkpoint.session = nil
                 // Deleting a session whose object may be stored would be worse than leaving it to expire.
@@ -102,21 +109,27 @@ struct UploadEngine: Sendable {
             metadata: metadata,
             contentType: metadata.contentType ?? "application/octet-stream",
             size: prepared.size,
+            declaresSize: prepared.sizeIsKnown,
             crc32c: prepared.knownCRC32C,
             preconditions: preconditions
         )
         var runner = RequestRunner(storage: storage, operation: .upload)
         let requestLimit = storage.transport.maximumBodyLength
         // A single request also carries the metadata: leave it room under the transport's limit.
-        let fitsOneRequest = requestLimit.map { prepared.size + 1024 * 1024 <= $0 } ?? true
-        if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest && checkpoint.session == nil {
+        let fitsOneRequest = requestLimit.map { prepared.size <= $0 - 1024 * 1024 } ?? true
+        // A stream always goes through a session: its bytes come one bounded buffer at a time.
+        if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest && checkpoint.session == nil
+            && prepared.stream == nil
+        {
             upload.crc32c = try await prepared.crc32c()
             return try await sendInOneRequest(upload, prepared, &runner, progress)
         }
         // The most bytes one request of the session carries, if anything bounds it.
         let granularity = StorageConfiguration.chunkGranularity
         let transportChunk = requestLimit.map { max(granularity, $0 / granularity * granularity) }
-        let chunk = [configuration.chunkSize, transportChunk].compactMap { $0 }.min()
+        // A stream's request size is also its buffer's: memory stays near it whatever the object's size.
+        let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
+        let chunk = [configuration.chunkSize, transportChunk, streamChunk].compactMap { $0 }.min()
         return try await sendResumably(upload, prepared, checkpoint, chunk, &runner, progress)
     }
 
@@ -126,7 +139,7 @@ struct UploadEngine: Sendable {
         _ runner: inout RequestRunner,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
-        let request = wire.singleRequestUpload(upload, body: prepared.body(from: 0, length: prepared.size))
+        let request = wire.singleRequestUpload(upload, body: await prepared.body(from: 0, length: prepared.size))
         let overhead = request.body.length - prepared.size
         while true {
             try await prepared.checkUnchanged()
@@ -193,7 +206,8 @@ struct UploadEngine: Sendable {
         _ runner: inout RequestRunner,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
-        let size = prepared.size
+        // `Int64.max` for a stream of unknown size until the sequence ends.
+        var size = prepared.size
         var restarts = 0
         // The most bytes the server has committed in this run: reaching past it is progress,
         // which restarts the retry deadline; regaining lost ground is not.
@@ -231,12 +245,28 @@ struct UploadEngine: Sendable {
             } else {
                 try await prepared.checkUnchanged()
                 var end = chunkSize.map { min(before + $0, size) } ?? size
+                if let stream = prepared.stream {
+                    // Bytes the server committed are no longer needed; the final request also
+                    // waits for the sequence's end, so that one that yields more fails instead.
+                    try await stream.discard(below: before)
+                    // One byte past `end` shows whether the sequence ends there (then this
+                    // request finalizes, with the total it tells).
+                    let filled = try await stream.fill(to: end == size ? size + 1 : end + 1)
+                    if filled.finished && stream.declaredSize == nil {
+                        size = filled.end
+                        end = min(end, size)
+                    }
+                    guard filled.end >= end else {
+                        throw .internalError("The stream ended at \(filled.end) bytes, before the \(end) to send.")
+                    }
+                }
                 var isFinal = end == size
                 var crc32c: UInt32?
                 if isFinal && prepared.hasChecksum && wire.checksFinalChecksum {
                     if let known = prepared.knownCRC32C {
                         crc32c = known
-                    } else if let aligned = Self.lastAlignedOffset(after: before, before: size) {
+                    } else if prepared.stream == nil, let aligned = Self.lastAlignedOffset(after: before, before: size)
+                    {
                         // Still hashing: send all but the tail without finalizing, then wait for the
                         // checksum and finalize with the tail, so that the pass and the transfer overlap.
                         end = aligned
@@ -251,7 +281,7 @@ struct UploadEngine: Sendable {
                 let request = wire.send(
                     session: session,
                     offset: before,
-                    body: prepared.body(from: before, length: end - before),
+                    body: await prepared.body(from: before, length: end - before),
                     isFinal: isFinal,
                     totalSize: size,
                     crc32c: crc32c
@@ -289,7 +319,9 @@ struct UploadEngine: Sendable {
             }
             switch state {
             case .gone:
-                // The server forgot the session (expired or deleted): start a new one.
+                // The server forgot the session (expired or deleted): start a new one, unless
+                // the bytes it held came from a stream and were dropped (dataLoss).
+                try await prepared.stream?.discard(below: 0)
                 try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
                 continue
             case .completeWithoutMetadata, .completeUnreadable:
@@ -299,6 +331,7 @@ struct UploadEngine: Sendable {
                 // servers do so on a status query): remove the truncated object and
                 // upload again in a new session, rather than report a wrong object.
                 await deleteObject(stored, upload, &runner)
+                try await prepared.stream?.discard(below: 0)
                 try restartSession(
                     &restarts, checkpoint, progress, because: "finalized an incomplete object", response)
                 continue
@@ -412,10 +445,11 @@ struct UploadEngine: Sendable {
         } catch {
             problem = error
         }
-        if problem == nil && stored.size != prepared.size {
+        let sentSize = prepared.totalIfKnown ?? prepared.size
+        if problem == nil && stored.size != sentSize {
             problem = StorageError(
                 .nonMatchingChecksum,
-                "The server stored \(stored.size) bytes, but \(prepared.size) were sent."
+                "The server stored \(stored.size) bytes, but \(sentSize) were sent."
             )
         }
         var sent: UInt32?

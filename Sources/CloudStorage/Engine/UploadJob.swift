@@ -3,13 +3,15 @@
 struct UploadJob: TaskJob {
     let engine: UploadEngine
     let checkpoint = UploadCheckpoint()
-    /// The size when it is known before the source is opened (a `Data` source).
+    /// The size when it is known before the source is opened (a `Data` source, or a stream's declared size).
     let knownSize: Int64?
 
     init(engine: UploadEngine) {
         self.engine = engine
         if case .data(let data) = engine.source {
             knownSize = Int64(data.count)
+        } else if case .stream(let stream) = engine.source {
+            knownSize = stream.declaredSize
         } else {
             knownSize = nil
         }
@@ -25,7 +27,7 @@ struct UploadJob: TaskJob {
     ) async throws(StorageError) -> StorageMetadata {
         let (checkpoint, knownSize) = (checkpoint, knownSize)
         return try await engine.run(checkpoint: checkpoint, stop: stop) { completed in
-            let total = checkpoint.source?.size ?? knownSize ?? 0
+            let total = checkpoint.source.map { $0.totalIfKnown ?? 0 } ?? knownSize ?? 0
             progress(TaskProgress(completedUnitCount: completed, totalUnitCount: total))
         }
     }

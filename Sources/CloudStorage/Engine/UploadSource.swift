@@ -6,6 +6,8 @@ enum UploadSource: Sendable {
     case data(Data)
     /// A file, read when sent; it must not change until the upload ends.
     case file(URL)
+    /// An `AsyncSequence` of bytes, read once as the upload sends it.
+    case stream(UploadStream)
 }
 
 /// An ``UploadSource`` opened for sending: its size, its checksum, and request
@@ -14,6 +16,7 @@ struct PreparedSource: Sendable {
     private enum Bytes: Sendable {
         case data(Data)
         case file(ReadOnlyFile)
+        case stream(UploadStream)
     }
 
     /// A checksum known before the upload starts, or one computed while it sends.
@@ -22,6 +25,8 @@ struct PreparedSource: Sendable {
         case pending(PendingChecksum)
         /// Hashed from the bytes the transport reads to send them; the rest when it is needed.
         case inline(ReadOnlyFile, InlineChecksum)
+        /// Hashed by the stream as its bytes are read; complete once the sequence ended.
+        case streamed(UploadStream)
     }
 
     private let bytes: Bytes
@@ -70,6 +75,15 @@ struct PreparedSource: Sendable {
         let bytes: Bytes
         let size: Int64
         switch source {
+        case .stream(let stream):
+            // A sequence cannot be read twice: its checksum is computed as its bytes pass.
+            if let declared = stream.declaredSize, declared < 0 {
+                throw .invalidArgument("A streamed upload's size must be 0 bytes or more; it is \(declared).")
+            }
+            // Without a size, `Int64.max` stands for "not known until the sequence ends".
+            return PreparedSource(
+                bytes: .stream(stream), size: stream.declaredSize ?? .max,
+                checksum: computingChecksum ? .streamed(stream) : nil)
         case .data(let data):
             bytes = .data(data)
             size = Int64(data.count)
@@ -100,6 +114,8 @@ struct PreparedSource: Sendable {
     /// ``checksumBlockSize`` blocks into one reused buffer. Fails with `cancelled` once `stop` says so.
     private static func checksum(of bytes: Bytes, stop: () -> Bool) -> Result<UInt32, StorageError> {
         switch bytes {
+        case .stream:
+            return .failure(.internalError("A stream's checksum is computed as it is read."))
         case .data(let data):
             return .success(CRC32C.checksum(data))
         case .file(let file):
@@ -133,6 +149,7 @@ struct PreparedSource: Sendable {
         case .known(let value)?: return value
         case .pending(let pending)?: return pending.valueIfReady
         case .inline(_, let inline)?: return inline.valueIfComplete
+        case .streamed?: return nil
         }
     }
 
@@ -144,6 +161,7 @@ struct PreparedSource: Sendable {
         case nil: return nil
         case .known(let value)?: return value
         case .pending(let pending)?: return try await pending.value()
+        case .streamed(let stream)?: return await stream.crc32c()
         case .inline(let file, let inline)?:
             if let value = inline.valueIfComplete { return value }
             return try await BlockingIO.run { () throws(StorageError) -> UInt32 in
@@ -156,10 +174,28 @@ struct PreparedSource: Sendable {
         }
     }
 
-    /// The body for `length` bytes from `offset`.
-    func body(from offset: Int64, length: Int64) -> HTTPRequestBody {
+    /// Whether ``size`` is the object's size: false for a stream of unknown size (then it is
+    /// `Int64.max`) until the sequence has ended.
+    var sizeIsKnown: Bool { totalIfKnown != nil }
+
+    /// The object's size, when it is known yet.
+    var totalIfKnown: Int64? {
+        guard let stream else { return size }
+        return stream.knownTotal.withLock { $0 }
+    }
+
+    /// The stream the bytes come from, when they come from one.
+    var stream: UploadStream? {
+        if case .stream(let stream) = bytes { return stream }
+        return nil
+    }
+
+    /// The body for `length` bytes from `offset` (of a stream: bytes it has buffered).
+    func body(from offset: Int64, length: Int64) async -> HTTPRequestBody {
         guard length > 0 else { return .empty }
         switch bytes {
+        case .stream(let stream):
+            return await stream.body(from: offset, length: length)
         case .data(let data):
             let start = data.startIndex + Int(offset)
             return .data(data[start..<(start + Int(length))])

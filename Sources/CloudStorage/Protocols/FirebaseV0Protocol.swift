@@ -61,7 +61,10 @@ struct FirebaseV0Protocol: UploadWireProtocol {
             method: "POST", url: bucketURL(upload), body: .data(metadataJSON(upload)), isIdempotent: false)
         request.headers.add("X-Goog-Upload-Protocol", "resumable")
         request.headers.add("X-Goog-Upload-Command", "start")
-        request.headers.add("X-Goog-Upload-Header-Content-Length", String(upload.size))
+        // Optional in the protocol: without it, "upload, finalize" ends the object at the bytes sent.
+        if upload.declaresSize {
+            request.headers.add("X-Goog-Upload-Header-Content-Length", String(upload.size))
+        }
         request.headers.add("X-Goog-Upload-Header-Content-Type", upload.contentType)
         request.headers.add("Content-Type", "application/json; charset=utf-8")
         return request

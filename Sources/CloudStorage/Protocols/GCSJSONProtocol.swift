@@ -58,7 +58,9 @@ struct GCSJSONProtocol: UploadWireProtocol {
         )
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
         request.headers.add("X-Upload-Content-Type", upload.contentType)
-        request.headers.add("X-Upload-Content-Length", String(upload.size))
+        if upload.declaresSize {
+            request.headers.add("X-Upload-Content-Length", String(upload.size))
+        }
         return request
     }
 

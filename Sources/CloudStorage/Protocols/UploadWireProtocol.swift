@@ -81,7 +81,11 @@ struct UploadDescription: Sendable {
     var objectName: String
     var metadata: StorageMetadata
     var contentType: String
+    /// The object's size; meaningless when ``declaresSize`` is false.
     var size: Int64
+    /// Whether the size is known when the session starts (false for a stream of unknown
+    /// size: the request that finalizes the session says it).
+    var declaresSize = true
     var crc32c: UInt32?
     /// Conditions the server checks before it stores the object (already
     /// validated for the endpoint: a protocol without them never sees any).

@@ -69,6 +69,50 @@ extension StorageReference {
             reference: self, source: .file(fileURL), metadata: metadata, preconditions: preconditions)
     }
 
+    /// Starts uploading the bytes of an asynchronous sequence, such as a request body arriving
+    /// over the network, to this reference's object.
+    ///
+    /// Returns at once; the upload runs in the background until it ends. The sequence is read
+    /// once, by a task of the upload's own, and never faster than the bytes go out: at most one
+    /// request's bytes (8 MiB, or ``StorageConfiguration/chunkSize`` when smaller) plus one
+    /// element are held at a time, whatever the object's size. They go through a resumable
+    /// session; after a lost connection the upload resends from that buffer what the server
+    /// did not commit. If the server lost bytes already dropped from the buffer (it forgot the
+    /// session), the upload fails with ``StorageErrorCode/dataLoss`` rather than store a gap.
+    /// The CRC32C is computed as the bytes pass and checked when the object is stored.
+    ///
+    /// ```swift
+    /// // An incoming request's body, as it arrives: its Content-Length, or nil when chunked.
+    /// func store(
+    ///     _ body: some AsyncSequence<Data, any Error> & Sendable, length: Int64?, id: String
+    /// ) async throws -> StorageMetadata {
+    ///     let task = storage.reference(withPath: "uploads/\(id).bin").putStream(body, size: length)
+    ///     return try await task.value
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - bytes: The object's bytes, in elements of any size (`Data`, `[UInt8]`, ...). An
+    ///     error it throws fails the upload with ``StorageErrorCode/unreadableFile``.
+    ///   - size: How many bytes the sequence yields, or nil when it is not known: the object then
+    ///     ends where the sequence does, and snapshots report a total of 0 until then. When the
+    ///     sequence yields more or fewer bytes than a given size, the upload fails with
+    ///     ``StorageErrorCode/invalidArgument`` and no object is stored.
+    ///   - metadata: Content type, caching headers and custom metadata to store.
+    ///   - preconditions: Conditions on the object the upload may replace; as for
+    ///     ``putData(_:metadata:preconditions:)``.
+    /// - Returns: The running upload. Pausing it keeps the buffer and stops reading the
+    ///   sequence; cancelling it, or any failure, ends the sequence's iteration.
+    @discardableResult
+    public func putStream<Bytes: AsyncSequence & Sendable>(
+        _ bytes: Bytes, size: Int64? = nil, metadata: StorageMetadata? = nil,
+        preconditions: StoragePreconditions = .none
+    ) -> StorageUploadTask where Bytes.Element: Sequence<UInt8> {
+        StorageUploadTask.start(
+            reference: self, source: .stream(UploadStream(bytes, size: size)),
+            metadata: metadata ?? StorageMetadata(), preconditions: preconditions)
+    }
+
     /// Uploads bytes in memory and returns the stored object's metadata.
     ///
     /// Cancelling the calling Swift task cancels the upload.
