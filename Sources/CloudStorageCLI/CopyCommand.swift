@@ -84,13 +84,9 @@ struct CopyCommand {
         let file = arguments.positional[0]
         guard file != "-" else { throw UsageError("reading from standard input is not supported yet; give a file") }
         source = URL(fileURLWithPath: file)
-        let destination = arguments.positional[1]
-        guard destination.hasPrefix("gs://") else { throw UsageError("the destination must be gs://BUCKET/PATH") }
-        let rest = destination.dropFirst("gs://".count)
-        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        bucket = String(rest[..<slash])
-        guard !bucket.isEmpty else { throw UsageError("the destination names no bucket") }
-        var objectPath = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
+        let destination = try ObjectAddress(arguments.positional[1], role: "the destination")
+        bucket = destination.bucket
+        var objectPath = destination.path
         if objectPath.isEmpty || objectPath.hasSuffix("/") {
             objectPath += source.lastPathComponent
         }

@@ -45,13 +45,9 @@ struct SignCommand {
             words, valued: ["--method", "--expires", "--key-file", "--header", "--endpoint"],
             flags: ["--virtual-hosted"])
         guard arguments.positional.count == 1 else { throw UsageError("sign needs one gs://BUCKET/PATH") }
-        let target = arguments.positional[0]
-        guard target.hasPrefix("gs://") else { throw UsageError("the object must be gs://BUCKET/PATH: \(target)") }
-        let rest = target.dropFirst("gs://".count)
-        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-        bucket = String(rest[..<slash])
-        guard !bucket.isEmpty else { throw UsageError("\(target) names no bucket") }
-        path = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
+        let target = try ObjectAddress(arguments.positional[0], role: "the object")
+        bucket = target.bucket
+        path = target.path
 
         let methodText = arguments.value("--method") ?? "GET"
         guard let method = SignedURLMethod(rawValue: methodText.uppercased()) else {
