@@ -40,7 +40,8 @@ actor UploadStream {
             Task {
                 do {
                     for try await element in bytes {
-                        guard await stream.deliver(Data(element)) else { return }
+                        // A `Data` element is kept as it is (copy-on-write); other collections are copied once.
+                        guard await stream.deliver(element as? Data ?? Data(element)) else { return }
                     }
                     await stream.finish(error: nil)
                 } catch {
