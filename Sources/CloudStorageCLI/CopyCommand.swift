@@ -17,26 +17,13 @@ struct CopyCommand {
         Uploads FILE, a regular file or a link to one (FIFOs, devices, sockets
         and directories are refused with status 3), to the object PATH (or,
         when PATH is empty or ends in /, to PATH followed by the file's name).
-        Where it goes:
-          --endpoint URL     a Google Cloud Storage JSON API endpoint
-          --firebase URL     a Cloud Storage for Firebase (v0) endpoint
-          --production       Google Cloud Storage itself
-          otherwise STORAGE_EMULATOR_HOST or FIREBASE_STORAGE_EMULATOR_HOST, and
-          with none of these the built-in emulator, which keeps objects in
-          --emulator-dir DIR (default: $XDG_DATA_HOME/cloud-storage/emulator,
-          i.e. ~/.local/share/cloud-storage/emulator).
+        \(StorageOptions.destinationUsage)
 
         Options:
-          --token TOKEN       an access token (default: $CLOUD_STORAGE_TOKEN); without one,
-                              --production and https:// --endpoint URLs use Application
-                              Default Credentials: the file $GOOGLE_APPLICATION_CREDENTIALS
-                              names, gcloud's (gcloud auth application-default login), or
-                              the metadata server on Google Cloud
+        \(StorageOptions.tokenUsage)
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
-          --ca-file FILE      also trust the CA certificates in this PEM file for https://
-                              (a private CA; the system's store, which honours SSL_CERT_FILE
-                              and SSL_CERT_DIR, stays trusted; needs the system's OpenSSL 3)
+        \(StorageOptions.caFileUsage)
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress bar
 
@@ -53,32 +40,18 @@ struct CopyCommand {
     let source: URL
     let bucket: String
     let path: String
-    let endpoint: Destination
-    let token: String?
-    /// Whether, with no token, the command finds Application Default Credentials: for Google
-    /// itself and https:// endpoints, never for the emulators (http:// on this machine).
-    let usesApplicationDefaultCredentials: Bool
-    /// The environment the command was given, where Application Default Credentials look.
-    let environment: [String: String]
+    /// Where the object goes, and as whom.
+    let storage: StorageOptions
     let contentType: String?
     let chunkSize: Int64?
-    /// The private CA certificates of `--ca-file`, trusted besides the system's store.
-    let trustRoot: StorageConfiguration.TrustRoot?
     let verifiesChecksums: Bool
     let quiet: Bool
-
-    enum Destination {
-        case endpoint(StorageEndpoint)
-        case builtInEmulator(directory: URL)
-    }
 
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
             words,
-            valued: [
-                "--endpoint", "--firebase", "--token", "--emulator-dir", "--content-type", "--chunk-size", "--ca-file",
-            ],
-            flags: ["--production", "--no-checksum", "--quiet"]
+            valued: StorageOptions.valued.union(["--content-type", "--chunk-size"]),
+            flags: StorageOptions.flags.union(["--no-checksum", "--quiet"])
         )
         guard arguments.positional.count == 2 else { throw UsageError("cp needs a FILE and a gs://BUCKET/PATH") }
         let file = arguments.positional[0]
@@ -92,32 +65,7 @@ struct CopyCommand {
         }
         path = objectPath
 
-        let chosen = [
-            arguments.value("--endpoint") != nil, arguments.value("--firebase") != nil, arguments.has("--production"),
-        ]
-        guard chosen.filter({ $0 }).count <= 1 else {
-            throw UsageError("choose one of --endpoint, --firebase and --production")
-        }
-        if let text = arguments.value("--endpoint") {
-            endpoint = .endpoint(.gcs(try Self.url(text)))
-        } else if let text = arguments.value("--firebase") {
-            endpoint = .endpoint(.firebase(try Self.url(text)))
-        } else if arguments.has("--production") {
-            endpoint = .endpoint(.googleCloudStorage)
-        } else if let fromEnvironment = try Self.endpoint(fromEnvironment: environment) {
-            endpoint = .endpoint(fromEnvironment)
-        } else {
-            let directory =
-                arguments.value("--emulator-dir").map { URL(fileURLWithPath: $0) }
-                ?? Self.defaultEmulatorDirectory(environment)
-            endpoint = .builtInEmulator(directory: directory)
-        }
-        token = arguments.value("--token") ?? environment["CLOUD_STORAGE_TOKEN"]
-        let googleEndpoint =
-            arguments.has("--production")
-            || arguments.value("--endpoint").map { $0.lowercased().hasPrefix("https://") } == true
-        usesApplicationDefaultCredentials = token == nil && googleEndpoint
-        self.environment = environment
+        storage = try StorageOptions(arguments, environment: environment)
         contentType = arguments.value("--content-type")
         if let text = arguments.value("--chunk-size") {
             guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
@@ -129,48 +77,8 @@ struct CopyCommand {
         } else {
             chunkSize = nil
         }
-        trustRoot = try arguments.value("--ca-file").map(Self.trustRoot(file:))
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
-    }
-
-    /// The certificates of a `--ca-file`, read and checked now, so that a wrong path fails
-    /// before anything is started or contacted rather than at the first https:// request.
-    static func trustRoot(file path: String) throws(UsageError) -> StorageConfiguration.TrustRoot {
-        let contents: Data
-        do {
-            contents = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw UsageError("--ca-file: cannot read \(path)", showsUsage: false)
-        }
-        do {
-            return try StorageConfiguration.TrustRoot.pem(contents)
-        } catch {
-            throw UsageError(
-                "--ca-file: \(path) holds no PEM certificate (-----BEGIN CERTIFICATE-----)", showsUsage: false)
-        }
-    }
-
-    static func url(_ text: String) throws(UsageError) -> URL {
-        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
-            throw UsageError("not an http(s) URL: \(text)")
-        }
-        return url
-    }
-
-    static func endpoint(fromEnvironment environment: [String: String]) throws(UsageError) -> StorageEndpoint? {
-        do {
-            return try StorageEndpoint.fromEnvironment(environment)
-        } catch {
-            throw UsageError("\(error.message)", showsUsage: false)
-        }
-    }
-
-    static func defaultEmulatorDirectory(_ environment: [String: String]) -> URL {
-        let base =
-            environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/share")
-        return base.appendingPathComponent("cloud-storage/emulator", isDirectory: true)
     }
 
     /// Parses `262144`, `256K`, `8M`, `1G` (powers of 1024).
@@ -190,27 +98,6 @@ struct CopyCommand {
             report(problem)
             return .localFile
         }
-        var emulator: StorageEmulator?
-        let storageEndpoint: StorageEndpoint
-        switch endpoint {
-        case .endpoint(let given):
-            storageEndpoint = given
-        case .builtInEmulator(let directory):
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                var configuration = StorageEmulator.Configuration()
-                configuration.backing = .directory(directory)
-                configuration.autoCreateBuckets = true
-                let started = try StorageEmulator.start(configuration)
-                emulator = started
-                storageEndpoint = .gcs(started.baseURL)
-            } catch {
-                report("cannot start the built-in emulator in \(directory.path): \(error)")
-                return .failure
-            }
-        }
-        defer { emulator?.stop() }
-
         var configuration = StorageConfiguration()
         do {
             try configuration.setChunkSize(chunkSize)
@@ -219,39 +106,16 @@ struct CopyCommand {
             return .usage
         }
         configuration.verifiesChecksums = verifiesChecksums
-        configuration.additionalTrustRoots = trustRoot.map { [$0] } ?? []
-        let authorization: StorageAuthorization
-        if let token {
-            authorization = .bearerToken(token)
-        } else if usesApplicationDefaultCredentials {
-            authorization = .applicationDefault(
-                environment: environment,
-                homeDirectory: environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path)
-        } else {
-            authorization = .none
+        let connection: StorageOptions.Connection
+        do {
+            connection = try await storage.connect(bucket: bucket, configuration: configuration)
+        } catch {
+            return error.reported()
         }
-        let storage = Storage(
-            bucket: bucket,
-            endpoint: storageEndpoint,
-            authorization: authorization,
-            configuration: configuration
-        )
-        if usesApplicationDefaultCredentials {
-            // Found and exchanged now, so that a machine without credentials fails with one
-            // line before anything is uploaded; the token is cached for the upload.
-            do {
-                try await storage.fetchAccessToken()
-            } catch {
-                if error.code == .cancelled { return .interrupted }
-                let detail = error.serverMessage.map { " (\($0))" } ?? ""
-                report(
-                    "cannot get credentials: \(error.message)\(detail)".replacingOccurrences(of: "\n", with: " "))
-                return .failure
-            }
-        }
+        defer { connection.close() }
         let reference: StorageReference
         do {
-            reference = try storage.reference(forURL: "gs://\(bucket)/\(path)")
+            reference = try connection.storage.reference(forURL: "gs://\(bucket)/\(path)")
         } catch {
             report("\(error.message)")
             return .usage
@@ -288,13 +152,9 @@ struct CopyCommand {
         }
         do {
             let stored = try outcome.get()
-            var location = "\(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
-            if case .builtInEmulator(let directory) = endpoint {
-                location += " in the built-in emulator; its files are in \(directory.path)"
-            } else {
-                location += " at \(storageEndpoint)"
-            }
-            print("Stored \(location)")
+            print(
+                "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+                    + " \(connection.location)")
             return .success
         } catch {
             if error.code == .cancelled {

@@ -75,12 +75,12 @@ struct SignCommand {
         style = arguments.has("--virtual-hosted") ? .virtualHosted : .pathStyle
 
         if let text = arguments.value("--endpoint") {
-            endpoint = .gcs(try CopyCommand.url(text))
+            endpoint = .gcs(try StorageOptions.url(text))
         } else {
             // Google's libraries sign for STORAGE_EMULATOR_HOST when it is set; the Firebase
             // emulator's variable names a server that does not take signed URLs.
             let variable = environment.filter { $0.key == "STORAGE_EMULATOR_HOST" }
-            endpoint = try CopyCommand.endpoint(fromEnvironment: variable) ?? .googleCloudStorage
+            endpoint = try StorageOptions.endpoint(fromEnvironment: variable) ?? .googleCloudStorage
         }
         authorization = try arguments.value("--key-file").map(Self.authorization(keyFile:)) ?? .applicationDefault
     }

@@ -12,7 +12,8 @@ import Testing
 extension CommandLineToolTests {
     @Test func applicationDefaultCredentialsOnlyForGoogleEndpointsWithoutAToken() throws {
         func uses(_ words: [String], _ environment: [String: String] = [:]) throws -> Bool {
-            try CopyCommand(words + ["file", "gs://b/o"], environment: environment).usesApplicationDefaultCredentials
+            try CopyCommand(words + ["file", "gs://b/o"], environment: environment).storage
+                .usesApplicationDefaultCredentials
         }
         #expect(try uses(["--production"]))
         #expect(try uses(["--endpoint", "https://storage.example.com"]))

@@ -117,7 +117,7 @@ struct CommandLineParsingTests {
 
     /// The endpoint a command line chose, or the built-in emulator's directory.
     static func destination(_ words: [String], _ environment: [String: String]) throws -> String {
-        switch try CopyCommand(words + ["a.txt", "gs://bkt/c"], environment: environment).endpoint {
+        switch try CopyCommand(words + ["a.txt", "gs://bkt/c"], environment: environment).storage.endpoint {
         case .endpoint(let endpoint): "\(endpoint == .googleCloudStorage ? "production" : "\(endpoint)")"
         case .builtInEmulator(let directory): "built-in \(directory.path)"
         }
@@ -142,7 +142,7 @@ struct CommandLineParsingTests {
     @Test func theProtocolFollowsTheFlagOrVariable() throws {
         func endpoint(_ words: [String], _ environment: [String: String]) throws -> StorageEndpoint? {
             if case .endpoint(let endpoint) = try CopyCommand(words + ["a", "gs://bkt/c"], environment: environment)
-                .endpoint
+                .storage.endpoint
             {
                 return endpoint
             }
@@ -167,16 +167,16 @@ struct CommandLineParsingTests {
     @Test func withoutXDGDataHomeTheEmulatorLivesUnderTheHomeDirectory() {
         let expected = FileManager.default.homeDirectoryForCurrentUser
             .appendingPathComponent(".local/share/cloud-storage/emulator").path
-        #expect(CopyCommand.defaultEmulatorDirectory([:]).standardizedFileURL.path == expected)
+        #expect(StorageOptions.defaultEmulatorDirectory([:]).standardizedFileURL.path == expected)
     }
 
     @Test func theTokenComesFromTheFlagOrTheEnvironment() throws {
         let fromEnvironment = ["CLOUD_STORAGE_TOKEN": "from-env"]
-        #expect(try CopyCommand(["a", "gs://bkt/c"], environment: fromEnvironment).token == "from-env")
+        #expect(try CopyCommand(["a", "gs://bkt/c"], environment: fromEnvironment).storage.token == "from-env")
         #expect(
-            try CopyCommand(["--token", "from-flag", "a", "gs://bkt/c"], environment: fromEnvironment).token
+            try CopyCommand(["--token", "from-flag", "a", "gs://bkt/c"], environment: fromEnvironment).storage.token
                 == "from-flag")
-        #expect(try CopyCommand(["a", "gs://bkt/c"], environment: [:]).token == nil)
+        #expect(try CopyCommand(["a", "gs://bkt/c"], environment: [:]).storage.token == nil)
     }
 
     // MARK: EmulatorCommand
