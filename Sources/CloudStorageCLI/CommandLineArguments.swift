@@ -59,3 +59,25 @@ struct UsageError: Error, CustomStringConvertible {
         self.showsUsage = showsUsage
     }
 }
+
+/// Single-letter flags written together, as `ls -lr` for `ls -l -r`.
+enum ShortFlags {
+    /// `words` with each word made only of `letters` after one dash (`-lr`) split into one word
+    /// per letter (`-l`, `-r`); words after `--` are left alone.
+    static func expand(_ words: [String], letters: String) -> [String] {
+        var result: [String] = []
+        var onlyPositional = false
+        for word in words {
+            if word == "--" { onlyPositional = true }
+            let body = word.dropFirst()
+            if !onlyPositional, word.hasPrefix("-"), !word.hasPrefix("--"), body.count > 1,
+                body.allSatisfy(letters.contains)
+            {
+                result += body.map { "-\($0)" }
+            } else {
+                result.append(word)
+            }
+        }
+        return result
+    }
+}

@@ -6,12 +6,30 @@ let usage = """
 
     Commands:
       cp FILE gs://BUCKET/PATH   upload a file (with no endpoint configured, to the built-in emulator)
+      ls [-l] [-r] gs://BUCKET[/PREFIX]
+                                 list objects and folders (-l: sizes, times, a total; -r: all below)
+      stat gs://BUCKET/PATH...   show objects' metadata
+      cat gs://BUCKET/PATH...    write objects' bytes to standard output (-r START-END: a range)
+      rm [-r] gs://BUCKET/PATH...
+                                 delete objects (-r: everything under PATH/)
       emulator                   run the built-in emulator until Ctrl-C
       sign gs://BUCKET/PATH      print a V4 signed URL for an object
       help [COMMAND]             show help
 
-    Run `cloud-storage help cp`, `help emulator` or `help sign` for their options.
+    Run `cloud-storage help COMMAND` (cp, ls, stat, cat, rm, emulator, sign) for its options.
     """
+
+/// The usage of the commands that work on stored objects, by name.
+let objectCommandUsage = [
+    "ls": ListCommand.usage, "stat": StatCommand.usage, "cat": CatCommand.usage, "rm": RemoveCommand.usage,
+]
+
+/// Runs `body` with a writer to standard output, stopped afterwards.
+func withStandardOutput(_ body: (OutputWriter) async -> ExitCode) async -> ExitCode {
+    let output = OutputWriter()
+    defer { output.finish() }
+    return await body(output)
+}
 
 /// Lets exactly one caller through.
 final class OnceFlag: Sendable {
@@ -58,11 +76,32 @@ package func runCommandLine(
                 return .success
             }
             return try await SignCommand(words, environment: environment).run()
+        case "ls", "stat", "cat", "rm":
+            if words.contains("--help") || words.contains("-h") {
+                print(objectCommandUsage[command] ?? usage)
+                return .success
+            }
+            // Parsed (and names checked) before anything starts.
+            switch command {
+            case "ls":
+                let parsed = try ListCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "stat":
+                let parsed = try StatCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "cat":
+                let parsed = try CatCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            default:
+                let parsed = try RemoveCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            }
         case "help", "--help", "-h":
             switch words.first {
             case "cp": print(CopyCommand.usage)
             case "emulator": print(EmulatorCommand.usage)
             case "sign": print(SignCommand.usage)
+            case let name? where objectCommandUsage[name] != nil: print(objectCommandUsage[name] ?? usage)
             default: print(usage)
             }
             return .success

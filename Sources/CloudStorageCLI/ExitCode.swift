@@ -46,4 +46,9 @@ package enum ExitCode: Int32 {
         default: self = .failure
         }
     }
+
+    /// The status of a command made of several operations: the highest status of them all.
+    func worse(_ other: ExitCode) -> ExitCode {
+        other.rawValue > rawValue ? other : self
+    }
 }

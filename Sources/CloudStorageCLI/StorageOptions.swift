@@ -219,6 +219,14 @@ struct StorageOptions {
             return "at \(endpoint)"
         }
 
+        /// A storage for `bucket` on the same server, with the same credentials and settings.
+        func storage(for bucket: String) -> Storage {
+            guard bucket != storage.bucket else { return storage }
+            return Storage(
+                bucket: bucket, endpoint: endpoint, authorization: storage.authorization,
+                configuration: storage.configuration)
+        }
+
         /// Stops the built-in emulator, if one was started.
         func close() {
             emulator?.stop()

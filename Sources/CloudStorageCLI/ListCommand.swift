@@ -1,0 +1,186 @@
+import CloudStorage
+import Foundation
+
+/// `cloud-storage ls [-l] [-r] gs://BUCKET[/PREFIX]...`: lists objects, as `gsutil ls` does.
+struct ListCommand {
+    static let usage = """
+        usage: cloud-storage ls [options] gs://BUCKET[/PREFIX]...
+
+        Lists one level below each URL: objects as gs://BUCKET/NAME and "folders"
+        (common prefixes) as gs://BUCKET/PREFIX/. An object named exactly PREFIX
+        is listed too; a PREFIX that ends in / lists only what is below it. Output
+        goes out page by page as the server answers.
+
+          -l                  also each object's size in bytes and the time it was last
+                              updated (RFC 3339, UTC), and a final TOTAL line
+          -r                  every object below, however deep (no folders)
+        \\(StorageOptions.destinationUsage)
+
+        Options:
+        \\(StorageOptions.tokenUsage)
+        \\(StorageOptions.caFileUsage)
+
+        Exit status: 0 listed, 2 usage (a bucket or object name that breaks the rules
+        is refused before anything is contacted), 4 credentials refused, 5 the bucket
+        does not exist or a URL matched no objects, 6 retries ran out, 1 other.
+        """
+
+    let addresses: [ObjectAddress]
+    let long: Bool
+    let recursive: Bool
+    let storage: StorageOptions
+    /// The most entries per listing request; small in tests, to make many pages.
+    var pageSize = StorageReference.maximumListResults
+
+    init(_ words: [String], environment: [String: String]) throws(UsageError) {
+        let arguments = try CommandLineArguments(
+            ShortFlags.expand(words, letters: "lr"), valued: StorageOptions.valued,
+            flags: StorageOptions.flags.union(["-l", "-r", "-R"]))
+        guard !arguments.positional.isEmpty else { throw UsageError("ls needs a gs://BUCKET[/PREFIX]") }
+        addresses = try arguments.positional.map { text throws(UsageError) in
+            let address = try ObjectAddress(text, role: "a listing")
+            try address.validate(needsObject: false)
+            return address
+        }
+        long = arguments.has("-l")
+        recursive = arguments.has("-r") || arguments.has("-R")
+        storage = try StorageOptions(arguments, environment: environment)
+    }
+
+    func run(output: OutputWriter) async -> ExitCode {
+        let connection: StorageOptions.Connection
+        do {
+            connection = try await storage.connect(bucket: addresses[0].bucket)
+        } catch {
+            return error.reported()
+        }
+        defer { connection.close() }
+        var worst = ExitCode.success
+        var totals = (objects: 0, bytes: Int64(0))
+        for address in addresses {
+            let status = await list(address, in: connection.storage(for: address.bucket), to: output, totals: &totals)
+            // nil: the reader went away (`ls | head`); nothing more to say.
+            guard let status else { return worst }
+            worst = worst.worse(status)
+        }
+        if long {
+            _ = try? await output.write("TOTAL: \(totals.objects) objects, \(totals.bytes) bytes\n")
+        }
+        return worst
+    }
+
+    /// Lists one URL.
+    ///
+    /// - Returns: The status, or nil when the output went away.
+    private func list(
+        _ address: ObjectAddress, in storage: Storage, to output: OutputWriter,
+        totals: inout (objects: Int, bytes: Int64)
+    ) async -> ExitCode? {
+        let reference = storage.reference(withPath: address.path)
+        var found = false
+        var buffer = ""
+        // An object named exactly as the URL, unless the URL names a folder.
+        if !reference.fullPath.isEmpty && !address.path.hasSuffix("/") {
+            do {
+                let metadata = try await reference.getMetadata()
+                found = true
+                buffer += line(for: reference, metadata, totals: &totals)
+            } catch  where error.code == .objectNotFound {
+                // Then it is a prefix, or matches nothing.
+            } catch {
+                return Self.failed(error, address)
+            }
+        }
+        var listed: [ObjectWalker.Entry] = []
+        var closed = false
+        let walker = ObjectWalker(root: reference, recursive: recursive, pageSize: pageSize)
+        do {
+            try await walker.walk { entry in
+                found = true
+                listed.append(entry)
+            } pageDone: {
+                // -l needs each object's size and time, which the listing does not give.
+                let details = long ? await Self.metadata(of: listed) : []
+                for (index, entry) in listed.enumerated() {
+                    switch entry {
+                    case .prefix(let prefix):
+                        buffer += (long ? String(repeating: " ", count: 34) : "") + "\(prefix)/\n"
+                    case .object(let object):
+                        if long {
+                            // Deleted since it was listed: not there any more.
+                            guard let metadata = details[index] else { continue }
+                            buffer += line(for: object, metadata, totals: &totals)
+                        } else {
+                            totals.objects += 1
+                            buffer += "\(object)\n"
+                        }
+                    }
+                }
+                listed.removeAll(keepingCapacity: true)
+                do {
+                    try await output.write(buffer)
+                } catch {
+                    closed = true
+                    return false
+                }
+                buffer = ""
+                return true
+            }
+        } catch {
+            return Self.failed(error, address)
+        }
+        if closed { return nil }
+        guard found || reference.fullPath.isEmpty else {
+            report("No objects match \(address.url)")
+            return .notFound
+        }
+        return .success
+    }
+
+    private func line(
+        for reference: StorageReference, _ metadata: StorageMetadata, totals: inout (objects: Int, bytes: Int64)
+    ) -> String {
+        totals.objects += 1
+        totals.bytes += metadata.size
+        guard long else { return "\(reference)\n" }
+        let size = String(metadata.size)
+        let padded = String(repeating: " ", count: max(0, 10 - size.count)) + size
+        let updated = metadata.updated.map(Self.timestamp) ?? "-"
+        return "\(padded)  \(updated)  \(reference)\n"
+    }
+
+    /// RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z`.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601)
+    }
+
+    /// The metadata of each object among `entries` (nil for prefixes and objects gone since),
+    /// fetched 16 at a time.
+    static func metadata(of entries: [ObjectWalker.Entry]) async -> [StorageMetadata?] {
+        var results = [StorageMetadata?](repeating: nil, count: entries.count)
+        await withTaskGroup(of: (Int, StorageMetadata?).self) { group in
+            var next = 0
+            func addNext() {
+                while next < entries.count {
+                    defer { next += 1 }
+                    if case .object(let object) = entries[next] {
+                        let index = next
+                        group.addTask { (index, try? await object.getMetadata()) }
+                        return
+                    }
+                }
+            }
+            for _ in 0..<16 { addNext() }
+            for await (index, metadata) in group {
+                results[index] = metadata
+                addNext()
+            }
+        }
+        return results
+    }
+
+    static func failed(_ error: StorageError, _ address: ObjectAddress) -> ExitCode {
+        report("\(address.url): \(error)")
+        return ExitCode(error)
+    }
+}

@@ -1,0 +1,67 @@
+import CloudStorage
+
+/// Walks the listing below a reference page by page, in name order: one level
+/// (objects and the prefixes directly below), or, recursively, every object
+/// below (descending into each prefix where it falls in name order).
+///
+/// Memory is bounded by one page per level of depth: nothing is collected
+/// beyond the pages being walked, so output can go out as pages arrive.
+struct ObjectWalker {
+    /// One entry of a listing.
+    enum Entry {
+        /// A "folder": names go on below it. Only given when not recursive.
+        case prefix(StorageReference)
+        case object(StorageReference)
+    }
+
+    let root: StorageReference
+    let recursive: Bool
+    /// The most entries a page holds (1 to 1000).
+    let pageSize: Int
+
+    private struct Level {
+        var pages: StorageListPages.Iterator
+        var pending: ArraySlice<(key: [UInt8], entry: Entry)> = []
+        /// The last prefix taken: one may come back at the start of the next page, and is walked once.
+        var lastPrefix: String?
+    }
+
+    /// Calls `entry` for each entry, in name order; calls `pageDone` after the entries of
+    /// each page were given and before the next page is fetched, and once at the end.
+    ///
+    /// - Parameters:
+    ///   - entry: Takes one entry.
+    ///   - pageDone: Returns false to stop walking (the output went away).
+    /// - Throws: The first listing error.
+    func walk(
+        entry: (Entry) -> Void, pageDone: () async -> Bool
+    ) async throws(StorageError) {
+        var stack = [Level(pages: root.pages(maxResults: pageSize).makeAsyncIterator())]
+        var pagesFetched = 0
+        while let top = stack.indices.last {
+            guard let (_, next) = stack[top].pending.first else {
+                if pagesFetched > 0 { guard await pageDone() else { return } }
+                guard let page = try await stack[top].pages.next() else {
+                    stack.removeLast()
+                    continue
+                }
+                pagesFetched += 1
+                var merged = page.items.map { (key: Array($0.fullPath.utf8), entry: Entry.object($0)) }
+                for prefix in page.prefixes where prefix.fullPath != stack[top].lastPrefix {
+                    stack[top].lastPrefix = prefix.fullPath
+                    merged.append((Array((prefix.fullPath + "/").utf8), .prefix(prefix)))
+                }
+                merged.sort { $0.key.lexicographicallyPrecedes($1.key) }
+                stack[top].pending = merged[...]
+                continue
+            }
+            stack[top].pending.removeFirst()
+            if case .prefix(let prefix) = next, recursive {
+                stack.append(Level(pages: prefix.pages(maxResults: pageSize).makeAsyncIterator()))
+            } else {
+                entry(next)
+            }
+        }
+        _ = await pageDone()
+    }
+}

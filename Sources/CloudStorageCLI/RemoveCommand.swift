@@ -1,0 +1,171 @@
+import CloudStorage
+import Foundation
+
+/// `cloud-storage rm [-r] gs://BUCKET/PATH...`: deletes objects.
+struct RemoveCommand {
+    static let usage = """
+        usage: cloud-storage rm [options] gs://BUCKET/PATH...
+
+        Deletes each object, printing "Removed gs://BUCKET/PATH" for each.
+
+          -r                  delete every object whose name starts with PATH/ (and the
+                              object PATH itself, if there is one)
+          --jobs N            delete up to N objects at a time (default 16)
+          --quiet             print only the number removed, not each object
+        \\(StorageOptions.destinationUsage)
+
+        Options:
+        \\(StorageOptions.tokenUsage)
+        \\(StorageOptions.caFileUsage)
+
+        Failures are reported as they happen and summed up at the end; the others
+        are still deleted. Exit status: 0 all removed, 2 usage (a bucket or object
+        name that breaks the rules is refused before anything is contacted),
+        4 credentials refused, 5 an object or bucket does not exist (or -r matched
+        nothing), 6 retries ran out, 1 other; with several failures, the highest.
+        """
+
+    let addresses: [ObjectAddress]
+    let recursive: Bool
+    let jobs: Int
+    let quiet: Bool
+    let storage: StorageOptions
+    /// The most entries per listing request; small in tests, to make many pages.
+    var pageSize = StorageReference.maximumListResults
+
+    init(_ words: [String], environment: [String: String]) throws(UsageError) {
+        let arguments = try CommandLineArguments(
+            ShortFlags.expand(words, letters: "rRf"), valued: StorageOptions.valued.union(["--jobs"]),
+            flags: StorageOptions.flags.union(["-r", "-R", "--quiet"]))
+        guard !arguments.positional.isEmpty else { throw UsageError("rm needs a gs://BUCKET/PATH") }
+        recursive = arguments.has("-r") || arguments.has("-R")
+        addresses = try arguments.positional.map { [recursive] text throws(UsageError) in
+            let address = try ObjectAddress(text, role: "the object")
+            // `rm -r gs://BUCKET` empties the bucket; without -r a name is needed.
+            try address.validate(needsObject: !recursive)
+            return address
+        }
+        if let text = arguments.value("--jobs") {
+            guard let jobs = Int(text), (1...256).contains(jobs) else {
+                throw UsageError("--jobs: \(text) is not a number from 1 to 256")
+            }
+            self.jobs = jobs
+        } else {
+            jobs = 16
+        }
+        quiet = arguments.has("--quiet")
+        storage = try StorageOptions(arguments, environment: environment)
+    }
+
+    /// What the deletions came to.
+    private struct Tally {
+        var removed = 0
+        var failures: [(String, StorageError)] = []
+        var worst = ExitCode.success
+        var outputOpen = true
+    }
+
+    func run(output: OutputWriter) async -> ExitCode {
+        let connection: StorageOptions.Connection
+        do {
+            connection = try await storage.connect(bucket: addresses[0].bucket)
+        } catch {
+            return error.reported()
+        }
+        defer { connection.close() }
+        var tally = Tally()
+        for address in addresses {
+            let storage = connection.storage(for: address.bucket)
+            let reference = storage.reference(withPath: address.path)
+            if recursive {
+                await removeAll(under: reference, address: address, output: output, tally: &tally)
+            } else {
+                await remove([reference], output: output, tally: &tally)
+            }
+        }
+        if quiet, tally.outputOpen {
+            _ = try? await output.write("Removed \(tally.removed) objects\n")
+        }
+        if !tally.failures.isEmpty {
+            report("\(tally.failures.count) failed, \(tally.removed) removed:")
+            for (name, error) in tally.failures {
+                report("  \(name): \(error.code == .objectNotFound ? "no such object" : error.message)")
+            }
+        }
+        return tally.worst
+    }
+
+    /// Deletes every object below `reference` (and the object it names), page by page.
+    private func removeAll(
+        under reference: StorageReference, address: ObjectAddress, output: OutputWriter, tally: inout Tally
+    ) async {
+        let before = (tally.removed, tally.failures.count)
+        if !reference.fullPath.isEmpty && !address.path.hasSuffix("/") {
+            await remove([reference], output: output, tally: &tally, missingIsFine: true)
+        }
+        var batch: [StorageReference] = []
+        // Deleting during the walk is safe: page tokens name the last object listed, not a position.
+        let walker = ObjectWalker(root: reference, recursive: true, pageSize: pageSize)
+        do {
+            try await walker.walk { entry in
+                if case .object(let object) = entry { batch.append(object) }
+            } pageDone: {
+                let page = batch
+                batch.removeAll()
+                await remove(page, output: output, tally: &tally)
+                return true
+            }
+        } catch {
+            tally.failures.append((address.url, error))
+            tally.worst = tally.worst.worse(ExitCode(error))
+            return
+        }
+        if (tally.removed, tally.failures.count) == before {
+            report("No objects match \(address.url)")
+            tally.worst = tally.worst.worse(.notFound)
+        }
+    }
+
+    /// Deletes `references`, `jobs` at a time.
+    ///
+    /// - Parameter missingIsFine: Whether an object that does not exist is no failure (`-r`'s PATH itself).
+    private func remove(
+        _ references: [StorageReference], output: OutputWriter, tally: inout Tally, missingIsFine: Bool = false
+    ) async {
+        guard !references.isEmpty else { return }
+        await withTaskGroup(of: (StorageReference, StorageError?).self) { group in
+            var next = 0
+            func addNext() {
+                guard next < references.count else { return }
+                let reference = references[next]
+                next += 1
+                group.addTask {
+                    do throws(StorageError) {
+                        try await reference.delete()
+                        return (reference, nil)
+                    } catch {
+                        return (reference, error)
+                    }
+                }
+            }
+            for _ in 0..<jobs { addNext() }
+            for await (reference, error) in group {
+                addNext()
+                if let error {
+                    if missingIsFine && error.code == .objectNotFound { continue }
+                    tally.failures.append(("\(reference)", error))
+                    tally.worst = tally.worst.worse(ExitCode(error))
+                    continue
+                }
+                tally.removed += 1
+                if !quiet && tally.outputOpen {
+                    do {
+                        try await output.write("Removed \(reference)\n")
+                    } catch {
+                        tally.outputOpen = false
+                    }
+                }
+            }
+        }
+    }
+}
