@@ -14,8 +14,9 @@ import Darwin
 /// `write(2)` to a pipe or terminal blocks while the reader is slow, so it
 /// never runs on the cooperative pool: each ``write(_:)`` hands its bytes to
 /// the writer's thread and suspends until they are all written (partial
-/// writes and `EINTR` are continued), so at most one caller's buffer waits at
-/// a time. SIGPIPE is blocked on that thread, so a reader that goes away
+/// writes, `EINTR`, and `EAGAIN` on a descriptor left non-blocking are
+/// continued), so at most one caller's buffer waits at a time. SIGPIPE is
+/// blocked on that thread, so a reader that goes away
 /// (`cloud-storage cat … | head -c 10`) makes the write fail with `EPIPE`,
 /// reported as ``Closed``, instead of killing the process; a SIGPIPE left
 /// pending on the thread is discarded when the thread ends.
@@ -118,6 +119,11 @@ final class OutputWriter: Sendable {
                 if written > 0 {
                     offset += written
                 } else if written < 0 && errno == EINTR {
+                    continue
+                } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                    // A descriptor the shell left non-blocking: wait until it takes bytes again.
+                    var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&ready, 1, -1)
                     continue
                 } else {
                     return .failure(Closed(code: written < 0 ? errno : EIO))

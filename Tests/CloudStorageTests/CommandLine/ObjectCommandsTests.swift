@@ -267,6 +267,21 @@ struct ObjectCommandsTests {
         #expect(await reader.value == big)
     }
 
+    /// A server whose CRC32C does not match the bytes it sends: they are written, then exit 7.
+    @Test func catOfBytesThatDoNotMatchTheirChecksumExits7AfterWritingThem() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readHead() != nil else { return }
+            connection.write(
+                "HTTP/1.1 200 OK\r\nContent-Length: 11\r\nx-goog-generation: 1\r\n"
+                    + "x-goog-hash: crc32c=AAAAAA==\r\nConnection: close\r\n\r\nhello world")
+        }
+        defer { server.stop() }
+        let command = try CatCommand(["--endpoint", server.baseURL.absoluteString, "gs://demo/x"], environment: [:])
+        let (status, output) = try await Self.capture { await command.run(output: $0) }
+        #expect(status == .integrity)
+        #expect(output == "hello world")
+    }
+
     @Test func theWriterReportsAReaderThatWentAwayInsteadOfDying() async throws {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
