@@ -14,11 +14,12 @@ struct CatCommand {
         quietly with status 0.
 
           -r RANGE            only bytes START-END (inclusive, from 0) or START- (to the end)
-        \\(StorageOptions.destinationUsage)
+
+        \(StorageOptions.destinationUsage)
 
         Options:
-        \\(StorageOptions.tokenUsage)
-        \\(StorageOptions.caFileUsage)
+        \(StorageOptions.tokenUsage)
+        \(StorageOptions.caFileUsage)
 
         Exit status: 0 written, 2 usage (a bucket or object name that breaks the rules
         is refused before anything is contacted), 4 credentials refused, 5 an object or

@@ -14,11 +14,12 @@ struct ListCommand {
           -l                  also each object's size in bytes and the time it was last
                               updated (RFC 3339, UTC), and a final TOTAL line
           -r                  every object below, however deep (no folders)
-        \\(StorageOptions.destinationUsage)
+
+        \(StorageOptions.destinationUsage)
 
         Options:
-        \\(StorageOptions.tokenUsage)
-        \\(StorageOptions.caFileUsage)
+        \(StorageOptions.tokenUsage)
+        \(StorageOptions.caFileUsage)
 
         Exit status: 0 listed, 2 usage (a bucket or object name that breaks the rules
         is refused before anything is contacted), 4 credentials refused, 5 the bucket

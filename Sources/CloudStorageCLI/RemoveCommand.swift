@@ -12,11 +12,12 @@ struct RemoveCommand {
                               object PATH itself, if there is one)
           --jobs N            delete up to N objects at a time (default 16)
           --quiet             print only the number removed, not each object
-        \\(StorageOptions.destinationUsage)
+
+        \(StorageOptions.destinationUsage)
 
         Options:
-        \\(StorageOptions.tokenUsage)
-        \\(StorageOptions.caFileUsage)
+        \(StorageOptions.tokenUsage)
+        \(StorageOptions.caFileUsage)
 
         Failures are reported as they happen and summed up at the end; the others
         are still deleted. Exit status: 0 all removed, 2 usage (a bucket or object

@@ -10,11 +10,12 @@ struct StatCommand {
         generation, metageneration, creation and update times (RFC 3339, UTC), MD5 and
         CRC32C (base64, as the server gives them) and custom metadata. A missing object
         is reported on standard error and the others are still shown.
-        \\(StorageOptions.destinationUsage)
+
+        \(StorageOptions.destinationUsage)
 
         Options:
-        \\(StorageOptions.tokenUsage)
-        \\(StorageOptions.caFileUsage)
+        \(StorageOptions.tokenUsage)
+        \(StorageOptions.caFileUsage)
 
         Exit status: 0 shown, 2 usage (a bucket or object name that breaks the rules is
         refused before anything is contacted), 4 credentials refused, 5 an object or

@@ -422,6 +422,19 @@ struct ObjectCommandsTests {
         #expect(await runCommandLine(arguments, environment: [:]) == .success)
     }
 
+    @Test(arguments: ["ls", "stat", "cat", "rm"])
+    func eachUsageNamesTheSharedOptions(command: String) throws {
+        let text = try #require(objectCommandUsage[command])
+        for option in [
+            "--endpoint URL", "--firebase URL", "--production", "--emulator-dir DIR", "--token TOKEN",
+            "--ca-file FILE",
+        ] {
+            #expect(text.contains(option), "\(command) --help lacks \(option)")
+        }
+        #expect(!text.contains("\\("))
+        #expect(usage.contains("\n  \(command) "))
+    }
+
     @Test(arguments: [
         ["ls"], ["stat"], ["rm", "--jobs", "0", "gs://demo/x"], ["cat", "-r", "5-2", "gs://demo/x"],
         ["ls", "--bogus", "gs://demo"], ["stat", "s3://demo/x"],
