@@ -40,7 +40,7 @@ struct ResumableSessionTests {
     }
 
     static func withPausedUpload(
-        _ wire: Reliability.Wire, _ body: (Paused) async throws -> Void
+        _ wire: Reliability.Wire, size: Int = size, _ body: (Paused) async throws -> Void
     ) async throws {
         try await Reliability.withEmulator(for: .nativeHTTP, faults: heldPlan) { emulator in
             let storage = Reliability.storage(Reliability.Route(wire: wire, via: .nativeHTTP), emulator) {
@@ -77,6 +77,22 @@ struct ResumableSessionTests {
             // The first chunk was committed before the pause; at most the held 100 KiB more.
             let rest = Int64(Self.size - Self.chunk)
             #expect(sent <= rest && sent >= rest - 100 * 1024, "sent \(sent) bytes after resuming")
+            try Reliability.expectStored(paused.payload, as: "resumed/big.bin", in: paused.emulator, returned: metadata)
+        }
+    }
+
+    /// Above 32 MiB the CRC32C is computed while the file sends (not before), so a description may
+    /// lack it and the resumed upload, which skips the committed prefix, must still hash the whole
+    /// file for its final check.
+    @Test(arguments: Reliability.Wire.allCases)
+    func aLargeFileHashedWhileSendingIsVerifiedWhole(wire: Reliability.Wire) async throws {
+        let size = 33 * 1024 * 1024
+        try await Self.withPausedUpload(wire, size: size) { paused in
+            let before = paused.emulator.bytesReceived
+            let metadata = try await paused.freshStorage().resumeUpload(paused.session, from: paused.file).value
+            let sent = paused.emulator.bytesReceived - before
+            #expect(sent <= Int64(size - Self.chunk), "sent \(sent) bytes after resuming")
+            #expect(metadata.crc32cValue == CRC32C.checksum(paused.payload))
             try Reliability.expectStored(paused.payload, as: "resumed/big.bin", in: paused.emulator, returned: metadata)
         }
     }
