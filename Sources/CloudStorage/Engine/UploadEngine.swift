@@ -442,7 +442,9 @@ struct UploadEngine: Sendable {
     /// (not opened yet, finalized, or a source that cannot be read again: `Data`, a stream).
     func sessionDescription(_ checkpoint: UploadCheckpoint) -> StorageUploadSession? {
         guard let session = checkpoint.session, !checkpoint.sessionMayBeFinalized,
-            let prepared = checkpoint.source, let file = prepared.file
+            let prepared = checkpoint.source, let file = prepared.file,
+            // A session elsewhere could not be read back (credentials go to the session's host).
+            StorageUploadSession.sameOrigin(session, storage.endpoint.baseURL)
         else { return nil }
         let identity = file.identity
         let source = StorageUploadSession.SourceFile(

@@ -34,6 +34,8 @@ import Darwin
 /// > description does not leak it; the encoded JSON contains it in full.
 ///
 /// What it records, and what resuming checks before sending a byte:
+/// - the session URL, which must be on the endpoint's host (scheme, host and port): every
+///   request to it carries the ``Storage``'s credentials;
 /// - the endpoint (base URL and wire protocol: GCS JSON API or Firebase v0), bucket and object
 ///   path: resuming through a ``Storage`` of another endpoint or bucket is refused with
 ///   ``StorageErrorCode/bucketMismatch``;
@@ -183,6 +185,11 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         guard (try? sessionURLKeepingTLS(session, base: base)) != nil else {
             throw refuse(.sessionURL, "the session URL is not https although the endpoint is.")
         }
+        guard Self.sameOrigin(session, base) else {
+            // Every session request carries the Storage's credentials: a description that sends
+            // them to another host is refused, whoever edited it.
+            throw refuse(.sessionURL, "the session URL is not on the endpoint's host.")
+        }
         bucket = try container.decode(String.self, forKey: .bucket)
         guard !bucket.isEmpty, bucket.utf8.count <= 222, !bucket.contains("/") else {
             throw refuse(.bucket, "the bucket name is empty, too long or contains a slash.")
@@ -246,6 +253,17 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         try file.encodeIfPresent(source.inode, forKey: .inode)
         try container.encodeIfPresent(chunkSize, forKey: .chunkSize)
         try container.encodeIfPresent(crc32c.map(CRC32CEncoding.base64), forKey: .crc32c)
+    }
+
+    /// Whether two URLs have the same scheme, host and port (the default port of the scheme
+    /// when none is written): where a request's credentials go.
+    static func sameOrigin(_ a: URL, _ b: URL) -> Bool {
+        func origin(_ url: URL) -> (String, String, Int)? {
+            guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased() else { return nil }
+            return (scheme, host, url.port ?? (scheme == "https" ? 443 : 80))
+        }
+        guard let x = origin(a), let y = origin(b) else { return false }
+        return x == y
     }
 
     private static func webURL(_ text: String) -> URL? {

@@ -70,8 +70,10 @@ public actor StorageUploadTask: StorageTask {
     /// most ``StorageConfiguration/multipartUploadThreshold`` bytes), from `Data` (its bytes
     /// live only in this process) or from a stream (it cannot be read again): none of those can be
     /// continued elsewhere. Once the upload ends it is nil again (a finished session cannot be
-    /// continued, a failed or cancelled one is discarded). The recorded CRC32C (``StorageUploadSession/crc32c``)
-    /// appears once the SDK has computed it.
+    /// continued, a failed or cancelled one is discarded), and for a session the server opened
+    /// on another host than the endpoint's (a description sends credentials to the session's host,
+    /// so none is made for a host the ``Storage`` was not configured with). The recorded CRC32C
+    /// (``StorageUploadSession/crc32c``) appears once the SDK has computed it.
     ///
     /// The value holds a bearer capability: see ``StorageUploadSession``.
     public nonisolated var resumableSession: StorageUploadSession? {

@@ -40,7 +40,8 @@ struct StorageUploadSessionTests {
         let data = try JSONEncoder().encode(Self.sample)
         #expect(try StorageUploadSession.decode(data, from: "test") == Self.sample)
         let firebase = StorageUploadSession(
-            sessionURL: Self.sample.sessionURL, endpoint: .firebase(URL(string: "https://fb.example")!),
+            sessionURL: URL(string: "https://fb.example/v0/b/b/o?name=o&upload_id=X&upload_protocol=resumable")!,
+            endpoint: .firebase(URL(string: "https://fb.example")!),
             bucket: "b", objectPath: "o", source: Self.sample.source, chunkSize: nil, crc32c: nil)
         #expect(try StorageUploadSession.decode(JSONEncoder().encode(firebase), from: "test") == firebase)
     }
@@ -51,6 +52,8 @@ struct StorageUploadSessionTests {
         ("non-http session", "sessionURL", "ftp://storage.example/upload?upload_id=x"),
         ("session without host", "sessionURL", "https:///upload"),
         ("session leaving TLS", "sessionURL", "http://storage.example/upload?upload_id=x"),
+        ("session on another host", "sessionURL", "https://attacker.example/upload?upload_id=x"),
+        ("session on another port", "sessionURL", "https://storage.example:8443/upload?upload_id=x"),
         ("non-http endpoint", "endpoint", "file:///etc"),
         ("unknown protocol", "wireProtocol", "s3"),
         ("empty bucket", "bucket", ""),
