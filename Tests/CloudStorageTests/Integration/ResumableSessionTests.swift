@@ -189,6 +189,37 @@ struct ResumableSessionTests {
         }
     }
 
+    /// Uploads that another process could not continue offer no description: `Data` and one-request
+    /// files; a file's session is no longer offered once the object is stored. (The emulator holds
+    /// the file's first chunk, so the description is awaited while the upload surely runs.)
+    @Test(arguments: Reliability.Wire.allCases)
+    func onlyAFileInASessionHasADescriptionAndOnlyWhileItRuns(wire: Reliability.Wire) async throws {
+        try await Reliability.withEmulator(for: .nativeHTTP, faults: ["pass", "stall-after-100K"]) { emulator in
+            let route = Reliability.Route(wire: wire, via: .nativeHTTP)
+            let payload = TestSupport.payload(size: 512 * 1024, seed: 3)
+            let file = try TestSupport.file(containing: payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let sessions = Reliability.storage(route, emulator) { $0.multipartUploadThreshold = -1 }
+
+            let resumable = sessions.reference(withPath: "f.bin").putFile(from: file)
+            let session = try #require(await resumable.waitForResumableSession())
+            #expect(session.objectPath == "f.bin" && session.bucket == Reliability.bucket)
+            #expect(session.source.size == Int64(payload.count))
+            #expect(session.crc32c == CRC32C.checksum(payload), "known before a 512 KiB file sends")
+            await resumable.pause()  // lets go of the held request
+            await resumable.resume()
+            _ = try await resumable.value
+            #expect(resumable.resumableSession == nil, "a stored object's session cannot be continued")
+
+            let data = sessions.reference(withPath: "d.bin").putData(payload)
+            #expect(await data.waitForResumableSession() == nil)
+            _ = try await data.value
+            let oneRequest = Reliability.storage(route, emulator).reference(withPath: "s.bin").putFile(from: file)
+            #expect(await oneRequest.waitForResumableSession() == nil)
+            _ = try await oneRequest.value
+        }
+    }
+
     @Test func theRecordIsOwnerOnlyAndItsDescriptionHidesTheUploadID() async throws {
         try await Self.withPausedUpload(.gcs) { paused in
             let record = paused.file.deletingLastPathComponent().appendingPathComponent("record.json")
