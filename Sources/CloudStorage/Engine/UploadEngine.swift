@@ -438,26 +438,6 @@ struct UploadEngine: Sendable {
         checkpoint.sentBytes = prepared.size
     }
 
-    /// The description of the upload's session for another process, or nil while there is none
-    /// (not opened yet, finalized, or a source that cannot be read again: `Data`, a stream).
-    func sessionDescription(_ checkpoint: UploadCheckpoint) -> StorageUploadSession? {
-        guard let session = checkpoint.session, !checkpoint.sessionMayBeFinalized,
-            let prepared = checkpoint.source, let file = prepared.file,
-            // A session elsewhere could not be read back (credentials go to the session's host).
-            StorageUploadSession.sameOrigin(session, storage.endpoint.baseURL)
-        else { return nil }
-        let identity = file.identity
-        let source = StorageUploadSession.SourceFile(
-            path: URL(fileURLWithPath: file.path).standardizedFileURL.path, size: identity.size,
-            modificationSeconds: identity.modificationSeconds,
-            modificationNanoseconds: identity.modificationNanoseconds, device: identity.device,
-            inode: identity.inode)
-        return StorageUploadSession(
-            sessionURL: session, endpoint: storage.endpoint, bucket: storage.bucket, objectPath: path.string,
-            source: source, chunkSize: storage.configuration.chunkSize ?? resuming?.chunkSize,
-            crc32c: prepared.knownCRC32C ?? resuming?.crc32c)
-    }
-
     /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
     /// after `offset` (where a request that does not finalize may end), or nil when there is none.
     static func lastAlignedOffset(after offset: Int64, before size: Int64) -> Int64? {

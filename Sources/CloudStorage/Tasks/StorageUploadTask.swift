@@ -49,24 +49,26 @@ public actor StorageUploadTask: StorageTask {
     /// The upload's object, snapshots and controls.
     public nonisolated let driver: StorageTaskDriver<StorageMetadata>
 
-    /// The upload's engine and what its runs achieved (read for ``resumableSession``).
-    private nonisolated let job: UploadJob
+    /// Describes the upload's session (``resumableSession``); holds no bytes of the upload.
+    private nonisolated let describer: UploadSessionDescriber
 
     /// Live snapshot streams, for leak checks in tests.
     nonisolated var subscriberCount: Int { driver.broadcast.subscriberCount }
 
-    private init(driver: StorageTaskDriver<StorageMetadata>, job: UploadJob) {
+    private init(driver: StorageTaskDriver<StorageMetadata>, describer: UploadSessionDescriber) {
         self.driver = driver
-        self.job = job
+        self.describer = describer
     }
 
     /// A description of the upload's resumable session that another process can continue with
     /// ``Storage/resumeUpload(_:from:)``, or nil when there is none (yet).
     ///
     /// It exists for a file upload from the moment the server opens its session until the upload
-    /// ends; it is set before the first byte is sent, so it is never nil when a
-    /// ``TaskStatus/progress`` snapshot reports bytes (``TaskProgress/completedUnitCount`` above 0)
-    /// or when the task is paused after sending any. It stays nil for an upload in one request (at
+    /// ends. It is set before the session's first byte is sent, so reading it when a
+    /// ``TaskStatus/progress`` snapshot reports bytes (``TaskProgress/completedUnitCount`` above 0),
+    /// or when the task is paused after sending some, returns it — unless meanwhile the upload
+    /// ended (nothing is left to resume) or the server lost the session and a new one is being
+    /// opened (read it again at a later snapshot). It stays nil for an upload in one request (at
     /// most ``StorageConfiguration/multipartUploadThreshold`` bytes), from `Data` (its bytes
     /// live only in this process) or from a stream (it cannot be read again): none of those can be
     /// continued elsewhere. Once the upload ends it is nil again (a finished session cannot be
@@ -77,7 +79,7 @@ public actor StorageUploadTask: StorageTask {
     ///
     /// The value holds a bearer capability: see ``StorageUploadSession``.
     public nonisolated var resumableSession: StorageUploadSession? {
-        job.engine.sessionDescription(job.checkpoint)
+        describer.session
     }
 
     /// Waits until the upload's session is open and returns its description, so that a caller
@@ -107,6 +109,8 @@ public actor StorageUploadTask: StorageTask {
             storage: reference.storage, path: reference.path, source: source, metadata: metadata,
             preconditions: preconditions, resuming: resuming)
         let job = UploadJob(engine: engine)
-        return StorageUploadTask(driver: TaskRunner(job).driver(for: reference), job: job)
+        return StorageUploadTask(
+            driver: TaskRunner(job).driver(for: reference),
+            describer: UploadSessionDescriber(engine: engine, checkpoint: job.checkpoint))
     }
 }
