@@ -31,19 +31,21 @@ struct ResumableSessionTests {
         let session: StorageUploadSession
         let file: URL
         let payload: Data
-        let wire: Reliability.Wire
+        let route: Reliability.Route
+        var wire: Reliability.Wire { route.wire }
 
         /// A `Storage` of its own for the same endpoint: what a new process would make.
         func freshStorage(bucket: String = Reliability.bucket) -> Storage {
-            Reliability.storage(Reliability.Route(wire: wire, via: .nativeHTTP), emulator, bucket: bucket)
+            Reliability.storage(route, emulator, bucket: bucket)
         }
     }
 
     static func withPausedUpload(
-        _ wire: Reliability.Wire, size: Int = size, _ body: (Paused) async throws -> Void
+        _ wire: Reliability.Wire, via: TestRoute = .nativeHTTP, size: Int = size, _ body: (Paused) async throws -> Void
     ) async throws {
-        try await Reliability.withEmulator(for: .nativeHTTP, faults: heldPlan) { emulator in
-            let storage = Reliability.storage(Reliability.Route(wire: wire, via: .nativeHTTP), emulator) {
+        let route = Reliability.Route(wire: wire, via: via)
+        try await Reliability.withEmulator(for: via, faults: heldPlan) { emulator in
+            let storage = Reliability.storage(route, emulator) {
                 $0.testChunkSize = Int64(chunk)
                 $0.multipartUploadThreshold = -1
             }
@@ -61,13 +63,13 @@ struct ResumableSessionTests {
             let session = try StorageUploadSession(contentsOf: record)
             #expect(session == live)
             try await body(
-                Paused(emulator: emulator, task: task, session: session, file: file, payload: payload, wire: wire))
+                Paused(emulator: emulator, task: task, session: session, file: file, payload: payload, route: route))
         }
     }
 
-    @Test(arguments: Reliability.Wire.allCases)
-    func aFreshStorageFinishesFromTheCommittedOffset(wire: Reliability.Wire) async throws {
-        try await Self.withPausedUpload(wire) { paused in
+    @Test(arguments: Reliability.Route.all)
+    func aFreshStorageFinishesFromTheCommittedOffset(route: Reliability.Route) async throws {
+        try await Self.withPausedUpload(route.wire, via: route.via) { paused in
             #expect(paused.session.source.size == Int64(Self.size))
             #expect(paused.session.chunkSize == Int64(Self.chunk))
             let before = paused.emulator.bytesReceived
@@ -206,6 +208,8 @@ struct ResumableSessionTests {
             #expect(session.objectPath == "f.bin" && session.bucket == Reliability.bucket)
             #expect(session.source.size == Int64(payload.count))
             #expect(session.crc32c == CRC32C.checksum(payload), "known before a 512 KiB file sends")
+            // Paused only once the emulator holds the request, so that the stall is spent on it.
+            try await Self.waitUntilHeld(emulator, at: 100 * 1024)
             await resumable.pause()  // lets go of the held request
             await resumable.resume()
             _ = try await resumable.value
@@ -243,12 +247,12 @@ struct ResumableSessionTests {
     // MARK: Helpers
 
     /// Waits until the emulator holds the second chunk. The bound only matters once the test failed.
-    static func waitUntilHeld(_ emulator: StorageEmulator) async throws {
+    static func waitUntilHeld(_ emulator: StorageEmulator, at held: Int64 = heldAt) async throws {
         let deadline = ContinuousClock.now + .seconds(120)
-        while emulator.bytesReceived < heldAt && ContinuousClock.now < deadline {
+        while emulator.bytesReceived < held && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
-        try #require(emulator.bytesReceived >= heldAt)
+        try #require(emulator.bytesReceived >= held)
     }
 
     static func expectRefused(
