@@ -75,7 +75,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
         case unreadableFile, fileChanged, downloadSizeExceeded
         case protocolViolation, unwritableFile, objectChanged, tlsFailure, preconditionFailed
-        case dataLoss
+        case dataLoss, uploadSessionExpired
     }
 
     let kind: Kind
@@ -195,6 +195,13 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// dropped from its buffer), and a sequence cannot be read again. No object is stored and
     /// the session is discarded; upload again from the start of the data.
     public static let dataLoss = Self(kind: .dataLoss)
+
+    /// An upload resumed from a ``StorageUploadSession`` (``Storage/resumeUpload(_:from:)``)
+    /// cannot continue: the server no longer knows its session (it expired — about a week after
+    /// it opened on Google Cloud Storage —, was cancelled, or the server forgot it). Nothing was
+    /// stored; start the upload over with ``StorageReference/putFile(from:metadata:preconditions:)``
+    /// and discard the saved description.
+    public static let uploadSessionExpired = Self(kind: .uploadSessionExpired)
 
     /// The code's name, such as `objectNotFound`.
     public var description: String { kind.rawValue }

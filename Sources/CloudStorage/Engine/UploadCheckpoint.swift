@@ -11,6 +11,7 @@ final class UploadCheckpoint: Sendable {
         var committedBytes: Int64 = 0
         var sentBytes: Int64 = 0
         var sessionMayBeFinalized = false
+        var sessionIsAdopted = false
     }
 
     private let state = Mutex(State())
@@ -46,5 +47,13 @@ final class UploadCheckpoint: Sendable {
     var sessionMayBeFinalized: Bool {
         get { state.withLock { $0.sessionMayBeFinalized } }
         set { state.withLock { $0.sessionMayBeFinalized = newValue } }
+    }
+
+    /// Whether the session came from a ``StorageUploadSession`` (another process opened it):
+    /// the upload cannot open a new one in its place (it lacks the metadata and preconditions
+    /// the first start sent), so losing it ends the upload.
+    var sessionIsAdopted: Bool {
+        get { state.withLock { $0.sessionIsAdopted } }
+        set { state.withLock { $0.sessionIsAdopted = newValue } }
     }
 }

@@ -28,6 +28,9 @@ struct UploadEngine: Sendable {
     /// Conditions on the object the upload may replace, sent with the request
     /// that starts it (a session checks them again when it finalizes).
     var preconditions = StoragePreconditions.none
+    /// A session another process opened, to continue instead of opening one: the source is
+    /// checked against it before any byte goes out (``adopt(_:_:_:)``).
+    var resuming: StorageUploadSession?
 
     /// The endpoint's protocol: the engine is the same for all of them.
     private var wire: any UploadWireProtocol {
@@ -100,6 +103,7 @@ struct UploadEngine: Sendable {
                 hashingInline: storage.transport.readsFileRegionsThroughBodyFile(
                     forScheme: storage.endpoint.baseURL.scheme ?? "")
             )
+            if let resuming { try await adopt(resuming, prepared, checkpoint) }
             checkpoint.source = prepared
         }
         progress(checkpoint.committedBytes)  // observers learn the size before the first byte goes out
@@ -129,7 +133,8 @@ struct UploadEngine: Sendable {
         let transportChunk = requestLimit.map { max(granularity, $0 / granularity * granularity) }
         // A stream's request size is also its buffer's: memory stays near it whatever the object's size.
         let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
-        let chunk = [configuration.chunkSize, transportChunk, streamChunk].compactMap { $0 }.min()
+        let chunk = [configuration.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk].compactMap { $0 }
+            .min()
         return try await sendResumably(upload, prepared, checkpoint, chunk, &runner, progress)
     }
 
@@ -318,6 +323,13 @@ struct UploadEngine: Sendable {
                 state = .complete(try await storedMetadata(upload, &runner))
             }
             switch state {
+            case .gone where checkpoint.sessionIsAdopted:
+                // No new session can replace it: the first start's metadata and preconditions are unknown here.
+                checkpoint.session = nil
+                throw StorageError(
+                    .uploadSessionExpired,
+                    "The server no longer knows the upload session being resumed (it expired or was cancelled); upload the file again.",
+                    httpStatus: response.status, serverMessage: response.serverMessage)
             case .gone:
                 // The server forgot the session (expired or deleted): start a new one, unless
                 // the bytes it held came from a stream and were dropped (dataLoss).
@@ -380,6 +392,52 @@ struct UploadEngine: Sendable {
             .protocolViolation, problem, httpStatus: response.status, serverMessage: response.serverMessage)
     }
 
+    /// Takes over the session `resuming` describes, once the opened source proves to be the file it
+    /// was opened for: same identity (size, modification time, device and inode) and, when the
+    /// description recorded one, the same CRC32C (a pass over the local file, far cheaper than
+    /// sending it). Nothing has been sent to the session when this throws, and it is left alone.
+    ///
+    /// The server may hold any number of bytes up to the size, so the first request is a status
+    /// query, and the bytes "sent" are the whole file for ``checkCommitted(_:reported:sent:_:)``.
+    ///
+    /// - Throws: ``StorageErrorCode/fileChanged`` saying what differs.
+    private func adopt(
+        _ resuming: StorageUploadSession, _ prepared: PreparedSource, _ checkpoint: UploadCheckpoint
+    ) async throws(StorageError) {
+        guard let file = prepared.file else {
+            throw .internalError("Only a file upload can continue an upload session.")
+        }
+        let recorded = resuming.source
+        let now = file.identity
+        let changed: String?
+        if now.size != recorded.size {
+            changed = "its size changed (\(recorded.size) → \(now.size) bytes)"
+        } else if now.modificationSeconds != recorded.modificationSeconds
+            || now.modificationNanoseconds != recorded.modificationNanoseconds
+        {
+            changed = "it was modified"
+        } else if let identity = resuming.identity, identity.device != now.device || identity.inode != now.inode {
+            changed = "it is another file (device or inode differ)"
+        } else {
+            changed = nil
+        }
+        if let changed {
+            throw StorageError(
+                .fileChanged,
+                "The file at \(file.path) is not the one the upload session was opened for: \(changed).")
+        }
+        if let expected = resuming.crc32c, let local = try await prepared.crc32c(), local != expected {
+            throw StorageError(
+                .fileChanged,
+                "The file at \(file.path) is not the one the upload session was opened for: its CRC32C differs.")
+        }
+        checkpoint.session = resuming.sessionURL
+        checkpoint.sessionIsAdopted = true
+        checkpoint.sessionMayBeFinalized = false
+        checkpoint.committedBytes = 0
+        checkpoint.sentBytes = prepared.size
+    }
+
     /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
     /// after `offset` (where a request that does not finalize may end), or nil when there is none.
     static func lastAlignedOffset(after offset: Int64, before size: Int64) -> Int64? {
@@ -397,6 +455,12 @@ struct UploadEngine: Sendable {
     ) throws(StorageError) {
         restarts += 1
         checkpoint.sentBytes = 0
+        if checkpoint.sessionIsAdopted {
+            throw StorageError(
+                .uploadSessionExpired,
+                "The server \(reason) of the upload session being resumed; upload the file again.",
+                httpStatus: response.status, serverMessage: response.serverMessage)
+        }
         guard restarts <= Self.maxSessionRestarts else {
             throw StorageError(
                 .internalError,

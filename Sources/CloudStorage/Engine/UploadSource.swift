@@ -184,6 +184,13 @@ struct PreparedSource: Sendable {
         return stream.knownTotal.withLock { $0 }
     }
 
+    /// The opened file the bytes come from, when they come from one: its path and the identity
+    /// it had when opened (what a ``StorageUploadSession`` records).
+    var file: ReadOnlyFile? {
+        if case .file(let file) = bytes { return file }
+        return nil
+    }
+
     /// The stream the bytes come from, when they come from one.
     var stream: UploadStream? {
         if case .stream(let stream) = bytes { return stream }

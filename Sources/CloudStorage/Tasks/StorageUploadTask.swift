@@ -49,11 +49,52 @@ public actor StorageUploadTask: StorageTask {
     /// The upload's object, snapshots and controls.
     public nonisolated let driver: StorageTaskDriver<StorageMetadata>
 
+    /// Describes the upload's session (``resumableSession``); holds no bytes of the upload.
+    private nonisolated let describer: UploadSessionDescriber
+
     /// Live snapshot streams, for leak checks in tests.
     nonisolated var subscriberCount: Int { driver.broadcast.subscriberCount }
 
-    private init(driver: StorageTaskDriver<StorageMetadata>) {
+    private init(driver: StorageTaskDriver<StorageMetadata>, describer: UploadSessionDescriber) {
         self.driver = driver
+        self.describer = describer
+    }
+
+    /// A description of the upload's resumable session that another process can continue with
+    /// ``Storage/resumeUpload(_:from:)``, or nil when there is none (yet).
+    ///
+    /// It exists for a file upload from the moment the server opens its session until the upload
+    /// ends. It is set before the session's first byte is sent, so reading it when a
+    /// ``TaskStatus/progress`` snapshot reports bytes (``TaskProgress/completedUnitCount`` above 0),
+    /// or when the task is paused after sending some, returns it — unless meanwhile the upload
+    /// ended (nothing is left to resume) or the server lost the session and a new one is being
+    /// opened (read it again at a later snapshot). It stays nil for an upload in one request (at
+    /// most ``StorageConfiguration/multipartUploadThreshold`` bytes), from `Data` (its bytes
+    /// live only in this process) or from a stream (it cannot be read again): none of those can be
+    /// continued elsewhere. Once the upload ends it is nil again (a finished session cannot be
+    /// continued, a failed or cancelled one is discarded), and for a session the server opened
+    /// on another host than the endpoint's (a description sends credentials to the session's host,
+    /// so none is made for a host the ``Storage`` was not configured with). The recorded CRC32C
+    /// (``StorageUploadSession/crc32c``) appears once the SDK has computed it.
+    ///
+    /// The value holds a bearer capability: see ``StorageUploadSession``.
+    public nonisolated var resumableSession: StorageUploadSession? {
+        describer.session
+    }
+
+    /// Waits until the upload's session is open and returns its description, so that a caller
+    /// can save it before bytes go out in earnest; nil when the task ends without one (see
+    /// ``resumableSession`` for the uploads that have none).
+    ///
+    /// Returns at the first snapshot after the session opened: at the latest the first
+    /// ``TaskStatus/progress`` snapshot with bytes, or a ``TaskStatus/pause``. While the task is
+    /// paused before its session opened, it waits.
+    public nonisolated func waitForResumableSession() async -> StorageUploadSession? {
+        if let session = resumableSession { return session }
+        for await _ in snapshots {
+            if let session = resumableSession { return session }
+        }
+        return resumableSession
     }
 
     /// Creates and starts an upload.
@@ -61,11 +102,15 @@ public actor StorageUploadTask: StorageTask {
         reference: StorageReference,
         source: UploadSource,
         metadata: StorageMetadata,
-        preconditions: StoragePreconditions = .none
+        preconditions: StoragePreconditions = .none,
+        resuming: StorageUploadSession? = nil
     ) -> StorageUploadTask {
         let engine = UploadEngine(
             storage: reference.storage, path: reference.path, source: source, metadata: metadata,
-            preconditions: preconditions)
-        return StorageUploadTask(driver: TaskRunner(UploadJob(engine: engine)).driver(for: reference))
+            preconditions: preconditions, resuming: resuming)
+        let job = UploadJob(engine: engine)
+        return StorageUploadTask(
+            driver: TaskRunner(job).driver(for: reference),
+            describer: UploadSessionDescriber(engine: engine, checkpoint: job.checkpoint))
     }
 }

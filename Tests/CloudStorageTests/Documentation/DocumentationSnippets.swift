@@ -421,6 +421,25 @@ enum DocumentationSnippets {
         }
         // end snippet
     }
+
+    static func uploadingResumeAfterRestart(
+        storage: Storage, ref: StorageReference, fileURL: URL, recordURL: URL
+    ) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#13
+        // First process: save the description as soon as the session is open.
+        let task = ref.putFile(from: fileURL)
+        if let session = await task.waitForResumableSession() {
+            try session.write(to: recordURL)  // 0600, atomically
+        }
+        _ = try await task.value
+        try? FileManager.default.removeItem(at: recordURL)
+
+        // After a restart: continue from the bytes the server kept.
+        let saved = try StorageUploadSession(contentsOf: recordURL)
+        let metadata = try await storage.resumeUpload(saved, from: fileURL).value
+        // end snippet
+        _ = metadata
+    }
     static func emulatorInTests() async throws {
         // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#1
         let emulator = try StorageEmulator.start()  // in memory, on a free loopback port

@@ -1,0 +1,44 @@
+import Foundation
+import Synchronization
+
+/// What a ``StorageUploadTask`` needs to describe its upload's session for another process
+/// (``StorageUploadTask/resumableSession``), without keeping the upload's bytes alive: the
+/// checkpoint is held weakly, so a finished task lets go of its `Data` and file as before.
+final class UploadSessionDescriber: Sendable {
+    private struct WeakCheckpoint {
+        weak var value: UploadCheckpoint?
+    }
+
+    let storage: Storage
+    let path: StoragePath
+    let resuming: StorageUploadSession?
+    private let checkpoint: Mutex<WeakCheckpoint>
+
+    init(engine: UploadEngine, checkpoint: UploadCheckpoint) {
+        storage = engine.storage
+        path = engine.path
+        resuming = engine.resuming
+        self.checkpoint = Mutex(WeakCheckpoint(value: checkpoint))
+    }
+
+    /// The description of the upload's session for another process, or nil while there is none
+    /// (not opened yet, finalized, or a source that cannot be read again: `Data`, a stream).
+    var session: StorageUploadSession? {
+        guard let checkpoint = checkpoint.withLock({ $0.value }) else { return nil }
+        guard let session = checkpoint.session, !checkpoint.sessionMayBeFinalized,
+            let prepared = checkpoint.source, let file = prepared.file,
+            // A session elsewhere could not be read back (credentials go to the session's host).
+            StorageUploadSession.sameOrigin(session, storage.endpoint.baseURL)
+        else { return nil }
+        let identity = file.identity
+        let source = StorageUploadSession.SourceFile(
+            path: URL(fileURLWithPath: file.path).standardizedFileURL.path, size: identity.size,
+            modificationSeconds: identity.modificationSeconds,
+            modificationNanoseconds: identity.modificationNanoseconds, device: identity.device,
+            inode: identity.inode)
+        return StorageUploadSession(
+            sessionURL: session, endpoint: storage.endpoint, bucket: storage.bucket, objectPath: path.string,
+            source: source, chunkSize: storage.configuration.chunkSize ?? resuming?.chunkSize,
+            crc32c: prepared.knownCRC32C ?? resuming?.crc32c)
+    }
+}
