@@ -176,6 +176,39 @@ extension StorageReference {
         return try await Self.outcome(of: task, onProgress: onProgress)
     }
 
+    /// Uploads the bytes of an asynchronous sequence and returns the stored object's metadata.
+    ///
+    /// Cancelling the calling Swift task (in a server, typically because the client went
+    /// away) cancels the upload: the sequence's iteration ends, the server's session is
+    /// deleted and nothing is stored. The rules of
+    /// ``putStream(_:size:metadata:preconditions:)`` apply.
+    ///
+    /// ```swift
+    /// let metadata = try await ref.putStreamAsync(body, size: contentLength)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - bytes: The object's bytes, in elements of any size (`Data`, `[UInt8]`, ...).
+    ///   - size: How many bytes the sequence yields, or nil when it is not known.
+    ///   - metadata: Metadata to store with the object.
+    ///   - preconditions: Conditions on the object the upload may replace (see ``StoragePreconditions``).
+    ///   - onProgress: Called with the upload's progress, from the first
+    ///     snapshot to the last, before this method returns.
+    /// - Returns: The metadata the server stored.
+    /// - Throws: ``StorageError``; ``StorageErrorCode/preconditionFailed`` when a
+    ///   precondition does not hold; ``StorageErrorCode/cancelled`` when the
+    ///   calling task is cancelled.
+    public func putStreamAsync<Bytes: AsyncSequence & Sendable>(
+        _ bytes: Bytes,
+        size: Int64? = nil,
+        metadata: StorageMetadata? = nil,
+        preconditions: StoragePreconditions = .none,
+        onProgress: (@Sendable (TaskProgress) -> Void)? = nil
+    ) async throws(StorageError) -> StorageMetadata where Bytes.Element: Sequence<UInt8> {
+        let task = putStream(bytes, size: size, metadata: metadata, preconditions: preconditions)
+        return try await Self.outcome(of: task, onProgress: onProgress)
+    }
+
     /// Waits for `task`'s outcome, cancelling the task if the calling Swift
     /// task is cancelled, and reports its progress to `onProgress` meanwhile.
     static func outcome<Output>(

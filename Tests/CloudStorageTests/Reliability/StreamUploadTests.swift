@@ -226,6 +226,38 @@ struct StreamUploadTests {
         }
         feed.finish()
     }
+
+    @Test("putStreamAsync returns the metadata; cancelling the caller cancels the upload, stores nothing")
+    func asyncVariantFollowsTheCaller() async throws {
+        let payload = Self.payload(700_000)
+        try await Reliability.withEmulator(for: Self.route) { emulator in
+            let storage = Self.storage(.gcs, emulator, chunk: 256 * 1024)
+            let stored = try await storage.reference(withPath: "async").putStreamAsync(
+                Self.elements(payload, of: 65_536))
+            try Reliability.expectStored(payload, as: "async", in: emulator, returned: stored)
+            let sessionsBefore = Reliability.liveSessions(emulator)  // the emulator keeps finalized ones
+
+            // A body that yields half a megabyte, then nothing more until the caller goes away.
+            let (ended, endedFeed) = AsyncStream<Void>.makeStream()
+            let (base, feed) = AsyncStream<Data>.makeStream()
+            feed.yield(Self.payload(512 * 1024))
+            let bytes = Watched(base: base, token: Token { endedFeed.finish() })
+            let (progressed, progressFeed) = AsyncStream<Void>.makeStream()
+            let caller = Task {
+                try await storage.reference(withPath: "abandoned").putStreamAsync(bytes, size: 4 * 1024 * 1024) {
+                    if $0.completedUnitCount >= 256 * 1024 { progressFeed.yield() }
+                }
+            }
+            for await _ in progressed { break }
+            caller.cancel()
+            let error = await #expect(throws: StorageError.self) { try await caller.value }
+            #expect(error?.code == .cancelled)
+            for await _ in ended {}  // returns only once the iterator is gone: the iteration ended
+            #expect(Reliability.record("abandoned", in: emulator) == nil)
+            #expect(Reliability.liveSessions(emulator) == sessionsBefore)
+            feed.finish()
+        }
+    }
 }
 
 /// Calls `onDeinit` when the last copy of the iterator holding it goes.
