@@ -505,6 +505,133 @@ enum DocumentationSnippets {
         // end snippet
         return request
     }
+
+    // MARK: Using CloudStorage in a server
+
+    static func serverStorage() -> Storage {
+        // snippet: DocsCatalog/CloudStorage.docc/UsingCloudStorageInAServer.md#1
+        // At start-up: Application Default Credentials find the service account's key
+        // file, a gcloud login or, on Google Cloud, the metadata server.
+        let storage = Storage(bucket: "uploads.example.com", authorization: .applicationDefault)
+        // end snippet
+        return storage
+    }
+
+    static func serverStoreUpload(
+        storage: Storage, id: String, body: some AsyncSequence<Data, any Error> & Sendable,
+        contentLength: Int64?, contentType: String?
+    ) async -> Int {
+        // snippet: DocsCatalog/CloudStorage.docc/UsingCloudStorageInAServer.md#2
+        /// Stores an upload request's body as `uploads/<id>` and returns the HTTP status to answer.
+        func storeUpload(
+            id: String, body: some AsyncSequence<Data, any Error> & Sendable,
+            contentLength: Int64?, contentType: String?
+        ) async -> Int {
+            var metadata = StorageMetadata()
+            metadata.contentType = contentType
+            do {
+                _ = try await storage.reference(withPath: "uploads/\(id)")
+                    .putStreamAsync(body, size: contentLength, metadata: metadata, preconditions: .doesNotExist)
+                return 201
+            } catch {
+                switch error.code {
+                case .preconditionFailed: return 409  // that id is taken: nothing was overwritten
+                case .unreadableFile: return 400      // the client's body broke off
+                case .invalidArgument: return 400     // longer or shorter than its Content-Length
+                case .cancelled: return 499           // the client went away
+                default: return 503
+                }
+            }
+        }
+        // end snippet
+        return await storeUpload(id: id, body: body, contentLength: contentLength, contentType: contentType)
+    }
+
+    static func serverServeUpload(storage: Storage, id: String, send: (Data) async throws -> Void) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UsingCloudStorageInAServer.md#3
+        /// Sends `uploads/<id>` to a client; `send` returns once the client took the bytes.
+        func serveUpload(id: String, send: (Data) async throws -> Void) async throws {
+            for try await chunk in storage.reference(withPath: "uploads/\(id)").dataStream() {
+                try await send(chunk)  // the next chunk is read from the bucket only after this
+            }
+        }
+        // end snippet
+        try await serveUpload(id: id, send: send)
+    }
+
+    static func serverIncrement(storage: Storage, counter name: String) async throws -> Int {
+        // snippet: DocsCatalog/CloudStorage.docc/UsingCloudStorageInAServer.md#4
+        /// Adds one to the number in `counters/<name>`, however many servers do so at once.
+        func increment(counter name: String) async throws -> Int {
+            let ref = storage.reference(withPath: "counters/\(name)")
+            while true {
+                var generation: Int64 = 0  // "no object yet"
+                var value = 0
+                do {
+                    let metadata = try await ref.getMetadata()
+                    generation = metadata.generation ?? 0
+                    // Read exactly that generation, not a newer one written in between.
+                    let text = try await ref.data(maxSize: 64, preconditions: StoragePreconditions(ifGenerationMatch: generation))
+                    value = Int(String(decoding: text, as: UTF8.self)) ?? 0
+                } catch {
+                    if error.code == .preconditionFailed { continue }  // replaced in between: read again
+                    guard error.code == .objectNotFound else { throw error }
+                }
+                do {
+                    _ = try await ref.putDataAsync(
+                        Data(String(value + 1).utf8), preconditions: StoragePreconditions(ifGenerationMatch: generation))
+                    return value + 1
+                } catch {
+                    guard error.code == .preconditionFailed else { throw error }
+                    // Another server wrote first: read its value and try again.
+                }
+            }
+        }
+        // end snippet
+        return try await increment(counter: name)
+    }
+
+    static func serverUploadThenResume(
+        storage: Storage
+    ) -> (
+        upload: (URL, String, URL) async throws -> StorageMetadata, resume: (URL) async -> Void
+    ) {
+        // snippet: DocsCatalog/CloudStorage.docc/UsingCloudStorageInAServer.md#5
+        /// Uploads `file`, keeping a record that lets a restarted process finish the upload.
+        func upload(_ file: URL, to path: String, records: URL) async throws -> StorageMetadata {
+            let record = records.appendingPathComponent(UUID().uuidString + ".session")
+            let task = storage.reference(withPath: path).putFile(from: file)
+            if let session = await task.waitForResumableSession() {
+                do {
+                    try session.write(to: record)  // owner-only (0600): the session URL is a bearer capability
+                } catch {
+                    await task.cancel()
+                    throw error
+                }
+            }
+            defer { try? FileManager.default.removeItem(at: record) }
+            return try await task.value
+        }
+
+        /// At start-up: finishes the uploads the previous process left behind.
+        func resumeInterruptedUploads(records: URL) async {
+            let saved = (try? FileManager.default.contentsOfDirectory(at: records, includingPropertiesForKeys: nil)) ?? []
+            for record in saved where record.pathExtension == "session" {
+                do {
+                    let session = try StorageUploadSession(contentsOf: record)
+                    let file = URL(fileURLWithPath: session.source.path)
+                    let metadata = try await storage.resumeUpload(session, from: file).value
+                    print("finished gs://\(session.bucket)/\(session.objectPath): \(metadata.size) bytes")
+                } catch {
+                    // fileChanged, uploadSessionExpired, ...: upload the file again from the start.
+                    print("\(record.lastPathComponent): \(error)")
+                }
+                try? FileManager.default.removeItem(at: record)
+            }
+        }
+        // end snippet
+        return (upload, resumeInterruptedUploads)
+    }
 }
 
 /// Downloads, metadata, deleting and listing.
