@@ -122,7 +122,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeEmulatorsFromCode() throws {
-        // snippet: README.md#8
+        // snippet: README.md#9
         // fake-gcs-server, `cloud-storage emulator`, or any server of the JSON API:
         let gcs = Storage.gcsEmulator(bucket: "test-bucket", baseURL: URL(string: "http://127.0.0.1:4443")!)
 
@@ -137,7 +137,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeFirebase(user: some FirebaseUser) {
-        // snippet: README.md#9, DocsCatalog/CloudStorage.docc/Authenticating.md#6
+        // snippet: README.md#10, DocsCatalog/CloudStorage.docc/Authenticating.md#6
         let storage = Storage(
             bucket: "my-app.appspot.com",
             endpoint: .firebaseStorage,
@@ -653,6 +653,23 @@ extension DocumentationSnippets {
         // end snippet
     }
 
+    static func readmeServer(
+        storage: Storage, id: String, body: some AsyncSequence<Data, any Error> & Sendable, contentLength: Int64?,
+        send: (Data) async throws -> Void
+    ) async throws {
+        // snippet: README.md#8
+        // A request body (any AsyncSequence of byte collections), in at most 8 MiB of memory;
+        // the handler's cancellation (the client went away) cancels the upload.
+        let stored = try await storage.reference(withPath: "uploads/\(id)")
+            .putStreamAsync(body, size: contentLength, preconditions: .doesNotExist)  // 412 if the id is taken
+        // An object back out, read from the network no faster than the client takes it.
+        for try await chunk in storage.reference(withPath: "uploads/\(id)").dataStream(range: 0..<1_048_576) {
+            try await send(chunk)
+        }
+        print(stored.generation ?? 0)
+        // end snippet
+    }
+
     static func downloadingIntoMemory(storage: Storage) async throws {
         // snippet: DocsCatalog/CloudStorage.docc/DownloadingFiles.md#1
         let imageData = try await storage.reference(withPath: "images/space.jpg")
@@ -780,7 +797,7 @@ extension DocumentationSnippets {
 /// HTTPS on Linux: trusting a private certificate authority (the same block in both places).
 extension DocumentationSnippets {
     static func privateCA() -> Storage {
-        // snippet: README.md#12, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
+        // snippet: README.md#13, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
         var configuration = StorageConfiguration()
         configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
         let storage = Storage(
@@ -796,7 +813,7 @@ extension DocumentationSnippets {
 /// Authenticating: signed URLs and testing them against the emulator.
 extension DocumentationSnippets {
     static func readmeSignedURL(storage: Storage, clientEmail: String, privateKeyPEM: String) async throws {
-        // snippet: README.md#11
+        // snippet: README.md#12
         let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)  // from its JSON key file
         let url = try await storage.reference(withPath: "reports/2026.pdf")
             .signedURL(expiresIn: .seconds(15 * 60), signer: signer)  // a GET for whoever holds it, for 15 minutes
@@ -863,7 +880,7 @@ extension DocumentationSnippets {
 /// gcloud logins, the metadata server) and testing them against the emulator.
 extension DocumentationSnippets {
     static func readmeGoogleCredentials() throws {
-        // snippet: README.md#10
+        // snippet: README.md#11
         let storage = Storage(bucket: "my-bucket", authorization: .applicationDefault)  // gcloud login, key file or metadata server
         let fromKeyFile = Storage(
             bucket: "my-bucket",
