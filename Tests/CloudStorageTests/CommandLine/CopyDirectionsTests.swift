@@ -416,3 +416,40 @@ struct CopyDirectionsTests {
         #expect(!started)
     }
 }
+
+extension CopyDirectionsTests {
+    /// Cancelling `cp -r` (as Ctrl-C does) cancels the uploads under way, deleting their
+    /// sessions, starts no more, and exits 130.
+    @Test func cancellingRCancelsTheUploadsAndExits130() async throws {
+        // Requests: 1 starts the first file's session, 2 sends 256K, 3 is held after 100K until
+        // the client closes it, so nothing can finish before the cancel.
+        let emulator = try Self.emulator { $0.faults = ["pass", "pass", "stall-after-100K"] }
+        defer { emulator.stop() }
+        let root = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directory = root.appendingPathComponent("big")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        for name in ["1.bin", "2.bin", "3.bin"] {
+            try TestSupport.payload(size: 9 * 1024 * 1024, seed: 1).write(to: directory.appendingPathComponent(name))
+        }
+        // The destination ends in /, so no listing decides the names: the requests are the uploads'.
+        let command = Task {
+            try await Self.cp(
+                ["-r", "--quiet", "--jobs", "1", "--chunk-size", "256K", directory.path, "gs://demo/"], emulator)
+        }
+        let stalled: Int64 = 256 * 1024 + 100 * 1024
+        // The bound only matters when the test has already failed.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while emulator.bytesReceived < stalled && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(emulator.bytesReceived >= stalled)
+        command.cancel()
+        let (status, output) = try await command.value
+        #expect(status == .interrupted)
+        #expect(output.isEmpty)
+        for name in ["1.bin", "2.bin", "3.bin"] {
+            #expect(try await Self.objectBytes(emulator, "big/\(name)") == nil)
+        }
+    }
+}
