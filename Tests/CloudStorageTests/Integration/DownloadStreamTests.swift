@@ -238,6 +238,37 @@ struct DownloadStreamTests {
         }
     }
 
+    /// A consumer that takes nothing holds up only its own download: its sink waits on that
+    /// request's own I/O thread, so other requests of the same storage (same host, same
+    /// transport) still complete, downloads and uploads, streamed or not.
+    @Test(.timeLimit(.minutes(3)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    func aStalledConsumerDoesNotHoldUpOtherRequests(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
+        defer { emulator.stop() }
+        let storage = DownloadTests.storage(emulator, firebase: false, route: route)
+        let big = TestSupport.payload(size: 3 * .mebibyte, seed: 41)
+        let small = TestSupport.payload(size: 300_000, seed: 42)
+        let stalled = storage.reference(withPath: "stream/stalled.bin")
+        let other = storage.reference(withPath: "stream/other.bin")
+        _ = try await stalled.putDataAsync(big)
+        _ = try await other.putDataAsync(small)
+
+        var iterator = stalled.dataStream().makeAsyncIterator()
+        let first = try await iterator.next() ?? Data()
+        let buffer = iterator.buffer
+        await Self.settle(buffer)
+        #expect(buffer.state.withLock { $0.producer != nil } == buffer.waits)
+        // Hangs (until the guard) if the waiting sink held a thread or lock these need.
+        #expect(try await other.data(maxSize: 1 << 20) == small)
+        #expect(try Self.joined(await Self.chunks(other.dataStream())) == small)
+        _ = try await storage.reference(withPath: "stream/third.bin").putDataAsync(small)
+        #expect(buffer.state.withLock { $0.producer != nil } == buffer.waits, "the stalled sink still waits")
+        // The stalled stream then goes on where it stopped.
+        var received = first
+        while let chunk = try await iterator.next() { received.append(chunk) }
+        #expect(received == big)
+    }
+
     /// Cancelling the consuming task while its `next()` waits (the emulator holds the
     /// body) throws `cancelled`, ends the download's task, and leaves the storage usable.
     @Test(.timeLimit(.minutes(1)), arguments: TestRoute.all)  // a hang guard: it takes seconds
