@@ -238,13 +238,44 @@ struct DownloadStreamTests {
         }
     }
 
+    /// A consumer that takes nothing holds up only its own download: its sink waits on that
+    /// request's own I/O thread, so other requests of the same storage (same host, same
+    /// transport) still complete, downloads and uploads, streamed or not.
+    @Test(.timeLimit(.minutes(3)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    func aStalledConsumerDoesNotHoldUpOtherRequests(route: TestRoute) async throws {
+        let emulator = try route.startEmulator()
+        defer { emulator.stop() }
+        let storage = DownloadTests.storage(emulator, firebase: false, route: route)
+        let big = TestSupport.payload(size: 3 * .mebibyte, seed: 41)
+        let small = TestSupport.payload(size: 300_000, seed: 42)
+        let stalled = storage.reference(withPath: "stream/stalled.bin")
+        let other = storage.reference(withPath: "stream/other.bin")
+        _ = try await stalled.putDataAsync(big)
+        _ = try await other.putDataAsync(small)
+
+        var iterator = stalled.dataStream().makeAsyncIterator()
+        let first = try await iterator.next() ?? Data()
+        let buffer = iterator.buffer
+        await Self.settle(buffer)
+        #expect(buffer.state.withLock { $0.producer != nil } == buffer.waits)
+        // Hangs (until the guard) if the waiting sink held a thread or lock these need.
+        #expect(try await other.data(maxSize: 1 << 20) == small)
+        #expect(try Self.joined(await Self.chunks(other.dataStream())) == small)
+        _ = try await storage.reference(withPath: "stream/third.bin").putDataAsync(small)
+        #expect(buffer.state.withLock { $0.producer != nil } == buffer.waits, "the stalled sink still waits")
+        // The stalled stream then goes on where it stopped.
+        var received = first
+        while let chunk = try await iterator.next() { received.append(chunk) }
+        #expect(received == big)
+    }
+
     /// Cancelling the consuming task while its `next()` waits (the emulator holds the
     /// body) throws `cancelled`, ends the download's task, and leaves the storage usable.
     @Test(.timeLimit(.minutes(1)), arguments: TestRoute.all)  // a hang guard: it takes seconds
     func cancellingTheConsumerEndsTheDownload(route: TestRoute) async throws {
         try await Reliability.withEmulator(for: route, faults: ["pass", "stall-after-300000"]) { emulator in
             let storage = DownloadTests.storage(emulator, firebase: false, route: route)
-            let payload = TestSupport.payload(size: 2 * .mebibyte, seed: 37)
+            let payload = TestSupport.payload(size: 1 * .mebibyte, seed: 37)
             let ref = storage.reference(withPath: "stream/stall.bin")
             _ = try await ref.putDataAsync(payload)
             let (started, startedSink) = AsyncStream.makeStream(
@@ -279,11 +310,12 @@ struct DownloadStreamTests {
         let emulator = try route.startEmulator()
         defer { emulator.stop() }
         let storage = DownloadTests.storage(emulator, firebase: false, route: route)
-        let payload = TestSupport.payload(size: 8 * .mebibyte, seed: 38)
+        // Three times the buffer's limit: the sink surely waits for room after the first chunk.
+        let payload = TestSupport.payload(size: 3 * .mebibyte, seed: 38)
+        #expect(Int64(payload.count) > 2 * DownloadStreamBuffer().limit)
         let ref = storage.reference(withPath: "stream/break.bin")
         _ = try await ref.putDataAsync(payload)
-        let buffer = try await Self.firstChunkThenDrop(ref)
-        let download = buffer.state.withLock { $0.task }
+        let (buffer, download) = try await Self.firstChunkThenDrop(ref)
         await download?.value  // never returns if the sink stayed blocked
         #expect(buffer.state.withLock { ($0.cancelled || !buffer.waits) && $0.producer == nil })
         for try await _ in ref.dataStream() { break }
@@ -291,12 +323,20 @@ struct DownloadStreamTests {
     }
 
     /// Takes one chunk, lets the sink block for room, then drops the iterator.
-    static func firstChunkThenDrop(_ ref: StorageReference) async throws -> DownloadStreamBuffer {
+    ///
+    /// - Returns: The stream's buffer, and the task running its download (nil if it ended),
+    ///   taken while the iterator lived: the drop's `cancel()` forgets it.
+    static func firstChunkThenDrop(
+        _ ref: StorageReference
+    ) async throws -> (DownloadStreamBuffer, Task<Void, Never>?) {
         var iterator = ref.dataStream().makeAsyncIterator()
         _ = try await iterator.next()
         let buffer = iterator.buffer
         await settle(buffer)
         #expect(buffer.state.withLock { $0.producer != nil } == buffer.waits)
-        return buffer
+        let task = buffer.state.withLock { $0.task }
+        // A sink waiting for room keeps its download running (over URLSession it may have ended).
+        #expect(task != nil || !buffer.waits)
+        return (buffer, task)
     }
 }
