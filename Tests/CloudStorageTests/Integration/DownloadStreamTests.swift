@@ -271,7 +271,7 @@ struct DownloadStreamTests {
 
     /// Cancelling the consuming task while its `next()` waits (the emulator holds the
     /// body) throws `cancelled`, ends the download's task, and leaves the storage usable.
-    @Test(.timeLimit(.minutes(1)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    @Test(.timeLimit(.minutes(5)), arguments: TestRoute.all)  // a hang guard: it takes seconds
     func cancellingTheConsumerEndsTheDownload(route: TestRoute) async throws {
         try await Reliability.withEmulator(for: route, faults: ["pass", "stall-after-300000"]) { emulator in
             let storage = DownloadTests.storage(emulator, firebase: false, route: route)
@@ -305,7 +305,7 @@ struct DownloadStreamTests {
 
     /// Breaking out of the loop (the iterator is dropped) cancels the download and
     /// wakes the sink that waits for room; the next download works.
-    @Test(.timeLimit(.minutes(1)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    @Test(.timeLimit(.minutes(5)), arguments: TestRoute.all)  // a hang guard: it takes seconds
     func breakingOutOfTheLoopReleasesTheDownload(route: TestRoute) async throws {
         let emulator = try route.startEmulator()
         defer { emulator.stop() }

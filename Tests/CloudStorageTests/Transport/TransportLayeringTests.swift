@@ -6,7 +6,7 @@ import Testing
 /// The transport knows nothing of storage: errors from above (a body file's, a
 /// response sink's) travel through it untouched, and only the engine turns
 /// them back into its own.
-@Suite("Transport layering", .timeLimit(.minutes(1)))
+@Suite("Transport layering", .timeLimit(.minutes(5)))
 struct TransportLayeringTests {
     /// An error no transport could know.
     struct Marker: Error, Equatable {
