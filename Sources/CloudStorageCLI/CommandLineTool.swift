@@ -5,7 +5,8 @@ let usage = """
     usage: cloud-storage <command> [options]
 
     Commands:
-      cp FILE gs://BUCKET/PATH   upload a file (with no endpoint configured, to the built-in emulator)
+      cp SOURCE DESTINATION      copy a file, - (standard input/output) or, with -r, a directory to or
+                                 from gs://BUCKET/PATH (with no endpoint configured, the built-in emulator)
       ls [-l] [-r] gs://BUCKET[/PREFIX]
                                  list objects and folders (-l: sizes, times, a total; -r: all below)
       stat gs://BUCKET/PATH...   show objects' metadata
@@ -63,7 +64,8 @@ package func runCommandLine(
                 print(CopyCommand.usage)
                 return .success
             }
-            return try await CopyCommand(words, environment: environment).run()
+            let parsed = try CopyCommand(words, environment: environment)
+            return await withStandardOutput { await parsed.run(output: $0) }
         case "emulator":
             if words.contains("--help") || words.contains("-h") {
                 print(EmulatorCommand.usage)

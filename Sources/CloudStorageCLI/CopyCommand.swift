@@ -9,61 +9,105 @@ import Glibc
 import Darwin
 #endif
 
-/// `cloud-storage cp FILE gs://BUCKET/PATH`: uploads a file with a progress bar.
+/// `cloud-storage cp SOURCE DESTINATION`: copies a file, standard input or a
+/// directory to objects, or objects back to a file, standard output or a
+/// directory, showing progress on standard error.
 struct CopyCommand {
     static let usage = """
-        usage: cloud-storage cp [options] FILE gs://BUCKET/[PATH]
+        usage: cloud-storage cp [options] FILE gs://BUCKET/[PATH]     upload a file
+               cloud-storage cp [options] - gs://BUCKET/PATH          upload standard input
+               cloud-storage cp [options] gs://BUCKET/PATH FILE|DIR   download an object
+               cloud-storage cp [options] gs://BUCKET/PATH -          download to standard output
+               cloud-storage cp -r [options] DIR gs://BUCKET/[PREFIX] upload a directory
+               cloud-storage cp -r [options] gs://BUCKET/[PREFIX] DIR download a prefix
 
         Uploads FILE, a regular file or a link to one (FIFOs, devices, sockets
         and directories are refused with status 3), to the object PATH (or,
         when PATH is empty or ends in /, to PATH followed by the file's name).
+        A download goes to FILE through a temporary file renamed into place once
+        its CRC32C matched (nothing is left behind on failure); to DIR/NAME when
+        the destination ends in / or is a directory. - reads standard input
+        (size unknown unless it is a file; content type application/octet-stream
+        unless --content-type) or writes standard output (progress only when
+        standard error is a terminal).
+
+        With -r the copy is recursive. The destination is taken as a folder to
+        copy into, under the source's last name, when it ends in /, is the bucket
+        itself, or already exists (has objects under PREFIX/, or is a directory);
+        otherwise it becomes the copy: `cp -r photos gs://b/backup` stores
+        backup/a.jpg, and run again (backup/ now exists) backup/photos/a.jpg, as
+        gsutil does. Regular files and links to them are copied; links to
+        directories are not followed; FIFOs, sockets and devices are skipped and
+        counted as failures. Objects whose names end in / (folder placeholders)
+        are skipped; one whose name would leave DIR (a .. segment) is refused.
+        Every name is checked before anything is contacted, then up to --jobs
+        copies run at once, with one progress line, and a summary at the end:
+        "Copied N files (M bytes)", then each failure with its reason.
         \(StorageOptions.destinationUsage)
 
         Options:
+          -r, -R              copy a directory or a prefix, recursively
+          --jobs N            with -r, copy up to N files at a time (default 8, at most 256)
         \(StorageOptions.tokenUsage)
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
         \(StorageOptions.caFileUsage)
           --no-checksum       do not send or verify CRC32C
-          --quiet             no progress bar
+          --quiet             no progress
 
-        Ctrl-C (or SIGTERM) cancels the upload and deletes the server's upload
-        session; if the server has not confirmed within 2 seconds, or on a second
-        Ctrl-C, the command exits without waiting any longer.
-        Exit status: 0 stored, 2 usage, 3 local file problem, 4 credentials refused,
-        5 bucket not found, 6 retries ran out, 7 integrity failure, 130 interrupted
-        (Ctrl-C), 143 terminated (SIGTERM), 1 other (no credentials found or none could
-        be fetched, a server whose certificate does not verify, or that does not speak
-        TLS at an https:// address, among them).
+        Ctrl-C (or SIGTERM) cancels the copies (an upload deletes its server session,
+        a download its temporary file); if the server has not confirmed within 2
+        seconds, or on a second Ctrl-C, the command exits without waiting any longer.
+        Exit status: 0 copied, 2 usage (also a bucket or object name that breaks the
+        rules, refused before anything is contacted), 3 local file problem, 4 credentials
+        refused, 5 bucket or object not found, 6 retries ran out, 7 integrity failure,
+        130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 1 other (no credentials
+        found or none could be fetched, a server whose certificate does not verify, or
+        that does not speak TLS at an https:// address, among them). With -r, the
+        highest status among the failures.
         """
 
-    let source: URL
-    let bucket: String
-    let path: String
-    /// Where the object goes, and as whom.
+    /// Which way the bytes go.
+    enum Direction: Equatable {
+        /// A local file to an object whose path already has the file's name appended where due.
+        case upload(file: URL, to: ObjectAddress)
+        /// Standard input to an object.
+        case uploadStandardInput(to: ObjectAddress)
+        /// An object to a local path as given (a file, or a directory to put it in).
+        case download(ObjectAddress, to: String)
+        /// An object to standard output.
+        case downloadToStandardOutput(ObjectAddress)
+        /// `-r DIR gs://…`.
+        case uploadDirectory(URL, to: ObjectAddress)
+        /// `-r gs://… DIR`; the directory as given (a trailing `/` matters).
+        case downloadPrefix(ObjectAddress, to: String)
+    }
+
+    let direction: Direction
+    /// Where the objects are, and as whom.
     let storage: StorageOptions
     let contentType: String?
     let chunkSize: Int64?
     let verifiesChecksums: Bool
     let quiet: Bool
+    /// How many files `-r` copies at once.
+    let jobs: Int
+    /// The descriptor `cp -` reads; tests give a pipe's.
+    var input: Int32 = STDIN_FILENO
+    /// The most entries per listing request; small in tests, to make many pages.
+    var pageSize = StorageReference.maximumListResults
 
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
-            words,
-            valued: StorageOptions.valued.union(["--content-type", "--chunk-size"]),
-            flags: StorageOptions.flags.union(["--no-checksum", "--quiet"])
+            ShortFlags.expand(words, letters: "rR"),
+            valued: StorageOptions.valued.union(["--content-type", "--chunk-size", "--jobs"]),
+            flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R"])
         )
-        guard arguments.positional.count == 2 else { throw UsageError("cp needs a FILE and a gs://BUCKET/PATH") }
-        let file = arguments.positional[0]
-        guard file != "-" else { throw UsageError("reading from standard input is not supported yet; give a file") }
-        source = URL(fileURLWithPath: file)
-        let destination = try ObjectAddress(arguments.positional[1], role: "the destination")
-        bucket = destination.bucket
-        var objectPath = destination.path
-        if objectPath.isEmpty || objectPath.hasSuffix("/") {
-            objectPath += source.lastPathComponent
+        guard arguments.positional.count == 2 else {
+            throw UsageError("cp needs a SOURCE and a DESTINATION, one of them gs://BUCKET/PATH")
         }
-        path = objectPath
+        let recursive = arguments.has("-r") || arguments.has("-R")
+        direction = try Self.direction(arguments.positional[0], arguments.positional[1], recursive: recursive)
 
         storage = try StorageOptions(arguments, environment: environment)
         contentType = arguments.value("--content-type")
@@ -77,8 +121,66 @@ struct CopyCommand {
         } else {
             chunkSize = nil
         }
+        if let text = arguments.value("--jobs") {
+            guard let jobs = Int(text), (1...256).contains(jobs) else {
+                throw UsageError("--jobs: \(text) is not a number from 1 to 256")
+            }
+            self.jobs = jobs
+        } else {
+            jobs = 8
+        }
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
+    }
+
+    /// Tells the direction from the two arguments, refusing combinations that make no sense,
+    /// and checks the names that are known now by the SDK's rules.
+    static func direction(_ source: String, _ destination: String, recursive: Bool) throws(UsageError) -> Direction {
+        let remote = { (text: String) in text.hasPrefix("gs://") }
+        for text in [source, destination] where !remote(text) && text.contains("://") {
+            throw UsageError("only gs:// URLs and local paths can be copied: \(text)")
+        }
+        switch (remote(source), remote(destination)) {
+        case (true, true):
+            throw UsageError("cp copies between local files and objects; copying between objects is not supported")
+        case (false, false):
+            throw UsageError(
+                "one of SOURCE and DESTINATION must be gs://BUCKET/PATH (both are local: \(source), \(destination))")
+        case (false, true):
+            let address = try ObjectAddress(destination, role: "the destination")
+            if source == "-" {
+                guard !recursive else { throw UsageError("-r copies a directory; it cannot read standard input (-)") }
+                guard !address.path.isEmpty, !address.path.hasSuffix("/") else {
+                    throw UsageError("standard input has no file name: give the object's full path, gs://BUCKET/PATH")
+                }
+                try address.validate(needsObject: true)
+                return .uploadStandardInput(to: address)
+            }
+            let file = URL(fileURLWithPath: source)
+            if recursive {
+                try address.validate(needsObject: false)
+                return .uploadDirectory(file, to: address)
+            }
+            var path = address.path
+            if path.isEmpty || path.hasSuffix("/") { path += file.lastPathComponent }
+            let named = ObjectAddress(bucket: address.bucket, path: path)
+            try named.validate(needsObject: true)
+            return .upload(file: file, to: named)
+        case (true, false):
+            let address = try ObjectAddress(source, role: "the source")
+            if recursive {
+                guard destination != "-" else {
+                    throw UsageError("-r copies into a directory; it cannot write standard output (-)")
+                }
+                try address.validate(needsObject: false)
+                return .downloadPrefix(address, to: destination)
+            }
+            guard !address.path.isEmpty, !address.path.hasSuffix("/") else {
+                throw UsageError("\(source) names no object (to copy everything under it, use -r)")
+            }
+            try address.validate(needsObject: true)
+            return destination == "-" ? .downloadToStandardOutput(address) : .download(address, to: destination)
+        }
     }
 
     /// Parses `262144`, `256K`, `8M`, `1G` (powers of 1024).
@@ -92,55 +194,123 @@ struct CopyCommand {
         return Int64(text)
     }
 
-    func run() async -> ExitCode {
-        // Before anything is started or opened: a FIFO would block the open for ever.
-        if let problem = await SourceFile.problem(at: source.path) {
-            report(problem)
-            return .localFile
-        }
+    /// The SDK settings of the command line.
+    func configuration() throws(UsageError) -> StorageConfiguration {
         var configuration = StorageConfiguration()
         do {
             try configuration.setChunkSize(chunkSize)
         } catch {
-            report("\(error.message)")
-            return .usage
+            throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
-        let connection: StorageOptions.Connection
-        do {
-            connection = try await storage.connect(bucket: bucket, configuration: configuration)
-        } catch {
-            return error.reported()
+        return configuration
+    }
+
+    /// Whether a single transfer shows ProgressBar's bar (or plain lines) on standard error.
+    var showsProgress: Bool { !quiet }
+
+    func run(output: OutputWriter) async -> ExitCode {
+        switch direction {
+        case .upload(let file, let address):
+            return await upload(file: file, to: address, output: output)
+        case .uploadStandardInput(let address):
+            return await uploadStandardInput(to: address, output: output)
+        case .download(let address, let destination):
+            return await download(address, to: destination, output: output)
+        case .downloadToStandardOutput(let address):
+            return await downloadToStandardOutput(address, output: output)
+        case .uploadDirectory(let directory, let address):
+            return await RecursiveCopy(command: self).upload(directory, to: address, output: output)
+        case .downloadPrefix(let address, let directory):
+            return await RecursiveCopy(command: self).download(address, into: directory, output: output)
         }
-        defer { connection.close() }
-        let reference: StorageReference
+    }
+
+    /// A connection, or the status of a failure to connect (already reported).
+    enum Connecting {
+        case connected(StorageOptions.Connection)
+        case failed(ExitCode)
+    }
+
+    /// Connects for `bucket`, reporting a failure.
+    func connect(bucket: String) async -> Connecting {
+        let configuration: StorageConfiguration
         do {
-            reference = try connection.storage.reference(forURL: "gs://\(bucket)/\(path)")
+            configuration = try self.configuration()
         } catch {
-            report("\(error.message)")
-            return .usage
+            report(error.description)
+            return .failed(.usage)
         }
+        do {
+            return .connected(try await storage.connect(bucket: bucket, configuration: configuration))
+        } catch {
+            return .failed(error.reported())
+        }
+    }
+
+    /// Starts the upload of one local file: the one place where `cp FILE` and `cp -r` begin a
+    /// file's upload, so what every upload of a file needs (such as a record of its session
+    /// for resuming) goes here.
+    static func startUpload(
+        of file: URL, to reference: StorageReference, contentType: String?
+    ) -> StorageUploadTask {
         var metadata = StorageMetadata()
         metadata.contentType = contentType
+        return reference.putFile(from: file, metadata: contentType == nil ? nil : metadata)
+    }
 
-        // Signals are taken over before the upload starts, so none can end the
-        // process without the upload being cancelled.
-        let slot = UploadSlot()
-        let interruption = Interruption { slot.cancel() }
-        let interrupts = SignalHandler { interruption.interrupt($0) }
-        let task = reference.putFile(from: source, metadata: contentType == nil ? nil : metadata)
-        slot.set(task)
-        // Cancelling the Swift task that runs the command (as a caller embedding
-        // it does, and as the tests do) is a Ctrl-C too: `task.value` alone
-        // would let the upload carry on.
-        let ending = await withTaskCancellationHandler {
-            await Self.wait(for: task, showingProgress: !quiet, unless: interruption)
-        } onCancel: {
-            interruption.interrupt(SIGINT)
+    private func upload(file: URL, to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
+        // Before anything is started or opened: a FIFO would block the open for ever.
+        if let problem = await SourceFile.problem(at: file.path) {
+            report(problem)
+            return .localFile
         }
-        withExtendedLifetime(interrupts) {}
+        let connection: StorageOptions.Connection
+        switch await connect(bucket: address.bucket) {
+        case .connected(let connected): connection = connected
+        case .failed(let status): return status
+        }
+        defer { connection.close() }
+        let reference = connection.storage.reference(withPath: address.path)
+        let contentType = contentType
+        return await runTask(
+            { Self.startUpload(of: file, to: reference, contentType: contentType) }, output: output,
+            cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
+        ) { stored in
+            "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+                + " \(connection.location)"
+        }
+    }
 
-        let outcome: Result<StorageMetadata, StorageError>
+    /// Runs one SDK task to its end with its progress bar, under Ctrl-C's rules, and reports how it ended.
+    ///
+    /// - Parameters:
+    ///   - start: Starts the task; called once the signals are taken over, so none can end
+    ///     the process without the task being cancelled.
+    ///   - cancelled: What to say when a signal cancelled it.
+    ///   - success: The line to print on success.
+    func runTask<Task: StorageTask>(
+        _ start: @escaping @Sendable () -> Task, output: OutputWriter, cancelled: String,
+        success: (Task.Output) -> String
+    ) async -> ExitCode {
+        let showsProgress = showsProgress
+        let (ending, signal) = await Interruptibly.run { () -> Result<Task.Output, StorageError> in
+            let task = start()
+            return await withTaskCancellationHandler {
+                var bar = ProgressBar()
+                for await snapshot in task.snapshots where showsProgress {
+                    bar.show(snapshot)
+                }
+                do throws(StorageError) {
+                    return .success(try await task.value)
+                } catch {
+                    return .failure(error)
+                }
+            } onCancel: {
+                _Concurrency.Task { await task.cancel() }
+            }
+        }
+        let outcome: Result<Task.Output, StorageError>
         switch ending {
         case .finished(let finished):
             outcome = finished
@@ -151,84 +321,45 @@ struct CopyCommand {
             return ExitCode(signal: signal)
         }
         do {
-            let stored = try outcome.get()
-            print(
-                "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
-                    + " \(connection.location)")
+            let value = try outcome.get()
+            _ = try? await output.write(success(value) + "\n")
             return .success
         } catch {
             if error.code == .cancelled {
-                report("cancelled; nothing was stored (an upload session, if one was open, was deleted)")
-                if let signal = interruption.signal { return ExitCode(signal: signal) }
-            } else if error.code == .tlsFailure {
-                // The message names the server and the cause; the underlying error would only repeat it.
-                let untrusted = error.message.contains("issuer is not trusted")
-                report(
-                    error.message
-                        + (untrusted
-                            ? " If a private certificate authority issued it, pass that CA's certificate with --ca-file FILE."
-                            : ""))
+                report(cancelled)
+                if let signal { return ExitCode(signal: signal) }
             } else {
-                report(String(describing: error))
+                Self.reportFailure(error)
             }
             return ExitCode(error)
         }
     }
 
-    /// How waiting for an upload ended.
-    enum Ending: Sendable {
-        /// The upload ended, this way.
-        case finished(Result<StorageMetadata, StorageError>)
-        /// A signal's grace period ran out first (or a second signal came).
-        case abandoned(signal: Int32)
-    }
-
-    /// Waits for `task` to end, showing its progress, or for `interruption`
-    /// to give up on it, whichever comes first.
-    static func wait(
-        for task: StorageUploadTask, showingProgress: Bool, unless interruption: Interruption
-    ) async -> Ending {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Ending, Never>) in
-            let once = OnceFlag()
-            interruption.onAbandon { signal in
-                if once.take() { continuation.resume(returning: .abandoned(signal: signal)) }
-            }
-            Task {
-                var bar = ProgressBar()
-                for await snapshot in task.snapshots where showingProgress {
-                    bar.show(snapshot)
-                }
-                let outcome: Result<StorageMetadata, StorageError>
-                do throws(StorageError) {
-                    outcome = .success(try await task.value)
-                } catch {
-                    outcome = .failure(error)
-                }
-                if once.take() { continuation.resume(returning: .finished(outcome)) }
-            }
+    /// Reports a transfer's failure on standard error, with advice where there is some.
+    static func reportFailure(_ error: StorageError) {
+        if error.code == .tlsFailure {
+            // The message names the server and the cause; the underlying error would only repeat it.
+            let untrusted = error.message.contains("issuer is not trusted")
+            CloudStorageCLI.report(
+                error.message
+                    + (untrusted
+                        ? " If a private certificate authority issued it, pass that CA's certificate with --ca-file FILE."
+                        : ""))
+        } else {
+            CloudStorageCLI.report(String(describing: error))
         }
     }
 }
 
-/// The upload a signal cancels, which may arrive before the upload exists.
-private final class UploadSlot: Sendable {
-    private let state = Mutex<(task: StorageUploadTask?, cancelled: Bool)>((nil, false))
-
-    /// Cancels the upload now, or as soon as it is set.
-    func cancel() {
-        let task = state.withLock { state -> StorageUploadTask? in
-            state.cancelled = true
-            return state.task
-        }
-        if let task { Task { await task.cancel() } }
+extension ObjectAddress: Equatable {
+    /// An address made of its parts, already split.
+    init(bucket: String, path: String) {
+        self.bucket = bucket
+        self.path = path
     }
 
-    func set(_ task: StorageUploadTask) {
-        let cancelled = state.withLock { state -> Bool in
-            state.task = task
-            return state.cancelled
-        }
-        if cancelled { Task { await task.cancel() } }
+    static func == (lhs: ObjectAddress, rhs: ObjectAddress) -> Bool {
+        lhs.bucket == rhs.bucket && lhs.path == rhs.path
     }
 }
 

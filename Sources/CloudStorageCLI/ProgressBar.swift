@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Shows an upload's progress on standard error: a bar redrawn in place on a
+/// Shows a transfer's progress on standard error: a bar redrawn in place on a
 /// terminal (bytes, percent, rate, time left), or a plain line at each tenth
 /// and each status change when the output goes to a file or a pipe.
 struct ProgressBar {
@@ -18,39 +18,62 @@ struct ProgressBar {
     private var rate = RateEstimator()
 
     mutating func show(_ snapshot: TaskSnapshot) {
-        let now = ContinuousClock.now
         let progress = snapshot.progress
         // Until the file is opened its size is unknown: a bar of 0/0 says nothing.
         guard progress.totalUnitCount > 0 || snapshot.status != .resume else { return }
+        show(snapshot.status, progress)
+    }
+
+    /// Shows the bytes of a stream whose size is not known (standard output), on a terminal only.
+    ///
+    /// - Parameters:
+    ///   - bytes: How many bytes went so far.
+    ///   - finished: Whether this is the last call (the line is then ended).
+    mutating func show(streamed bytes: Int64, finished: Bool) {
+        guard isTerminal else { return }
+        show(finished ? .success : .progress, TaskProgress(completedUnitCount: bytes, totalUnitCount: 0))
+    }
+
+    private mutating func show(_ status: TaskStatus, _ progress: TaskProgress) {
+        let now = ContinuousClock.now
         rate.record(bytes: progress.completedUnitCount, at: now)
         if isTerminal {
             // Redraw at most 10 times a second, but always for a status change.
-            guard snapshot.status != .progress || now - lastDraw >= .milliseconds(100) else { return }
+            guard status != .progress || now - lastDraw >= .milliseconds(100) else { return }
             lastDraw = now
-            let line = "\r\u{1B}[2K" + render(snapshot)
-            write(snapshot.status.isTerminal ? line + "\n" : line)
+            let line = "\r\u{1B}[2K" + render(status, progress)
+            write(status.isTerminal ? line + "\n" : line)
         } else {
             let tenth = Int(progress.fractionCompleted * 10)
-            guard snapshot.status != .progress || tenth != lastTenth else { return }
+            guard status != .progress || tenth != lastTenth else { return }
             lastTenth = tenth
-            write(render(snapshot) + "\n")
+            write(render(status, progress) + "\n")
         }
     }
 
-    private func render(_ snapshot: TaskSnapshot) -> String {
-        let progress = snapshot.progress
-        let width = 24
-        let filled = Int(progress.fractionCompleted * Double(width))
-        let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
-        let percent = String(format: "%5.1f%%", progress.fractionCompleted * 100)
-        let bytes = "\(Self.format(bytes: progress.completedUnitCount))/\(Self.format(bytes: progress.totalUnitCount))"
-        var parts = [bar, percent, bytes]
-        switch snapshot.status {
+    private func render(_ status: TaskStatus, _ progress: TaskProgress) -> String {
+        var parts: [String]
+        let known = progress.totalUnitCount > 0
+        if known {
+            let width = 24
+            let filled = Int(progress.fractionCompleted * Double(width))
+            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            let percent = String(format: "%5.1f%%", progress.fractionCompleted * 100)
+            let bytes =
+                "\(Self.format(bytes: progress.completedUnitCount))/\(Self.format(bytes: progress.totalUnitCount))"
+            parts = [bar, percent, bytes]
+        } else {
+            // A stream of unknown size (standard input or output): what went, and how fast.
+            parts = [Self.format(bytes: progress.completedUnitCount)]
+        }
+        switch status {
         case .progress, .resume:
             if let perSecond = rate.bytesPerSecond {
                 parts.append("\(Self.format(bytes: Int64(perSecond)))/s")
-                let left = Double(progress.totalUnitCount - progress.completedUnitCount) / max(perSecond, 1)
-                parts.append("ETA \(Self.format(seconds: left))")
+                if known {
+                    let left = Double(progress.totalUnitCount - progress.completedUnitCount) / max(perSecond, 1)
+                    parts.append("ETA \(Self.format(seconds: left))")
+                }
             }
         case .pause:
             parts.append("paused")

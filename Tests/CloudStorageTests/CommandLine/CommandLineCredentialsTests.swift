@@ -12,7 +12,7 @@ import Testing
 extension CommandLineToolTests {
     @Test func applicationDefaultCredentialsOnlyForGoogleEndpointsWithoutAToken() throws {
         func uses(_ words: [String], _ environment: [String: String] = [:]) throws -> Bool {
-            try CopyCommand(words + ["file", "gs://b/o"], environment: environment).storage
+            try CopyCommand(words + ["file", "gs://bkt/o"], environment: environment).storage
                 .usesApplicationDefaultCredentials
         }
         #expect(try uses(["--production"]))

@@ -71,13 +71,37 @@ struct CommandLineParsingTests {
     static let home = ["XDG_DATA_HOME": "/tmp/xdg-for-tests"]
 
     @Test func theDestinationNamesBucketAndPathAndASlashAppendsTheFileName() throws {
-        let plain = try CopyCommand(["dir/a.txt", "gs://bucket/x/y.txt"], environment: Self.home)
-        #expect(plain.bucket == "bucket")
-        #expect(plain.path == "x/y.txt")
-        #expect(plain.source.lastPathComponent == "a.txt")
-        #expect(try CopyCommand(["dir/a.txt", "gs://bucket/x/"], environment: Self.home).path == "x/a.txt")
-        #expect(try CopyCommand(["dir/a.txt", "gs://bucket/"], environment: Self.home).path == "a.txt")
-        #expect(try CopyCommand(["dir/a.txt", "gs://bucket"], environment: Self.home).path == "a.txt")
+        let upload = { (words: [String]) throws -> CopyCommand.Direction in
+            try CopyCommand(words, environment: Self.home).direction
+        }
+        let file = URL(fileURLWithPath: "dir/a.txt")
+        #expect(
+            try upload(["dir/a.txt", "gs://bucket/x/y.txt"])
+                == .upload(file: file, to: ObjectAddress(bucket: "bucket", path: "x/y.txt")))
+        #expect(
+            try upload(["dir/a.txt", "gs://bucket/x/"])
+                == .upload(file: file, to: ObjectAddress(bucket: "bucket", path: "x/a.txt")))
+        #expect(
+            try upload(["dir/a.txt", "gs://bucket/"])
+                == .upload(file: file, to: ObjectAddress(bucket: "bucket", path: "a.txt")))
+        #expect(
+            try upload(["dir/a.txt", "gs://bucket"])
+                == .upload(file: file, to: ObjectAddress(bucket: "bucket", path: "a.txt")))
+    }
+
+    @Test func theArgumentsTellTheDirection() throws {
+        let direction = { (words: [String]) throws -> CopyCommand.Direction in
+            try CopyCommand(words, environment: Self.home).direction
+        }
+        let object = ObjectAddress(bucket: "bkt", path: "p/o")
+        #expect(try direction(["-", "gs://bkt/p/o"]) == .uploadStandardInput(to: object))
+        #expect(try direction(["gs://bkt/p/o", "-"]) == .downloadToStandardOutput(object))
+        #expect(try direction(["gs://bkt/p/o", "out/"]) == .download(object, to: "out/"))
+        #expect(
+            try direction(["-r", "d", "gs://bkt/p"])
+                == .uploadDirectory(URL(fileURLWithPath: "d"), to: ObjectAddress(bucket: "bkt", path: "p")))
+        #expect(
+            try direction(["-R", "gs://bkt", "d"]) == .downloadPrefix(ObjectAddress(bucket: "bkt", path: ""), to: "d"))
     }
 
     @Test(arguments: [
@@ -85,7 +109,16 @@ struct CommandLineParsingTests {
         ["a.txt", "gs://b/c", "extra"],
         ["a.txt", "s3://bucket/c"],
         ["a.txt", "gs:///c"],
-        ["-", "gs://bucket/c"],
+        ["a.txt", "b.txt"],
+        ["gs://bucket/a", "gs://bucket/b"],
+        ["-r", "-", "gs://bucket/c"],
+        ["-r", "gs://bucket/c", "-"],
+        ["-", "gs://bucket/"],
+        ["gs://bucket/dir/", "out"],
+        ["gs://bucket", "out"],
+        ["-r", "--jobs", "0", "d", "gs://bucket/c"],
+        ["a\nb", "gs://bucket/"],
+        ["gs://Bad_Bucket/x", "out"],
         ["--endpoint", "ftp://127.0.0.1", "a.txt", "gs://bucket/c"],
         ["--endpoint", "not a url", "a.txt", "gs://bucket/c"],
         ["--endpoint", "http://127.0.0.1:1", "--production", "a.txt", "gs://bucket/c"],

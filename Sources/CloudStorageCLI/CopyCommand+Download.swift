@@ -1,0 +1,99 @@
+import CloudStorage
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension CopyCommand {
+    /// `cp gs://B/P FILE` and `cp gs://B/P DIR/`: through the SDK's file download, which writes a
+    /// temporary file renamed into place only once every byte arrived and the CRC32C matched.
+    func download(_ address: ObjectAddress, to destination: String, output: OutputWriter) async -> ExitCode {
+        let name = address.path.split(separator: "/").last.map(String.init) ?? address.path
+        // Checked before anything is started, so a typo in the path fails without a progress bar.
+        let target: URL
+        switch await LocalDestination.file(destination, defaultName: name) {
+        case .success(let resolved): target = resolved
+        case .failure(let problem):
+            report(problem.message)
+            return .localFile
+        }
+        let connection: StorageOptions.Connection
+        switch await connect(bucket: address.bucket) {
+        case .connected(let connected): connection = connected
+        case .failed(let status): return status
+        }
+        defer { connection.close() }
+        let reference = connection.storage.reference(withPath: address.path)
+        return await runTask(
+            { reference.write(toFile: target) }, output: output,
+            cancelled: "cancelled; nothing was written (the partial download was deleted)"
+        ) { _ in
+            "Copied \(reference) to \(target.path)"
+        }
+    }
+
+    /// How a download to standard output ended.
+    private enum StreamOutcome: Sendable {
+        case done(Int64)
+        /// The reader went away: what it wanted it has.
+        case readerGone
+        case failed(StorageError, written: Int64)
+    }
+
+    /// `cp gs://B/P -`: streams the object to standard output through the command's writer.
+    func downloadToStandardOutput(_ address: ObjectAddress, output: OutputWriter) async -> ExitCode {
+        let connection: StorageOptions.Connection
+        switch await connect(bucket: address.bucket) {
+        case .connected(let connected): connection = connected
+        case .failed(let status): return status
+        }
+        defer { connection.close() }
+        let reference = connection.storage.reference(withPath: address.path)
+        // Standard output carries the bytes: progress goes to standard error, and only to a person.
+        let showsProgress = !quiet
+        let (ending, signal) = await Interruptibly.run { () -> StreamOutcome in
+            var bar = ProgressBar()
+            var written: Int64 = 0
+            do throws(StorageError) {
+                for try await chunk in reference.dataStream() {
+                    do {
+                        try await output.write(chunk)
+                    } catch {
+                        return .readerGone
+                    }
+                    written += Int64(chunk.count)
+                    if showsProgress { bar.show(streamed: written, finished: false) }
+                }
+            } catch {
+                return .failed(error, written: written)
+            }
+            if showsProgress { bar.show(streamed: written, finished: true) }
+            return .done(written)
+        }
+        switch ending {
+        case .abandoned(let signal):
+            report("interrupted")
+            return ExitCode(signal: signal)
+        case .finished(.done), .finished(.readerGone):
+            return .success
+        case .finished(.failed(let error, let written)):
+            if error.code == .cancelled, let signal {
+                report("interrupted after \(written) bytes")
+                return ExitCode(signal: signal)
+            }
+            if error.code == .nonMatchingChecksum || error.code == .objectChanged {
+                report(
+                    "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
+                        + " do not trust them")
+            } else if error.code == .objectNotFound {
+                report("No such object: \(reference)")
+            } else {
+                Self.reportFailure(error)
+            }
+            return ExitCode(error)
+        }
+    }
+}

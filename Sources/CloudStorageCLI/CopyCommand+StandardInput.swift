@@ -1,0 +1,45 @@
+import CloudStorage
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension CopyCommand {
+    /// `cp - gs://B/P`: uploads standard input as it comes, in blocks of 1 MiB read on a thread
+    /// of its own, no faster than the upload takes them.
+    ///
+    /// The size is unknown (the object ends where the input does) unless standard input is a
+    /// regular file (`< file`), whose remaining size is then declared.
+    func uploadStandardInput(to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
+        let size = Self.regularFileRemainder(input)
+        let connection: StorageOptions.Connection
+        switch await connect(bucket: address.bucket) {
+        case .connected(let connected): connection = connected
+        case .failed(let status): return status
+        }
+        defer { connection.close() }
+        let reference = connection.storage.reference(withPath: address.path)
+        var metadata = StorageMetadata()
+        metadata.contentType = contentType ?? "application/octet-stream"
+        let blocks = FileDescriptorBlocks(fd: input)
+        return await runTask(
+            { [metadata] in reference.putStream(blocks, size: size, metadata: metadata) }, output: output,
+            cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
+        ) { stored in
+            "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+                + " \(connection.location)"
+        }
+    }
+
+    /// The bytes left in `fd` when it is a regular file, or nil (a pipe, a terminal).
+    static func regularFileRemainder(_ fd: Int32) -> Int64? {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
+        let offset = lseek(fd, 0, SEEK_CUR)
+        guard offset >= 0, Int64(info.st_size) >= Int64(offset) else { return nil }
+        return Int64(info.st_size) - Int64(offset)
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one progress line of `cp -r` on standard error: files done of the
+/// total, bytes done (of the total, when known), failures, and the rate,
+/// redrawn in place at most 10 times a second. Only on a terminal: a log
+/// gets the summary at the end instead.
+///
+/// Transfers report from many tasks at once, so the counts sit in a lock;
+/// the line is written outside it.
+final class OverallProgress: Sendable {
+    private struct State {
+        var filesDone = 0
+        var failed = 0
+        /// Bytes of the transfers that ended.
+        var bytesDone: Int64 = 0
+        /// Bytes so far of each transfer under way, by its index.
+        var inFlight: [Int: Int64] = [:]
+        var lastDraw = ContinuousClock.now - .seconds(1)
+    }
+
+    private let totalFiles: Int
+    private let totalBytes: Int64?
+    private let start = ContinuousClock.now
+    private let state = Mutex(State())
+    /// Whether anything is drawn.
+    let isShown: Bool
+
+    /// - Parameters:
+    ///   - files: How many transfers there are.
+    ///   - bytes: Their total size, when known (uploads), or nil (a listing gives no sizes).
+    ///   - quiet: `--quiet`: nothing is drawn.
+    init(files: Int, bytes: Int64?, quiet: Bool) {
+        totalFiles = files
+        totalBytes = bytes
+        isShown = !quiet && isatty(STDERR_FILENO) == 1
+    }
+
+    /// Transfer `index` has moved `bytes` so far.
+    func update(_ index: Int, bytes: Int64) {
+        guard isShown else { return }
+        let line = state.withLock { state -> String? in
+            state.inFlight[index] = bytes
+            return drawIfDue(&state, force: false)
+        }
+        if let line { write(line) }
+    }
+
+    /// Transfer `index` ended, having moved `bytes`.
+    func finished(_ index: Int, bytes: Int64, succeeded: Bool) {
+        let line = state.withLock { state -> String? in
+            state.inFlight[index] = nil
+            state.bytesDone += bytes
+            if succeeded { state.filesDone += 1 } else { state.failed += 1 }
+            return isShown ? drawIfDue(&state, force: false) : nil
+        }
+        if let line { write(line) }
+    }
+
+    /// Draws the final line and ends it, so that what follows starts on a line of its own.
+    func end() {
+        guard isShown else { return }
+        let line = state.withLock { state in drawIfDue(&state, force: true) }
+        if let line { write(line + "\n") }
+    }
+
+    private func drawIfDue(_ state: inout State, force: Bool) -> String? {
+        let now = ContinuousClock.now
+        guard force || now - state.lastDraw >= .milliseconds(100) else { return nil }
+        state.lastDraw = now
+        let bytes = state.bytesDone + state.inFlight.values.reduce(0, +)
+        var parts = ["\(state.filesDone)/\(totalFiles) files"]
+        parts.append(
+            ProgressBar.format(bytes: bytes) + (totalBytes.map { "/" + ProgressBar.format(bytes: $0) } ?? ""))
+        if state.failed > 0 { parts.append("\(state.failed) failed") }
+        let elapsed = (now - start) / .seconds(1)
+        if elapsed > 0 {
+            parts.append("\(ProgressBar.format(bytes: Int64(Double(bytes) / elapsed)))/s")
+        }
+        return "\r\u{1B}[2K" + parts.joined(separator: "  ")
+    }
+
+    private func write(_ text: String) {
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+}

@@ -1,0 +1,309 @@
+import CloudStorage
+import Dispatch
+import Foundation
+
+/// `cp -r DIR gs://B/PREFIX` and `cp -r gs://B/PREFIX DIR`.
+///
+/// Everything that can be known before contacting anything is checked first:
+/// the directory (walked whole) or the destination directory, and every
+/// object name by the SDK's rules. Then one `Storage` serves up to `--jobs`
+/// transfers at once (SDK tasks in a task group), with one progress line, and
+/// a summary names each failure; the exit status is the worst one.
+struct RecursiveCopy {
+    let command: CopyCommand
+
+    /// One transfer: what it copies (for the summary), its size when known, and how to run it.
+    struct Job: Sendable {
+        let name: String
+        let size: Int64?
+        /// Runs the transfer to its end, reporting bytes moved so far; returns the bytes moved.
+        let run: @Sendable (_ progress: (@Sendable (Int64) -> Void)?) async -> Result<Int64, StorageError>
+    }
+
+    /// A file that was not copied, and why.
+    struct Failure: Sendable {
+        let name: String
+        let reason: String
+        let status: ExitCode
+    }
+
+    // MARK: Upload
+
+    /// Uploads the files below `directory` under `address`.
+    func upload(_ directory: URL, to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
+        let tree: LocalTree
+        switch await LocalTree.walk(directory) {
+        case .success(let walked): tree = walked
+        case .failure(let problem):
+            report(problem.message)
+            return problem.status
+        }
+        for warning in tree.warnings { report("skipping \(warning.path): \(warning.reason)") }
+        let base = Self.normalized(address.path)
+        // `.` and `..` are resolved, so `cp -r . gs://b/` is named after the directory itself.
+        let name = directory.standardizedFileURL.lastPathComponent
+        let nested = base.isEmpty ? name : base + "/" + name
+        // Whether PREFIX exists decides between these two; check both before contacting anything.
+        let candidates = address.path.isEmpty || address.path.hasSuffix("/") ? [nested] : [nested, base]
+        var bad: [String] = []
+        for prefix in candidates {
+            for file in tree.files {
+                let object = prefix + "/" + file.relativePath
+                do throws(StorageError) {
+                    try StorageReference.validateObjectName(object)
+                } catch {
+                    bad.append("\(file.url.path) (as gs://\(address.bucket)/\(object)): \(error.message)")
+                }
+            }
+        }
+        if !bad.isEmpty {
+            report("nothing was copied: \(bad.count) name\(bad.count == 1 ? "" : "s") break the object-name rules:")
+            for line in bad.prefix(20) { report("  \(line)") }
+            return .usage
+        }
+
+        let connection: StorageOptions.Connection
+        switch await command.connect(bucket: address.bucket) {
+        case .connected(let connected): connection = connected
+        case .failed(let status): return status
+        }
+        defer { connection.close() }
+        let storage = connection.storage
+        var prefix = nested
+        if candidates.count == 2 {
+            // gsutil's rule: into PREFIX/NAME/ when PREFIX/ already holds something, else PREFIX is the copy.
+            do {
+                let page = try await storage.reference(withPath: base).list(maxResults: 1)
+                if page.items.isEmpty && page.prefixes.isEmpty { prefix = base }
+            } catch {
+                CopyCommand.reportFailure(error)
+                return ExitCode(error)
+            }
+        }
+        let contentType = command.contentType
+        let jobs = tree.files.map { file in
+            let reference = storage.reference(withPath: prefix + "/" + file.relativePath)
+            return Job(
+                name: file.url.path, size: file.size,
+                run: Self.runner { CopyCommand.startUpload(of: file.url, to: reference, contentType: contentType) })
+        }
+        let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
+        return await transfer(
+            jobs, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size }, output: output,
+            destination: "gs://\(address.bucket)/\(prefix)/")
+    }
+
+    // MARK: Download
+
+    /// Downloads every object below `address` into the directory `path`.
+    func download(_ address: ObjectAddress, into path: String, output: OutputWriter) async -> ExitCode {
+        let directory: (url: URL, exists: Bool)
+        switch await LocalDestination.directory(path) {
+        case .success(let found): directory = found
+        case .failure(let problem):
+            report(problem.message)
+            return .localFile
+        }
+        let connection: StorageOptions.Connection
+        switch await command.connect(bucket: address.bucket) {
+        case .connected(let connected): connection = connected
+        case .failed(let status): return status
+        }
+        defer { connection.close() }
+        let base = Self.normalized(address.path)
+        let objects: [StorageReference]
+        do {
+            objects = try await Self.objects(
+                below: connection.storage.reference(withPath: base), pageSize: command.pageSize)
+        } catch {
+            if error.code == .cancelled { return .interrupted }
+            CopyCommand.reportFailure(error)
+            return ExitCode(error)
+        }
+        guard !objects.isEmpty else {
+            report("No objects match \(address.url)")
+            return .notFound
+        }
+        // Into DIR/NAME/ when DIR exists or ends in /, else DIR is the copy (as for uploads).
+        var root = directory.url
+        if directory.exists || path.hasSuffix("/") {
+            root.appendPathComponent(base.isEmpty ? address.bucket : String(base.split(separator: "/").last ?? ""))
+        }
+        var failures: [Failure] = []
+        var planned: [(reference: StorageReference, file: URL)] = []
+        for object in objects {
+            let relative = base.isEmpty ? object.fullPath : String(object.fullPath.dropFirst(base.count + 1))
+            let segments = relative.split(separator: "/", omittingEmptySubsequences: false)
+            // A name such as a/../../etc/x would write outside DIR: refused, never written.
+            guard !segments.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty || $0.contains("\0") }) else {
+                failures.append(
+                    Failure(
+                        name: "\(object)", reason: "refused: its name would leave \(root.path) (a . or .. segment)",
+                        status: .localFile))
+                continue
+            }
+            do throws(StorageError) {
+                try StorageReference.validateObjectName(object.fullPath)
+            } catch {
+                failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
+                continue
+            }
+            planned.append((object, segments.reduce(root) { $0.appendingPathComponent(String($1)) }))
+        }
+        // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
+        let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
+        let unmade = await Self.makeDirectories(parents)
+        var jobs: [Job] = []
+        for (reference, file) in planned {
+            if let problem = unmade[file.deletingLastPathComponent().path] {
+                failures.append(Failure(name: "\(reference)", reason: problem, status: .localFile))
+                continue
+            }
+            jobs.append(Job(name: "\(reference)", size: nil, run: Self.runner { reference.write(toFile: file) }))
+        }
+        return await transfer(jobs, failures: failures, totalBytes: nil, output: output, destination: root.path + "/")
+    }
+
+    /// Every object below `root` (not `root` itself), listing prefix by prefix and page by page.
+    ///
+    /// An object whose name ends in `/` (a folder placeholder, which the SDK's paths cannot
+    /// name) is listed under its own prefix with that prefix's path: it is left out.
+    static func objects(below root: StorageReference, pageSize: Int) async throws(StorageError) -> [StorageReference] {
+        var found: [StorageReference] = []
+        var pending = [root]
+        while let level = pending.popLast() {
+            let inside = level.fullPath.isEmpty ? "" : level.fullPath + "/"
+            var seenPrefixes = Set<String>()
+            var pages = level.pages(maxResults: pageSize).makeAsyncIterator()
+            while let page = try await pages.next() {
+                for item in page.items where item.fullPath.hasPrefix(inside) && item.fullPath.count > inside.count {
+                    found.append(item)
+                }
+                // A prefix can come back on the next page; walk it once.
+                for prefix in page.prefixes where seenPrefixes.insert(prefix.fullPath).inserted {
+                    pending.append(prefix)
+                }
+            }
+        }
+        return found.sorted { $0.fullPath.utf8.lexicographicallyPrecedes($1.fullPath.utf8) }
+    }
+
+    /// Makes each directory (and its parents); those that could not be made, with why.
+    static func makeDirectories(_ paths: Set<String>) async -> [String: String] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var unmade: [String: String] = [:]
+                for path in paths.sorted() {
+                    do {
+                        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                    } catch {
+                        unmade[path] = "cannot make the directory \(path)"
+                    }
+                }
+                continuation.resume(returning: unmade)
+            }
+        }
+    }
+
+    // MARK: Running
+
+    /// A job's body: starts the SDK task, follows its progress when asked, and cancels it when
+    /// the job's Swift task is cancelled (Ctrl-C), which deletes its upload session or partial file.
+    static func runner<Task: StorageTask>(
+        _ start: @escaping @Sendable () -> Task
+    ) -> @Sendable ((@Sendable (Int64) -> Void)?) async -> Result<Int64, StorageError> {
+        { progress in
+            let task = start()
+            return await withTaskCancellationHandler {
+                if let progress {
+                    for await snapshot in task.snapshots { progress(snapshot.progress.completedUnitCount) }
+                }
+                do throws(StorageError) {
+                    _ = try await task.value
+                    return .success(task.snapshot.progress.completedUnitCount)
+                } catch {
+                    return .failure(error)
+                }
+            } onCancel: {
+                _Concurrency.Task { await task.cancel() }
+            }
+        }
+    }
+
+    /// What the transfers came to.
+    private struct Tally: Sendable {
+        var copied = 0
+        var bytes: Int64 = 0
+        var failures: [Failure] = []
+    }
+
+    /// Runs `jobs`, `--jobs` at a time, then prints the summary.
+    private func transfer(
+        _ jobs: [Job], failures: [Failure], totalBytes: Int64?, output: OutputWriter, destination: String
+    ) async -> ExitCode {
+        let progress = OverallProgress(files: jobs.count + failures.count, bytes: totalBytes, quiet: command.quiet)
+        for index in failures.indices {
+            progress.finished(jobs.count + index, bytes: 0, succeeded: false)
+        }
+        let limit = command.jobs
+        let (ending, signal) = await Interruptibly.run { () -> Tally in
+            await withTaskGroup(of: (Int, Result<Int64, StorageError>).self) { group in
+                var next = 0
+                func addNext() {
+                    guard next < jobs.count, !Task.isCancelled else { return }
+                    let index = next
+                    let job = jobs[index]
+                    next += 1
+                    var report: (@Sendable (Int64) -> Void)?
+                    if progress.isShown {
+                        report = { @Sendable bytes in progress.update(index, bytes: bytes) }
+                    }
+                    group.addTask { (index, await job.run(report)) }
+                }
+                for _ in 0..<limit { addNext() }
+                var tally = Tally()
+                for await (index, result) in group {
+                    switch result {
+                    case .success(let bytes):
+                        tally.copied += 1
+                        tally.bytes += bytes
+                        progress.finished(index, bytes: bytes, succeeded: true)
+                    case .failure(let error):
+                        let reason = error.code == .objectNotFound ? "no such object" : error.message
+                        tally.failures.append(Failure(name: jobs[index].name, reason: reason, status: ExitCode(error)))
+                        progress.finished(index, bytes: 0, succeeded: false)
+                    }
+                    addNext()
+                }
+                return tally
+            }
+        }
+        progress.end()
+        switch ending {
+        case .abandoned(let signal):
+            report("interrupted; the copies under way were cancelled (the server did not confirm in time)")
+            return ExitCode(signal: signal)
+        case .finished(var tally):
+            if let signal {
+                report("interrupted after \(tally.copied) of \(jobs.count) files; the copies under way were cancelled")
+                return ExitCode(signal: signal)
+            }
+            tally.failures = failures + tally.failures
+            var summary =
+                "Copied \(tally.copied) file\(tally.copied == 1 ? "" : "s") (\(tally.bytes) bytes) to \(destination)"
+            if tally.failures.isEmpty {
+                summary += "\n"
+            } else {
+                summary += "; \(tally.failures.count) failed:\n"
+                for failure in tally.failures { summary += "  \(failure.name): \(failure.reason)\n" }
+            }
+            _ = try? await output.write(summary)
+            return tally.failures.reduce(ExitCode.success) { $0.worse($1.status) }
+        }
+    }
+
+    /// `path` with runs of `/` collapsed and none at either end, as object paths are.
+    static func normalized(_ path: String) -> String {
+        path.split(separator: "/").joined(separator: "/")
+    }
+}
