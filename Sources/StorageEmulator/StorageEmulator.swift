@@ -129,6 +129,7 @@ public final class StorageEmulator: Sendable {
     public static func start(_ configuration: Configuration = .init()) throws -> StorageEmulator {
         let tls = try configuration.tls.map { identity throws(EmulatorError) in try identity.makeContext() }
         let store: any ObjectStore
+        var journal: SessionJournal?
         switch configuration.backing {
         case .memory:
             store = MemoryObjectStore()
@@ -136,7 +137,9 @@ public final class StorageEmulator: Sendable {
             store = DiscardObjectStore()
         case .directory(let url):
             do {
-                store = try DirectoryObjectStore(root: url)
+                let directoryStore = try DirectoryObjectStore(root: url)
+                store = directoryStore
+                journal = try SessionJournal(root: directoryStore.root)
             } catch {
                 throw EmulatorError(description: "Cannot use the storage directory: \(error)")
             }
@@ -156,7 +159,8 @@ public final class StorageEmulator: Sendable {
         }
         let application: EmulatorApplication
         do {
-            application = try EmulatorApplication(store: store, settings: settings, globalFaults: configuration.faults)
+            application = try EmulatorApplication(
+                store: store, settings: settings, globalFaults: configuration.faults, journal: journal)
         } catch {
             throw EmulatorError(description: error.message)
         }
@@ -237,6 +241,11 @@ public final class StorageEmulator: Sendable {
 
     /// Stops listening, closes every connection and cancels unfinished upload sessions; idempotent.
     ///
+    /// With ``Configuration/Backing/directory(_:)`` unfinished resumable upload sessions are
+    /// kept instead (in `<directory>/.upload-sessions/`), as they are when the process dies:
+    /// an emulator started again on the directory resumes them, at the same URLs if it listens
+    /// on the same port, until they expire.
+    ///
     /// ```swift
     /// let emulator = try StorageEmulator.start()
     /// defer { emulator.stop() }
@@ -244,5 +253,12 @@ public final class StorageEmulator: Sendable {
     public func stop() {
         server.stop()
         application.shutdown()
+    }
+
+    /// Stops listening and closes every connection, and nothing else: upload sessions are
+    /// neither cancelled nor released, as when the process is killed. For tests of what
+    /// survives a crash.
+    func stopAbruptly() {
+        server.stop()
     }
 }

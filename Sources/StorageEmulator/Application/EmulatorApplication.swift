@@ -29,6 +29,10 @@ package final class EmulatorApplication: ServerApplication {
         package var now: @Sendable () -> Date = { Date() }
         /// The token endpoint, metadata server and issued tokens (see ``StorageEmulator/Configuration/authentication``).
         package var authentication: AuthenticationService?
+        /// Told about upload session files ignored when the emulator starts (standard error by default).
+        package var log: @Sendable (String) -> Void = { message in
+            FileHandle.standardError.write(Data("storage emulator: \(message)\n".utf8))
+        }
 
         package init() {}
     }
@@ -36,23 +40,46 @@ package final class EmulatorApplication: ServerApplication {
     let store: any ObjectStore
     let settings: Settings
     let sessions: SessionTable
+    /// Where resumable upload sessions are kept on disk (directory backing); nil keeps them in memory only.
+    let journal: SessionJournal?
     let counter = ByteCounter()
     let plans = FaultPlanTable()
     private let globalPlan: FaultPlan?
 
-    /// Creates the application.
+    /// Creates the application, keeping upload sessions in memory only.
     ///
     /// - Throws: ``FaultPlanError`` if `globalFaults` is not a valid plan.
-    package init(
+    package convenience init(
         store: any ObjectStore, settings: Settings = Settings(), globalFaults: [String] = []
+    )
+        throws(FaultPlanError)
+    {
+        try self.init(store: store, settings: settings, globalFaults: globalFaults, journal: nil)
+    }
+
+    /// Creates the application.
+    ///
+    /// - Parameter journal: Where upload sessions are persisted; the sessions found there are
+    ///   resumed (those that cannot be are removed and logged). Nil keeps them in memory only.
+    /// - Throws: ``FaultPlanError`` if `globalFaults` is not a valid plan.
+    init(
+        store: any ObjectStore, settings: Settings, globalFaults: [String], journal: SessionJournal?
     )
         throws(FaultPlanError)
     {
         self.store = store
         self.settings = settings
-        sessions = SessionTable(
+        self.journal = journal
+        let sessions = SessionTable(
             policy: .init(lifetime: settings.sessionLifetime, maxSessions: settings.maxSessions, now: settings.now))
+        self.sessions = sessions
         globalPlan = globalFaults.isEmpty ? nil : try FaultPlan(globalFaults)
+        if let journal {
+            let restored = journal.load(isExpired: { sessions.hasExpired(created: $0) }, log: settings.log)
+            for session in restored {
+                sessions.restore(UploadSession(restoring: session, journal: journal), created: session.record.created)
+            }
+        }
     }
 
     /// Body bytes received so far, over all requests.
@@ -73,7 +100,8 @@ package final class EmulatorApplication: ServerApplication {
     /// ``FaultPlan/maxInstructions`` ordinary instructions.
     static let maxFaultPlanBody = 512 * 1024
 
-    /// Cancels every unfinished upload session (their staged bytes are deleted).
+    /// Cancels every unfinished upload session (their staged bytes are deleted), except
+    /// persisted ones, which stay on disk for the next emulator on the directory.
     package func shutdown() {
         sessions.removeAll()
     }

@@ -157,7 +157,7 @@ enum ObjectJSON {
 }
 
 /// Checksums a client declared for an upload.
-struct ExpectedHashes: Sendable {
+struct ExpectedHashes: Sendable, Codable {
     var crc32c: UInt32?
     var md5: Data?
 

@@ -8,7 +8,7 @@
 /// is `412 Precondition Failed` (reason `conditionNotMet`), except a failed
 /// "not match" on a read (`GET`, `HEAD`), which Cloud Storage answers
 /// `304 Not Modified`.
-struct ObjectPreconditions: Equatable {
+struct ObjectPreconditions: Equatable, Codable {
     var ifGenerationMatch: Int64?
     var ifGenerationNotMatch: Int64?
     var ifMetagenerationMatch: Int64?

@@ -51,11 +51,25 @@ final class SessionTable: Sendable {
         now.timeIntervalSince(entry.created) >= lifetime
     }
 
+    /// Puts back a session restored from disk, created at `created` (it expires a lifetime after
+    /// that). Makes no room: the next ``add(_:created:)`` evicts as usual.
+    func restore(_ session: UploadSession, created: Date) {
+        state.withLock { state in
+            state.entries[session.id] = Entry(session: session, created: created, lastUsed: created)
+        }
+    }
+
+    /// Whether a session has expired if it was created at `created`.
+    func hasExpired(created: Date) -> Bool {
+        policy.now().timeIntervalSince(created) >= lifetime
+    }
+
     /// Adds a new session, making room first.
     ///
+    /// - Parameter created: When it starts; now when nil.
     /// - Throws: ``HTTPError`` (503, retryable) when the table is full of sessions in use.
-    func add(_ session: UploadSession) throws {
-        let now = policy.now()
+    func add(_ session: UploadSession, created: Date? = nil) throws {
+        let now = created ?? policy.now()
         sweepExpired(at: now, force: true)
         // The least recently used first; chosen under the lock, cancelled outside it.
         let candidates = state.withLock { state -> [UploadSession] in
@@ -83,6 +97,8 @@ final class SessionTable: Sendable {
 
     /// The session, if it exists and has not expired; marks it used.
     func session(_ id: String) -> UploadSession? {
+        // Whatever a URL says, only an id this table could have made goes any further.
+        guard Self.isWellFormedID(id) else { return nil }
         let now = policy.now()
         sweepExpired(at: now, force: false)
         let found = state.withLock { state -> (session: UploadSession, expired: Bool)? in
@@ -130,17 +146,24 @@ final class SessionTable: Sendable {
         }
     }
 
-    /// Removes every session, discarding unfinished uploads' staged bytes.
+    /// Removes every session, discarding unfinished uploads' staged bytes; persisted sessions
+    /// (directory backing) stay on disk for the next emulator (see ``UploadSession/detach()``).
     func removeAll() {
         let all = state.withLock { state in
             let all = state.entries.values.map(\.session)
             state.entries.removeAll()
             return all
         }
-        for session in all { session.cancel() }
+        for session in all { session.detach() }
     }
 
     var count: Int { state.withLock { $0.entries.count } }
+
+    /// Whether `id` has the shape of ``newID()``'s ids (64 lowercase hexadecimal digits), hence
+    /// is safe as a file name: checked before an id from a request or a file name is used.
+    static func isWellFormedID(_ id: String) -> Bool {
+        id.utf8.count == 64 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 
     /// A new unguessable session id.
     static func newID() -> String {

@@ -35,11 +35,13 @@ final class UploadSession: Sendable {
     /// The preconditions of the start request, checked again when the session finalizes.
     let preconditions: ObjectPreconditions
     let state: Mutex<State>
+    /// Where the session's record lives on disk (directory backing), to be removed when it ends.
+    let journal: SessionJournal?
 
     init(
         id: String, bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
         declaredSize: Int64?, preconditions: ObjectPreconditions = ObjectPreconditions(), writer: any StagingWriter,
-        computingMD5: Bool
+        computingMD5: Bool, journal: SessionJournal? = nil
     ) {
         self.preconditions = preconditions
         self.id = id
@@ -48,7 +50,30 @@ final class UploadSession: Sendable {
         self.attributes = attributes
         self.expected = expected
         self.declaredSize = declaredSize
+        self.journal = journal
         state = Mutex(State(writer: writer, checksums: Checksums(computingMD5: computingMD5)))
+    }
+
+    /// A session restored from its journal, with the bytes its staging file already holds.
+    init(restoring restored: SessionJournal.Restored, journal: SessionJournal) {
+        let record = restored.record
+        id = record.id
+        bucket = record.bucket
+        name = record.name
+        attributes = record.attributes
+        expected = record.expected
+        declaredSize = record.declaredSize
+        preconditions = record.preconditions
+        self.journal = journal
+        state = Mutex(State(writer: restored.writer, checksums: restored.checksums))
+    }
+
+    /// What the journal records for this session.
+    func persistedRecord(created: Date) -> PersistedSession {
+        PersistedSession(
+            id: id, bucket: bucket, name: name, attributes: attributes, expected: expected,
+            declaredSize: declaredSize, preconditions: preconditions,
+            computesMD5: state.withLock { $0.checksums.md5 != nil }, created: created)
     }
 
     /// Reads a request body that starts at `start` into the session.
@@ -117,7 +142,7 @@ final class UploadSession: Sendable {
     /// Throws away the staged bytes of an unfinished session (idempotent), waiting for a
     /// request in progress on it to end first.
     func cancel() {
-        state.withLock { state in Self.cancel(&state) }
+        state.withLock { state in cancel(&state) }
     }
 
     /// Cancels the session unless a request holds it: for expiry and eviction, which must
@@ -125,13 +150,28 @@ final class UploadSession: Sendable {
     ///
     /// - Returns: Whether the session was idle (and is now cancelled, or was already over).
     func cancelIfIdle() -> Bool {
-        state.withLockIfAvailable { state in Self.cancel(&state) } != nil
+        state.withLockIfAvailable { state in cancel(&state) } != nil
     }
 
-    private static func cancel(_ state: inout State) {
+    private func cancel(_ state: inout State) {
         if case .active = state.phase {
+            // The record first: a crash in between leaves bytes without a record, which a restart deletes.
+            journal?.remove(id: id)
             state.writer.discard()
             state.phase = .cancelled
+        }
+    }
+
+    /// Lets go of a persisted session without ending it, waiting for a request in progress:
+    /// its record and bytes stay on disk for the next emulator on the directory. A session
+    /// kept only in memory is cancelled instead.
+    func detach() {
+        state.withLock { state in
+            guard journal != nil else { return cancel(&state) }
+            if case .active = state.phase {
+                state.writer.relinquish()
+                state.phase = .cancelled
+            }
         }
     }
 
@@ -147,6 +187,8 @@ final class UploadSession: Sendable {
         record.md5 = state.checksums.md5Digest
         record.attributes = attributes
         let committed = try store.commit(state.writer, record: record)
+        // After the rename: a crash in between leaves a record without bytes, which a restart deletes.
+        journal?.remove(id: id)
         state.phase = .finalized(committed)
         return committed
     }

@@ -198,22 +198,32 @@ extension EmulatorApplication {
         try requireBucket(bucket)
         // Checked when the session opens, and again when it finalizes.
         try preconditions.check(store.record(bucket: bucket, name: name))
+        let id = SessionTable.newID()
         let writer: any StagingWriter
-        do {
-            writer = try store.makeStagingWriter(bucket: bucket)
+        do throws(StoreError) {
+            if let journal {
+                writer = try journal.makeWriter(id: id)
+            } else {
+                writer = try store.makeStagingWriter(bucket: bucket)
+            }
         } catch {
             throw httpError(error)
         }
         let session = UploadSession(
-            id: SessionTable.newID(), bucket: bucket, name: name, attributes: attributes, expected: expected,
+            id: id, bucket: bucket, name: name, attributes: attributes, expected: expected,
             declaredSize: declaredSize, preconditions: preconditions, writer: writer,
-            computingMD5: store.computesMD5)
+            computingMD5: store.computesMD5, journal: journal)
         // An idle session holds no descriptor: the file is reopened by each request.
         writer.relinquish()
+        let created = settings.now()
         do {
-            try sessions.add(session)
+            // Recorded before the URL goes out, so no client ever holds a session a restart would not know.
+            try journal?.save(session.persistedRecord(created: created))
+            try sessions.add(session, created: created)
         } catch {
+            journal?.remove(id: id)
             writer.discard()
+            if let error = error as? StoreError { throw httpError(error) }
             throw error
         }
         return session

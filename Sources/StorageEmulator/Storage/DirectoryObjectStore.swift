@@ -226,7 +226,7 @@ final class FileStagingWriter: StagingWriter {
         mutating func open(_ path: String) throws(StoreError) -> Int32 {
             guard !finished else { throw .io("The staging file is closed.") }
             if descriptor < 0 {
-                descriptor = systemOpen(path, O_WRONLY | O_CLOEXEC)
+                descriptor = systemOpen(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
                 guard descriptor >= 0 else { throw .io("Cannot reopen a staging file.") }
             }
             return descriptor
@@ -242,12 +242,27 @@ final class FileStagingWriter: StagingWriter {
 
     private let path: String
     private let state: Mutex<State>
+    /// Whether the file goes when the writer is released unfinished. Files of persisted upload
+    /// sessions stay: a session ends only by being finalized or cancelled, and they must
+    /// outlive the process that wrote them.
+    private let removesFileWhenAbandoned: Bool
 
-    init(path: String) throws(StoreError) {
-        let descriptor = systemOpen(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    /// Creates the file, which must not exist yet.
+    init(path: String, removesFileWhenAbandoned: Bool = true) throws(StoreError) {
+        let descriptor = systemOpen(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard descriptor >= 0 else { throw .io("Cannot create a staging file.") }
         self.path = path
+        self.removesFileWhenAbandoned = removesFileWhenAbandoned
         state = Mutex(State(descriptor: descriptor))
+    }
+
+    /// Takes over an existing staging file of `size` bytes (a persisted session's), appending after them.
+    ///
+    /// Holds no descriptor until the first write or truncate, and never removes the file on release.
+    init(existing path: String, size: Int64) {
+        self.path = path
+        removesFileWhenAbandoned = false
+        state = Mutex(State(descriptor: -1, size: size))
     }
 
     var size: Int64 { state.withLock { $0.size } }
@@ -308,7 +323,7 @@ final class FileStagingWriter: StagingWriter {
             state.releaseDescriptor()
             return !state.finished
         }
-        if unlinks { unlink(path) }
+        if unlinks && removesFileWhenAbandoned { unlink(path) }
     }
 }
 
