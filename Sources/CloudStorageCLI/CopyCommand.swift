@@ -252,11 +252,13 @@ struct CopyCommand {
     /// file's upload, so what every upload of a file needs (such as a record of its session
     /// for resuming) goes here.
     static func startUpload(
-        of file: URL, to reference: StorageReference, contentType: String?
-    ) -> StorageUploadTask {
-        var metadata = StorageMetadata()
-        metadata.contentType = contentType
-        return reference.putFile(from: file, metadata: contentType == nil ? nil : metadata)
+        of file: URL, to reference: StorageReference, contentType: String?, resuming uploads: ResumableUploads
+    ) async -> StorageUploadTask {
+        await uploads.start(file, to: reference) {
+            var metadata = StorageMetadata()
+            metadata.contentType = contentType
+            return reference.putFile(from: file, metadata: contentType == nil ? nil : metadata)
+        }
     }
 
     private func upload(file: URL, to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
@@ -273,13 +275,18 @@ struct CopyCommand {
         defer { connection.close() }
         let reference = connection.storage.reference(withPath: address.path)
         let contentType = contentType
-        return await runTask(
-            { Self.startUpload(of: file, to: reference, contentType: contentType) }, output: output,
+        let uploads = ResumableUploads(
+            records: UploadSessionRecords(environment: storage.environment), connection: connection)
+        let status = await runTask(
+            { await Self.startUpload(of: file, to: reference, contentType: contentType, resuming: uploads) },
+            output: output,
             cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
         ) { stored in
             "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
                 + " \(connection.location)"
         }
+        await uploads.settle()
+        return status
     }
 
     /// Runs one SDK task to its end with its progress bar, under Ctrl-C's rules, and reports how it ended.
@@ -290,12 +297,12 @@ struct CopyCommand {
     ///   - cancelled: What to say when a signal cancelled it.
     ///   - success: The line to print on success.
     func runTask<Task: StorageTask>(
-        _ start: @escaping @Sendable () -> Task, output: OutputWriter, cancelled: String,
+        _ start: @escaping @Sendable () async -> Task, output: OutputWriter, cancelled: String,
         success: (Task.Output) -> String
     ) async -> ExitCode {
         let showsProgress = showsProgress
         let (ending, signal) = await Interruptibly.run { () -> Result<Task.Output, StorageError> in
-            let task = start()
+            let task = await start()
             return await withTaskCancellationHandler {
                 var bar = ProgressBar()
                 for await snapshot in task.snapshots where showsProgress {
