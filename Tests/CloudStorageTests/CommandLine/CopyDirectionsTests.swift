@@ -132,15 +132,16 @@ struct CopyDirectionsTests {
 
         let named = directory.appendingPathComponent("named.bin")
         #expect(try await Self.cp(["--quiet", "gs://demo/docs/a.bin", named.path], emulator).0 == .success)
-        #expect(try Data(contentsOf: named) == data)
+        // Bools, not `==` inside #expect: a failure would diff 300 KiB element by element.
+        #expect(try Data(contentsOf: named) == data ? true : false)
         // A trailing slash, or an existing directory, takes the object's name.
         let inside = directory.appendingPathComponent("inside")
         try FileManager.default.createDirectory(at: inside, withIntermediateDirectories: false)
         #expect(try await Self.cp(["--quiet", "gs://demo/docs/a.bin", inside.path + "/"], emulator).0 == .success)
-        #expect(try Data(contentsOf: inside.appendingPathComponent("a.bin")) == data)
+        #expect(try Data(contentsOf: inside.appendingPathComponent("a.bin")) == data ? true : false)
         try FileManager.default.removeItem(at: inside.appendingPathComponent("a.bin"))
         #expect(try await Self.cp(["--quiet", "gs://demo/docs/a.bin", inside.path], emulator).0 == .success)
-        #expect(try Data(contentsOf: inside.appendingPathComponent("a.bin")) == data)
+        #expect(try Data(contentsOf: inside.appendingPathComponent("a.bin")) == data ? true : false)
 
         let missing = directory.appendingPathComponent("missing.bin")
         #expect(try await Self.cp(["--quiet", "gs://demo/docs/absent.bin", missing.path], emulator).0 == .notFound)
@@ -156,7 +157,9 @@ struct CopyDirectionsTests {
         try await Self.put(["big.bin": data], in: emulator)
         let (status, output) = try await Self.cp(["gs://demo/big.bin", "-"], emulator)
         #expect(status == .success)
-        #expect(output == data)
+        // A Bool, not `==` inside #expect: a failure would diff 3 MiB element by element.
+        let same = output == data
+        #expect(same, "\(output.count) bytes written of \(data.count)")
         let (missing, nothing) = try await Self.cp(["gs://demo/absent.bin", "-"], emulator)
         #expect(missing == .notFound && nothing.isEmpty)
     }
@@ -187,7 +190,9 @@ struct CopyDirectionsTests {
         writer.start()
         let (status, output) = try await Self.cp(["-", "gs://demo/in/stdin.bin"], emulator, input: readEnd)
         #expect(status == .success, "\(Self.text(output))")
-        #expect(try await Self.objectBytes(emulator, "in/stdin.bin") == data)
+        let stored = try await Self.objectBytes(emulator, "in/stdin.bin")
+        let same = stored == data
+        #expect(same, "\(stored?.count ?? -1) bytes stored of \(data.count)")
         let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
         let metadata = try await storage.reference(withPath: "in/stdin.bin").getMetadata()
         #expect(metadata.contentType == "application/octet-stream")
@@ -409,5 +414,42 @@ struct CopyDirectionsTests {
         let (status, started) = try await Self.runWithBuiltInEmulator(words)
         #expect(status == .usage)
         #expect(!started)
+    }
+}
+
+extension CopyDirectionsTests {
+    /// Cancelling `cp -r` (as Ctrl-C does) cancels the uploads under way, deleting their
+    /// sessions, starts no more, and exits 130.
+    @Test func cancellingRCancelsTheUploadsAndExits130() async throws {
+        // Requests: 1 starts the first file's session, 2 sends 256K, 3 is held after 100K until
+        // the client closes it, so nothing can finish before the cancel.
+        let emulator = try Self.emulator { $0.faults = ["pass", "pass", "stall-after-100K"] }
+        defer { emulator.stop() }
+        let root = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directory = root.appendingPathComponent("big")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        for name in ["1.bin", "2.bin", "3.bin"] {
+            try TestSupport.payload(size: 9 * 1024 * 1024, seed: 1).write(to: directory.appendingPathComponent(name))
+        }
+        // The destination ends in /, so no listing decides the names: the requests are the uploads'.
+        let command = Task {
+            try await Self.cp(
+                ["-r", "--quiet", "--jobs", "1", "--chunk-size", "256K", directory.path, "gs://demo/"], emulator)
+        }
+        let stalled: Int64 = 256 * 1024 + 100 * 1024
+        // The bound only matters when the test has already failed.
+        let deadline = ContinuousClock.now + .seconds(120)
+        while emulator.bytesReceived < stalled && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        try #require(emulator.bytesReceived >= stalled)
+        command.cancel()
+        let (status, output) = try await command.value
+        #expect(status == .interrupted)
+        #expect(output.isEmpty)
+        for name in ["1.bin", "2.bin", "3.bin"] {
+            #expect(try await Self.objectBytes(emulator, "big/\(name)") == nil)
+        }
     }
 }
