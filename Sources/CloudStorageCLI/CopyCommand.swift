@@ -58,6 +58,17 @@ struct CopyCommand {
         Ctrl-C (or SIGTERM) cancels the copies (an upload deletes its server session,
         a download its temporary file); if the server has not confirmed within 2
         seconds, or on a second Ctrl-C, the command exits without waiting any longer.
+
+        A file upload above 8 MiB records its resumable session in
+        $XDG_STATE_HOME/cloud-storage/uploads (default ~/.local/state/...): if the
+        command dies (a crash, kill -9) or its retries run out, running the same
+        command again continues from the bytes the server committed, as gsutil does;
+        a file that changed since, or a session the server forgot, is uploaded again
+        from the start. The record goes once the upload is stored, cancelled or failed
+        for good. A session URL lets whoever holds it write the object without other
+        credentials, so the directory is the owner's only (0700, records 0600).
+        The built-in emulator keeps open sessions in its directory and listens again
+        on the port it used last (recorded in DIR/port) so that they can be resumed.
         Exit status: 0 copied, 2 usage (also a bucket or object name that breaks the
         rules, refused before anything is contacted), 3 local file problem, 4 credentials
         refused, 5 bucket or object not found, 6 retries ran out, 7 integrity failure,

@@ -1,4 +1,5 @@
 import CloudStorage
+import Dispatch
 import Foundation
 import Synchronization
 
@@ -16,7 +17,7 @@ final class ResumableUploads: Sendable {
     /// The ``UploadSessionRecords/Key/endpoint`` of every upload here.
     private let endpoint: String
     /// The bookkeeping of each started upload, which ``settle()`` waits for.
-    private let bookkeeping = Mutex<[Task<Void, Never>]>([])
+    private let bookkeeping = Mutex<[(upload: StorageUploadTask, records: Task<Void, Never>)]>([])
     /// Whether the directory's refusal was already said.
     private let warned = Mutex(false)
 
@@ -53,7 +54,8 @@ final class ResumableUploads: Sendable {
         _ file: URL, to reference: StorageReference, fresh: @Sendable () -> StorageUploadTask
     ) async -> StorageUploadTask {
         let key = key(file, reference)
-        if let session = records.load(key) {
+        let records = records
+        if let session = await Self.blocking({ records.load(key) }) {
             do {
                 let task = try storage.resumeUpload(session, from: file)
                 switch await Self.firstProgress(of: task) {
@@ -65,14 +67,14 @@ final class ResumableUploads: Sendable {
                     return task
                 case .ended(let error?) where error.code == .fileChanged || error.code == .uploadSessionExpired:
                     report("not resuming the recorded upload of \(file.path): \(error.message) Starting again.")
-                    records.remove(key)
+                    await Self.blocking { records.remove(key) }
                 case .ended:
                     follow(task, key, recordsSession: false)
                     return task
                 }
             } catch {
                 report("not resuming the recorded upload of \(file.path): \(error.message) Starting again.")
-                records.remove(key)
+                await Self.blocking { records.remove(key) }
             }
         }
         let task = fresh()
@@ -80,10 +82,15 @@ final class ResumableUploads: Sendable {
         return task
     }
 
-    /// Waits until every upload's record is written or removed as its outcome says.
+    /// Waits until the record of every upload that ended is written or removed as its outcome says.
+    ///
+    /// An upload still running is not waited for: the command gave up on it (a signal's grace
+    /// period ran out), and its record stays for a rerun to try.
     func settle() async {
-        let tasks = bookkeeping.withLock { $0 }
-        for task in tasks { await task.value }
+        let started = bookkeeping.withLock { $0 }
+        for (upload, records) in started where upload.snapshot.status.isTerminal {
+            await records.value
+        }
     }
 
     /// How a resumed upload began.
@@ -117,9 +124,14 @@ final class ResumableUploads: Sendable {
         let records = records
         let bookkeeping = Task {
             if recordsSession, let session = await task.waitForResumableSession() {
-                do throws(UploadSessionRecords.Refusal) {
-                    try records.save(session, for: key)
-                } catch {
+                let saved = await Self.blocking { () -> Result<Void, UploadSessionRecords.Refusal> in
+                    do throws(UploadSessionRecords.Refusal) {
+                        return .success(try records.save(session, for: key))
+                    } catch {
+                        return .failure(error)
+                    }
+                }
+                if case .failure(let error) = saved {
                     let first = self.warned.withLock { said in
                         defer { said = true }
                         return !said
@@ -136,9 +148,17 @@ final class ResumableUploads: Sendable {
             } catch {
                 outcome = error
             }
-            if !Self.keepsRecord(after: outcome) { records.remove(key) }
+            if !Self.keepsRecord(after: outcome) { await Self.blocking { records.remove(key) } }
         }
-        self.bookkeeping.withLock { $0.append(bookkeeping) }
+        self.bookkeeping.withLock { $0.append((task, bookkeeping)) }
+    }
+
+    /// Runs `work` on a thread of Dispatch's, not the cooperative pool: records are written
+    /// with `fsync`, and the state directory may be on a slow or network file system.
+    private static func blocking<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: work()) }
+        }
     }
 
     /// Whether a rerun may still resume after this outcome: only when the retries ran out (the
