@@ -58,6 +58,17 @@ struct CopyCommand {
         Ctrl-C (or SIGTERM) cancels the copies (an upload deletes its server session,
         a download its temporary file); if the server has not confirmed within 2
         seconds, or on a second Ctrl-C, the command exits without waiting any longer.
+
+        A file upload above 8 MiB records its resumable session in
+        $XDG_STATE_HOME/cloud-storage/uploads (default ~/.local/state/...): if the
+        command dies (a crash, kill -9) or its retries run out, running the same
+        command again continues from the bytes the server committed, as gsutil does;
+        a file that changed since, or a session the server forgot, is uploaded again
+        from the start. The record goes once the upload is stored, cancelled or failed
+        for good. A session URL lets whoever holds it write the object without other
+        credentials, so the directory is the owner's only (0700, records 0600).
+        The built-in emulator keeps open sessions in its directory and listens again
+        on the port it used last (recorded in DIR/port) so that they can be resumed.
         Exit status: 0 copied, 2 usage (also a bucket or object name that breaks the
         rules, refused before anything is contacted), 3 local file problem, 4 credentials
         refused, 5 bucket or object not found, 6 retries ran out, 7 integrity failure,
@@ -252,11 +263,13 @@ struct CopyCommand {
     /// file's upload, so what every upload of a file needs (such as a record of its session
     /// for resuming) goes here.
     static func startUpload(
-        of file: URL, to reference: StorageReference, contentType: String?
-    ) -> StorageUploadTask {
-        var metadata = StorageMetadata()
-        metadata.contentType = contentType
-        return reference.putFile(from: file, metadata: contentType == nil ? nil : metadata)
+        of file: URL, to reference: StorageReference, contentType: String?, resuming uploads: ResumableUploads
+    ) async -> StorageUploadTask {
+        await uploads.start(file, to: reference) {
+            var metadata = StorageMetadata()
+            metadata.contentType = contentType
+            return reference.putFile(from: file, metadata: contentType == nil ? nil : metadata)
+        }
     }
 
     private func upload(file: URL, to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
@@ -273,13 +286,18 @@ struct CopyCommand {
         defer { connection.close() }
         let reference = connection.storage.reference(withPath: address.path)
         let contentType = contentType
-        return await runTask(
-            { Self.startUpload(of: file, to: reference, contentType: contentType) }, output: output,
+        let uploads = ResumableUploads(
+            records: UploadSessionRecords(environment: storage.environment), connection: connection)
+        let status = await runTask(
+            { await Self.startUpload(of: file, to: reference, contentType: contentType, resuming: uploads) },
+            output: output,
             cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
         ) { stored in
             "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
                 + " \(connection.location)"
         }
+        await uploads.settle()
+        return status
     }
 
     /// Runs one SDK task to its end with its progress bar, under Ctrl-C's rules, and reports how it ended.
@@ -290,12 +308,12 @@ struct CopyCommand {
     ///   - cancelled: What to say when a signal cancelled it.
     ///   - success: The line to print on success.
     func runTask<Task: StorageTask>(
-        _ start: @escaping @Sendable () -> Task, output: OutputWriter, cancelled: String,
+        _ start: @escaping @Sendable () async -> Task, output: OutputWriter, cancelled: String,
         success: (Task.Output) -> String
     ) async -> ExitCode {
         let showsProgress = showsProgress
         let (ending, signal) = await Interruptibly.run { () -> Result<Task.Output, StorageError> in
-            let task = start()
+            let task = await start()
             return await withTaskCancellationHandler {
                 var bar = ProgressBar()
                 for await snapshot in task.snapshots where showsProgress {

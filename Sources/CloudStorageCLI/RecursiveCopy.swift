@@ -81,16 +81,23 @@ struct RecursiveCopy {
             }
         }
         let contentType = command.contentType
+        let uploads = ResumableUploads(
+            records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
         let jobs = tree.files.map { file in
             let reference = storage.reference(withPath: prefix + "/" + file.relativePath)
             return Job(
                 name: file.url.path, size: file.size,
-                run: Self.runner { CopyCommand.startUpload(of: file.url, to: reference, contentType: contentType) })
+                run: Self.runner {
+                    await CopyCommand.startUpload(
+                        of: file.url, to: reference, contentType: contentType, resuming: uploads)
+                })
         }
         let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
-        return await transfer(
+        let status = await transfer(
             jobs, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size }, output: output,
             destination: "gs://\(address.bucket)/\(prefix)/")
+        await uploads.settle()
+        return status
     }
 
     // MARK: Download
@@ -210,10 +217,10 @@ struct RecursiveCopy {
     /// A job's body: starts the SDK task, follows its progress when asked, and cancels it when
     /// the job's Swift task is cancelled (Ctrl-C), which deletes its upload session or partial file.
     static func runner<Task: StorageTask>(
-        _ start: @escaping @Sendable () -> Task
+        _ start: @escaping @Sendable () async -> Task
     ) -> @Sendable ((@Sendable (Int64) -> Void)?) async -> Result<Int64, StorageError> {
         { progress in
-            let task = start()
+            let task = await start()
             return await withTaskCancellationHandler {
                 if let progress {
                     for await snapshot in task.snapshots { progress(snapshot.progress.completedUnitCount) }

@@ -158,7 +158,10 @@ struct StorageOptions {
                 var emulatorConfiguration = StorageEmulator.Configuration()
                 emulatorConfiguration.backing = .directory(directory)
                 emulatorConfiguration.autoCreateBuckets = true
-                let started = try StorageEmulator.start(emulatorConfiguration)
+                // As `emulator --faults`: how tests make a run of the tool stop mid-upload.
+                emulatorConfiguration.faults =
+                    environment["CLOUD_STORAGE_EMULATOR_FAULTS"].map { $0.split(separator: ",").map(String.init) } ?? []
+                let started = try BuiltInEmulatorPort.start(emulatorConfiguration, in: directory)
                 emulator = (started, directory)
                 storageEndpoint = .gcs(started.baseURL)
             } catch {
