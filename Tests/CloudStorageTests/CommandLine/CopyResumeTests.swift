@@ -227,6 +227,19 @@ struct CopyResumeTests {
 
     // MARK: Built-in emulator
 
+    /// A port below 32768 that is free now: an emulator could listen on it.
+    static func portBelowTheEphemeralRange() throws -> Int {
+        for _ in 0..<200 {
+            var configuration = StorageEmulator.Configuration()
+            configuration.port = Int.random(in: 20_000..<32_000)
+            if let probe = try? StorageEmulator.start(configuration) {
+                probe.stop()
+                return configuration.port
+            }
+        }
+        throw CocoaError(.featureUnsupported)
+    }
+
     /// The tool and its built-in emulator die together; the rerun starts the emulator again on
     /// the port it recorded, where the session's URL points, and resumes.
     @Test func theBuiltInEmulatorResumesOnItsRecordedPort() async throws {
@@ -241,6 +254,11 @@ struct CopyResumeTests {
                     return total + ((attributes?[.size] as? Int64) ?? 0)
                 }
             }
+            // Both runs listen on a port below the ephemeral range (32768 and up on Linux), which
+            // no connection of a concurrent test can be given between the kill and the rerun.
+            try FileManager.default.createDirectory(at: emulatorDirectory, withIntermediateDirectories: true)
+            try Data("\(try Self.portBelowTheEphemeralRange())\n".utf8)
+                .write(to: emulatorDirectory.appendingPathComponent("port"))
             var environment = scene.environment
             environment["CLOUD_STORAGE_EMULATOR_FAULTS"] = Self.heldPlan.joined(separator: ",")
             let (first, firstErrors) = try Self.launch(
