@@ -33,9 +33,9 @@ extension StorageMetadata {
     }
 
     /// The object resource a listing item carries, or nil when the item is only
-    /// a name (a server that ignores `fields` may send less) or a field is
-    /// malformed: a listing stays usable, and the caller can still read that
-    /// object's metadata on its own.
+    /// a name (as some servers answer) or a field is malformed: the listing
+    /// stays usable, and the caller can still read that object's metadata on
+    /// its own.
     ///
     /// An item counts as a resource when it has `size` and `generation`, which
     /// every GCS object resource has; a name-only item must not pass for an
@@ -56,6 +56,7 @@ extension StorageMetadata {
         .filter { $0 != .downloadTokens }  // Firebase v0 only; GCS refuses unknown fields.
         .map(\.rawValue).joined(separator: ",")
 
+    /// The metadata a decoded resource describes; shared by single-object answers and listings.
     private init(_ resource: ObjectResource) {
         self.init()
         if let fullName = resource.name {
