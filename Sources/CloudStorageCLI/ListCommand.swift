@@ -100,15 +100,16 @@ struct ListCommand {
                 found = true
                 listed.append(entry)
             } pageDone: {
-                // -l needs each object's size and time, which the listing does not give.
+                // -l needs each object's size and time: a GCS listing carries them; only objects
+                // listed without them (Firebase v0) cost a metadata request each.
                 let details = long ? await Self.metadata(of: listed) : []
                 for (index, entry) in listed.enumerated() {
                     switch entry {
                     case .prefix(let prefix):
                         buffer += (long ? String(repeating: " ", count: 34) : "") + "\(prefix)/\n"
-                    case .object(let object):
+                    case .object(let object, _):
                         if long {
-                            // Deleted since it was listed: not there any more.
+                            // Read after the listing and deleted since: not there any more.
                             guard let metadata = details[index] else { continue }
                             buffer += line(for: object, metadata, totals: &totals)
                         } else {
@@ -155,20 +156,24 @@ struct ListCommand {
         date.formatted(.iso8601)
     }
 
-    /// The metadata of each object among `entries` (nil for prefixes and objects gone since),
-    /// fetched 16 at a time.
+    /// The metadata of each object among `entries` (nil for prefixes and objects gone since):
+    /// as listed when the listing carried it, else fetched, 16 at a time.
     static func metadata(of entries: [ObjectWalker.Entry]) async -> [StorageMetadata?] {
         var results = [StorageMetadata?](repeating: nil, count: entries.count)
+        var unlisted: [Int] = []
+        for (index, entry) in entries.enumerated() {
+            guard case .object(_, let listed) = entry else { continue }
+            if let listed { results[index] = listed } else { unlisted.append(index) }
+        }
+        guard !unlisted.isEmpty else { return results }
         await withTaskGroup(of: (Int, StorageMetadata?).self) { group in
             var next = 0
             func addNext() {
-                while next < entries.count {
-                    defer { next += 1 }
-                    if case .object(let object) = entries[next] {
-                        let index = next
-                        group.addTask { (index, try? await object.getMetadata()) }
-                        return
-                    }
+                guard next < unlisted.count else { return }
+                let index = unlisted[next]
+                next += 1
+                if case .object(let object, _) = entries[index] {
+                    group.addTask { (index, try? await object.getMetadata()) }
                 }
             }
             for _ in 0..<16 { addNext() }

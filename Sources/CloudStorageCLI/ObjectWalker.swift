@@ -11,7 +11,8 @@ struct ObjectWalker {
     enum Entry {
         /// A "folder": names go on below it. Only given when not recursive.
         case prefix(StorageReference)
-        case object(StorageReference)
+        /// An object, with its metadata when the listing carried it (GCS JSON API; nil on Firebase v0).
+        case object(StorageReference, listed: StorageMetadata?)
     }
 
     let root: StorageReference
@@ -46,7 +47,9 @@ struct ObjectWalker {
                     continue
                 }
                 pagesFetched += 1
-                var merged = page.items.map { (key: Array($0.fullPath.utf8), entry: Entry.object($0)) }
+                var merged = page.items.map {
+                    (key: Array($0.fullPath.utf8), entry: Entry.object($0, listed: page.metadata(for: $0)))
+                }
                 for prefix in page.prefixes where prefix.fullPath != stack[top].lastPrefix {
                     stack[top].lastPrefix = prefix.fullPath
                     merged.append((Array((prefix.fullPath + "/").utf8), .prefix(prefix)))

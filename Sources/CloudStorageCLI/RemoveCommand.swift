@@ -109,7 +109,7 @@ struct RemoveCommand {
         let walker = ObjectWalker(root: reference, recursive: true, pageSize: pageSize)
         do {
             try await walker.walk { entry in
-                if case .object(let object) = entry { batch.append(object) }
+                if case .object(let object, _) = entry { batch.append(object) }
             } pageDone: {
                 let page = batch
                 batch.removeAll()

@@ -239,6 +239,9 @@ public final class StorageEmulator: Sendable {
     /// Request body bytes received so far, over all requests (for `--discard` benchmarks).
     public var bytesReceived: Int64 { application.bytesReceived }
 
+    /// Requests received so far, over all connections (for tests that count a client's requests).
+    package var requestsReceived: Int { application.requestsReceived }
+
     /// Stops listening, closes every connection and cancels unfinished upload sessions; idempotent.
     ///
     /// With ``Configuration/Backing/directory(_:)`` unfinished resumable upload sessions are

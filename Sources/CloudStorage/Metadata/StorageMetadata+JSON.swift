@@ -29,6 +29,35 @@ extension StorageMetadata {
                 underlyingError: error
             )
         }
+        self.init(resource)
+    }
+
+    /// The object resource a listing item carries, or nil when the item is only
+    /// a name (as some servers answer) or a field is malformed: the listing
+    /// stays usable, and the caller can still read that object's metadata on
+    /// its own.
+    ///
+    /// An item counts as a resource when it has `size` and `generation`, which
+    /// every GCS object resource has; a name-only item must not pass for an
+    /// empty object.
+    ///
+    /// - Parameter decoder: The decoder positioned at the item.
+    /// - Returns: The metadata, or nil.
+    static func listedResource(from decoder: any Decoder) -> StorageMetadata? {
+        guard let resource = try? ObjectResource(from: decoder), resource.size != nil, resource.generation != nil
+        else { return nil }
+        return StorageMetadata(resource)
+    }
+
+    /// The GCS JSON API field names that fill a ``StorageMetadata``, comma-separated,
+    /// for a `fields=items(…)` selection: the resource minus what the SDK never reads
+    /// (`selfLink`, `mediaLink`, `id`, `etag`, …), which would double a listing's size.
+    static let gcsResourceFields = ObjectResource.CodingKeys.allCases
+        .filter { $0 != .downloadTokens }  // Firebase v0 only; GCS refuses unknown fields.
+        .map(\.rawValue).joined(separator: ",")
+
+    /// The metadata a decoded resource describes; shared by single-object answers and listings.
+    private init(_ resource: ObjectResource) {
         self.init()
         if let fullName = resource.name {
             path = fullName
@@ -105,7 +134,7 @@ private struct ObjectResource: Decodable {
     var metadata: [String: LooseScalar]?
     var downloadTokens: String?
 
-    private enum CodingKeys: String, CodingKey {
+    enum CodingKeys: String, CodingKey, CaseIterable {
         case name, bucket, generation, metageneration, size, contentType, md5Hash, crc32c
         case timeCreated, updated, cacheControl, contentDisposition, contentEncoding, contentLanguage
         case metadata, downloadTokens

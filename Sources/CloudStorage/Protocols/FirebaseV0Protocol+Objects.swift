@@ -36,6 +36,7 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         )
     }
 
+    /// v0 listing items carry only `name` and `bucket`: the page has no metadata.
     func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage {
         try ObjectListPage(listJSON: response.body)
     }

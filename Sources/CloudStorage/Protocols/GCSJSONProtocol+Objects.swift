@@ -32,8 +32,10 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         var query = [("delimiter", "/"), ("maxResults", String(maxResults))]
         if !prefix.isEmpty { query.append(("prefix", prefix)) }
         if let pageToken { query.append(("pageToken", pageToken)) }
-        // Names only: a listing of thousands of objects need not carry every resource in full.
-        query.append(("fields", "items(name),prefixes,nextPageToken"))
+        // Each item's resource, so a listing answers what `ls -l` or a sync needs without a
+        // request per object; but only the fields StorageMetadata reads: `selfLink`,
+        // `mediaLink`, `id`, `etag`, `kind` and the storage class would about double it.
+        query.append(("fields", "items(\(StorageMetadata.gcsResourceFields)),prefixes,nextPageToken"))
         return HTTPRequest(
             method: "GET",
             url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query),
@@ -42,7 +44,7 @@ extension GCSJSONProtocol: ObjectWireProtocol {
     }
 
     func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage {
-        try ObjectListPage(listJSON: response.body)
+        try ObjectListPage(listJSON: response.body, readingResources: true)
     }
 
     func media(

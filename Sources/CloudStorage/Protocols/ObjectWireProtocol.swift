@@ -46,7 +46,7 @@ protocol ObjectWireProtocol: Sendable {
     func addDownloadToken(bucket: String, name: String, token: String) -> HTTPRequest?
 }
 
-/// One page of a listing, as names.
+/// One page of a listing: names, and each object's metadata when the answer carried it.
 struct ObjectListPage: Sendable, Equatable {
     /// Object names.
     var items: [String]
@@ -54,29 +54,72 @@ struct ObjectListPage: Sendable, Equatable {
     var prefixes: [String]
     /// The token for the next page; nil on the last page.
     var nextPageToken: String?
+    /// Each item's metadata, in the order of ``items`` (nil for an item whose
+    /// resource was not sent or could not be read); empty when no item had any.
+    var metadata: [StorageMetadata?] = []
 }
 
 extension ObjectListPage {
     /// Decodes the listing JSON both protocols share: `items` (objects with a
     /// `name`), `prefixes` and `nextPageToken`, each optional.
-    init(listJSON body: Data) throws(StorageError) {
-        struct Item: Decodable { var name: String }
-        struct Page: Decodable {
-            var items: [Item]?
+    ///
+    /// An item without a string `name` fails the page, as a listing that
+    /// cannot name its objects is no listing. With `readingResources`, each
+    /// item is also read as an object resource; one that is not a full or
+    /// well-formed resource gets nil metadata but keeps its place, so one odd
+    /// item costs only a metadata request later, not the page.
+    ///
+    /// - Parameters:
+    ///   - body: The response body.
+    ///   - readingResources: Whether items carry object resources (GCS JSON API);
+    ///     Firebase v0 items carry only `name` and `bucket`.
+    init(listJSON body: Data, readingResources: Bool = false) throws(StorageError) {
+        struct Item: Decodable {
+            var name: String
+            var metadata: StorageMetadata?
+
+            init(from decoder: any Decoder) throws {
+                name = try decoder.container(keyedBy: NameKey.self).decode(String.self, forKey: .name)
+            }
+
+            private enum NameKey: String, CodingKey { case name }
+        }
+        /// An item that is also read as an object resource.
+        struct ResourceItem: Decodable {
+            var item: Item
+
+            init(from decoder: any Decoder) throws {
+                item = try Item(from: decoder)
+                item.metadata = StorageMetadata.listedResource(from: decoder)
+            }
+        }
+        struct Page<Entry: Decodable>: Decodable {
+            var items: [Entry]?
             var prefixes: [String]?
             var nextPageToken: String?
         }
-        let page: Page
+        let page: Page<Item>
         do {
-            page = try JSONDecoder().decode(Page.self, from: body)
+            if readingResources {
+                let resources = try JSONDecoder().decode(Page<ResourceItem>.self, from: body)
+                page = Page(
+                    items: resources.items?.map(\.item), prefixes: resources.prefixes,
+                    nextPageToken: resources.nextPageToken)
+            } else {
+                page = try JSONDecoder().decode(Page<Item>.self, from: body)
+            }
         } catch {
             throw .protocolViolation(
                 "The server's answer is not a listing: it could not be decoded.", underlyingError: error)
         }
+        let metadata = page.items?.map(\.metadata) ?? []
         self.init(
             items: page.items?.map(\.name) ?? [],
             prefixes: page.prefixes ?? [],
-            nextPageToken: page.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
+            nextPageToken: page.nextPageToken.flatMap { $0.isEmpty ? nil : $0 },
+            // Empty rather than all nil when no item carried a resource, so that
+            // a page of names compares equal however it was read.
+            metadata: metadata.contains { $0 != nil } ? metadata : []
         )
     }
 }

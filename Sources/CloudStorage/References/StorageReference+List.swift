@@ -7,7 +7,9 @@ extension StorageReference {
     /// Objects in deeper "folders" are not listed; their first path segment
     /// below this reference appears once in ``StorageListResult/prefixes``.
     /// Pass the ``StorageListResult/pageToken`` of one page to get the next.
-    /// Listing the root reference lists the top of the bucket.
+    /// Listing the root reference lists the top of the bucket. On a GCS JSON API
+    /// endpoint the page also holds each object's metadata
+    /// (``StorageListResult/metadata(for:)``).
     ///
     /// ```swift
     /// let first = try await storage.reference(withPath: "photos").list(maxResults: 50)
@@ -36,10 +38,16 @@ extension StorageReference {
         let response = try await runner.sendRetrying(request, accepting: [200], about: .bucket(storage.bucket))
         let page = try wire.listPage(from: response)
         let root = root()
+        let items = page.items.map { root.child($0) }
+        var itemMetadata: [StorageReference: StorageMetadata] = [:]
+        for (item, metadata) in zip(items, page.metadata) {
+            if let metadata { itemMetadata[item] = metadata }
+        }
         return StorageListResult(
             prefixes: page.prefixes.map { root.child($0) },
-            items: page.items.map { root.child($0) },
-            pageToken: page.nextPageToken
+            items: items,
+            pageToken: page.nextPageToken,
+            itemMetadata: itemMetadata
         )
     }
 
@@ -54,12 +62,15 @@ extension StorageReference {
     /// print(all.items.count, "objects in", all.prefixes.count, "folders")
     /// ```
     ///
-    /// - Returns: One result holding every item and prefix; its
+    /// - Returns: One result holding every item and prefix, and the metadata
+    ///   of every item whose page carried it
+    ///   (``StorageListResult/metadata(for:)``); its
     ///   ``StorageListResult/pageToken`` is nil.
     /// - Throws: As ``list(maxResults:pageToken:)``.
     public func listAll() async throws(StorageError) -> StorageListResult {
         var prefixes: [StorageReference] = []
         var items: [StorageReference] = []
+        var itemMetadata: [StorageReference: StorageMetadata] = [:]
         var seenPrefixes = Set<StorageReference>()
         var pages = pages(maxResults: Self.maximumListResults).makeAsyncIterator()
         while let page = try await pages.next() {
@@ -67,9 +78,12 @@ extension StorageReference {
             for prefix in page.prefixes where seenPrefixes.insert(prefix).inserted {
                 prefixes.append(prefix)
             }
-            items += page.items
+            for item in page.items {
+                items.append(item)
+                if let metadata = page.metadata(for: item) { itemMetadata[item] = metadata }
+            }
         }
-        return StorageListResult(prefixes: prefixes, items: items, pageToken: nil)
+        return StorageListResult(prefixes: prefixes, items: items, pageToken: nil, itemMetadata: itemMetadata)
     }
 
     /// The pages of a listing of this reference, as an asynchronous sequence

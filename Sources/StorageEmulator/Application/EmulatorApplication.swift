@@ -43,6 +43,8 @@ package final class EmulatorApplication: ServerApplication {
     /// Where resumable upload sessions are kept on disk (directory backing); nil keeps them in memory only.
     let journal: SessionJournal?
     let counter = ByteCounter()
+    /// Requests received, for tests that prove how many a client sends.
+    private let requests = Atomic<Int>(0)
     let plans = FaultPlanTable()
     private let globalPlan: FaultPlan?
 
@@ -85,6 +87,9 @@ package final class EmulatorApplication: ServerApplication {
     /// Body bytes received so far, over all requests.
     package var bytesReceived: Int64 { counter.total }
 
+    /// Requests received so far, control requests (`/_emulator/…`) included.
+    package var requestsReceived: Int { requests.load(ordering: .relaxed) }
+
     /// Installs a fault plan that requests select with `x-emulator-faults: <id>`.
     ///
     /// At most ``FaultPlanTable/capacity`` plans are kept: a new one replaces the
@@ -117,6 +122,7 @@ package final class EmulatorApplication: ServerApplication {
     enum Flavor { case gcs, firebase }
 
     package func handle(_ request: any ServerRequest, _ responder: any ServerResponder) {
+        requests.add(1, ordering: .relaxed)
         let path = request.path
         if path.hasPrefix("/_emulator/") {
             let reader = BodyReader(request: request, instruction: .pass, counter: counter)

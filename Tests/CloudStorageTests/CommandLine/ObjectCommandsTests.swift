@@ -172,6 +172,45 @@ struct ObjectCommandsTests {
         #expect(lines[3] == "TOTAL: 2 objects, 30 bytes")
     }
 
+    @Test func lsLongTakesSizesAndTimesFromTheListingNotARequestPerObject() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        let count = 30
+        var objects: [String: Data] = [:]
+        for index in 0..<count { objects[String(format: "logs/%02d", index)] = Data(count: index) }
+        objects["logs/sub/deep"] = Data(count: 7)
+        try await Self.put(objects, in: emulator)
+
+        let before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["ls", "-l", "gs://demo/logs/"], emulator, pageSize: 10)
+        let sent = emulator.requestsReceived - before
+        #expect(status == .success)
+        // 31 entries, 10 a page: 4 listing requests, and no metadata request for the 30 objects.
+        #expect(sent == 4)
+
+        // The output is what per-object metadata gives: Firebase v0 listings carry names only,
+        // so that route still reads each object's metadata on its own.
+        var firebaseCommand = try ListCommand(
+            ["-l", "gs://demo/logs/", "--firebase", emulator.baseURL.absoluteString], environment: [:])
+        firebaseCommand.pageSize = 10
+        let ls = firebaseCommand
+        let firebaseStart = emulator.requestsReceived
+        let firebase = try await Self.capture { await ls.run(output: $0) }
+        #expect(emulator.requestsReceived - firebaseStart == 4 + count)
+        #expect(firebase.0 == .success)
+        #expect(firebase.1 == output)
+        let lines = output.split(separator: "\n").map(String.init)
+        try #require(lines.count == count + 2, "\(output)")
+        let pattern = #/^ +(\d+)  (\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)  (gs://\S+)$/#
+        for index in 0..<count {
+            let match = try #require(lines[index].wholeMatch(of: pattern), "\(lines[index])")
+            #expect(match.1 == Substring(String(index)))
+            #expect(match.3 == Substring(String(format: "gs://demo/logs/%02d", index)))
+        }
+        #expect(lines[count] == String(repeating: " ", count: 34) + "gs://demo/logs/sub/")
+        #expect(lines[count + 1] == "TOTAL: \(count) objects, \((0..<count).reduce(0, +)) bytes")
+    }
+
     @Test func lsOfAPrefixThatMatchesNothingExits5AndAnEmptyBucketExits0() async throws {
         let emulator = try Self.emulator()
         defer { emulator.stop() }

@@ -792,6 +792,21 @@ extension DocumentationSnippets {
         }
         // end snippet
     }
+
+    static func listingMetadata(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ListingFiles.md#4
+        let page = try await storage.reference(withPath: "photos").list(maxResults: 1000)
+        for item in page.items {
+            let metadata: StorageMetadata
+            if let listed = page.metadata(for: item) {
+                metadata = listed
+            } else {
+                metadata = try await item.getMetadata()
+            }
+            print(item.fullPath, metadata.size, metadata.updated.map(String.init(describing:)) ?? "-")
+        }
+        // end snippet
+    }
 }
 
 /// HTTPS on Linux: trusting a private certificate authority (the same block in both places).

@@ -45,6 +45,67 @@ struct ObjectWireProtocolTests {
         #expect(throws: StorageError.self) { try ObjectListPage(listJSON: Data("[]".utf8)) }
     }
 
+    @Test func gcsListingsAskForEachItemsResourceButOnlyTheFieldsMetadataReads() throws {
+        let request = GCSJSONProtocol(baseURL: Self.base).list(bucket: "b", prefix: "", maxResults: 5, pageToken: nil)
+        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        let fields = try #require(query.first { $0.name == "fields" }?.value)
+        #expect(fields.hasPrefix("items(") && fields.hasSuffix("),prefixes,nextPageToken"))
+        let itemFields = Set(fields.dropFirst("items(".count).prefix { $0 != ")" }.split(separator: ","))
+        for needed in ["name", "size", "generation", "metageneration", "updated", "crc32c", "md5Hash", "metadata"] {
+            #expect(itemFields.contains(Substring(needed)))
+        }
+        // Not asked for: what StorageMetadata never reads, and v0's field, which GCS refuses.
+        for unread in ["selfLink", "mediaLink", "id", "etag", "downloadTokens"] {
+            #expect(!itemFields.contains(Substring(unread)))
+        }
+    }
+
+    @Test func gcsListPagesCarryEachItemsMetadataAndAnOddItemOnlyLosesItsOwn() throws {
+        let body = Data(
+            #"""
+            {"items":[
+              {"name":"p/a","bucket":"b","size":"12","generation":"7","metageneration":"2","contentType":"text/plain",
+               "crc32c":"AAAAAA==","updated":"2024-05-01T12:00:00.000Z","metadata":{"k":"v"}},
+              {"name":"p/bad","size":"twelve","generation":"1"},
+              {"name":"p/names-only"},
+              {"name":"p/c","size":3,"generation":1}
+            ],"prefixes":["p/x/"]}
+            """#.utf8)
+        let response = HTTPResponse(status: 200, headers: HTTPHeaders(), body: body)
+        let page = try GCSJSONProtocol(baseURL: Self.base).listPage(from: response)
+        #expect(page.items == ["p/a", "p/bad", "p/names-only", "p/c"])
+        try #require(page.metadata.count == 4)
+        let first = try #require(page.metadata[0])
+        #expect(first.path == "p/a" && first.size == 12 && first.generation == 7 && first.metageneration == 2)
+        #expect(first.contentType == "text/plain" && first.crc32c == "AAAAAA==" && first.customMetadata == ["k": "v"])
+        #expect(first.updated == RFC3339Date.parse("2024-05-01T12:00:00.000Z"))
+        #expect(page.metadata[1] == nil, "a malformed size costs the item its metadata, not the page")
+        #expect(page.metadata[2] == nil, "a name alone is no resource: not an empty object")
+        #expect(page.metadata[3]?.size == 3)
+        // v0 items carry only name and bucket: no metadata, even when more is sent.
+        let v0 = try FirebaseV0Protocol(baseURL: Self.base).listPage(from: response)
+        #expect(v0.items == page.items && v0.metadata.isEmpty)
+        // An item without a name still fails the page, as before.
+        let nameless = HTTPResponse(status: 200, headers: HTTPHeaders(), body: Data(#"{"items":[{"size":"1"}]}"#.utf8))
+        let error = #expect(throws: StorageError.self) {
+            try GCSJSONProtocol(baseURL: Self.base).listPage(from: nameless)
+        }
+        #expect(error?.code == .protocolViolation)
+    }
+
+    @Test func listResultsKeepMetadataOnlyForTheirItems() {
+        let storage = Storage(bucket: "b", endpoint: .gcs(Self.base))
+        let listed = storage.reference(withPath: "a")
+        let other = storage.reference(withPath: "z")
+        var metadata = StorageMetadata()
+        metadata.size = 5
+        let page = StorageListResult(
+            prefixes: [], items: [listed], pageToken: nil, itemMetadata: [listed: metadata, other: metadata])
+        #expect(page.metadata(for: listed)?.size == 5)
+        #expect(page.metadata(for: other) == nil)
+        #expect(StorageListResult(prefixes: [], items: [listed], pageToken: nil).metadata(for: listed) == nil)
+    }
+
     @Test func downloadURLsFollowEachProtocol() throws {
         var metadata = try StorageMetadata(objectResource: Data(#"{"name":"a/b","downloadTokens":"t1,t2"}"#.utf8))
         let v0 = FirebaseV0Protocol(baseURL: Self.base)

@@ -236,6 +236,48 @@ struct ObjectOperationsTests {
         }
     }
 
+    @Test(arguments: servers)
+    func listedMetadataIsWhatGetMetadataReads(server: String) async throws {
+        try await Self.withStorage(server, .nativeHTTP) { storage in
+            var metadata = StorageMetadata()
+            metadata.contentType = "text/csv"
+            metadata.customMetadata = ["owner": "ada", "n": "1"]
+            let names = ["d/a.csv", "d/b.csv", "d/c.bin", "d/sub/x"]
+            for (index, name) in names.enumerated() {
+                let payload = Data(String(repeating: "x", count: 10 * (index + 1)).utf8)
+                _ = try await storage.reference(withPath: name)
+                    .putDataAsync(payload, metadata: name.hasSuffix("csv") ? metadata : nil)
+            }
+            let folder = storage.reference(withPath: "d")
+            let page = try await folder.list(maxResults: 1000)
+            let all = try await folder.listAll()
+            #expect(page.items.map(\.fullPath) == ["d/a.csv", "d/b.csv", "d/c.bin"])
+            for item in page.items {
+                let read = try await item.getMetadata()
+                guard server != "emulator-firebase" else {
+                    // v0 listings carry names only.
+                    #expect(page.metadata(for: item) == nil && all.metadata(for: item) == nil)
+                    continue
+                }
+                let listed = try #require(page.metadata(for: item), "\(item)")
+                #expect(listed.path == read.path && listed.name == read.name)
+                #expect(listed.size == read.size && listed.size > 0)
+                #expect(listed.generation == read.generation && listed.generation != nil)
+                #expect(listed.metageneration == read.metageneration)
+                #expect(listed.contentType == read.contentType)
+                #expect(listed.customMetadata == read.customMetadata)
+                #expect(listed.crc32c == read.crc32c && listed.crc32c != nil)
+                #expect(listed.md5Hash == read.md5Hash)
+                #expect(listed.updated == read.updated && listed.updated != nil)
+                #expect(listed.timeCreated == read.timeCreated)
+                #expect(all.metadata(for: item) == listed)
+            }
+            if server != "emulator-firebase" {
+                #expect(page.metadata(for: storage.reference(withPath: "d/a.csv"))?.customMetadata["owner"] == "ada")
+            }
+        }
+    }
+
     @Test func listRejectsMaxResultsOutsideOneToAThousand() async throws {
         let storage = Storage(bucket: "b", endpoint: .gcs(URL(string: "http://127.0.0.1:9")!))
         for bad in [0, -1, 1001] {
@@ -283,6 +325,9 @@ struct ObjectOperationsTests {
             }
             #expect(pageSizes == [1000, 1000, 600])
             #expect(listed == names)
+            // listAll keeps each page's metadata: all of it on GCS, none on v0.
+            let withMetadata = all.items.filter { all.metadata(for: $0)?.path == $0.fullPath }
+            #expect(withMetadata.count == (storage.endpoint == gcs.endpoint ? count : 0))
         }
     }
 }
