@@ -59,46 +59,41 @@ struct CatCommand {
     }
 
     func run(output: OutputWriter) async -> ExitCode {
-        let connection: StorageOptions.Connection
-        do {
-            connection = try await storage.connect(bucket: addresses[0].bucket)
-        } catch {
-            return error.reported()
-        }
-        defer { connection.close() }
-        var worst = ExitCode.success
-        for address in addresses {
-            let reference = connection.storage(for: address.bucket).reference(withPath: address.path)
-            let stream: StorageDownloadStream
-            switch range {
-            case nil: stream = reference.dataStream()
-            case (let start, nil)?: stream = reference.dataStream(range: start...)
-            case (let start, let end?)?: stream = reference.dataStream(range: start...end)
-            }
-            var written: Int64 = 0
-            do {
-                for try await chunk in stream {
-                    do {
-                        try await output.write(chunk)
-                    } catch {
-                        // The reader went away: what it wanted it has.
-                        return worst
+        await storage.withConnection(bucket: addresses[0].bucket) { connection in
+            var worst = ExitCode.success
+            for address in addresses {
+                let reference = connection.storage(for: address.bucket).reference(withPath: address.path)
+                let stream: StorageDownloadStream
+                switch range {
+                case nil: stream = reference.dataStream()
+                case (let start, nil)?: stream = reference.dataStream(range: start...)
+                case (let start, let end?)?: stream = reference.dataStream(range: start...end)
+                }
+                var written: Int64 = 0
+                do throws(StorageError) {
+                    for try await chunk in stream {
+                        do {
+                            try await output.write(chunk)
+                        } catch {
+                            // The reader went away: what it wanted it has.
+                            return worst
+                        }
+                        written += Int64(chunk.count)
                     }
-                    written += Int64(chunk.count)
+                } catch {
+                    if error.code == .nonMatchingChecksum || error.code == .objectChanged {
+                        report(
+                            "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
+                                + " do not trust them")
+                    } else if error.code == .objectNotFound {
+                        report("No such object: \(reference)")
+                    } else {
+                        report("\(reference): \(error)")
+                    }
+                    worst = worst.worse(ExitCode(error))
                 }
-            } catch {
-                if error.code == .nonMatchingChecksum || error.code == .objectChanged {
-                    report(
-                        "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
-                            + " do not trust them")
-                } else if error.code == .objectNotFound {
-                    report("No such object: \(reference)")
-                } else {
-                    report("\(reference): \(error)")
-                }
-                worst = worst.worse(ExitCode(error))
             }
+            return worst
         }
-        return worst
     }
 }

@@ -20,18 +20,14 @@ extension CopyCommand {
             report(problem.message)
             return .localFile
         }
-        let connection: StorageOptions.Connection
-        switch await connect(bucket: address.bucket) {
-        case .connected(let connected): connection = connected
-        case .failed(let status): return status
-        }
-        defer { connection.close() }
-        let reference = connection.storage.reference(withPath: address.path)
-        return await runTask(
-            { reference.write(toFile: target) }, output: output,
-            cancelled: "cancelled; nothing was written (the partial download was deleted)"
-        ) { _ in
-            "Copied \(reference) to \(target.path)"
+        return await withConnection(bucket: address.bucket) { connection in
+            let reference = connection.storage.reference(withPath: address.path)
+            return await runTask(
+                { reference.write(toFile: target) }, output: output,
+                cancelled: "cancelled; nothing was written (the partial download was deleted)"
+            ) { _ in
+                "Copied \(reference) to \(target.path)"
+            }
         }
     }
 
@@ -45,55 +41,51 @@ extension CopyCommand {
 
     /// `cp gs://B/P -`: streams the object to standard output through the command's writer.
     func downloadToStandardOutput(_ address: ObjectAddress, output: OutputWriter) async -> ExitCode {
-        let connection: StorageOptions.Connection
-        switch await connect(bucket: address.bucket) {
-        case .connected(let connected): connection = connected
-        case .failed(let status): return status
-        }
-        defer { connection.close() }
-        let reference = connection.storage.reference(withPath: address.path)
-        // Standard output carries the bytes: progress goes to standard error, and only to a person.
-        let showsProgress = !quiet
-        let (ending, signal) = await Interruptibly.run { () -> StreamOutcome in
-            var bar = ProgressBar()
-            var written: Int64 = 0
-            do throws(StorageError) {
-                for try await chunk in reference.dataStream() {
-                    do {
-                        try await output.write(chunk)
-                    } catch {
-                        return .readerGone
+        return await withConnection(bucket: address.bucket) { connection in
+            let reference = connection.storage.reference(withPath: address.path)
+            // Standard output carries the bytes: progress goes to standard error, and only to a person.
+            let showsProgress = !quiet
+            let (ending, signal) = await Interruptibly.run { () -> StreamOutcome in
+                var bar = ProgressBar()
+                var written: Int64 = 0
+                do throws(StorageError) {
+                    for try await chunk in reference.dataStream() {
+                        do {
+                            try await output.write(chunk)
+                        } catch {
+                            return .readerGone
+                        }
+                        written += Int64(chunk.count)
+                        if showsProgress { bar.show(streamed: written, finished: false) }
                     }
-                    written += Int64(chunk.count)
-                    if showsProgress { bar.show(streamed: written, finished: false) }
+                } catch {
+                    return .failed(error, written: written)
                 }
-            } catch {
-                return .failed(error, written: written)
+                if showsProgress { bar.show(streamed: written, finished: true) }
+                return .done(written)
             }
-            if showsProgress { bar.show(streamed: written, finished: true) }
-            return .done(written)
-        }
-        switch ending {
-        case .abandoned(let signal):
-            report("interrupted")
-            return ExitCode(signal: signal)
-        case .finished(.done), .finished(.readerGone):
-            return .success
-        case .finished(.failed(let error, let written)):
-            if error.code == .cancelled, let signal {
-                report("interrupted after \(written) bytes")
+            switch ending {
+            case .abandoned(let signal):
+                report("interrupted")
                 return ExitCode(signal: signal)
+            case .finished(.done), .finished(.readerGone):
+                return .success
+            case .finished(.failed(let error, let written)):
+                if error.code == .cancelled, let signal {
+                    report("interrupted after \(written) bytes")
+                    return ExitCode(signal: signal)
+                }
+                if error.code == .nonMatchingChecksum || error.code == .objectChanged {
+                    report(
+                        "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
+                            + " do not trust them")
+                } else if error.code == .objectNotFound {
+                    report("No such object: \(reference)")
+                } else {
+                    Self.reportFailure(error)
+                }
+                return ExitCode(error)
             }
-            if error.code == .nonMatchingChecksum || error.code == .objectChanged {
-                report(
-                    "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
-                        + " do not trust them")
-            } else if error.code == .objectNotFound {
-                report("No such object: \(reference)")
-            } else {
-                Self.reportFailure(error)
-            }
-            return ExitCode(error)
         }
     }
 }

@@ -15,22 +15,18 @@ extension CopyCommand {
     /// regular file (`< file`), whose remaining size is then declared.
     func uploadStandardInput(to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
         let size = Self.regularFileRemainder(input)
-        let connection: StorageOptions.Connection
-        switch await connect(bucket: address.bucket) {
-        case .connected(let connected): connection = connected
-        case .failed(let status): return status
-        }
-        defer { connection.close() }
-        let reference = connection.storage.reference(withPath: address.path)
-        var metadata = StorageMetadata()
-        metadata.contentType = contentType ?? "application/octet-stream"
-        let blocks = FileDescriptorBlocks(fd: input)
-        return await runTask(
-            { [metadata] in reference.putStream(blocks, size: size, metadata: metadata) }, output: output,
-            cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
-        ) { stored in
-            "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
-                + " \(connection.location)"
+        return await withConnection(bucket: address.bucket) { connection in
+            let reference = connection.storage.reference(withPath: address.path)
+            var metadata = StorageMetadata()
+            metadata.contentType = contentType ?? "application/octet-stream"
+            let blocks = FileDescriptorBlocks(fd: input)
+            return await runTask(
+                { [metadata] in reference.putStream(blocks, size: size, metadata: metadata) }, output: output,
+                cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
+            ) { stored in
+                "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+                    + " \(connection.location)"
+            }
         }
     }
 

@@ -237,26 +237,19 @@ struct CopyCommand {
         }
     }
 
-    /// A connection, or the status of a failure to connect (already reported).
-    enum Connecting {
-        case connected(StorageOptions.Connection)
-        case failed(ExitCode)
-    }
-
-    /// Connects for `bucket`, reporting a failure.
-    func connect(bucket: String) async -> Connecting {
+    /// Connects for `bucket` with the command's settings, runs `body` with the connection and
+    /// closes it; a failure to connect is reported and its status returned instead.
+    func withConnection(
+        bucket: String, _ body: (StorageOptions.Connection) async -> ExitCode
+    ) async -> ExitCode {
         let configuration: StorageConfiguration
         do {
             configuration = try self.configuration()
         } catch {
             report(error.description)
-            return .failed(.usage)
+            return .usage
         }
-        do {
-            return .connected(try await storage.connect(bucket: bucket, configuration: configuration))
-        } catch {
-            return .failed(error.reported())
-        }
+        return await storage.withConnection(bucket: bucket, configuration: configuration, body)
     }
 
     /// Starts the upload of one local file: the one place where `cp FILE` and `cp -r` begin a
@@ -278,26 +271,22 @@ struct CopyCommand {
             report(problem)
             return .localFile
         }
-        let connection: StorageOptions.Connection
-        switch await connect(bucket: address.bucket) {
-        case .connected(let connected): connection = connected
-        case .failed(let status): return status
+        return await withConnection(bucket: address.bucket) { connection in
+            let reference = connection.storage.reference(withPath: address.path)
+            let contentType = contentType
+            let uploads = ResumableUploads(
+                records: UploadSessionRecords(environment: storage.environment), connection: connection)
+            let status = await runTask(
+                { await Self.startUpload(of: file, to: reference, contentType: contentType, resuming: uploads) },
+                output: output,
+                cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
+            ) { stored in
+                "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+                    + " \(connection.location)"
+            }
+            await uploads.settle()
+            return status
         }
-        defer { connection.close() }
-        let reference = connection.storage.reference(withPath: address.path)
-        let contentType = contentType
-        let uploads = ResumableUploads(
-            records: UploadSessionRecords(environment: storage.environment), connection: connection)
-        let status = await runTask(
-            { await Self.startUpload(of: file, to: reference, contentType: contentType, resuming: uploads) },
-            output: output,
-            cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
-        ) { stored in
-            "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
-                + " \(connection.location)"
-        }
-        await uploads.settle()
-        return status
     }
 
     /// Runs one SDK task to its end with its progress bar, under Ctrl-C's rules, and reports how it ended.

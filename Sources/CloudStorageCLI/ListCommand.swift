@@ -49,25 +49,21 @@ struct ListCommand {
     }
 
     func run(output: OutputWriter) async -> ExitCode {
-        let connection: StorageOptions.Connection
-        do {
-            connection = try await storage.connect(bucket: addresses[0].bucket)
-        } catch {
-            return error.reported()
+        await storage.withConnection(bucket: addresses[0].bucket) { connection in
+            var worst = ExitCode.success
+            var totals = (objects: 0, bytes: Int64(0))
+            for address in addresses {
+                let status = await list(
+                    address, in: connection.storage(for: address.bucket), to: output, totals: &totals)
+                // nil: the reader went away (`ls | head`); nothing more to say.
+                guard let status else { return worst }
+                worst = worst.worse(status)
+            }
+            if long {
+                _ = try? await output.write("TOTAL: \(totals.objects) objects, \(totals.bytes) bytes\n")
+            }
+            return worst
         }
-        defer { connection.close() }
-        var worst = ExitCode.success
-        var totals = (objects: 0, bytes: Int64(0))
-        for address in addresses {
-            let status = await list(address, in: connection.storage(for: address.bucket), to: output, totals: &totals)
-            // nil: the reader went away (`ls | head`); nothing more to say.
-            guard let status else { return worst }
-            worst = worst.worse(status)
-        }
-        if long {
-            _ = try? await output.write("TOTAL: \(totals.objects) objects, \(totals.bytes) bytes\n")
-        }
-        return worst
     }
 
     /// Lists one URL.

@@ -62,42 +62,38 @@ struct RecursiveCopy {
             return .usage
         }
 
-        let connection: StorageOptions.Connection
-        switch await command.connect(bucket: address.bucket) {
-        case .connected(let connected): connection = connected
-        case .failed(let status): return status
-        }
-        defer { connection.close() }
-        let storage = connection.storage
-        var prefix = nested
-        if candidates.count == 2 {
-            // gsutil's rule: into PREFIX/NAME/ when PREFIX/ already holds something, else PREFIX is the copy.
-            do {
-                let page = try await storage.reference(withPath: base).list(maxResults: 1)
-                if page.items.isEmpty && page.prefixes.isEmpty { prefix = base }
-            } catch {
-                CopyCommand.reportFailure(error)
-                return ExitCode(error)
+        return await command.withConnection(bucket: address.bucket) { connection in
+            let storage = connection.storage
+            var prefix = nested
+            if candidates.count == 2 {
+                // gsutil's rule: into PREFIX/NAME/ when PREFIX/ already holds something, else PREFIX is the copy.
+                do throws(StorageError) {
+                    let page = try await storage.reference(withPath: base).list(maxResults: 1)
+                    if page.items.isEmpty && page.prefixes.isEmpty { prefix = base }
+                } catch {
+                    CopyCommand.reportFailure(error)
+                    return ExitCode(error)
+                }
             }
+            let contentType = command.contentType
+            let uploads = ResumableUploads(
+                records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
+            let jobs = tree.files.map { file in
+                let reference = storage.reference(withPath: prefix + "/" + file.relativePath)
+                return Job(
+                    name: file.url.path, size: file.size,
+                    run: Self.runner {
+                        await CopyCommand.startUpload(
+                            of: file.url, to: reference, contentType: contentType, resuming: uploads)
+                    })
+            }
+            let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
+            let status = await transfer(
+                jobs, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size }, output: output,
+                destination: "gs://\(address.bucket)/\(prefix)/")
+            await uploads.settle()
+            return status
         }
-        let contentType = command.contentType
-        let uploads = ResumableUploads(
-            records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
-        let jobs = tree.files.map { file in
-            let reference = storage.reference(withPath: prefix + "/" + file.relativePath)
-            return Job(
-                name: file.url.path, size: file.size,
-                run: Self.runner {
-                    await CopyCommand.startUpload(
-                        of: file.url, to: reference, contentType: contentType, resuming: uploads)
-                })
-        }
-        let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
-        let status = await transfer(
-            jobs, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size }, output: output,
-            destination: "gs://\(address.bucket)/\(prefix)/")
-        await uploads.settle()
-        return status
     }
 
     // MARK: Download
@@ -111,64 +107,61 @@ struct RecursiveCopy {
             report(problem.message)
             return .localFile
         }
-        let connection: StorageOptions.Connection
-        switch await command.connect(bucket: address.bucket) {
-        case .connected(let connected): connection = connected
-        case .failed(let status): return status
-        }
-        defer { connection.close() }
-        let base = Self.normalized(address.path)
-        let objects: [StorageReference]
-        do {
-            objects = try await Self.objects(
-                below: connection.storage.reference(withPath: base), pageSize: command.pageSize)
-        } catch {
-            if error.code == .cancelled { return .interrupted }
-            CopyCommand.reportFailure(error)
-            return ExitCode(error)
-        }
-        guard !objects.isEmpty else {
-            report("No objects match \(address.url)")
-            return .notFound
-        }
-        // Into DIR/NAME/ when DIR exists or ends in /, else DIR is the copy (as for uploads).
-        var root = directory.url
-        if directory.exists || path.hasSuffix("/") {
-            root.appendPathComponent(base.isEmpty ? address.bucket : String(base.split(separator: "/").last ?? ""))
-        }
-        var failures: [Failure] = []
-        var planned: [(reference: StorageReference, file: URL)] = []
-        for object in objects {
-            let relative = base.isEmpty ? object.fullPath : String(object.fullPath.dropFirst(base.count + 1))
-            let segments = relative.split(separator: "/", omittingEmptySubsequences: false)
-            // A name such as a/../../etc/x would write outside DIR: refused, never written.
-            guard !segments.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty || $0.contains("\0") }) else {
-                failures.append(
-                    Failure(
-                        name: "\(object)", reason: "refused: its name would leave \(root.path) (a . or .. segment)",
-                        status: .localFile))
-                continue
-            }
+        return await command.withConnection(bucket: address.bucket) { connection in
+            let base = Self.normalized(address.path)
+            let objects: [StorageReference]
             do throws(StorageError) {
-                try StorageReference.validateObjectName(object.fullPath)
+                objects = try await Self.objects(
+                    below: connection.storage.reference(withPath: base), pageSize: command.pageSize)
             } catch {
-                failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
-                continue
+                if error.code == .cancelled { return .interrupted }
+                CopyCommand.reportFailure(error)
+                return ExitCode(error)
             }
-            planned.append((object, segments.reduce(root) { $0.appendingPathComponent(String($1)) }))
-        }
-        // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
-        let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
-        let unmade = await Self.makeDirectories(parents)
-        var jobs: [Job] = []
-        for (reference, file) in planned {
-            if let problem = unmade[file.deletingLastPathComponent().path] {
-                failures.append(Failure(name: "\(reference)", reason: problem, status: .localFile))
-                continue
+            guard !objects.isEmpty else {
+                report("No objects match \(address.url)")
+                return .notFound
             }
-            jobs.append(Job(name: "\(reference)", size: nil, run: Self.runner { reference.write(toFile: file) }))
+            // Into DIR/NAME/ when DIR exists or ends in /, else DIR is the copy (as for uploads).
+            var root = directory.url
+            if directory.exists || path.hasSuffix("/") {
+                root.appendPathComponent(base.isEmpty ? address.bucket : String(base.split(separator: "/").last ?? ""))
+            }
+            var failures: [Failure] = []
+            var planned: [(reference: StorageReference, file: URL)] = []
+            for object in objects {
+                let relative = base.isEmpty ? object.fullPath : String(object.fullPath.dropFirst(base.count + 1))
+                let segments = relative.split(separator: "/", omittingEmptySubsequences: false)
+                // A name such as a/../../etc/x would write outside DIR: refused, never written.
+                guard !segments.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty || $0.contains("\0") }) else {
+                    failures.append(
+                        Failure(
+                            name: "\(object)", reason: "refused: its name would leave \(root.path) (a . or .. segment)",
+                            status: .localFile))
+                    continue
+                }
+                do throws(StorageError) {
+                    try StorageReference.validateObjectName(object.fullPath)
+                } catch {
+                    failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
+                    continue
+                }
+                planned.append((object, segments.reduce(root) { $0.appendingPathComponent(String($1)) }))
+            }
+            // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
+            let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
+            let unmade = await Self.makeDirectories(parents)
+            var jobs: [Job] = []
+            for (reference, file) in planned {
+                if let problem = unmade[file.deletingLastPathComponent().path] {
+                    failures.append(Failure(name: "\(reference)", reason: problem, status: .localFile))
+                    continue
+                }
+                jobs.append(Job(name: "\(reference)", size: nil, run: Self.runner { reference.write(toFile: file) }))
+            }
+            return await transfer(
+                jobs, failures: failures, totalBytes: nil, output: output, destination: root.path + "/")
         }
-        return await transfer(jobs, failures: failures, totalBytes: nil, output: output, destination: root.path + "/")
     }
 
     /// Every object below `root` (not `root` itself), listing prefix by prefix and page by page.

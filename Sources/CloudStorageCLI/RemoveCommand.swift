@@ -67,33 +67,28 @@ struct RemoveCommand {
     }
 
     func run(output: OutputWriter) async -> ExitCode {
-        let connection: StorageOptions.Connection
-        do {
-            connection = try await storage.connect(bucket: addresses[0].bucket)
-        } catch {
-            return error.reported()
-        }
-        defer { connection.close() }
-        var tally = Tally()
-        for address in addresses {
-            let storage = connection.storage(for: address.bucket)
-            let reference = storage.reference(withPath: address.path)
-            if recursive {
-                await removeAll(under: reference, address: address, output: output, tally: &tally)
-            } else {
-                await remove([reference], output: output, tally: &tally)
+        await storage.withConnection(bucket: addresses[0].bucket) { connection in
+            var tally = Tally()
+            for address in addresses {
+                let storage = connection.storage(for: address.bucket)
+                let reference = storage.reference(withPath: address.path)
+                if recursive {
+                    await removeAll(under: reference, address: address, output: output, tally: &tally)
+                } else {
+                    await remove([reference], output: output, tally: &tally)
+                }
             }
-        }
-        if quiet, tally.outputOpen {
-            _ = try? await output.write("Removed \(tally.removed) objects\n")
-        }
-        if !tally.failures.isEmpty {
-            report("\(tally.failures.count) failed, \(tally.removed) removed:")
-            for (name, error) in tally.failures {
-                report("  \(name): \(error.code == .objectNotFound ? "no such object" : error.message)")
+            if quiet, tally.outputOpen {
+                _ = try? await output.write("Removed \(tally.removed) objects\n")
             }
+            if !tally.failures.isEmpty {
+                report("\(tally.failures.count) failed, \(tally.removed) removed:")
+                for (name, error) in tally.failures {
+                    report("  \(name): \(error.code == .objectNotFound ? "no such object" : error.message)")
+                }
+            }
+            return tally.worst
         }
-        return tally.worst
     }
 
     /// Deletes every object below `reference` (and the object it names), page by page.

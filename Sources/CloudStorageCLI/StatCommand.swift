@@ -38,25 +38,20 @@ struct StatCommand {
     }
 
     func run(output: OutputWriter) async -> ExitCode {
-        let connection: StorageOptions.Connection
-        do {
-            connection = try await storage.connect(bucket: addresses[0].bucket)
-        } catch {
-            return error.reported()
-        }
-        defer { connection.close() }
-        var worst = ExitCode.success
-        for address in addresses {
-            let reference = connection.storage(for: address.bucket).reference(withPath: address.path)
-            do {
-                let metadata = try await reference.getMetadata()
-                try? await output.write(Self.block(for: reference, metadata))
-            } catch {
-                report(error.code == .objectNotFound ? "No such object: \(reference)" : "\(reference): \(error)")
-                worst = worst.worse(ExitCode(error))
+        await storage.withConnection(bucket: addresses[0].bucket) { connection in
+            var worst = ExitCode.success
+            for address in addresses {
+                let reference = connection.storage(for: address.bucket).reference(withPath: address.path)
+                do throws(StorageError) {
+                    let metadata = try await reference.getMetadata()
+                    try? await output.write(Self.block(for: reference, metadata))
+                } catch {
+                    report(error.code == .objectNotFound ? "No such object: \(reference)" : "\(reference): \(error)")
+                    worst = worst.worse(ExitCode(error))
+                }
             }
+            return worst
         }
-        return worst
     }
 
     /// The lines `stat` prints for one object.

@@ -135,6 +135,22 @@ struct StorageOptions {
         return base.appendingPathComponent("cloud-storage/emulator", isDirectory: true)
     }
 
+    /// Connects for `bucket`, runs `body` with the connection and closes it afterwards; a
+    /// failure to connect is reported and its status returned instead.
+    func withConnection(
+        bucket: String, configuration: StorageConfiguration = StorageConfiguration(),
+        _ body: (Connection) async -> ExitCode
+    ) async -> ExitCode {
+        let connection: Connection
+        do {
+            connection = try await connect(bucket: bucket, configuration: configuration)
+        } catch {
+            return error.reported()
+        }
+        defer { connection.close() }
+        return await body(connection)
+    }
+
     /// Starts the built-in emulator if it is the destination, makes the `Storage` for `bucket`
     /// and, for Application Default Credentials, fetches a token now, so that a machine without
     /// credentials fails with one line before anything is sent (the token is cached for later).
