@@ -3,8 +3,8 @@ public import Foundation
 /// An object's bytes as an asynchronous sequence of chunks, read from the
 /// network no faster than they are consumed.
 ///
-/// Made by ``StorageReference/dataStream()`` and
-/// ``StorageReference/dataStream(range:)``. Each iteration is its own
+/// Made by ``StorageReference/dataStream(preconditions:)`` and
+/// ``StorageReference/dataStream(range:preconditions:)``. Each iteration is its own
 /// download: `makeAsyncIterator()` starts a `GET`, and the chunks (each at
 /// most 256 KiB, none empty) arrive in order.
 ///
@@ -49,17 +49,23 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
     let reference: StorageReference
     /// The bytes wanted, or the error an invalid range gives on the first `next()`.
     let range: Result<ByteRange?, StorageError>
+    /// The caller's conditions on the object.
+    let preconditions: StoragePreconditions
 
     /// Starts a download and returns its iterator.
     public func makeAsyncIterator() -> Iterator {
         let storage = reference.storage
         let waits = storage.transport.letsResponseSinksWait(forScheme: storage.endpoint.baseURL.scheme ?? "")
-        return Iterator(Self.start(reference: reference, range: range, buffer: DownloadStreamBuffer(waits: waits)))
+        return Iterator(
+            Self.start(
+                reference: reference, range: range, preconditions: preconditions,
+                buffer: DownloadStreamBuffer(waits: waits)))
     }
 
     /// Runs the download into a new buffer, on a task of its own.
     static func start(
-        reference: StorageReference, range: Result<ByteRange?, StorageError>, buffer: DownloadStreamBuffer = .init()
+        reference: StorageReference, range: Result<ByteRange?, StorageError>,
+        preconditions: StoragePreconditions = .none, buffer: DownloadStreamBuffer = .init()
     ) -> DownloadStreamBuffer {
         switch range {
         case .failure(let error):
@@ -68,6 +74,7 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
             var engine = DownloadEngine(
                 storage: reference.storage, path: reference.path, destination: buffer, maxSize: nil)
             engine.range = range
+            engine.preconditions = preconditions
             buffer.attach(
                 Task {
                     do throws(StorageError) {

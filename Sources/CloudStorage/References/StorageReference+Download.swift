@@ -55,15 +55,22 @@ extension StorageReference {
     ///   - range: Byte offsets in the object: `a..<b`, `a...b`, `a...` (to the
     ///     end) or `..<b`. An empty range or a negative bound fails with
     ///     ``StorageErrorCode/invalidArgument``.
+    ///   - preconditions: Conditions the object must meet, such as
+    ///     `StoragePreconditions(ifGenerationMatch:)` to read one generation only; when one does
+    ///     not hold, the download fails with ``StorageErrorCode/preconditionFailed``. Google Cloud
+    ///     Storage endpoints only (see ``StoragePreconditions``).
     /// - Returns: The running download; its value is the range's bytes.
     @discardableResult
-    public func getData(maxSize: Int64, range: some RangeExpression<Int64>) -> StorageDownloadTask<Data> {
+    public func getData(
+        maxSize: Int64, range: some RangeExpression<Int64>, preconditions: StoragePreconditions = .none
+    ) -> StorageDownloadTask<Data> {
         let byteRange = Result { () throws(StorageError) in try ByteRange(range) }
         let destination = MemoryDownloadDestination()
         return StorageDownloadTask.start(
             reference: self,
             destination: destination,
             maxSize: maxSize,
+            preconditions: preconditions,
             range: (try? byteRange.get()) ?? nil,
             prepare: { () throws(StorageError) in
                 guard maxSize >= 0 else { throw .invalidArgument("maxSize must not be negative; it is \(maxSize).") }
@@ -91,16 +98,20 @@ extension StorageReference {
     /// }
     /// ```
     ///
+    /// - Parameter preconditions: Conditions the object must meet, such as
+    ///   `StoragePreconditions(ifGenerationMatch:)` to read one generation only; when one does not
+    ///   hold, the first `next()` throws ``StorageErrorCode/preconditionFailed``. Google Cloud
+    ///   Storage endpoints only (see ``StoragePreconditions``).
     /// - Returns: A sequence of the object's bytes in chunks of at most 256 KiB.
-    public func dataStream() -> StorageDownloadStream {
-        StorageDownloadStream(reference: self, range: .success(nil))
+    public func dataStream(preconditions: StoragePreconditions = .none) -> StorageDownloadStream {
+        StorageDownloadStream(reference: self, range: .success(nil), preconditions: preconditions)
     }
 
     /// Streams part of the object's bytes chunk by chunk, reading from the
     /// network no faster than the loop takes them.
     ///
     /// Sends `Range: bytes=a-b`; the range follows GCS, as for
-    /// ``getData(maxSize:range:)``. The length is checked, not the CRC32C,
+    /// ``getData(maxSize:range:preconditions:)``. The length is checked, not the CRC32C,
     /// unless the range covers the whole object.
     ///
     /// ```swift
@@ -110,12 +121,18 @@ extension StorageReference {
     /// }
     /// ```
     ///
-    /// - Parameter range: Byte offsets in the object: `a..<b`, `a...b`, `a...`
-    ///   (to the end) or `..<b`. An empty range or a negative bound makes the
-    ///   first `next()` throw ``StorageErrorCode/invalidArgument``.
+    /// - Parameters:
+    ///   - range: Byte offsets in the object: `a..<b`, `a...b`, `a...`
+    ///     (to the end) or `..<b`. An empty range or a negative bound makes the
+    ///     first `next()` throw ``StorageErrorCode/invalidArgument``.
+    ///   - preconditions: Conditions the object must meet; as for ``dataStream(preconditions:)``.
     /// - Returns: A sequence of the range's bytes in chunks of at most 256 KiB.
-    public func dataStream(range: some RangeExpression<Int64>) -> StorageDownloadStream {
-        StorageDownloadStream(reference: self, range: Result { () throws(StorageError) in try ByteRange(range) })
+    public func dataStream(
+        range: some RangeExpression<Int64>, preconditions: StoragePreconditions = .none
+    ) -> StorageDownloadStream {
+        StorageDownloadStream(
+            reference: self, range: Result { () throws(StorageError) in try ByteRange(range) },
+            preconditions: preconditions)
     }
 
     /// Starts downloading the object into a file.
@@ -191,7 +208,7 @@ extension StorageReference {
     /// Downloads part of the object into memory and returns its bytes.
     ///
     /// Cancelling the calling Swift task cancels the download. The rules of
-    /// ``getData(maxSize:range:)`` apply.
+    /// ``getData(maxSize:range:preconditions:)`` apply.
     ///
     /// ```swift
     /// let tail = try await ref.data(maxSize: 4096, range: 1_000_000...)
@@ -200,14 +217,18 @@ extension StorageReference {
     /// - Parameters:
     ///   - maxSize: The most bytes the download may hold.
     ///   - range: Byte offsets in the object: `a..<b`, `a...b`, `a...` or `..<b`.
+    ///   - preconditions: Conditions the object must meet (see ``StoragePreconditions``).
     /// - Returns: The range's bytes (fewer when the range runs past the object's end).
     /// - Throws: ``StorageError``: ``StorageErrorCode/invalidArgument`` for an
     ///   empty or negative range, or one that starts past the object's end;
     ///   ``StorageErrorCode/downloadSizeExceeded`` when the range holds more
     ///   than `maxSize` bytes; ``StorageErrorCode/objectNotFound``;
+    ///   ``StorageErrorCode/preconditionFailed`` when a precondition does not hold;
     ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
-    public func data(maxSize: Int64, range: some RangeExpression<Int64>) async throws(StorageError) -> Data {
-        let task = getData(maxSize: maxSize, range: range)
+    public func data(
+        maxSize: Int64, range: some RangeExpression<Int64>, preconditions: StoragePreconditions = .none
+    ) async throws(StorageError) -> Data {
+        let task = getData(maxSize: maxSize, range: range, preconditions: preconditions)
         return try await Self.outcome(of: task, onProgress: nil)
     }
 

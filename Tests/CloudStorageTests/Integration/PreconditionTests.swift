@@ -211,6 +211,40 @@ struct PreconditionTests {
         }
     }
 
+    /// Streams and ranged reads take the same conditions: the right generation reads, a wrong
+    /// one fails with `preconditionFailed` before any byte is handed on.
+    @Test(arguments: TestRoute.all)
+    func streamsAndRangedReadsHonourPreconditions(route: TestRoute) async throws {
+        try await Self.withEmulator(route) { emulator in
+            let ref = Self.storage(emulator, route).reference(withPath: "streamed.txt")
+            let stored = try await ref.putDataAsync(Data("stream me".utf8))
+            let generation = try #require(stored.generation)
+            let right = StoragePreconditions(ifGenerationMatch: generation)
+            let wrong = StoragePreconditions(ifGenerationMatch: generation + 1)
+
+            var streamed = Data()
+            for try await chunk in ref.dataStream(preconditions: right) { streamed.append(chunk) }
+            #expect(streamed == Data("stream me".utf8))
+            let ranged = try await ref.data(maxSize: 100, range: 7..., preconditions: right)
+            #expect(ranged == Data("me".utf8))
+
+            var handedOn = 0
+            let fromStream = await #expect(throws: StorageError.self) {
+                for try await chunk in ref.dataStream(preconditions: wrong) { handedOn += chunk.count }
+            }
+            #expect(fromStream?.code == .preconditionFailed)
+            #expect(handedOn == 0)
+            let fromRangedStream = await #expect(throws: StorageError.self) {
+                for try await _ in ref.dataStream(range: 0..<4, preconditions: wrong) {}
+            }
+            #expect(fromRangedStream?.code == .preconditionFailed)
+            let fromRangedRead = await #expect(throws: StorageError.self) {
+                try await ref.data(maxSize: 100, range: 0..<4, preconditions: wrong)
+            }
+            #expect(fromRangedRead?.code == .preconditionFailed)
+        }
+    }
+
     /// A download paused mid-body continues with a `Range` pinned to the generation it
     /// started with; when the object was replaced meanwhile, the server refuses the pinned
     /// request and the download starts over with the new object, never mixing the two.
