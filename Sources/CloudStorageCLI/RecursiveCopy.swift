@@ -109,7 +109,7 @@ struct RecursiveCopy {
         }
         return await command.withConnection(bucket: address.bucket) { connection in
             let base = Self.normalized(address.path)
-            let objects: [StorageReference]
+            let objects: [ListedObject]
             do throws(StorageError) {
                 objects = try await Self.objects(
                     below: connection.storage.reference(withPath: base), pageSize: command.pageSize)
@@ -128,8 +128,8 @@ struct RecursiveCopy {
                 root.appendPathComponent(base.isEmpty ? address.bucket : String(base.split(separator: "/").last ?? ""))
             }
             var failures: [Failure] = []
-            var planned: [(reference: StorageReference, file: URL)] = []
-            for object in objects {
+            var planned: [(reference: StorageReference, file: URL, size: Int64?)] = []
+            for (object, size) in objects {
                 let relative = base.isEmpty ? object.fullPath : String(object.fullPath.dropFirst(base.count + 1))
                 let segments = relative.split(separator: "/", omittingEmptySubsequences: false)
                 // A name such as a/../../etc/x would write outside DIR: refused, never written.
@@ -146,30 +146,36 @@ struct RecursiveCopy {
                     failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
                     continue
                 }
-                planned.append((object, segments.reduce(root) { $0.appendingPathComponent(String($1)) }))
+                planned.append((object, segments.reduce(root) { $0.appendingPathComponent(String($1)) }, size))
             }
             // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
             let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
             let unmade = await Self.makeDirectories(parents)
             var jobs: [Job] = []
-            for (reference, file) in planned {
+            for (reference, file, size) in planned {
                 if let problem = unmade[file.deletingLastPathComponent().path] {
                     failures.append(Failure(name: "\(reference)", reason: problem, status: .localFile))
                     continue
                 }
-                jobs.append(Job(name: "\(reference)", size: nil, run: Self.runner { reference.write(toFile: file) }))
+                jobs.append(Job(name: "\(reference)", size: size, run: Self.runner { reference.write(toFile: file) }))
             }
+            // The listing's sizes (nil on Firebase v0, whose listings carry none) give the bytes to expect.
+            let sizes = jobs.compactMap(\.size)
             return await transfer(
-                jobs, failures: failures, totalBytes: nil, output: output, destination: root.path + "/")
+                jobs, failures: failures, totalBytes: sizes.count == jobs.count ? sizes.reduce(0, +) : nil,
+                output: output, destination: root.path + "/")
         }
     }
+
+    /// An object a listing found, with its size when the listing carried it.
+    typealias ListedObject = (reference: StorageReference, size: Int64?)
 
     /// Every object below `root` (not `root` itself), listing prefix by prefix and page by page.
     ///
     /// An object whose name ends in `/` (a folder placeholder, which the SDK's paths cannot
     /// name) is listed under its own prefix with that prefix's path: it is left out.
-    static func objects(below root: StorageReference, pageSize: Int) async throws(StorageError) -> [StorageReference] {
-        var found: [StorageReference] = []
+    static func objects(below root: StorageReference, pageSize: Int) async throws(StorageError) -> [ListedObject] {
+        var found: [ListedObject] = []
         var pending = [root]
         while let level = pending.popLast() {
             let inside = level.fullPath.isEmpty ? "" : level.fullPath + "/"
@@ -177,7 +183,7 @@ struct RecursiveCopy {
             var pages = level.pages(maxResults: pageSize).makeAsyncIterator()
             while let page = try await pages.next() {
                 for item in page.items where item.fullPath.hasPrefix(inside) && item.fullPath.count > inside.count {
-                    found.append(item)
+                    found.append((item, page.metadata(for: item)?.size))
                 }
                 // A prefix can come back on the next page; walk it once.
                 for prefix in page.prefixes where seenPrefixes.insert(prefix.fullPath).inserted {
@@ -185,7 +191,7 @@ struct RecursiveCopy {
                 }
             }
         }
-        return found.sorted { $0.fullPath.utf8.lexicographicallyPrecedes($1.fullPath.utf8) }
+        return found.sorted { $0.reference.fullPath.utf8.lexicographicallyPrecedes($1.reference.fullPath.utf8) }
     }
 
     /// Makes each directory (and its parents); those that could not be made, with why.
