@@ -27,7 +27,8 @@ struct StorageOptions {
           otherwise STORAGE_EMULATOR_HOST or FIREBASE_STORAGE_EMULATOR_HOST, and
           with none of these the built-in emulator, which keeps objects in
           --emulator-dir DIR (default: $XDG_DATA_HOME/cloud-storage/emulator,
-          i.e. ~/.local/share/cloud-storage/emulator).
+          i.e. ~/.local/share/cloud-storage/emulator); CLOUD_STORAGE_EMULATOR_FAULTS=LIST
+          gives it a fault plan, as `cloud-storage emulator --faults LIST` does.
         """
 
     /// The usage lines of `--token`.
