@@ -6,6 +6,11 @@ import CloudStorage
 ///
 /// Memory is bounded by one page per level of depth: nothing is collected
 /// beyond the pages being walked, so output can go out as pages arrive.
+///
+/// An object whose name ends in `/` (a folder placeholder, such as consoles
+/// create) is listed under its own prefix, with that prefix's path: the SDK's
+/// paths cannot name it, so it is left out rather than mistaken for the object
+/// named without the slash.
 struct ObjectWalker {
     /// One entry of a listing.
     enum Entry {
@@ -21,6 +26,8 @@ struct ObjectWalker {
     let pageSize: Int
 
     private struct Level {
+        /// The names below this level start with this (the listed reference's path and `/`).
+        let inside: String
         var pages: StorageListPages.Iterator
         var pending: ArraySlice<(key: [UInt8], entry: Entry)> = []
         /// The last prefix taken: one may come back at the start of the next page, and is walked once.
@@ -37,7 +44,7 @@ struct ObjectWalker {
     func walk(
         entry: (Entry) -> Void, pageDone: () async -> Bool
     ) async throws(StorageError) {
-        var stack = [Level(pages: root.pages(maxResults: pageSize).makeAsyncIterator())]
+        var stack = [Self.level(root, pageSize: pageSize)]
         var pagesFetched = 0
         while let top = stack.indices.last {
             guard let (_, next) = stack[top].pending.first else {
@@ -47,9 +54,9 @@ struct ObjectWalker {
                     continue
                 }
                 pagesFetched += 1
-                var merged = page.items.map {
-                    (key: Array($0.fullPath.utf8), entry: Entry.object($0, listed: page.metadata(for: $0)))
-                }
+                let inside = stack[top].inside
+                var merged = page.items.filter { $0.fullPath.hasPrefix(inside) && $0.fullPath.count > inside.count }
+                    .map { (key: Array($0.fullPath.utf8), entry: Entry.object($0, listed: page.metadata(for: $0))) }
                 for prefix in page.prefixes where prefix.fullPath != stack[top].lastPrefix {
                     stack[top].lastPrefix = prefix.fullPath
                     merged.append((Array((prefix.fullPath + "/").utf8), .prefix(prefix)))
@@ -60,11 +67,17 @@ struct ObjectWalker {
             }
             stack[top].pending.removeFirst()
             if case .prefix(let prefix) = next, recursive {
-                stack.append(Level(pages: prefix.pages(maxResults: pageSize).makeAsyncIterator()))
+                stack.append(Self.level(prefix, pageSize: pageSize))
             } else {
                 entry(next)
             }
         }
         _ = await pageDone()
+    }
+
+    private static func level(_ reference: StorageReference, pageSize: Int) -> Level {
+        Level(
+            inside: reference.fullPath.isEmpty ? "" : reference.fullPath + "/",
+            pages: reference.pages(maxResults: pageSize).makeAsyncIterator())
     }
 }

@@ -170,28 +170,15 @@ struct RecursiveCopy {
     /// An object a listing found, with its size when the listing carried it.
     typealias ListedObject = (reference: StorageReference, size: Int64?)
 
-    /// Every object below `root` (not `root` itself), listing prefix by prefix and page by page.
-    ///
-    /// An object whose name ends in `/` (a folder placeholder, which the SDK's paths cannot
-    /// name) is listed under its own prefix with that prefix's path: it is left out.
+    /// Every object below `root` (not `root` itself), in name order (see ``ObjectWalker``).
     static func objects(below root: StorageReference, pageSize: Int) async throws(StorageError) -> [ListedObject] {
         var found: [ListedObject] = []
-        var pending = [root]
-        while let level = pending.popLast() {
-            let inside = level.fullPath.isEmpty ? "" : level.fullPath + "/"
-            var seenPrefixes = Set<String>()
-            var pages = level.pages(maxResults: pageSize).makeAsyncIterator()
-            while let page = try await pages.next() {
-                for item in page.items where item.fullPath.hasPrefix(inside) && item.fullPath.count > inside.count {
-                    found.append((item, page.metadata(for: item)?.size))
-                }
-                // A prefix can come back on the next page; walk it once.
-                for prefix in page.prefixes where seenPrefixes.insert(prefix.fullPath).inserted {
-                    pending.append(prefix)
-                }
-            }
-        }
-        return found.sorted { $0.reference.fullPath.utf8.lexicographicallyPrecedes($1.reference.fullPath.utf8) }
+        try await ObjectWalker(root: root, recursive: true, pageSize: pageSize).walk(
+            entry: { entry in
+                if case .object(let reference, let listed) = entry { found.append((reference, listed?.size)) }
+            },
+            pageDone: { true })
+        return found
     }
 
     /// Makes each directory (and its parents); those that could not be made, with why.

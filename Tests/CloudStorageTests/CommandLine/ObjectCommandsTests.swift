@@ -128,6 +128,27 @@ struct ObjectCommandsTests {
         #expect(try await Self.run(["ls", "gs://demo/dir/sub/c.txt"], emulator).1 == "gs://demo/dir/sub/c.txt\n")
     }
 
+    /// A folder placeholder (an object named `keep/`, as consoles create) is listed under its
+    /// own prefix with the path `keep`, which names another object: `ls -r` and `rm -r` leave
+    /// it out instead of showing or deleting the object `keep`.
+    @Test func recursiveWalksLeaveFolderPlaceholdersOut() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        try await Self.put(["keep": Self.bytes("not a folder"), "keep/x.txt": Self.bytes("x")], in: emulator)
+        try await CopyDirectionsTests.putRaw("keep/", Data(), in: emulator)
+
+        let (listed, listing) = try await Self.run(["ls", "-r", "gs://demo/keep/"], emulator)
+        #expect(listed == .success)
+        #expect(listing == "gs://demo/keep/x.txt\n")
+        // With the slash: only what lies below keep/ (without it, rm -r removes `keep` too, as gsutil does).
+        let (removed, removals) = try await Self.run(["rm", "-r", "gs://demo/keep/"], emulator)
+        #expect(removed == .success, "\(removals)")
+        #expect(removals == "Removed gs://demo/keep/x.txt\n")
+        let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
+        let survivor = try await storage.reference(withPath: "keep").data(maxSize: 100)
+        #expect(survivor == Self.bytes("not a folder"), "the object named keep is not the placeholder")
+    }
+
     @Test func lsPagesThroughListingsLongerThanAPage() async throws {
         let emulator = try Self.emulator()
         defer { emulator.stop() }
