@@ -22,8 +22,20 @@ extension ObjectAddress {
     /// Checks the bucket name, and the object name when the command needs one, by the SDK's
     /// rules, so that a typo is refused before anything is started or contacted.
     ///
-    /// - Parameter needsObject: Whether the path must name an object (not be empty).
+    /// The SDK's paths drop empty segments (`a//b` is `a/b`, `/a/` is `a`), so a path with one
+    /// would name another object than the one typed: such paths are refused, as is an object
+    /// path ending in `/` (a folder, or a placeholder object the SDK cannot name).
+    ///
+    /// - Parameter needsObject: Whether the path must name an object (not be empty, nor end in `/`).
     func validate(needsObject: Bool) throws(UsageError) {
+        let named = needsObject || !path.hasSuffix("/") ? path[...] : path.dropLast()
+        if !named.isEmpty && named.split(separator: "/", omittingEmptySubsequences: false).contains("") {
+            let problem =
+                needsObject && path.hasSuffix("/") && !path.dropLast().contains("//") && !path.hasPrefix("/")
+                ? "names a folder, not an object"
+                : "has an empty segment (a leading / or //), which would name another object"
+            throw UsageError("\(url): \(problem)", showsUsage: false)
+        }
         do {
             try Storage.validateBucketName(bucket)
             if needsObject || path.contains(where: { $0 != "/" }) {

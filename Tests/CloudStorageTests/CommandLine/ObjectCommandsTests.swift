@@ -442,6 +442,9 @@ struct ObjectCommandsTests {
         ["ls", "gs://Upper"], ["ls", "gs://ab"], ["ls", "gs://-dash/x"], ["stat", "gs://demo/a\nb"],
         ["cat", "gs://demo/."], ["rm", "gs://demo"], ["rm", "gs://demo/.well-known/acme-challenge/x"],
         ["stat", "gs://bad!name/x"], ["cat", "gs://demo/"],
+        // Paths the SDK would normalise into another object's name: a folder, an empty segment.
+        ["rm", "gs://demo/keep/"], ["stat", "gs://demo//keep"], ["cat", "gs://demo/a//b"], ["ls", "gs://demo/a//"],
+        ["cp", "README.md", "gs://demo/a//b"], ["cp", "gs://demo/a//b", "/tmp/x"],
     ])
     func namesThatBreakTheRulesExit2BeforeAnythingStarts(words: [String]) async throws {
         let home = try TestSupport.temporaryDirectory()
