@@ -101,6 +101,10 @@ struct CopyCommand {
     let chunkSize: Int64?
     let verifiesChecksums: Bool
     let quiet: Bool
+    /// ``StorageConfiguration/maxUploadRetryTime`` when the undocumented environment variable
+    /// `CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS` sets it (tests make retries run out at once, as an
+    /// outage would after minutes); the SDK's default otherwise.
+    let maxUploadRetryTime: Duration?
     /// How many files `-r` copies at once.
     let jobs: Int
     /// The descriptor `cp -` reads; tests give a pipe's.
@@ -142,6 +146,16 @@ struct CopyCommand {
         }
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
+        if let text = environment["CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS"] {
+            guard let milliseconds = Int64(text), (0...86_400_000).contains(milliseconds) else {
+                throw UsageError(
+                    "CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS: \(text) is not a number of milliseconds from 0 to 86400000",
+                    showsUsage: false)
+            }
+            maxUploadRetryTime = .milliseconds(milliseconds)
+        } else {
+            maxUploadRetryTime = nil
+        }
     }
 
     /// Tells the direction from the two arguments, refusing combinations that make no sense,
@@ -214,6 +228,7 @@ struct CopyCommand {
             throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
+        if let maxUploadRetryTime { configuration.maxUploadRetryTime = maxUploadRetryTime }
         return configuration
     }
 

@@ -14,7 +14,23 @@ final class UploadCheckpoint: Sendable {
         var sessionIsAdopted = false
     }
 
+    /// Holds the description of a session a failure left open (see
+    /// ``UploadEngine/sessionLeftOpen(after:stop:_:)``). A class of its own because the task's
+    /// describer keeps it after the task lets go of this checkpoint, and with it of the source.
+    final class LeftOpen: Sendable {
+        private let value = Mutex<StorageUploadSession?>(nil)
+
+        /// The description, once the upload ended leaving its session open; nil before and otherwise.
+        var session: StorageUploadSession? {
+            get { value.withLock { $0 } }
+            set { value.withLock { $0 = newValue } }
+        }
+    }
+
     private let state = Mutex(State())
+
+    /// The session the upload's failure left open for ``Storage/resumeUpload(_:from:)``, if any.
+    let leftOpen = LeftOpen()
 
     var source: PreparedSource? {
         get { state.withLock { $0.source } }

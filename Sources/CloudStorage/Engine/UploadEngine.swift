@@ -8,7 +8,9 @@ import Foundation
 /// for a pause: it continues from the ``UploadCheckpoint`` — the same
 /// session, from the offset the server reports — rather than starting over.
 /// The engine owns the session's end: it deletes the session when the upload
-/// fails or is cancelled, and keeps it when the upload is paused.
+/// fails or is cancelled, and keeps it when the upload is paused — or when a
+/// file upload failed only because its retries ran out, so that another process
+/// can continue it (``sessionLeftOpen(after:stop:_:)`` decides).
 ///
 /// Retries: failures that may pass (408, 429, 5xx, lost connections,
 /// time-outs, answers that are not valid HTTP) are retried with back-off until
@@ -53,6 +55,8 @@ struct UploadEngine: Sendable {
     ///   - stop: Why the run is asked to stop (its task is also cancelled): a
     ///     pause keeps the session for the next run, a cancel deletes it. A
     ///     run that starts with a cancel only deletes what earlier runs left.
+    ///     A failure deletes it too, unless ``sessionLeftOpen(after:stop:_:)``
+    ///     keeps it.
     ///   - progress: Called with the number of bytes the upload has reached.
     /// - Throws: The ``StorageError`` that ended the upload;
     ///   ``StorageErrorCode/cancelled`` when it stopped for `stop`.
@@ -68,6 +72,12 @@ struct UploadEngine: Sendable {
             // The upload ends here (unless paused): stop reading a streamed source.
             if stop.reason != .pause, let stream = checkpoint.source?.stream { await stream.cancel() }
             if stop.reason != .pause, let session = checkpoint.session {
+                if let leftOpen = sessionLeftOpen(after: error, stop: stop, checkpoint) {
+                    // Described before the checkpoint forgets it, so `resumableSession` never reads nil in between.
+                    checkpoint.leftOpen.session = leftOpen
+                    checkpoint.session = nil
+                    throw Self.sayingSessionIsKept(error)
+                }
                 checkpoint.session = nil
                 // Deleting a session whose object may be stored would be worse than leaving it to expire.
                 if !checkpoint.sessionMayBeFinalized {
@@ -82,6 +92,42 @@ struct UploadEngine: Sendable {
             }
             throw error
         }
+    }
+
+    /// The description of the session to leave open, rather than delete, when the upload ends
+    /// with `error`; nil when the session is to be deleted. The one place that decides.
+    ///
+    /// The rule: a session is left open when the upload failed only because the retry time
+    /// (``StorageConfiguration/maxUploadRetryTime``) ran out on failures that may pass —
+    /// ``StorageErrorCode/retryLimitExceeded`` and ``StorageErrorCode/quotaExceeded``, as
+    /// ``RequestRunner/backOff(after:)`` ends such runs (also when the token endpoint stayed
+    /// unreachable) — and another process could continue it: a file upload whose session
+    /// ``UploadSessionDescriber/describe(_:storage:path:resuming:)`` can describe. The server
+    /// or the network may come back, and a rerun with ``Storage/resumeUpload(_:from:)`` then
+    /// sends only the rest; the server discards the session on its own (about a week on GCS).
+    ///
+    /// Everything else deletes it: a cancel; a definitive failure (the file changed, a checksum
+    /// or precondition failed, credentials were refused, the protocol was broken — including
+    /// malformed answers until the retry time ran out, as a server that garbles its answers
+    /// cannot be trusted with the session); and `Data` or stream uploads, whose bytes no other
+    /// process can read.
+    private func sessionLeftOpen(
+        after error: StorageError, stop: TaskStop, _ checkpoint: UploadCheckpoint
+    ) -> StorageUploadSession? {
+        guard stop.reason == nil, error.code == .retryLimitExceeded || error.code == .quotaExceeded else {
+            return nil
+        }
+        return UploadSessionDescriber.describe(checkpoint, storage: storage, path: path, resuming: resuming)
+    }
+
+    /// `error`, its message saying that the session was left open and how to continue it.
+    private static func sayingSessionIsKept(_ error: StorageError) -> StorageError {
+        StorageError(
+            error.code,
+            error.message
+                + " The upload session was left open so that the upload can be resumed (the server"
+                + " discards it after about a week).",
+            httpStatus: error.httpStatus, serverMessage: error.serverMessage, underlyingError: error.underlyingError)
     }
 
     private func upload(

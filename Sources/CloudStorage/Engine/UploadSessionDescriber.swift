@@ -13,18 +13,31 @@ final class UploadSessionDescriber: Sendable {
     let path: StoragePath
     let resuming: StorageUploadSession?
     private let checkpoint: Mutex<WeakCheckpoint>
+    /// Held strongly: a session the failure left open stays described after the task let go of
+    /// its checkpoint.
+    private let leftOpen: UploadCheckpoint.LeftOpen
 
     init(engine: UploadEngine, checkpoint: UploadCheckpoint) {
         storage = engine.storage
         path = engine.path
         resuming = engine.resuming
         self.checkpoint = Mutex(WeakCheckpoint(value: checkpoint))
+        leftOpen = checkpoint.leftOpen
     }
 
     /// The description of the upload's session for another process, or nil while there is none
     /// (not opened yet, finalized, or a source that cannot be read again: `Data`, a stream).
+    /// After the upload ended, the session its failure left open, if it did.
     var session: StorageUploadSession? {
-        guard let checkpoint = checkpoint.withLock({ $0.value }) else { return nil }
+        guard let checkpoint = checkpoint.withLock({ $0.value }) else { return leftOpen.session }
+        return Self.describe(checkpoint, storage: storage, path: path, resuming: resuming) ?? leftOpen.session
+    }
+
+    /// Describes `checkpoint`'s session for another process; nil while there is none or it
+    /// cannot be continued elsewhere (see ``session``).
+    static func describe(
+        _ checkpoint: UploadCheckpoint, storage: Storage, path: StoragePath, resuming: StorageUploadSession?
+    ) -> StorageUploadSession? {
         guard let session = checkpoint.session, !checkpoint.sessionMayBeFinalized,
             let prepared = checkpoint.source, let file = prepared.file,
             // A session elsewhere could not be read back (credentials go to the session's host).

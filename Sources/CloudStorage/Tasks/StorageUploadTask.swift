@@ -36,6 +36,17 @@ import Foundation
 ///   ``cancel()`` ends it in failure with ``StorageErrorCode/cancelled`` and
 ///   discards the server session — unless the object was already stored, in
 ///   which case it ends in success.
+/// - A failure discards the server session too, with one exception: a file
+///   upload whose retries ran out (``StorageErrorCode/retryLimitExceeded``,
+///   or ``StorageErrorCode/quotaExceeded`` when the server kept throttling)
+///   leaves its session open, so that ``Storage/resumeUpload(_:from:)`` can
+///   finish it once the network or the server is back; ``resumableSession``
+///   still describes it after the failure, and the error's message says it
+///   was kept. The server discards it when it expires (about a week on
+///   Google Cloud Storage). Uploads of `Data` or of a stream, which no other
+///   process can continue, and failures that retrying would not mend (the
+///   file changed, a checksum or precondition failed, credentials were
+///   refused, the protocol was broken) discard it.
 /// - Two requests are not aborted by a pause or a cancel but answered first
 ///   (each within ``StorageConfiguration/requestTimeout``): one that is
 ///   opening a session, so that the session can be continued or deleted
@@ -72,9 +83,13 @@ public actor StorageUploadTask: StorageTask {
     /// most ``StorageConfiguration/multipartUploadThreshold`` bytes), from `Data` (its bytes
     /// live only in this process) or from a stream (it cannot be read again): none of those can be
     /// continued elsewhere. Once the upload ends it is nil again (a finished session cannot be
-    /// continued, a failed or cancelled one is discarded), and for a session the server opened
-    /// on another host than the endpoint's (a description sends credentials to the session's host,
-    /// so none is made for a host the ``Storage`` was not configured with). The recorded CRC32C
+    /// continued, a failed or cancelled one is discarded) — except after a failure that left the
+    /// session open because the retries ran out (``StorageErrorCode/retryLimitExceeded``,
+    /// ``StorageErrorCode/quotaExceeded``): then it keeps describing that session, so a caller
+    /// that learns only at the end that it should save the description still can. It is nil
+    /// for a session the server opened on another host than the endpoint's (a description sends
+    /// credentials to the session's host, so none is made for a host the ``Storage`` was not
+    /// configured with). The recorded CRC32C
     /// (``StorageUploadSession/crc32c``) appears once the SDK has computed it.
     ///
     /// The value holds a bearer capability: see ``StorageUploadSession``.
@@ -88,7 +103,8 @@ public actor StorageUploadTask: StorageTask {
     ///
     /// Returns at the first snapshot after the session opened: at the latest the first
     /// ``TaskStatus/progress`` snapshot with bytes, or a ``TaskStatus/pause``. While the task is
-    /// paused before its session opened, it waits.
+    /// paused before its session opened, it waits. After the task ended, it returns what
+    /// ``resumableSession`` does: the session a failure left open, if one did.
     public nonisolated func waitForResumableSession() async -> StorageUploadSession? {
         if let session = resumableSession { return session }
         for await _ in snapshots {

@@ -193,6 +193,36 @@ struct CopyResumeTests {
         }
     }
 
+    /// An outage that outlasts the retries: the first run ends with status 6, the server's
+    /// session left open and the record kept, and the rerun sends only what the server lacks.
+    /// (A retry time of zero ends the run at the first failure, whatever the clock says.)
+    @Test func aRerunAfterTheRetriesRanOutResumes() async throws {
+        try await Self.withScene { scene in
+            // The session's start and three 1 MiB chunks pass; the fourth chunk gets a 503.
+            let emulator = try Self.startEmulator(faults: ["pass", "pass", "pass", "pass", "return-503"])
+            defer { emulator.stop() }
+            var environment = scene.environment
+            environment["CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS"] = "0"
+            let arguments = Self.copyArguments(scene, endpoint: emulator.baseURL)
+            let (first, firstErrors) = try Self.launch(arguments, environment: environment)
+            let (firstStatus, firstStderr) = try await Self.finish(first, firstErrors)
+            #expect(firstStatus == ExitCode.unavailable.rawValue, "\(firstStderr)")
+            #expect(scene.recordFiles().count == 1, "the record is kept for a rerun")
+            #expect(Reliability.liveSessions(emulator) == 1, "the server's session is left open")
+
+            let before = emulator.bytesReceived
+            let (process, errors) = try Self.launch(arguments, environment: environment)
+            let (status, stderr) = try await Self.finish(process, errors)
+            #expect(status == 0, "\(stderr)")
+            #expect(
+                stderr.contains("resuming the upload of \(scene.file.path) from byte \(3 * Self.chunk)"), "\(stderr)")
+            #expect(emulator.bytesReceived - before == Int64(Self.size - 3 * Self.chunk), "only the rest is sent")
+            let stored = try await Self.storedBytes(emulator) == scene.payload
+            #expect(stored)
+            #expect(scene.recordFiles().isEmpty)
+        }
+    }
+
     /// Each file of `cp -r` is resumed like a single file (into a prefix ending in /, which a
     /// rerun names the same way).
     @Test func aRecursiveCopyResumesItsFiles() async throws {

@@ -440,6 +440,21 @@ enum DocumentationSnippets {
         // end snippet
         _ = metadata
     }
+
+    static func uploadingSaveAfterRetriesRanOut(task: StorageUploadTask, recordURL: URL) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#14
+        do {
+            _ = try await task.value
+        } catch {
+            if error.code == .retryLimitExceeded || error.code == .quotaExceeded {
+                // The network or the server may come back: resume later from what was committed.
+                try task.resumableSession?.write(to: recordURL)
+            }
+            throw error
+        }
+        // end snippet
+    }
+
     static func emulatorInTests() async throws {
         // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#1
         let emulator = try StorageEmulator.start()  // in memory, on a free loopback port
