@@ -51,6 +51,9 @@ struct CopyCommand {
         \(StorageOptions.tokenUsage)
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
+          --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
+                              for up to T: seconds, or a number followed by s, m, h
+                              (default 10m; 0 gives up at the first failure)
         \(StorageOptions.caFileUsage)
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress
@@ -101,9 +104,8 @@ struct CopyCommand {
     let chunkSize: Int64?
     let verifiesChecksums: Bool
     let quiet: Bool
-    /// ``StorageConfiguration/maxUploadRetryTime`` when the undocumented environment variable
-    /// `CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS` sets it (tests make retries run out at once, as an
-    /// outage would after minutes); the SDK's default otherwise.
+    /// ``StorageConfiguration/maxUploadRetryTime`` when `--retry-time` sets it; the SDK's default
+    /// (10 minutes) otherwise.
     let maxUploadRetryTime: Duration?
     /// How many files `-r` copies at once.
     let jobs: Int
@@ -115,7 +117,7 @@ struct CopyCommand {
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "rR"),
-            valued: StorageOptions.valued.union(["--content-type", "--chunk-size", "--jobs"]),
+            valued: StorageOptions.valued.union(["--content-type", "--chunk-size", "--jobs", "--retry-time"]),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R"])
         )
         guard arguments.positional.count == 2 else {
@@ -146,13 +148,11 @@ struct CopyCommand {
         }
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
-        if let text = environment["CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS"] {
-            guard let milliseconds = Int64(text), (0...86_400_000).contains(milliseconds) else {
-                throw UsageError(
-                    "CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS: \(text) is not a number of milliseconds from 0 to 86400000",
-                    showsUsage: false)
+        if let text = arguments.value("--retry-time") {
+            guard let seconds = SignCommand.seconds(text), (0...86_400).contains(seconds) else {
+                throw UsageError("--retry-time: \(text) is not a time from 0 to 1d (such as 0, 90, 10m or 2h)")
             }
-            maxUploadRetryTime = .milliseconds(milliseconds)
+            maxUploadRetryTime = .seconds(seconds)
         } else {
             maxUploadRetryTime = nil
         }

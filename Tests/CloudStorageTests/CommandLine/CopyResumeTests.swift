@@ -201,17 +201,15 @@ struct CopyResumeTests {
             // The session's start and three 1 MiB chunks pass; the fourth chunk gets a 503.
             let emulator = try Self.startEmulator(faults: ["pass", "pass", "pass", "pass", "return-503"])
             defer { emulator.stop() }
-            var environment = scene.environment
-            environment["CLOUD_STORAGE_MAX_UPLOAD_RETRY_MS"] = "0"
             let arguments = Self.copyArguments(scene, endpoint: emulator.baseURL)
-            let (first, firstErrors) = try Self.launch(arguments, environment: environment)
+            let (first, firstErrors) = try Self.launch(arguments + ["--retry-time", "0"], environment: scene.environment)
             let (firstStatus, firstStderr) = try await Self.finish(first, firstErrors)
             #expect(firstStatus == ExitCode.unavailable.rawValue, "\(firstStderr)")
             #expect(scene.recordFiles().count == 1, "the record is kept for a rerun")
             #expect(Reliability.liveSessions(emulator) == 1, "the server's session is left open")
 
             let before = emulator.bytesReceived
-            let (process, errors) = try Self.launch(arguments, environment: environment)
+            let (process, errors) = try Self.launch(arguments, environment: scene.environment)
             let (status, stderr) = try await Self.finish(process, errors)
             #expect(status == 0, "\(stderr)")
             #expect(
