@@ -202,7 +202,8 @@ struct CopyResumeTests {
             let emulator = try Self.startEmulator(faults: ["pass", "pass", "pass", "pass", "return-503"])
             defer { emulator.stop() }
             let arguments = Self.copyArguments(scene, endpoint: emulator.baseURL)
-            let (first, firstErrors) = try Self.launch(arguments + ["--retry-time", "0"], environment: scene.environment)
+            let (first, firstErrors) = try Self.launch(
+                arguments + ["--retry-time", "0"], environment: scene.environment)
             let (firstStatus, firstStderr) = try await Self.finish(first, firstErrors)
             #expect(firstStatus == ExitCode.unavailable.rawValue, "\(firstStderr)")
             #expect(scene.recordFiles().count == 1, "the record is kept for a rerun")
