@@ -296,6 +296,14 @@ struct DiscardBenchmark {
                     try Self.check(metadata.size, metadata.crc32c, against: payloads.expectedFile, what: name)
                     bytes = size
                     stored = [name]
+                case .putStream(let sizeKnown):
+                    let storage = try Self.storage(storages, scenario)
+                    let elements = FileBlocks(url: file, blockSize: DiscardScenario.streamElementBytes)
+                    let metadata = try await storage.reference(withPath: name)
+                        .putStreamAsync(elements, size: sizeKnown ? size : nil)
+                    try Self.check(metadata.size, metadata.crc32c, against: payloads.expectedFile, what: name)
+                    bytes = size
+                    stored = [name]
                 case .putData:
                     let storage = try Self.storage(storages, scenario)
                     let metadata = try await storage.reference(withPath: name).putDataAsync(payloads.data)

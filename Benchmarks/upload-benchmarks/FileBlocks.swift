@@ -1,15 +1,20 @@
 import FakeGCSServer
 import Foundation
 
-/// A file's bytes as an `AsyncSequence` of 1 MiB blocks, each read off the cooperative pool
-/// when asked for: the `putStream` scenario's source, pulled as the upload sends (so the peak
-/// memory it shows is the SDK's buffer, not a read-ahead of the producer's own).
+/// A file's bytes as an `AsyncSequence` of blocks (1 MiB unless told), each read off the
+/// cooperative pool when asked for: the `putStream` scenarios' source, pulled as the upload
+/// sends (so the peak memory it shows is the SDK's buffer, not a read-ahead of the producer's
+/// own). Every block is a `Data` of its own, never a slice of a larger read, so an element the
+/// SDK keeps holds exactly its own bytes.
 struct FileBlocks: AsyncSequence, Sendable {
     typealias Element = Data
     let url: URL
+    /// Bytes per element; the last one may be shorter.
+    var blockSize = 1 << 20
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let url: URL
+        let blockSize: Int
         var handle: SendableHandle?
         mutating func next() async throws -> Data? {
             if handle == nil {
@@ -17,7 +22,8 @@ struct FileBlocks: AsyncSequence, Sendable {
                 handle = try await BlockingWork.run { SendableHandle(try FileHandle(forReadingFrom: url)) }
             }
             guard let handle else { return nil }
-            let block = try await BlockingWork.run { try handle.value.read(upToCount: 1 << 20) }
+            let count = blockSize
+            let block = try await BlockingWork.run { try handle.value.read(upToCount: count) }
             guard let block, !block.isEmpty else { return nil }
             return block
         }
@@ -30,5 +36,5 @@ struct FileBlocks: AsyncSequence, Sendable {
         deinit { try? value.close() }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(url: url) }
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(url: url, blockSize: blockSize) }
 }
