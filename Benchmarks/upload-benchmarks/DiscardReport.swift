@@ -302,7 +302,8 @@ enum DiscardTargets {
         let limit = streamBufferBytes + (16 << 20)
         let memoryTarget =
             "putStream from \(element) elements (native, CRC32C on): peak RSS <= \(streamBufferBytes >> 20) MiB buffer + 16 MiB above idle RSS"
-        let speedTarget = "putStream from \(element) elements (native, CRC32C on): MB/s vs putFile/native/crc (no target)"
+        let speedTarget =
+            "putStream from \(element) elements (native, CRC32C on): MB/s vs putFile/native/crc (no target)"
         guard !streams.isEmpty else {
             return [
                 TargetCheck(target: memoryTarget, measured: "not run", met: nil),
