@@ -14,6 +14,8 @@ struct DiscardSample: Sendable {
     var peakResidentBytes: Int64?
     /// `VmHWM` after the run minus `VmRSS` just before it.
     var residentGrowthBytes: Int64?
+    /// putStream: the most bytes of the sequence's elements referenced at once (by the SDK).
+    var liveElementsPeakBytes: Int64?
 
     var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
     var uploadsPerSecond: Double { Double(uploads) / seconds }
@@ -31,6 +33,9 @@ struct DiscardResult: Sendable, Codable {
     var streamElementBytes: Int64?
     /// Whether a putStream scenario gave the SDK the size; nil for the others.
     var streamSizeKnown: Bool?
+    /// putStream: the most bytes of its elements alive at once, largest over the runs: what the
+    /// SDK kept referenced, without what the allocator keeps after a free (which peak RSS includes).
+    var streamLiveElementsPeakBytes: Int64?
     var bytesPerRun: Int64
     var runs: Int
     var medianMBps: Double
@@ -67,6 +72,7 @@ struct DiscardResult: Sendable, Codable {
         if case .putStream(let sizeKnown) = scenario.kind {
             streamElementBytes = Int64(DiscardScenario.streamElementBytes)
             streamSizeKnown = sizeKnown
+            streamLiveElementsPeakBytes = samples.compactMap(\.liveElementsPeakBytes).max()
         }
         bytesPerRun = samples.first?.bytes ?? 0
         runs = samples.count
@@ -311,9 +317,10 @@ enum DiscardTargets {
             ]
         }
         func label(_ result: DiscardResult) -> String { result.streamSizeKnown == true ? "size known" : "size unknown" }
+        func mib(_ bytes: Int64?) -> String { bytes.map { String(format: "%.1f MiB", Double($0) / 1_048_576) } ?? "?" }
         let deltas = streams.map { result in
-            label(result)
-                + (result.rssDeltaBytes.map { String(format: " %.1f MiB", Double($0) / 1_048_576) } ?? " ?")
+            label(result) + " dRSS " + mib(result.rssDeltaBytes) + " (elements alive at once: "
+                + mib(result.streamLiveElementsPeakBytes) + ")"
         }
         let file = results.first { $0.scenario == "putFile/native/crc" }
         let speeds = streams.map { result in
@@ -523,7 +530,12 @@ enum DiscardReportPrinter {
             lines.append(
                 "    only when the SDK asks for the next (no read-ahead); sent in \(DiscardTargets.streamBufferBytes >> 20) MiB requests (the SDK's stream buffer), CRC32C as"
             )
-            lines.append("    the bytes pass; size given, or nil for /unknownSize.")
+            lines.append(
+                "    the bytes pass; size given, or nil for /unknownSize. 'elements alive at once' (targets) counts each element"
+            )
+            lines.append(
+                "    from its read until its buffer is freed: what the SDK kept referenced, without what malloc keeps (in dRSS)."
+            )
         }
         lines.append(
             "  every upload is verified: size and CRC32C reported back equal those of the bytes (each server computes its own)."
