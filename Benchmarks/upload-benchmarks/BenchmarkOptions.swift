@@ -108,6 +108,13 @@ struct BenchmarkOptions: Sendable {
                               curl-baseline      curl -T, one PUT (skipped when curl is missing or --no-curl)
                               putFile / putData / small-putData per transport: CRC32C on and off with default
                               streaming, and chunkSize = 8 MiB with CRC32C on (small objects: multipart, no chunks)
+                              putStream/native/crc/block64KiB  putStream of the putFile payload as 64 KiB Data
+                                                 elements, each read off the cooperative pool when the SDK asks
+                                                 for it, size given (native, CRC32C on, default chunking: 8 MiB
+                                                 requests); .../unknownSize the same with size nil; dRSS against
+                                                 the 8 MiB stream buffer + 16 MiB, MB/s against putFile's; the
+                                                 targets also show the most element bytes alive at once (each
+                                                 counted from its read until its buffer is freed)
                               python-gcs/crc/chunk8MiB  the Python google-cloud-storage client (pinned, pip-installed
                                                  into .build/python-gcs/venv on first use; skipped with a note when
                                                  python3, pip or the network is missing, or with --no-python):

@@ -263,6 +263,8 @@ struct DiscardBenchmark {
                 // Measured by the Python script around the upload alone, when it ran.
                 var reportedSeconds: Double?
                 var stored: [String] = []
+                // The most bytes of a putStream's elements alive at once.
+                var liveElementsPeak: Int64?
                 let name =
                     "\(scenario.name.replacingOccurrences(of: "/", with: "-").replacingOccurrences(of: "@", with: "-at-"))-r\(round)"
                 switch scenario.kind {
@@ -296,6 +298,16 @@ struct DiscardBenchmark {
                     try Self.check(metadata.size, metadata.crc32c, against: payloads.expectedFile, what: name)
                     bytes = size
                     stored = [name]
+                case .putStream(let sizeKnown):
+                    let storage = try Self.storage(storages, scenario)
+                    let live = LiveBytes()
+                    let elements = FileBlocks(url: file, blockSize: DiscardScenario.streamElementBytes, live: live)
+                    let metadata = try await storage.reference(withPath: name)
+                        .putStreamAsync(elements, size: sizeKnown ? size : nil)
+                    try Self.check(metadata.size, metadata.crc32c, against: payloads.expectedFile, what: name)
+                    bytes = size
+                    stored = [name]
+                    liveElementsPeak = live.peak
                 case .putData:
                     let storage = try Self.storage(storages, scenario)
                     let metadata = try await storage.reference(withPath: name).putDataAsync(payloads.data)
@@ -330,7 +342,8 @@ struct DiscardBenchmark {
                     peakResidentBytes: after.peakResidentBytes,
                     residentGrowthBytes: after.peakResidentBytes.flatMap { peak in
                         before.residentBytes.map { peak - $0 }
-                    }
+                    },
+                    liveElementsPeakBytes: liveElementsPeak
                 )
                 samples[index].append(sample)
                 progress(

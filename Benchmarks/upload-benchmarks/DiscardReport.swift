@@ -14,6 +14,8 @@ struct DiscardSample: Sendable {
     var peakResidentBytes: Int64?
     /// `VmHWM` after the run minus `VmRSS` just before it.
     var residentGrowthBytes: Int64?
+    /// putStream: the most bytes of the sequence's elements referenced at once (by the SDK).
+    var liveElementsPeakBytes: Int64?
 
     var megabytesPerSecond: Double { Double(bytes) / seconds / 1_000_000 }
     var uploadsPerSecond: Double { Double(uploads) / seconds }
@@ -27,6 +29,13 @@ struct DiscardResult: Sendable, Codable {
     var transport: String?
     var checksums: Bool
     var chunkSizeBytes: Int64?
+    /// A putStream scenario's element size; nil for the others.
+    var streamElementBytes: Int64?
+    /// Whether a putStream scenario gave the SDK the size; nil for the others.
+    var streamSizeKnown: Bool?
+    /// putStream: the most bytes of its elements alive at once, largest over the runs: what the
+    /// SDK kept referenced, without what the allocator keeps after a free (which peak RSS includes).
+    var streamLiveElementsPeakBytes: Int64?
     var bytesPerRun: Int64
     var runs: Int
     var medianMBps: Double
@@ -60,6 +69,11 @@ struct DiscardResult: Sendable, Codable {
         transport = scenario.transport
         checksums = scenario.checksums
         chunkSizeBytes = scenario.chunkSize ?? chunkSize
+        if case .putStream(let sizeKnown) = scenario.kind {
+            streamElementBytes = Int64(DiscardScenario.streamElementBytes)
+            streamSizeKnown = sizeKnown
+            streamLiveElementsPeakBytes = samples.compactMap(\.liveElementsPeakBytes).max()
+        }
         bytesPerRun = samples.first?.bytes ?? 0
         runs = samples.count
         medianMBps = Statistics.median(rates)
@@ -195,6 +209,7 @@ enum DiscardTargets {
                     met: nil
                 ))
             checks.append(pythonCheck(results, skipped: pythonSkipped))
+            checks += streamChecks(results)
         }
         if let scale, let largest = scale.max(by: { $0.sizeBytes < $1.sizeBytes }) {
             checks.append(
@@ -278,6 +293,55 @@ enum DiscardTargets {
             TargetCheck(
                 target: "1 GiB download over TLS: >= 1.0x curl -o", measured: "run --tls --download", met: nil))
         return checks
+    }
+
+    /// The SDK's stream buffer (`UploadEngine.streamBufferSize`, internal): one request's bytes.
+    static let streamBufferBytes: Int64 = 8 << 20
+
+    /// putStream from 64 KiB elements: peak RSS within the stream buffer + 16 MiB above the VmRSS
+    /// before it (largest over the runs, size known and unknown), and its throughput next to
+    /// putFile's of the same bytes in the same run (no target).
+    private static func streamChecks(_ results: [DiscardResult]) -> [TargetCheck] {
+        let streams = results.filter { $0.streamSizeKnown != nil && $0.transport == "native" && $0.checksums }
+            .filter { $0.server == BenchmarkServerKind.discard.rawValue }
+        let element = "\(DiscardScenario.streamElementBytes >> 10) KiB"
+        let limit = streamBufferBytes + (16 << 20)
+        let memoryTarget =
+            "putStream from \(element) elements (native, CRC32C on): peak RSS <= \(streamBufferBytes >> 20) MiB buffer + 16 MiB above idle RSS"
+        let speedTarget =
+            "putStream from \(element) elements (native, CRC32C on): MB/s vs putFile/native/crc (no target)"
+        guard !streams.isEmpty else {
+            return [
+                TargetCheck(target: memoryTarget, measured: "not run", met: nil),
+                TargetCheck(target: speedTarget, measured: "not run", met: nil),
+            ]
+        }
+        func label(_ result: DiscardResult) -> String { result.streamSizeKnown == true ? "size known" : "size unknown" }
+        func mib(_ bytes: Int64?) -> String { bytes.map { String(format: "%.1f MiB", Double($0) / 1_048_576) } ?? "?" }
+        let deltas = streams.map { result in
+            label(result) + " dRSS " + mib(result.rssDeltaBytes) + " (elements alive at once: "
+                + mib(result.streamLiveElementsPeakBytes) + ")"
+        }
+        let file = results.first { $0.scenario == "putFile/native/crc" }
+        let speeds = streams.map { result in
+            label(result)
+                + String(format: " %.0f MB/s", result.medianMBps)
+                + (file.map { String(format: " = %.2fx", $0.medianMBps > 0 ? result.medianMBps / $0.medianMBps : 0) }
+                    ?? "")
+        }
+        return [
+            TargetCheck(
+                target: memoryTarget,
+                measured: deltas.joined(separator: ", ") + " (largest over the runs)",
+                met: streams.allSatisfy { $0.rssDeltaBytes != nil }
+                    ? streams.allSatisfy { ($0.rssDeltaBytes ?? .max) <= limit } : nil),
+            TargetCheck(
+                target: speedTarget,
+                measured: speeds.joined(separator: ", ")
+                    + (file.map { String(format: " putFile (%.0f MB/s)", $0.medianMBps) }
+                        ?? "; putFile/native/crc not run"),
+                met: nil),
+        ]
     }
 
     /// URLSession with 8 MiB chunks against the Python client with 8 MiB chunks, same file, same
@@ -459,6 +523,20 @@ enum DiscardReportPrinter {
         lines.append(
             "  putData's payload and the small payload are in memory before every run, so they are in 'before', not in dRSS."
         )
+        if report.scenarios.contains(where: { $0.streamSizeKnown != nil }) {
+            lines.append(
+                "  putStream/.../block\(DiscardScenario.streamElementBytes >> 10)KiB: the putFile payload as \(DiscardScenario.streamElementBytes >> 10) KiB Data elements, each read by a dispatch thread"
+            )
+            lines.append(
+                "    only when the SDK asks for the next (no read-ahead); sent in \(DiscardTargets.streamBufferBytes >> 20) MiB requests (the SDK's stream buffer), CRC32C as"
+            )
+            lines.append(
+                "    the bytes pass; size given, or nil for /unknownSize. 'elements alive at once' (targets) counts each element"
+            )
+            lines.append(
+                "    from its read until its buffer is freed: what the SDK kept referenced, without what malloc keeps (in dRSS)."
+            )
+        }
         lines.append(
             "  every upload is verified: size and CRC32C reported back equal those of the bytes (each server computes its own)."
         )

@@ -10,6 +10,9 @@ struct DiscardScenario: Sendable {
         case curlBaseline
         /// `putFile` of the large file.
         case putFile
+        /// `putStream` of the large file's bytes as ``DiscardScenario/streamElementBytes`` `Data`
+        /// elements (``FileBlocks``), with its size given or nil.
+        case putStream(sizeKnown: Bool)
         /// `putData` of the data payload (already in memory).
         case putData
         /// Many concurrent small `putData` uploads.
@@ -30,6 +33,10 @@ struct DiscardScenario: Sendable {
     /// The server it uploads to.
     var server: BenchmarkServerKind = .discard
 
+    /// The size of a putStream scenario's elements: what a server's request body typically
+    /// arrives in, small enough that the SDK's buffer, not the elements, decides the memory.
+    static let streamElementBytes = 64 * 1024
+
     var isBaseline: Bool { kind == .sendfileBaseline || kind == .curlBaseline }
     var countsUploads: Bool { kind == .smallPutData }
 
@@ -43,6 +50,12 @@ struct DiscardScenario: Sendable {
         case .pythonClient:
             return "python-gcs/\(checksums ? "crc" : "nocrc")/"
                 + (chunkSize.map { "chunk\($0 >> 20)MiB" } ?? "default") + suffix
+        case .putStream(let sizeKnown):
+            var parts = ["putStream", transport ?? "?", checksums ? "crc" : "nocrc"]
+            if let chunkSize { parts.append("chunk\(chunkSize >> 20)MiB") }
+            parts.append("block\(Self.streamElementBytes >> 10)KiB")
+            if !sizeKnown { parts.append("unknownSize") }
+            return parts.joined(separator: "/") + suffix
         case .putFile, .putData, .smallPutData:
             let base = kind == .putFile ? "putFile" : kind == .putData ? "putData" : "small-putData"
             var parts = [base, transport ?? "?", checksums ? "crc" : "nocrc"]
@@ -56,7 +69,8 @@ struct DiscardScenario: Sendable {
     /// The scenarios of one `--discard` run, grouped by server in the order of `options.servers`, each
     /// group in the order its rounds run them.
     ///
-    /// The discard emulator gets every flavour; the memory-backed emulator and fake-gcs-server a subset
+    /// The discard emulator gets every flavour (putStream only natively, with CRC32C on and default
+    /// chunking, its size given and not: the memory check of a streamed upload); the memory-backed emulator and fake-gcs-server a subset
     /// that keeps the run short: their own sendfile baseline, then putFile, putData and the small
     /// uploads per transport with CRC32C on and default streaming.
     ///
@@ -148,6 +162,15 @@ struct DiscardScenario: Sendable {
                             DiscardScenario(
                                 kind: kind, transport: transport, checksums: checksums, chunkSize: chunk,
                                 runs: transportRuns, server: server))
+                    }
+                }
+                // Right after putFile, so that each round runs them back to back on the same file.
+                if kind == .putFile && server == .discard && transports.contains("native") {
+                    for sizeKnown in [true, false] {
+                        group.append(
+                            DiscardScenario(
+                                kind: .putStream(sizeKnown: sizeKnown), transport: "native", checksums: true,
+                                chunkSize: nil, runs: runs, server: server))
                     }
                 }
             }
