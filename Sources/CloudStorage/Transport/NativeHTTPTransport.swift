@@ -135,13 +135,15 @@ final class NativeHTTPTransport: HTTPTransport {
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
         let prepared = try NativePreparedRequest(request)
-        try await pool.acquire(prepared.key)
+        // The hand-off below keeps only the key: it must not hold the request's body.
+        let key = prepared.key
+        try await pool.acquire(key)
         let exchange = NativeRequestState()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 guard exchange.begin(continuation) else {
                     // Cancelled before it started: no thread, no socket.
-                    pool.release(prepared.key)
+                    pool.release(key)
                     continuation.resume(throwing: CancellationError())
                     return
                 }
@@ -153,7 +155,7 @@ final class NativeHTTPTransport: HTTPTransport {
                         result = .failure(error)
                     }
                     return { [self] in
-                        pool.release(prepared.key)
+                        pool.release(key)
                         exchange.finish(exchange.isCancelled ? .failure(CancellationError()) : result)
                     }
                 }

@@ -81,13 +81,18 @@ final class NativeIOThreads: Sendable {
     private func serve(_ worker: Worker) {
         let lifetime = DispatchTimeInterval.milliseconds(Int(idleLifetime / .milliseconds(1)))
         while true {
-            let handOff = worker.job.withLock { job in
-                defer { job = nil }
-                return job
-            }?()
-            state.withLock { $0.idle.append(worker) }
-            // A job handed to this thread meanwhile waits in the mailbox; its signal is counted.
-            handOff?()
+            // Scoped, so that nothing of the job (its request's body, its response) stays
+            // referenced while the thread waits for the next one: a streamed upload's previous
+            // request would otherwise stay alive beside the one being filled.
+            do {
+                let handOff = worker.job.withLock { job in
+                    defer { job = nil }
+                    return job
+                }?()
+                state.withLock { $0.idle.append(worker) }
+                // A job handed to this thread meanwhile waits in the mailbox; its signal is counted.
+                handOff?()
+            }
             if worker.wake.wait(timeout: .now() + lifetime) == .success { continue }
             let retired = state.withLock { state -> Bool in
                 guard let index = state.idle.firstIndex(where: { $0 === worker }) else { return false }
