@@ -30,6 +30,9 @@ package final class EmulatorApplication: ServerApplication {
         /// The token endpoint, metadata server and issued tokens (see ``StorageEmulator/Configuration/authentication``).
         package var authentication: AuthenticationService?
         /// Told about upload session files ignored when the emulator starts (standard error by default).
+        /// Called just before the application hands a write (commit, delete, metadata update)
+        /// to the store: tests hold writers here to make them race for the same object.
+        package var beforeStoreWrite: (@Sendable () -> Void)?
         package var log: @Sendable (String) -> Void = { message in
             FileHandle.standardError.write(Data("storage emulator: \(message)\n".utf8))
         }
@@ -255,6 +258,7 @@ package final class EmulatorApplication: ServerApplication {
         case .invalidName: HTTPError.badRequest(error.description)
         case .notFound: HTTPError(404, error.description)
         case .io: HTTPError(500, error.description, reason: "backendError")
+        case .conditionNotMet: HTTPError(412, error.description)
         }
     }
 
@@ -463,13 +467,14 @@ package final class EmulatorApplication: ServerApplication {
                 checksums.update(bytes)
             }
             try expected.verify(checksums)
-            try preconditions.check(store.record(bucket: bucket, name: name))
             var record = ObjectRecord(bucket: bucket, name: name)
             record.size = checksums.count
             record.crc32c = checksums.crc32c
             record.md5 = checksums.md5Digest
             record.attributes = attributes
-            return try store.commit(writer, record: record)
+            settings.beforeStoreWrite?()
+            // The store checks the conditions and replaces the object in one step.
+            return try store.commit(writer, record: record, if: preconditions.holds)
         } catch {
             writer.discard()
             throw error

@@ -31,6 +31,12 @@ struct ObjectPreconditions: Equatable, Codable {
 
     var isEmpty: Bool { self == ObjectPreconditions() }
 
+    /// Whether a write's conditions hold for `current` (nil when no object exists): what a
+    /// store asks, under its lock, as it replaces or deletes the object.
+    func holds(_ current: ObjectRecord?) -> Bool {
+        (try? check(current)) != nil
+    }
+
     /// Checks the conditions against the object as it is now (nil when none exists).
     ///
     /// - Parameter read: Whether the request only reads, so a failed "not match" is a 304.

@@ -177,16 +177,27 @@ final class UploadSession: Sendable {
 
     /// Verifies the checksums and the preconditions (against the object stored now, as GCS
     /// does: another writer may have replaced it since the session started), and commits the object.
-    func finalize(_ state: inout State, store: any ObjectStore, extra: ExpectedHashes) throws -> ObjectRecord {
+    func finalize(
+        _ state: inout State, store: any ObjectStore, extra: ExpectedHashes,
+        beforeStoreWrite: (@Sendable () -> Void)? = nil
+    ) throws -> ObjectRecord {
         try expected.verify(state.checksums)
         try extra.verify(state.checksums)
-        try preconditions.check(store.record(bucket: bucket, name: name))
         var record = ObjectRecord(bucket: bucket, name: name)
         record.size = state.committed
         record.crc32c = state.checksums.crc32c
         record.md5 = state.checksums.md5Digest
         record.attributes = attributes
-        let committed = try store.commit(state.writer, record: record)
+        beforeStoreWrite?()
+        let committed: ObjectRecord
+        do throws(StoreError) {
+            // The binding check: the store evaluates the conditions as it replaces the object.
+            committed = try store.commit(state.writer, record: record, if: preconditions.holds)
+        } catch {
+            // A failed condition consumed the staged bytes: the session is over.
+            if error.kind == .conditionNotMet { cancel(&state) }
+            throw error
+        }
         // After the rename: a crash in between leaves a record without bytes, which a restart deletes.
         journal?.remove(id: id)
         state.phase = .finalized(committed)

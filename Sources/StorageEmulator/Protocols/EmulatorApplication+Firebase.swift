@@ -219,7 +219,8 @@ extension EmulatorApplication {
                     "Cannot finalize: \(state.committed) byte(s) received but \(declared) were declared.")
             }
             do {
-                let record = try session.finalize(&state, store: store, extra: ExpectedHashes())
+                let record = try session.finalize(
+                    &state, store: store, extra: ExpectedHashes(), beforeStoreWrite: settings.beforeStoreWrite)
                 return finalReply(record)
             } catch {
                 UploadSession.rollBack(&state, to: snapshot)

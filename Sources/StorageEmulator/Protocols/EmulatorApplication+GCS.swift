@@ -69,27 +69,17 @@ extension EmulatorApplication {
             }
             return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
         case "DELETE":
-            var generation = try generationParameter(request)
+            let generation = try generationParameter(request)
             let preconditions = try ObjectPreconditions(request)
-            if !preconditions.isEmpty {
-                let current = try requireObject(bucket, name)
-                try preconditions.check(current)
-                // Delete the generation the conditions were checked against, so a writer
-                // replacing it in between cannot slip past them.
-                if generation == nil { generation = current.generation }
-            }
+            settings.beforeStoreWrite?()
             let deleted: Bool
             do {
-                deleted = try store.delete(bucket: bucket, name: name, generation: generation)
+                // The store checks the conditions against the version it deletes, in one step.
+                deleted = try store.delete(bucket: bucket, name: name, generation: generation, if: preconditions.holds)
             } catch {
                 throw httpError(error)
             }
-            guard deleted else {
-                if !preconditions.isEmpty, store.record(bucket: bucket, name: name) != nil {
-                    throw HTTPError(412, "At least one of the pre-conditions you specified did not hold.")
-                }
-                throw HTTPError(404, "No such object: \(bucket)/\(name)")
-            }
+            guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)") }
             return Reply(status: 204)
         default:
             throw methodNotAllowed
@@ -121,6 +111,7 @@ extension EmulatorApplication {
     ) throws -> ObjectRecord {
         _ = try requireObject(bucket, name)
         let preconditions = try ObjectPreconditions(request)
+        settings.beforeStoreWrite?()
         let updated = try store.updateRecord(bucket: bucket, name: name) { record in
             // Checked under the store's lock, against the record being changed.
             try preconditions.check(record)
@@ -309,7 +300,8 @@ extension EmulatorApplication {
             // `bytes */*` asks; `bytes */N` with N == committed finalises.
             guard let total = range.total else { return incomplete(state) }
             if total == state.committed {
-                let record = try session.finalize(&state, store: store, extra: extra)
+                let record = try session.finalize(
+                    &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
                 return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
             }
             if total < state.committed {
@@ -346,7 +338,8 @@ extension EmulatorApplication {
         }
         guard isFinal else { return incomplete(state) }
         do {
-            let record = try session.finalize(&state, store: store, extra: extra)
+            let record = try session.finalize(
+                &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
             return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
         } catch {
             UploadSession.rollBack(&state, to: snapshot)

@@ -105,7 +105,9 @@ package final class DirectoryObjectStore: ObjectStore {
         return try FileStagingWriter(path: path)
     }
 
-    package func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord {
+    package func commit(
+        _ writer: any StagingWriter, record: ObjectRecord, if condition: (ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord {
         try NameRules.validateObjectName(record.name)
         guard let writer = writer as? FileStagingWriter else { throw .io("A staging writer of another store.") }
         let stagedPath = try writer.close()
@@ -115,6 +117,12 @@ package final class DirectoryObjectStore: ObjectStore {
             guard state.buckets[record.bucket] != nil else {
                 unlink(stagedPath)
                 throw .notFound("The bucket does not exist.")
+            }
+            // Under the lock every commit, delete and update of this store takes, so the
+            // check and the rename are one step for every thread of the process.
+            guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]) else {
+                unlink(stagedPath)
+                throw .conditionNotMet
             }
             var record = record
             let now = Date()
@@ -162,11 +170,14 @@ package final class DirectoryObjectStore: ObjectStore {
         }
     }
 
-    package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
+    package func delete(
+        bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
+    ) throws(StoreError) -> Bool {
         let file = objectFile(bucket, name)
-        return state.withLock { state in
+        return try state.withLock { (state) throws(StoreError) -> Bool in
             guard let record = state.objects[bucket]?[ObjectKey(name)] else { return false }
             if let generation, generation != record.generation { return false }
+            guard condition(record) else { throw .conditionNotMet }
             unlink(file.path + ".json")
             unlink(file.path)
             state.objects[bucket]?[ObjectKey(name)] = nil

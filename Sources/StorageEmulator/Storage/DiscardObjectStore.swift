@@ -46,12 +46,16 @@ package final class DiscardObjectStore: ObjectStore {
         CountingStagingWriter()
     }
 
-    package func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord {
+    package func commit(
+        _ writer: any StagingWriter, record: ObjectRecord, if condition: (ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord {
         try NameRules.validateObjectName(record.name)
         let size = writer.size
         writer.discard()
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
             guard state.buckets[record.bucket] != nil else { throw .notFound("The bucket does not exist.") }
+            // Nothing is ever kept, so the condition is asked about a missing object.
+            guard condition(nil) else { throw .conditionNotMet }
             var record = record
             let now = Date()
             record.generation = state.clock.next(now: now)
@@ -72,7 +76,9 @@ package final class DiscardObjectStore: ObjectStore {
         bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? { nil }
 
-    package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool { false }
+    package func delete(
+        bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
+    ) throws(StoreError) -> Bool { false }
 
     package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
         throw .notFound("No such object.")

@@ -37,12 +37,18 @@ package final class MemoryObjectStore: ObjectStore {
         MemoryStagingWriter()
     }
 
-    package func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord {
+    package func commit(
+        _ writer: any StagingWriter, record: ObjectRecord, if condition: (ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord {
         try NameRules.validateObjectName(record.name)
         guard let writer = writer as? MemoryStagingWriter else { throw .io("A staging writer of another store.") }
         let bytes = writer.take()
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
             guard state.buckets[record.bucket] != nil else { throw .notFound("The bucket does not exist.") }
+            // Under the same lock as the replacement: nothing can commit in between.
+            guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]?.record) else {
+                throw .conditionNotMet
+            }
             var record = record
             let now = Date()
             record.generation = state.clock.next(now: now)
@@ -74,10 +80,13 @@ package final class MemoryObjectStore: ObjectStore {
         }
     }
 
-    package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
-        state.withLock { state in
+    package func delete(
+        bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
+    ) throws(StoreError) -> Bool {
+        try state.withLock { (state) throws(StoreError) -> Bool in
             guard let stored = state.objects[bucket]?[ObjectKey(name)] else { return false }
             if let generation, generation != stored.record.generation { return false }
+            guard condition(stored.record) else { throw .conditionNotMet }
             state.objects[bucket]?[ObjectKey(name)] = nil
             return true
         }

@@ -41,13 +41,16 @@ package struct BucketRecord: Sendable, Codable, Equatable {
 
 /// Why a store refused an operation.
 package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
-    package enum Kind: Sendable, Equatable { case invalidName, notFound, io }
+    package enum Kind: Sendable, Equatable { case invalidName, notFound, io, conditionNotMet }
     package let kind: Kind
     package let description: String
 
     package static func invalidName(_ message: String) -> StoreError { .init(kind: .invalidName, description: message) }
     package static func notFound(_ message: String) -> StoreError { .init(kind: .notFound, description: message) }
     package static func io(_ message: String) -> StoreError { .init(kind: .io, description: message) }
+    /// A write's condition did not hold for the object as it was when the store came to replace it.
+    package static let conditionNotMet = StoreError(
+        kind: .conditionNotMet, description: "At least one of the pre-conditions you specified did not hold.")
 }
 
 /// Where buckets, objects and their metadata live.
@@ -57,6 +60,11 @@ package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// written to a ``StagingWriter`` first and become visible only through
 /// ``commit(_:record:)``, atomically: a reader sees the old object or the new
 /// one, never part of one. Generations increase strictly within a store.
+///
+/// Conditional writes (`ifGenerationMatch` and friends) hand their condition to
+/// the write itself: the store evaluates it against the current version and
+/// replaces or deletes that version in one step, under its own lock, so that two
+/// writers conditioned on the same generation cannot both succeed.
 package protocol ObjectStore: Sendable {
     /// Creates a bucket; returns false if it already existed.
     func createBucket(_ name: String) throws(StoreError) -> Bool
@@ -69,7 +77,13 @@ package protocol ObjectStore: Sendable {
     /// Assigns the generation, metageneration 1 and the creation time; size and
     /// checksums come from the caller, who computed them while streaming.
     /// The writer is consumed (its bytes moved or discarded).
-    func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord
+    ///
+    /// - Parameter condition: Asked, atomically with the replacement, about the current version
+    ///   (nil when there is none); when it answers false nothing changes, the staged bytes are
+    ///   discarded and the commit throws ``StoreError/conditionNotMet``.
+    func commit(
+        _ writer: any StagingWriter, record: ObjectRecord, if condition: (ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord
     /// The current version of an object.
     func record(bucket: String, name: String) -> ObjectRecord?
     /// Every object of a bucket, sorted by the UTF-8 bytes of their names.
@@ -79,7 +93,12 @@ package protocol ObjectStore: Sendable {
         bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord?
     /// Deletes an object (only if its generation is `generation`, when given); false if nothing matched.
-    func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool
+    ///
+    /// - Parameter condition: Asked, atomically with the deletion, about the version matched;
+    ///   when it answers false nothing is deleted and the call throws ``StoreError/conditionNotMet``.
+    func delete(
+        bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
+    ) throws(StoreError) -> Bool
     /// Opens the bytes of this version of an object for reading.
     func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader
     /// Whether uploads into this store hash MD5 (`md5Hash`); CRC32C and the size are always computed.
@@ -87,6 +106,16 @@ package protocol ObjectStore: Sendable {
 }
 
 extension ObjectStore {
+    /// Commits unconditionally.
+    package func commit(_ writer: any StagingWriter, record: ObjectRecord) throws(StoreError) -> ObjectRecord {
+        try commit(writer, record: record, if: { _ in true })
+    }
+
+    /// Deletes unconditionally (but for `generation`).
+    package func delete(bucket: String, name: String, generation: Int64?) throws(StoreError) -> Bool {
+        try delete(bucket: bucket, name: name, generation: generation, if: { _ in true })
+    }
+
     /// Stores that keep objects report an `md5Hash` for each, as Cloud Storage does.
     package var computesMD5: Bool { true }
 }
