@@ -81,15 +81,7 @@ struct CatCommand {
                         written += Int64(chunk.count)
                     }
                 } catch {
-                    if error.code == .nonMatchingChecksum || error.code == .objectChanged {
-                        report(
-                            "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
-                                + " do not trust them")
-                    } else if error.code == .objectNotFound {
-                        report("No such object: \(reference)")
-                    } else {
-                        report("\(reference): \(error)")
-                    }
+                    CopyCommand.reportStreamFailure(error, of: reference, written: written)
                     worst = worst.worse(ExitCode(error))
                 }
             }

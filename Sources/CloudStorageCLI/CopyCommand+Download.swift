@@ -75,15 +75,7 @@ extension CopyCommand {
                     report("interrupted after \(written) bytes")
                     return ExitCode(signal: signal)
                 }
-                if error.code == .nonMatchingChecksum || error.code == .objectChanged {
-                    report(
-                        "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
-                            + " do not trust them")
-                } else if error.code == .objectNotFound {
-                    report("No such object: \(reference)")
-                } else {
-                    Self.reportFailure(error)
-                }
+                Self.reportStreamFailure(error, of: reference, written: written)
                 return ExitCode(error)
             }
         }

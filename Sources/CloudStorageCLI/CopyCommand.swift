@@ -358,6 +358,22 @@ struct CopyCommand {
     }
 
     /// Reports a transfer's failure on standard error, with advice where there is some.
+    /// Reports how a download that wrote its bytes as they came (to standard output) ended
+    /// badly: what was written is unverified when the checksum or the object failed at the end.
+    static func reportStreamFailure(_ error: StorageError, of reference: StorageReference, written: Int64) {
+        if error.code == .nonMatchingChecksum || error.code == .objectChanged {
+            CloudStorageCLI.report(
+                "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
+                    + " do not trust them")
+        } else if error.code == .objectNotFound {
+            CloudStorageCLI.report("No such object: \(reference)")
+        } else if error.code == .tlsFailure {
+            reportFailure(error)
+        } else {
+            CloudStorageCLI.report("\(reference): \(error)")
+        }
+    }
+
     static func reportFailure(_ error: StorageError) {
         if error.code == .tlsFailure {
             // The message names the server and the cause; the underlying error would only repeat it.
