@@ -61,7 +61,7 @@ struct ServerErrorTests {
             let ending = try await Reliability.upload(
                 Self.payload, from: .file, to: storage.reference(withPath: "exhausted"))
             let error = try #require(ending.error)
-            #expect(error.code == code)
+            #expect(error.code == code, "\(error)")
             #expect(error.httpStatus == status)
             let underlying = error.underlyingError as? StorageError
             #expect(underlying?.httpStatus == status, "the last failure is attached")
