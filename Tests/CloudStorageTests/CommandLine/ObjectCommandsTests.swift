@@ -40,27 +40,7 @@ struct ObjectCommandsTests {
     static func capture(_ command: (OutputWriter) async -> ExitCode) async throws -> (ExitCode, String) {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
-        let readEnd = fds[0]
-        let collected = Task.detached { () -> Data in
-            await withCheckedContinuation { continuation in
-                Thread {
-                    var data = Data()
-                    var buffer = [UInt8](repeating: 0, count: 65536)
-                    while true {
-                        let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
-                        if count > 0 {
-                            data.append(contentsOf: buffer[0..<count])
-                        } else if count < 0 && errno == EINTR {
-                            continue
-                        } else {
-                            break
-                        }
-                    }
-                    close(readEnd)
-                    continuation.resume(returning: data)
-                }.start()
-            }
-        }
+        let collected = CopyDirectionsTests.readAll(fds[0])
         let writer = OutputWriter(fd: fds[1])
         let status = await command(writer)
         writer.finish()
@@ -302,22 +282,7 @@ struct ObjectCommandsTests {
         try await Self.put(["big.bin": big], in: emulator)
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
-        let readEnd = fds[0]
-        let reader = Task.detached { () -> Data in
-            await withCheckedContinuation { continuation in
-                Thread {
-                    var data = Data()
-                    var buffer = [UInt8](repeating: 0, count: 65536)
-                    while true {
-                        let count = buffer.withUnsafeMutableBytes { read(readEnd, $0.baseAddress, $0.count) }
-                        if count <= 0 { break }
-                        data.append(contentsOf: buffer[0..<count])
-                    }
-                    close(readEnd)
-                    continuation.resume(returning: data)
-                }.start()
-            }
-        }
+        let reader = CopyDirectionsTests.readAll(fds[0])
         let writer = OutputWriter(fd: fds[1])
         let command = try CatCommand(
             ["--endpoint", emulator.baseURL.absoluteString, "gs://demo/big.bin"], environment: [:])
