@@ -50,28 +50,45 @@ struct CopyResumeTests {
     }
 
     /// Runs the tool; returns the running process and the pipe of its standard error.
-    static func launch(_ arguments: [String], environment: [String: String]) throws -> (Process, Pipe) {
+    /// A launched tool's standard error, in a file rather than a `Pipe`: Foundation's `Process`
+    /// with pipes has been reported to close descriptors other threads own under concurrency on
+    /// Linux (swiftlang/swift#57827), and these tests run beside others that hold files and sockets.
+    final class ErrorLog: Sendable {
+        let url: URL
+
+        init() throws {
+            url = try TestSupport.temporaryDirectory().appendingPathComponent("stderr.txt")
+            try #require(FileManager.default.createFile(atPath: url.path, contents: nil))
+        }
+
+        var text: String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
+
+        deinit { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
+    }
+
+    static func launch(_ arguments: [String], environment: [String: String]) throws -> (Process, ErrorLog) {
         let process = Process()
         process.executableURL = try CommandLineToolTests.toolExecutable
         process.arguments = arguments
         process.environment = environment
-        let errors = Pipe()
+        let errors = try ErrorLog()
+        let handle = try FileHandle(forWritingTo: errors.url)
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
+        process.standardError = handle
         try process.run()
+        try handle.close()  // the child has its own copy
         return (process, errors)
     }
 
     /// Waits for `process` to end (the bound only matters once a test failed); its status and standard error.
-    static func finish(_ process: Process, _ errors: Pipe) async throws -> (Int32, String) {
+    static func finish(_ process: Process, _ errors: ErrorLog) async throws -> (Int32, String) {
         let deadline = ContinuousClock.now + .seconds(240)
         while process.isRunning && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
-        let text = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        return (process.terminationStatus, text)
+        return (process.terminationStatus, errors.text)
     }
 
     /// Waits until `condition` holds while `process` runs (polling state, not deciding by the clock).
@@ -84,7 +101,7 @@ struct CopyResumeTests {
         try #require(process.isRunning, "cp ended although the emulator holds its request")
     }
 
-    static func kill9(_ process: Process, _ errors: Pipe) async throws {
+    static func kill9(_ process: Process, _ errors: ErrorLog) async throws {
         kill(process.processIdentifier, SIGKILL)
         let (status, _) = try await finish(process, errors)
         #expect(status == SIGKILL && process.terminationReason == .uncaughtSignal)
