@@ -50,15 +50,79 @@ struct CopyResumeTests {
     }
 
     /// Runs the tool; returns the running process and the pipe of its standard error.
-    /// A launched tool's standard error, in a file rather than a `Pipe`: Foundation's `Process`
-    /// with pipes has been reported to close descriptors other threads own under concurrency on
-    /// Linux (swiftlang/swift#57827), and these tests run beside others that hold files and sockets.
+    /// The `cloud-storage` tool started by `posix_spawn`, with standard output to /dev/null,
+    /// standard error to a file, and no other descriptor inherited (`closefrom` 3).
+    ///
+    /// Not Foundation's `Process`: under load, with the rest of the suite opening and closing
+    /// descriptors beside it, `Process.run()` crashed the test process once (a bad pointer in its
+    /// memcpy), and is reported to close descriptors other threads own (swiftlang/swift#57827).
+    final class SpawnedTool: @unchecked Sendable {  // SAFETY: `state` is only touched under `lock`.
+        enum TerminationReason { case exit, uncaughtSignal }
+
+        let processIdentifier: pid_t
+        private let lock = NSLock()
+        private var state: Int32?  // the raw wait status, once reaped
+
+        init(_ executable: String, _ arguments: [String], environment: [String: String], errorsTo path: String) throws {
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            // glibc 2.34+ (not in Swift's Glibc module): nothing else is inherited, not even the
+            // descriptors of other tests that lack O_CLOEXEC (a pipe's end would stay open in the child).
+            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+            if let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
+                _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
+            }
+            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer { (argv + envp).forEach { free($0) } }
+            var pid = pid_t()
+            let code = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+            guard code == 0 else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EINVAL) }
+            processIdentifier = pid
+        }
+
+        /// Reaps the process if it ended (without waiting when `blocking` is false).
+        private func reap(blocking: Bool) -> Int32? {
+            lock.lock()
+            defer { lock.unlock() }
+            if let state { return state }
+            var status: Int32 = 0
+            while true {
+                let result = waitpid(processIdentifier, &status, blocking ? 0 : WNOHANG)
+                if result == processIdentifier {
+                    state = status
+                    return status
+                }
+                if result < 0 && errno == EINTR { continue }
+                return nil
+            }
+        }
+
+        var isRunning: Bool { reap(blocking: false) == nil }
+
+        func waitUntilExit() { _ = reap(blocking: true) }
+
+        /// The exit status, or the signal that ended the process.
+        var terminationStatus: Int32 {
+            guard let status = reap(blocking: false) else { return -1 }
+            return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
+        }
+
+        var terminationReason: TerminationReason {
+            (reap(blocking: false) ?? 0) & 0x7f == 0 ? .exit : .uncaughtSignal
+        }
+    }
+
+    /// A launched tool's standard error, in a file.
     final class ErrorLog: Sendable {
         let url: URL
 
         init() throws {
             url = try TestSupport.temporaryDirectory().appendingPathComponent("stderr.txt")
-            try #require(FileManager.default.createFile(atPath: url.path, contents: nil))
         }
 
         var text: String { (try? String(contentsOf: url, encoding: .utf8)) ?? "" }
@@ -66,22 +130,16 @@ struct CopyResumeTests {
         deinit { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
     }
 
-    static func launch(_ arguments: [String], environment: [String: String]) throws -> (Process, ErrorLog) {
-        let process = Process()
-        process.executableURL = try CommandLineToolTests.toolExecutable
-        process.arguments = arguments
-        process.environment = environment
+    static func launch(_ arguments: [String], environment: [String: String]) throws -> (SpawnedTool, ErrorLog) {
         let errors = try ErrorLog()
-        let handle = try FileHandle(forWritingTo: errors.url)
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = handle
-        try process.run()
-        try handle.close()  // the child has its own copy
-        return (process, errors)
+        let tool = try SpawnedTool(
+            try CommandLineToolTests.toolExecutable.path, arguments, environment: environment, errorsTo: errors.url.path
+        )
+        return (tool, errors)
     }
 
     /// Waits for `process` to end (the bound only matters once a test failed); its status and standard error.
-    static func finish(_ process: Process, _ errors: ErrorLog) async throws -> (Int32, String) {
+    static func finish(_ process: SpawnedTool, _ errors: ErrorLog) async throws -> (Int32, String) {
         let deadline = ContinuousClock.now + .seconds(240)
         while process.isRunning && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
@@ -92,7 +150,7 @@ struct CopyResumeTests {
     }
 
     /// Waits until `condition` holds while `process` runs (polling state, not deciding by the clock).
-    static func wait(for process: Process, until condition: () -> Bool) async throws {
+    static func wait(for process: SpawnedTool, until condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(120)
         while !condition() && process.isRunning && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
@@ -101,7 +159,7 @@ struct CopyResumeTests {
         try #require(process.isRunning, "cp ended although the emulator holds its request")
     }
 
-    static func kill9(_ process: Process, _ errors: ErrorLog) async throws {
+    static func kill9(_ process: SpawnedTool, _ errors: ErrorLog) async throws {
         kill(process.processIdentifier, SIGKILL)
         let (status, _) = try await finish(process, errors)
         #expect(status == SIGKILL && process.terminationReason == .uncaughtSignal)
