@@ -51,15 +51,7 @@ struct CommandLineFakeGCSTests {
             let parsed = try RemoveCommand(arguments, environment: [:])
             command = { await parsed.run(output: $0) }
         }
-        var fds: [Int32] = [0, 0]
-        try #require(pipe(&fds) == 0)
-        let collected = CopyDirectionsTests.readAll(fds[0])
-        let writer = OutputWriter(fd: fds[1])
-        let status = await command(writer)
-        writer.finish()
-        // Every write was awaited, so everything is in the pipe: the reader sees the end next.
-        close(fds[1])
-        return (status, await collected.value)
+        return try await ObjectCommandsTests.captureBytes(command)
     }
 
     /// A pipe's read end holding `data`, written by a thread of its own; the writer closes it.

@@ -38,6 +38,12 @@ struct ObjectCommandsTests {
 
     /// Runs `command` with its output going into a pipe; the exit status and what it wrote.
     static func capture(_ command: (OutputWriter) async -> ExitCode) async throws -> (ExitCode, String) {
+        let (status, output) = try await captureBytes(command)
+        return (status, String(decoding: output, as: UTF8.self))
+    }
+
+    /// As ``capture(_:)``, with the output's bytes as they came.
+    static func captureBytes(_ command: (OutputWriter) async -> ExitCode) async throws -> (ExitCode, Data) {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
         let collected = CopyDirectionsTests.readAll(fds[0])
@@ -46,7 +52,7 @@ struct ObjectCommandsTests {
         writer.finish()
         // Every write was awaited, so everything is in the pipe: the reader sees the end next.
         close(fds[1])
-        return (status, String(decoding: await collected.value, as: UTF8.self))
+        return (status, await collected.value)
     }
 
     /// Runs `cloud-storage WORDS --endpoint EMULATOR` through the command types; status and output.
