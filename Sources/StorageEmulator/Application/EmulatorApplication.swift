@@ -646,10 +646,27 @@ package final class EmulatorApplication: ServerApplication {
         return authentication
     }
 
+    /// The upload session a request names, once the request is authorized for it.
+    ///
+    /// What a session request needs is decided here, by the session (how its start was
+    /// authorized, see ``UploadSession/Access``), never by the URL that reached it: every route
+    /// to a session comes through here, so no query parameter can route around the check.
+    ///
+    /// - Parameter unknown: The protocol's answer for a session that does not exist.
+    func authorizedSession(_ request: any ServerRequest, id: String, unknown: HTTPError) throws -> UploadSession {
+        guard let session = sessions.session(id) else { throw unknown }
+        switch session.access {
+        case .signedURL: break
+        case .gcs: try authorizeGCS(request, sessionRequest: true)
+        case .firebase: try authorizeFirebase(request)
+        }
+        return session
+    }
+
     /// Checks a GCS request's credentials.
     ///
-    /// - Parameter sessionRequest: A request to a resumable upload session: its URL is a
-    ///   capability, so only issued tokens (when required) are checked on it.
+    /// - Parameter sessionRequest: A request to a resumable upload session the JSON API started:
+    ///   its URL is a capability, so only issued tokens (when required) are checked on it.
     func authorizeGCS(_ request: any ServerRequest, sessionRequest: Bool = false) throws {
         let issuedTokens = issuedTokens
         if sessionRequest && issuedTokens == nil { return }
