@@ -48,6 +48,8 @@ package final class EmulatorApplication: ServerApplication {
     let counter = ByteCounter()
     /// Requests received, for tests that prove how many a client sends.
     private let requests = Atomic<Int>(0)
+    /// Objects that listings visited, for tests that prove what a page costs.
+    private let listingVisits = Atomic<Int>(0)
     let plans = FaultPlanTable()
     private let globalPlan: FaultPlan?
 
@@ -92,6 +94,10 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Requests received so far, control requests (`/_emulator/…`) included.
     package var requestsReceived: Int { requests.load(ordering: .relaxed) }
+
+    /// Objects the store visited for listings so far: a page visits its own entries (and at
+    /// most one more), however large the bucket.
+    var objectsVisitedByListings: Int { listingVisits.load(ordering: .relaxed) }
 
     /// Installs a fault plan that requests select with `x-emulator-faults: <id>`.
     ///
@@ -557,6 +563,10 @@ package final class EmulatorApplication: ServerApplication {
     /// Lists a bucket in name order. Items and prefixes both count toward
     /// `maxResults`; the page token names the last entry returned.
     ///
+    /// The store seeks to where the page starts (the prefix, or just past the token's entry)
+    /// and past each common prefix it collapses, so a page costs in proportion to what it
+    /// returns, not to the bucket.
+    ///
     /// Everything here works on UTF-8 bytes, as GCS does: `String` comparisons are
     /// canonical, so an NFC prefix would match NFD names and a token whose name
     /// starts with a combining mark would merge with its `i:` tag.
@@ -565,7 +575,8 @@ package final class EmulatorApplication: ServerApplication {
     ) throws
         -> ListPage
     {
-        var after: (isPrefix: Bool, key: ObjectKey)?
+        let prefixKey = ObjectKey(prefix)
+        var start = prefixKey
         if let pageToken, !pageToken.isEmpty {
             guard let data = Data(base64Encoded: pageToken), data.count >= 2, let tag = data.first,
                 tag == UInt8(ascii: "p") || tag == UInt8(ascii: "i"), data[data.startIndex + 1] == UInt8(ascii: ":")
@@ -574,44 +585,44 @@ package final class EmulatorApplication: ServerApplication {
             guard String(validating: key, as: UTF8.self) != nil else {
                 throw HTTPError.badRequest("Invalid page token.")
             }
-            after = (tag == UInt8(ascii: "p"), ObjectKey(bytes: key))
+            // After a common prefix the page resumes past every name under it; after an item, past that name.
+            let after = tag == UInt8(ascii: "p") ? ObjectKey(bytes: key).prefixEnd : ObjectKey(bytes: key).successor
+            guard let after else { return ListPage() }
+            start = max(start, after)
         }
-        let prefixBytes = Array(prefix.utf8)
         let delimiterBytes = Array((delimiter ?? "").utf8)
         var page = ListPage()
         var lastKey: (isPrefix: Bool, key: ObjectKey)?
-        for record in store.records(bucket: bucket) {
+        var visited = 0
+        store.scan(bucket: bucket, from: start) { record in
+            visited += 1
             let name = ObjectKey(record.name)
-            guard name.bytes.starts(with: prefixBytes) else { continue }
-            if let after {
-                if after.isPrefix {
-                    if name.bytes.starts(with: after.key.bytes) || name < after.key { continue }
-                } else if !(after.key < name) {
-                    continue
-                }
-            }
+            // The names under the prefix are contiguous in name order: the first other one ends the listing.
+            guard name.bytes.starts(with: prefixKey.bytes) else { return .stop }
             var entry: (isPrefix: Bool, key: ObjectKey) = (false, name)
             if !delimiterBytes.isEmpty,
-                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixBytes.count)
+                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixKey.bytes.count)
             {
                 // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
                 entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])))
             }
-            if entry.isPrefix, let lastKey, lastKey.isPrefix, lastKey.key == entry.key { continue }
             if page.items.count + page.prefixes.count == maxResults {
                 if let lastKey {
                     let tag = Array((lastKey.isPrefix ? "p:" : "i:").utf8)
                     page.nextPageToken = Data(tag + lastKey.key.bytes).base64EncodedString()
                 }
-                break
-            }
-            if entry.isPrefix {
-                page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
-            } else {
-                page.items.append(record)
+                return .stop
             }
             lastKey = entry
+            guard entry.isPrefix else {
+                page.items.append(record)
+                return .next
+            }
+            page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
+            // Every other name under this prefix collapses into it: skip them all at once.
+            return entry.key.prefixEnd.map { .seek($0) } ?? .stop
         }
+        listingVisits.add(visited, ordering: .relaxed)
         return page
     }
 

@@ -13,13 +13,13 @@ import Darwin
 /// Layout: `<root>/b-<bucket>/bucket.json`, `<root>/b-<bucket>/o-<name>` and
 /// `o-<name>.json` (see ``SafeFileName``), staging files `.tmp-<random>` in the
 /// bucket's directory. Bytes are streamed into a staging file and `rename`d into
-/// place, so a reader never sees part of an object; an index of the metadata is
-/// kept in memory (loaded at start) so listing does not read every file.
+/// place, so a reader never sees part of an object; an ordered index of the metadata
+/// is kept in memory (loaded at start) so listing reads no file and seeks to its page.
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// By bucket, then by the name's bytes (see ``ObjectKey``).
-        var objects: [String: [ObjectKey: ObjectRecord]] = [:]
+        /// By bucket, then by name (see ``ObjectIndex``).
+        var objects: [String: ObjectIndex<ObjectRecord>] = [:]
         var clock = GenerationClock()
     }
 
@@ -58,7 +58,7 @@ package final class DirectoryObjectStore: ObjectStore {
                 SafeFileName.bucket(bucket.name) == entry
             else { continue }
             loaded.buckets[bucket.name] = bucket
-            var objects: [ObjectKey: ObjectRecord] = [:]
+            var objects = ObjectIndex<ObjectRecord>()
             for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
                 if file.hasPrefix(".tmp-") {
                     try? manager.removeItem(at: directory.appendingPathComponent(file))
@@ -151,9 +151,10 @@ package final class DirectoryObjectStore: ObjectStore {
         state.withLock { $0.objects[bucket]?[ObjectKey(name)] }
     }
 
-    package func records(bucket: String) -> [ObjectRecord] {
-        let all = state.withLock { state in Array((state.objects[bucket] ?? [:]).values) }
-        return all.sorted { NameRules.precedes($0.name, $1.name) }
+    package func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep) {
+        state.withLock { state in
+            state.objects[bucket]?.walk(from: start) { _, record in visit(record) }
+        }
     }
 
     package func updateRecord(

@@ -70,7 +70,7 @@ package final class DiscardObjectStore: ObjectStore {
 
     package func record(bucket: String, name: String) -> ObjectRecord? { nil }
 
-    package func records(bucket: String) -> [ObjectRecord] { [] }
+    package func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep) {}
 
     package func updateRecord(
         bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void

@@ -10,8 +10,8 @@ package final class MemoryObjectStore: ObjectStore {
 
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// By bucket, then by the name's bytes (see ``ObjectKey``).
-        var objects: [String: [ObjectKey: Stored]] = [:]
+        /// By bucket, then by name (see ``ObjectIndex``).
+        var objects: [String: ObjectIndex<Stored>] = [:]
         var clock = GenerationClock()
     }
 
@@ -64,9 +64,10 @@ package final class MemoryObjectStore: ObjectStore {
         state.withLock { $0.objects[bucket]?[ObjectKey(name)]?.record }
     }
 
-    package func records(bucket: String) -> [ObjectRecord] {
-        let all = state.withLock { state in (state.objects[bucket] ?? [:]).values.map(\.record) }
-        return all.sorted { NameRules.precedes($0.name, $1.name) }
+    package func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep) {
+        state.withLock { state in
+            state.objects[bucket]?.walk(from: start) { _, stored in visit(stored.record) }
+        }
     }
 
     package func updateRecord(

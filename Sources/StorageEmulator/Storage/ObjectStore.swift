@@ -86,8 +86,15 @@ package protocol ObjectStore: Sendable {
     ) throws(StoreError) -> ObjectRecord
     /// The current version of an object.
     func record(bucket: String, name: String) -> ObjectRecord?
-    /// Every object of a bucket, sorted by the UTF-8 bytes of their names.
-    func records(bucket: String) -> [ObjectRecord]
+    /// Visits a bucket's objects in name order (the UTF-8 bytes of the names, as Cloud Storage
+    /// lists them) from the first whose name is at or after `start`, for as long as `visit` asks.
+    ///
+    /// After each object `visit` says whether to go on with the next, seek to the first name
+    /// at or after a later one, or stop (see ``ScanStep``). Stores find each starting point in
+    /// an ordered index (``ObjectIndex``) without looking at the names before it, so a listing
+    /// page costs in proportion to what it visits, not to the bucket. `visit` runs under the
+    /// store's lock: it must be quick and must not call the store. A missing bucket has no objects.
+    func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep)
     /// Changes an object's metadata under the store's lock; nil if there is no such object.
     func updateRecord(
         bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
@@ -118,6 +125,28 @@ extension ObjectStore {
 
     /// Stores that keep objects report an `md5Hash` for each, as Cloud Storage does.
     package var computesMD5: Bool { true }
+
+    /// Every object of a bucket, in name order: a whole scan, for small buckets and tests.
+    package func records(bucket: String) -> [ObjectRecord] {
+        var records: [ObjectRecord] = []
+        scan(bucket: bucket, from: ObjectKey(bytes: [])) { record in
+            records.append(record)
+            return .next
+        }
+        return records
+    }
+}
+
+/// What a scan of a bucket's objects in name order does after visiting one (see
+/// ``ObjectStore/scan(bucket:from:_:)``).
+package enum ScanStep: Sendable, Equatable {
+    /// Visit the next object.
+    case next
+    /// Skip to the first object whose name is at or after this key (if that is after the
+    /// current one; otherwise the next): e.g. past every name under a common prefix.
+    case seek(ObjectKey)
+    /// End the scan.
+    case stop
 }
 
 /// Bytes of an object being uploaded, not yet visible.
