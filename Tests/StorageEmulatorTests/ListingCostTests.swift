@@ -79,22 +79,35 @@ struct ListingCostTests {
             let bytes = (0..<length).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }
             return ObjectKey(bytes: bytes)
         }
-        var index = ObjectIndex<Int>()
+        // Blocks of 8 keys: hundreds of keys make the index split, thin out and merge many times.
+        var index = ObjectIndex<Int>(maxBlockCount: 8)
         var reference: [ObjectKey: Int] = [:]
-        for step in 0..<6000 {
-            let key = randomKey()
-            // Mostly inserts at first, mostly removals later: blocks split, then thin out and merge.
-            if Int.random(in: 0..<6000, using: &generator) < step {
+        // The reference's keys, in no order, to remove one at random.
+        var present: [ObjectKey] = []
+        for step in 0..<8000 {
+            // Mostly inserts (and replacements) at first, mostly removals later: the index grows past
+            // a block, its blocks split, then thin out, merge and go.
+            if Int.random(in: 0..<8000, using: &generator) < step, !present.isEmpty {
+                present.swapAt(Int.random(in: 0..<present.count, using: &generator), present.count - 1)
+                let key = present.removeLast()
                 index[key] = nil
                 reference[key] = nil
             } else {
+                let key = randomKey()
+                if reference[key] == nil { present.append(key) }
                 index[key] = step
                 reference[key] = step
             }
-            guard step % 500 == 499 else { continue }
+            guard step % 1000 == 999 else { continue }
             let sorted = reference.keys.sorted()
             #expect(index.count == sorted.count)
-            for _ in 0..<20 {
+            var all: [ObjectKey] = []
+            index.walk(from: ObjectKey(bytes: [])) { key, _ in
+                all.append(key)
+                return .next
+            }
+            #expect(all == sorted, "every key once, in order")
+            for _ in 0..<10 {
                 let start = randomKey()
                 var walked: [ObjectKey] = []
                 index.walk(from: start) { key, value in

@@ -6,22 +6,29 @@
 /// a page costs in proportion to what it visits, not to the bucket.
 ///
 /// The values sit in a dictionary; the order is kept beside it as sorted blocks of at most
-/// ``maxBlockCount`` keys. Finding the first key at or after a name costs two binary
+/// ``maxBlockCount`` keys (512). Finding the first key at or after a name costs two binary
 /// searches, O(log n); inserting or removing a name moves the keys of one block at most.
 /// A value type: mutate it in place (through its store's lock), never through a copy.
 package struct ObjectIndex<Value>: ExpressibleByDictionaryLiteral {
     /// The most keys a block holds before it splits in two.
-    static var maxBlockCount: Int { 512 }
-
+    let maxBlockCount: Int
     private var values: [ObjectKey: Value] = [:]
     /// Every key of `values` once, in order, in blocks that are never empty.
     private var blocks: [[ObjectKey]] = []
 
     /// An empty index.
-    package init() {}
+    package init() {
+        self.init(maxBlockCount: 512)
+    }
+
+    /// An empty index with blocks of at most `maxBlockCount` keys (tests use tiny ones).
+    init(maxBlockCount: Int) {
+        self.maxBlockCount = max(2, maxBlockCount)
+    }
 
     /// An index of these entries; a key given twice keeps its last value.
     package init(dictionaryLiteral elements: (ObjectKey, Value)...) {
+        self.init()
         for (key, value) in elements { self[key] = value }
     }
 
@@ -101,7 +108,7 @@ package struct ObjectIndex<Value>: ExpressibleByDictionaryLiteral {
             offset = blocks[block].count
         }
         blocks[block].insert(key, at: offset)
-        if blocks[block].count > Self.maxBlockCount {
+        if blocks[block].count > maxBlockCount {
             let half = blocks[block].count / 2
             let upper = Array(blocks[block][half...])
             blocks[block].removeSubrange(half...)
@@ -115,7 +122,7 @@ package struct ObjectIndex<Value>: ExpressibleByDictionaryLiteral {
         blocks[block].remove(at: offset)
         if blocks[block].isEmpty {
             blocks.remove(at: block)
-        } else if block + 1 < blocks.count, blocks[block].count + blocks[block + 1].count <= Self.maxBlockCount / 2 {
+        } else if block + 1 < blocks.count, blocks[block].count + blocks[block + 1].count <= maxBlockCount / 2 {
             // Neighbours that removals thinned out become one, so blocks stay few.
             blocks[block].append(contentsOf: blocks[block + 1])
             blocks.remove(at: block + 1)
