@@ -39,7 +39,9 @@ struct CopyCommand {
         gsutil does. Regular files and links to them are copied; links to
         directories are not followed; FIFOs, sockets and devices are skipped and
         counted as failures. Objects whose names end in / (folder placeholders)
-        are skipped; one whose name would leave DIR (a .. segment) is refused.
+        are skipped; one whose name would leave DIR (a .. segment), has an empty
+        segment (a//b, whose file would be a/b's) or a NUL byte is refused.
+        Object names are exact: gs://BUCKET/a//b is the object a//b.
         Every name is checked before anything is contacted, then up to --jobs
         copies run at once, with one progress line, and a summary at the end:
         "Copied N files (M bytes)", then each failure with its reason.
@@ -175,7 +177,7 @@ struct CopyCommand {
             let address = try ObjectAddress(destination, role: "the destination")
             if source == "-" {
                 guard !recursive else { throw UsageError("-r copies a directory; it cannot read standard input (-)") }
-                guard !address.path.isEmpty, !address.path.hasSuffix("/") else {
+                guard !address.path.isEmpty, !address.endsInSlash else {
                     throw UsageError("standard input has no file name: give the object's full path, gs://BUCKET/PATH")
                 }
                 try address.validate(needsObject: true)
@@ -187,7 +189,7 @@ struct CopyCommand {
                 return .uploadDirectory(file, to: address)
             }
             var path = address.path
-            if path.isEmpty || path.hasSuffix("/") { path += file.lastPathComponent }
+            if path.isEmpty || address.endsInSlash { path += file.lastPathComponent }
             let named = ObjectAddress(bucket: address.bucket, path: path)
             try named.validate(needsObject: true)
             return .upload(file: file, to: named)
@@ -200,7 +202,7 @@ struct CopyCommand {
                 try address.validate(needsObject: false)
                 return .downloadPrefix(address, to: destination)
             }
-            guard !address.path.isEmpty, !address.path.hasSuffix("/") else {
+            guard !address.path.isEmpty, !address.endsInSlash else {
                 throw UsageError("\(source) names no object (to copy everything under it, use -r)")
             }
             try address.validate(needsObject: true)
@@ -287,7 +289,7 @@ struct CopyCommand {
             return .localFile
         }
         return await withConnection(bucket: address.bucket) { connection in
-            let reference = connection.storage.reference(withPath: address.path)
+            let reference = address.reference(in: connection.storage)
             let contentType = contentType
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: storage.environment), connection: connection)
