@@ -54,8 +54,10 @@ struct CopyCommand {
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
-                              for up to T: seconds, or a number followed by s, m, h
-                              (default 10m; 0 gives up at the first failure)
+                              for up to T, in either direction (also -r's listing):
+                              seconds, or a number followed by s, m, h (default 10m
+                              for transfers, 2m for listings; 0 gives up at the
+                              first failure)
         \(StorageOptions.caFileUsage)
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress
@@ -106,9 +108,10 @@ struct CopyCommand {
     let chunkSize: Int64?
     let verifiesChecksums: Bool
     let quiet: Bool
-    /// ``StorageConfiguration/maxUploadRetryTime`` when `--retry-time` sets it; the SDK's default
-    /// (10 minutes) otherwise.
-    let maxUploadRetryTime: Duration?
+    /// How long every request of the copy keeps retrying failures that may pass, when
+    /// `--retry-time` sets it: the upload, the download, and the listings and metadata requests
+    /// around them. nil leaves the SDK's defaults.
+    let retryTime: Duration?
     /// How many files `-r` copies at once.
     let jobs: Int
     /// The descriptor `cp -` reads; tests give a pipe's.
@@ -154,9 +157,9 @@ struct CopyCommand {
             guard let seconds = SignCommand.seconds(text), (0...86_400).contains(seconds) else {
                 throw UsageError("--retry-time: \(text) is not a time from 0 to 1d (such as 0, 90, 10m or 2h)")
             }
-            maxUploadRetryTime = .seconds(seconds)
+            retryTime = .seconds(seconds)
         } else {
-            maxUploadRetryTime = nil
+            retryTime = nil
         }
     }
 
@@ -230,7 +233,13 @@ struct CopyCommand {
             throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
-        if let maxUploadRetryTime { configuration.maxUploadRetryTime = maxUploadRetryTime }
+        // One option, every direction: an upload, a download (to a file, standard output or a
+        // directory) and the requests around them (a listing, a metadata read) give up alike.
+        if let retryTime {
+            configuration.maxUploadRetryTime = retryTime
+            configuration.maxDownloadRetryTime = retryTime
+            configuration.maxOperationRetryTime = retryTime
+        }
         return configuration
     }
 
