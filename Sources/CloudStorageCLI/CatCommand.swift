@@ -62,7 +62,7 @@ struct CatCommand {
         await storage.withConnection(bucket: addresses[0].bucket) { connection in
             var worst = ExitCode.success
             for address in addresses {
-                let reference = connection.storage(for: address.bucket).reference(withPath: address.path)
+                let reference = address.reference(in: connection.storage(for: address.bucket))
                 let stream: StorageDownloadStream
                 switch range {
                 case nil: stream = reference.dataStream()

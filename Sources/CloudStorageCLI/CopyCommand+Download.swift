@@ -21,7 +21,7 @@ extension CopyCommand {
             return .localFile
         }
         return await withConnection(bucket: address.bucket) { connection in
-            let reference = connection.storage.reference(withPath: address.path)
+            let reference = address.reference(in: connection.storage)
             return await runTask(
                 { reference.write(toFile: target) }, output: output,
                 cancelled: "cancelled; nothing was written (the partial download was deleted)"
@@ -42,7 +42,7 @@ extension CopyCommand {
     /// `cp gs://B/P -`: streams the object to standard output through the command's writer.
     func downloadToStandardOutput(_ address: ObjectAddress, output: OutputWriter) async -> ExitCode {
         return await withConnection(bucket: address.bucket) { connection in
-            let reference = connection.storage.reference(withPath: address.path)
+            let reference = address.reference(in: connection.storage)
             // Standard output carries the bytes: progress goes to standard error, and only to a person.
             let showsProgress = !quiet
             let (ending, signal) = await Interruptibly.run { () -> StreamOutcome in

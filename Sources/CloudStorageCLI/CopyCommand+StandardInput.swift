@@ -16,7 +16,7 @@ extension CopyCommand {
     func uploadStandardInput(to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
         let size = Self.regularFileRemainder(input)
         return await withConnection(bucket: address.bucket) { connection in
-            let reference = connection.storage.reference(withPath: address.path)
+            let reference = address.reference(in: connection.storage)
             var metadata = StorageMetadata()
             metadata.contentType = contentType ?? "application/octet-stream"
             let blocks = FileDescriptorBlocks(fd: input)

@@ -39,7 +39,9 @@ struct CopyCommand {
         gsutil does. Regular files and links to them are copied; links to
         directories are not followed; FIFOs, sockets and devices are skipped and
         counted as failures. Objects whose names end in / (folder placeholders)
-        are skipped; one whose name would leave DIR (a .. segment) is refused.
+        are skipped; one whose name would leave DIR (a .. segment), has an empty
+        segment (a//b, whose file would be a/b's) or a NUL byte is refused.
+        Object names are exact: gs://BUCKET/a//b is the object a//b.
         Every name is checked before anything is contacted, then up to --jobs
         copies run at once, with one progress line, and a summary at the end:
         "Copied N files (M bytes)", then each failure with its reason.
@@ -52,8 +54,10 @@ struct CopyCommand {
           --content-type T    the object's content type (default: from the extension)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
-                              for up to T: seconds, or a number followed by s, m, h
-                              (default 10m; 0 gives up at the first failure)
+                              for up to T, in either direction (also -r's listing):
+                              seconds, or a number followed by s, m, h (default 10m
+                              for transfers, 2m for listings; 0 gives up at the
+                              first failure)
         \(StorageOptions.caFileUsage)
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress
@@ -104,9 +108,10 @@ struct CopyCommand {
     let chunkSize: Int64?
     let verifiesChecksums: Bool
     let quiet: Bool
-    /// ``StorageConfiguration/maxUploadRetryTime`` when `--retry-time` sets it; the SDK's default
-    /// (10 minutes) otherwise.
-    let maxUploadRetryTime: Duration?
+    /// How long every request of the copy keeps retrying failures that may pass, when
+    /// `--retry-time` sets it: the upload, the download, and the listings and metadata requests
+    /// around them. nil leaves the SDK's defaults.
+    let retryTime: Duration?
     /// How many files `-r` copies at once.
     let jobs: Int
     /// The descriptor `cp -` reads; tests give a pipe's.
@@ -152,9 +157,9 @@ struct CopyCommand {
             guard let seconds = SignCommand.seconds(text), (0...86_400).contains(seconds) else {
                 throw UsageError("--retry-time: \(text) is not a time from 0 to 1d (such as 0, 90, 10m or 2h)")
             }
-            maxUploadRetryTime = .seconds(seconds)
+            retryTime = .seconds(seconds)
         } else {
-            maxUploadRetryTime = nil
+            retryTime = nil
         }
     }
 
@@ -175,7 +180,7 @@ struct CopyCommand {
             let address = try ObjectAddress(destination, role: "the destination")
             if source == "-" {
                 guard !recursive else { throw UsageError("-r copies a directory; it cannot read standard input (-)") }
-                guard !address.path.isEmpty, !address.path.hasSuffix("/") else {
+                guard !address.path.isEmpty, !address.endsInSlash else {
                     throw UsageError("standard input has no file name: give the object's full path, gs://BUCKET/PATH")
                 }
                 try address.validate(needsObject: true)
@@ -187,7 +192,7 @@ struct CopyCommand {
                 return .uploadDirectory(file, to: address)
             }
             var path = address.path
-            if path.isEmpty || path.hasSuffix("/") { path += file.lastPathComponent }
+            if path.isEmpty || address.endsInSlash { path += file.lastPathComponent }
             let named = ObjectAddress(bucket: address.bucket, path: path)
             try named.validate(needsObject: true)
             return .upload(file: file, to: named)
@@ -200,7 +205,7 @@ struct CopyCommand {
                 try address.validate(needsObject: false)
                 return .downloadPrefix(address, to: destination)
             }
-            guard !address.path.isEmpty, !address.path.hasSuffix("/") else {
+            guard !address.path.isEmpty, !address.endsInSlash else {
                 throw UsageError("\(source) names no object (to copy everything under it, use -r)")
             }
             try address.validate(needsObject: true)
@@ -228,7 +233,13 @@ struct CopyCommand {
             throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
-        if let maxUploadRetryTime { configuration.maxUploadRetryTime = maxUploadRetryTime }
+        // One option, every direction: an upload, a download (to a file, standard output or a
+        // directory) and the requests around them (a listing, a metadata read) give up alike.
+        if let retryTime {
+            configuration.maxUploadRetryTime = retryTime
+            configuration.maxDownloadRetryTime = retryTime
+            configuration.maxOperationRetryTime = retryTime
+        }
         return configuration
     }
 
@@ -287,7 +298,7 @@ struct CopyCommand {
             return .localFile
         }
         return await withConnection(bucket: address.bucket) { connection in
-            let reference = connection.storage.reference(withPath: address.path)
+            let reference = address.reference(in: connection.storage)
             let contentType = contentType
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: storage.environment), connection: connection)

@@ -8,8 +8,10 @@ struct ListCommand {
 
         Lists one level below each URL: objects as gs://BUCKET/NAME and "folders"
         (common prefixes) as gs://BUCKET/PREFIX/. An object named exactly PREFIX
-        is listed too; a PREFIX that ends in / lists only what is below it. Output
-        goes out page by page as the server answers.
+        is listed too; a PREFIX that ends in / lists only what is below it. Names
+        are exact: gs://BUCKET/a//b is the object a//b, and gs://BUCKET/a// lists
+        the names that start with a//. Output goes out page by page as the server
+        answers.
 
           -l                  also each object's size in bytes and the time it was last
                               updated (RFC 3339, UTC), and a final TOTAL line
@@ -73,11 +75,11 @@ struct ListCommand {
         _ address: ObjectAddress, in storage: Storage, to output: OutputWriter,
         totals: inout (objects: Int, bytes: Int64)
     ) async -> ExitCode? {
-        let reference = storage.reference(withPath: address.path)
         var found = false
         var buffer = ""
         // An object named exactly as the URL, unless the URL names a folder.
-        if !reference.fullPath.isEmpty && !address.path.hasSuffix("/") {
+        if !address.path.isEmpty && !address.endsInSlash {
+            let reference = address.reference(in: storage)
             do {
                 let metadata = try await reference.getMetadata()
                 found = true
@@ -90,7 +92,7 @@ struct ListCommand {
         }
         var listed: [ObjectWalker.Entry] = []
         var closed = false
-        let walker = ObjectWalker(root: reference, recursive: recursive, pageSize: pageSize)
+        let walker = ObjectWalker(root: address.folder(in: storage), recursive: recursive, pageSize: pageSize)
         do {
             try await walker.walk { entry in
                 found = true
@@ -128,7 +130,7 @@ struct ListCommand {
             return Self.failed(error, address)
         }
         if closed { return nil }
-        guard found || reference.fullPath.isEmpty else {
+        guard found || address.path.isEmpty else {
             report("No objects match \(address.url)")
             return .notFound
         }

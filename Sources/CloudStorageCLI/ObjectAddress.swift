@@ -19,33 +19,46 @@ struct ObjectAddress {
 }
 
 extension ObjectAddress {
-    /// Checks the bucket name, and the object name when the command needs one, by the SDK's
-    /// rules, so that a typo is refused before anything is started or contacted.
+    /// Checks the bucket name, and the object name when there is one (or the command needs
+    /// one), by the SDK's rules, so that a typo is refused before anything is started or
+    /// contacted.
     ///
-    /// The SDK's paths drop empty segments (`a//b` is `a/b`, `/a/` is `a`), so a path with one
-    /// would name another object than the one typed: such paths are refused, as is an object
-    /// path ending in `/` (a folder, or a placeholder object the SDK cannot name).
+    /// The path is an object name taken exactly, as gsutil and gcloud take it: `a//b`, `dir/`
+    /// and `/lead` are legal names of other objects than `a/b`, `dir` and `lead`.
     ///
-    /// - Parameter needsObject: Whether the path must name an object (not be empty, nor end in `/`).
+    /// - Parameter needsObject: Whether the path must name an object (not be empty).
     func validate(needsObject: Bool) throws(UsageError) {
-        let named = needsObject || !path.hasSuffix("/") ? path[...] : path.dropLast()
-        if !named.isEmpty && named.split(separator: "/", omittingEmptySubsequences: false).contains("") {
-            let problem =
-                needsObject && path.hasSuffix("/") && !path.dropLast().contains("//") && !path.hasPrefix("/")
-                ? "names a folder, not an object"
-                : "has an empty segment (a leading / or //), which would name another object"
-            throw UsageError("\(url): \(problem)", showsUsage: false)
-        }
         do {
             try Storage.validateBucketName(bucket)
-            if needsObject || path.contains(where: { $0 != "/" }) {
+            if needsObject || !path.isEmpty {
                 try StorageReference.validateObjectName(path)
             }
         } catch {
-            throw UsageError("gs://\(bucket)/\(path): \(error.message)", showsUsage: false)
+            throw UsageError("\(url): \(error.message)", showsUsage: false)
         }
     }
 
     /// The address as given back to people: `gs://BUCKET/PATH`.
     var url: String { "gs://\(bucket)/\(path)" }
+
+    /// The object the path names, byte for byte; the bucket's root when there is no path.
+    func reference(in storage: Storage) -> StorageReference {
+        path.isEmpty ? storage.reference() : storage.reference(objectName: path)
+    }
+
+    /// The name whose "folder" a listing of the address walks: the path without one final
+    /// slash (`gs://b/pfx//` lists the prefix `pfx//`, the folder of `pfx/`); nil for the root.
+    var folderName: String? {
+        guard !path.isEmpty else { return nil }
+        return endsInSlash ? String(decoding: path.utf8.dropLast(), as: UTF8.self) : path
+    }
+
+    /// Whether the path's last byte is a slash (compared as bytes, as object names are).
+    var endsInSlash: Bool { path.utf8.last == UInt8(ascii: "/") }
+
+    /// What `ls`, `rm -r` and `cp -r` walk: the names that start with the path followed by a
+    /// slash, or only with the path when it ends in one; everything when there is none.
+    func folder(in storage: Storage) -> StorageReference {
+        folderName.map { storage.reference(objectName: $0) } ?? storage.reference()
+    }
 }

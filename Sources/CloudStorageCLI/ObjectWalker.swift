@@ -7,10 +7,15 @@ import CloudStorage
 /// Memory is bounded by one page per level of depth: nothing is collected
 /// beyond the pages being walked, so output can go out as pages arrive.
 ///
-/// An object whose name ends in `/` (a folder placeholder, such as consoles
-/// create) is listed under its own prefix, with that prefix's path: the SDK's
-/// paths cannot name it, so it is left out rather than mistaken for the object
-/// named without the slash.
+/// Every name is the server's, exact: an object whose name ends in `/` (a
+/// folder placeholder, such as consoles create) is an object like any other,
+/// and the prefix `pfx//` is walked as itself, never as `pfx/` again.
+///
+/// The walk always ends, whatever the server answers: the SDK refuses a
+/// listing whose names or prefixes are not below the prefix asked for (each
+/// level is deeper, and names are at most 1024 bytes), and a prefix that does
+/// not come after the last one walked at its level, in name order, is not
+/// walked again.
 struct ObjectWalker {
     /// One entry of a listing.
     enum Entry {
@@ -26,12 +31,11 @@ struct ObjectWalker {
     let pageSize: Int
 
     private struct Level {
-        /// The names below this level start with this (the listed reference's path and `/`).
-        let inside: String
         var pages: StorageListPages.Iterator
         var pending: ArraySlice<(key: [UInt8], entry: Entry)> = []
-        /// The last prefix taken: one may come back at the start of the next page, and is walked once.
-        var lastPrefix: String?
+        /// The last prefix taken, as bytes: one may come back at the start of the next page,
+        /// and a prefix that does not sort after it was taken already.
+        var lastPrefix: [UInt8] = []
     }
 
     /// Calls `entry` for each entry, in name order; calls `pageDone` after the entries of
@@ -54,12 +58,14 @@ struct ObjectWalker {
                     continue
                 }
                 pagesFetched += 1
-                let inside = stack[top].inside
-                var merged = page.items.filter { $0.fullPath.hasPrefix(inside) && $0.fullPath.count > inside.count }
-                    .map { (key: Array($0.fullPath.utf8), entry: Entry.object($0, listed: page.metadata(for: $0))) }
-                for prefix in page.prefixes where prefix.fullPath != stack[top].lastPrefix {
-                    stack[top].lastPrefix = prefix.fullPath
-                    merged.append((Array((prefix.fullPath + "/").utf8), .prefix(prefix)))
+                var merged = page.items.map {
+                    (key: Array($0.fullPath.utf8), entry: Entry.object($0, listed: page.metadata(for: $0)))
+                }
+                let prefixes = page.prefixes.map { (key: Array(($0.fullPath + "/").utf8), prefix: $0) }
+                for (key, prefix) in prefixes.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) })
+                where stack[top].lastPrefix.lexicographicallyPrecedes(key) {
+                    stack[top].lastPrefix = key
+                    merged.append((key, .prefix(prefix)))
                 }
                 merged.sort { $0.key.lexicographicallyPrecedes($1.key) }
                 stack[top].pending = merged[...]
@@ -76,8 +82,6 @@ struct ObjectWalker {
     }
 
     private static func level(_ reference: StorageReference, pageSize: Int) -> Level {
-        Level(
-            inside: reference.fullPath.isEmpty ? "" : reference.fullPath + "/",
-            pages: reference.pages(maxResults: pageSize).makeAsyncIterator())
+        Level(pages: reference.pages(maxResults: pageSize).makeAsyncIterator())
     }
 }

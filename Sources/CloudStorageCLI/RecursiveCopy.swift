@@ -39,12 +39,12 @@ struct RecursiveCopy {
             return problem.status
         }
         for warning in tree.warnings { report("skipping \(warning.path): \(warning.reason)") }
-        let base = Self.normalized(address.path)
         // `.` and `..` are resolved, so `cp -r . gs://b/` is named after the directory itself.
         let name = directory.standardizedFileURL.lastPathComponent
-        let nested = base.isEmpty ? name : base + "/" + name
+        // Names are exact: into gs://b/x// the files go to x//NAME/…, as gsutil puts them.
+        let nested = address.folderName.map { $0 + "/" + name } ?? name
         // Whether PREFIX exists decides between these two; check both before contacting anything.
-        let candidates = address.path.isEmpty || address.path.hasSuffix("/") ? [nested] : [nested, base]
+        let candidates = address.path.isEmpty || address.endsInSlash ? [nested] : [nested, address.path]
         var bad: [String] = []
         for prefix in candidates {
             for file in tree.files {
@@ -68,8 +68,8 @@ struct RecursiveCopy {
             if candidates.count == 2 {
                 // gsutil's rule: into PREFIX/NAME/ when PREFIX/ already holds something, else PREFIX is the copy.
                 do throws(StorageError) {
-                    let page = try await storage.reference(withPath: base).list(maxResults: 1)
-                    if page.items.isEmpty && page.prefixes.isEmpty { prefix = base }
+                    let page = try await address.folder(in: storage).list(maxResults: 1)
+                    if page.items.isEmpty && page.prefixes.isEmpty { prefix = address.path }
                 } catch {
                     CopyCommand.reportFailure(error)
                     return ExitCode(error)
@@ -79,7 +79,7 @@ struct RecursiveCopy {
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
             let jobs = tree.files.map { file in
-                let reference = storage.reference(withPath: prefix + "/" + file.relativePath)
+                let reference = storage.reference(objectName: prefix + "/" + file.relativePath)
                 return Job(
                     name: file.url.path, size: file.size,
                     run: Self.runner {
@@ -108,11 +108,10 @@ struct RecursiveCopy {
             return .localFile
         }
         return await command.withConnection(bucket: address.bucket) { connection in
-            let base = Self.normalized(address.path)
+            let folder = address.folder(in: connection.storage)
             let objects: [ListedObject]
             do throws(StorageError) {
-                objects = try await Self.objects(
-                    below: connection.storage.reference(withPath: base), pageSize: command.pageSize)
+                objects = try await Self.objects(below: folder, pageSize: command.pageSize)
             } catch {
                 if error.code == .cancelled { return .interrupted }
                 CopyCommand.reportFailure(error)
@@ -125,19 +124,19 @@ struct RecursiveCopy {
             // Into DIR/NAME/ when DIR exists or ends in /, else DIR is the copy (as for uploads).
             var root = directory.url
             if directory.exists || path.hasSuffix("/") {
-                root.appendPathComponent(base.isEmpty ? address.bucket : String(base.split(separator: "/").last ?? ""))
+                root.appendPathComponent(address.path.split(separator: "/").last.map(String.init) ?? address.bucket)
             }
+            // What the listed names start with: the folder's prefix, which is not part of the file's path.
+            let prefixLength = address.folderName.map { $0.utf8.count + 1 } ?? 0
             var failures: [Failure] = []
             var planned: [(reference: StorageReference, file: URL, size: Int64?)] = []
             for (object, size) in objects {
-                let relative = base.isEmpty ? object.fullPath : String(object.fullPath.dropFirst(base.count + 1))
-                let segments = relative.split(separator: "/", omittingEmptySubsequences: false)
-                // A name such as a/../../etc/x would write outside DIR: refused, never written.
-                guard !segments.contains(where: { $0 == ".." || $0 == "." || $0.isEmpty || $0.contains("\0") }) else {
-                    failures.append(
-                        Failure(
-                            name: "\(object)", reason: "refused: its name would leave \(root.path) (a . or .. segment)",
-                            status: .localFile))
+                let relative = object.fullPath.utf8.dropFirst(prefixLength)
+                // A folder placeholder (a name ending in /) has no bytes to copy: the directory is made anyway.
+                if relative.isEmpty || relative.last == UInt8(ascii: "/") { continue }
+                let segments = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+                if let problem = Self.localPathProblem(segments, inside: root) {
+                    failures.append(Failure(name: "\(object)", reason: "refused: \(problem)", status: .localFile))
                     continue
                 }
                 do throws(StorageError) {
@@ -146,7 +145,8 @@ struct RecursiveCopy {
                     failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
                     continue
                 }
-                planned.append((object, segments.reduce(root) { $0.appendingPathComponent(String($1)) }, size))
+                let file = segments.reduce(root) { $0.appendingPathComponent(String(decoding: $1, as: UTF8.self)) }
+                planned.append((object, file, size))
             }
             // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
             let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
@@ -165,6 +165,24 @@ struct RecursiveCopy {
                 jobs, failures: failures, totalBytes: sizes.count == jobs.count ? sizes.reduce(0, +) : nil,
                 output: output, destination: root.path + "/")
         }
+    }
+
+    /// Why the file path made of an object name's `segments` (below the listed prefix) cannot
+    /// be its copy inside `root`, or nil when it can: the copy of each listed object is that
+    /// object's alone, and stays inside `root`.
+    static func localPathProblem(_ segments: [Substring.UTF8View.SubSequence], inside root: URL) -> String? {
+        if segments.contains(where: { $0.contains(0) }) {
+            return "its name holds a NUL byte, which no file name can"
+        }
+        // A name such as a/../../etc/x would write outside DIR: refused, never written.
+        if segments.contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }) {
+            return "its name would leave \(root.path) or alias another path (a . or .. segment)"
+        }
+        // `a//b` and `/b` would be written as a/b and b, the copies of other objects.
+        if segments.contains(where: \.isEmpty) {
+            return "its name has an empty segment (a leading / or //), so its file would be another object's"
+        }
+        return nil
     }
 
     /// An object a listing found, with its size when the listing carried it.
@@ -295,8 +313,4 @@ struct RecursiveCopy {
         }
     }
 
-    /// `path` with runs of `/` collapsed and none at either end, as object paths are.
-    static func normalized(_ path: String) -> String {
-        path.split(separator: "/").joined(separator: "/")
-    }
 }

@@ -6,10 +6,12 @@ struct RemoveCommand {
     static let usage = """
         usage: cloud-storage rm [options] gs://BUCKET/PATH...
 
-        Deletes each object, printing "Removed gs://BUCKET/PATH" for each.
+        Deletes each object, printing "Removed gs://BUCKET/PATH" for each. Names are
+        exact: gs://BUCKET/a//b is the object a//b, gs://BUCKET/dir/ the object dir/.
 
           -r                  delete every object whose name starts with PATH/ (and the
-                              object PATH itself, if there is one)
+                              object PATH itself, if there is one); a PATH that ends in /
+                              deletes only the names that start with PATH
           --jobs N            delete up to N objects at a time (default 16)
           --quiet             print only the number removed, not each object
 
@@ -71,11 +73,10 @@ struct RemoveCommand {
             var tally = Tally()
             for address in addresses {
                 let storage = connection.storage(for: address.bucket)
-                let reference = storage.reference(withPath: address.path)
                 if recursive {
-                    await removeAll(under: reference, address: address, output: output, tally: &tally)
+                    await removeAll(address, in: storage, output: output, tally: &tally)
                 } else {
-                    await remove([reference], output: output, tally: &tally)
+                    await remove([address.reference(in: storage)], output: output, tally: &tally)
                 }
             }
             if quiet, tally.outputOpen {
@@ -91,17 +92,18 @@ struct RemoveCommand {
         }
     }
 
-    /// Deletes every object below `reference` (and the object it names), page by page.
+    /// Deletes every object the walk of `address` lists (and the object it names), page by page:
+    /// exactly the listed names, so `rm -r gs://b/pfx//` leaves `pfx/abs.txt`.
     private func removeAll(
-        under reference: StorageReference, address: ObjectAddress, output: OutputWriter, tally: inout Tally
+        _ address: ObjectAddress, in storage: Storage, output: OutputWriter, tally: inout Tally
     ) async {
         let before = (tally.removed, tally.failures.count)
-        if !reference.fullPath.isEmpty && !address.path.hasSuffix("/") {
-            await remove([reference], output: output, tally: &tally, missingIsFine: true)
+        if !address.path.isEmpty && !address.endsInSlash {
+            await remove([address.reference(in: storage)], output: output, tally: &tally, missingIsFine: true)
         }
         var batch: [StorageReference] = []
         // Deleting during the walk is safe: page tokens name the last object listed, not a position.
-        let walker = ObjectWalker(root: reference, recursive: true, pageSize: pageSize)
+        let walker = ObjectWalker(root: address.folder(in: storage), recursive: true, pageSize: pageSize)
         do {
             try await walker.walk { entry in
                 if case .object(let object, _) = entry { batch.append(object) }

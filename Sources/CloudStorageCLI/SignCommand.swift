@@ -114,7 +114,7 @@ struct SignCommand {
     func signedURL() async throws(StorageError) -> URL {
         let storage = Storage(bucket: bucket, endpoint: endpoint, authorization: authorization)
         // No signer: the Storage's credential signs (a key file's key, or IAM for the metadata server's account).
-        return try await storage.reference(withPath: path).signedURL(
+        return try await ObjectAddress(bucket: bucket, path: path).reference(in: storage).signedURL(
             method: method, expiresIn: expiresIn, headers: headers, style: style)
     }
 

@@ -41,7 +41,7 @@ struct StatCommand {
         await storage.withConnection(bucket: addresses[0].bucket) { connection in
             var worst = ExitCode.success
             for address in addresses {
-                let reference = connection.storage(for: address.bucket).reference(withPath: address.path)
+                let reference = address.reference(in: connection.storage(for: address.bucket))
                 do throws(StorageError) {
                     let metadata = try await reference.getMetadata()
                     try? await output.write(Self.block(for: reference, metadata))

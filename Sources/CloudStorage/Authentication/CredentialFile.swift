@@ -10,7 +10,9 @@ enum CredentialFile {
     ///   - source: Names the file in messages ("The key file /etc/key.json").
     ///   - expected: The `type` the caller asked for, or nil for any supported one.
     /// - Throws: ``StorageErrorCode/invalidArgument``: not JSON, a missing or unusable field,
-    ///   an unsupported or unexpected `type`. Messages never quote the file's secrets.
+    ///   an unsupported or unexpected `type`. Messages name fields, never quote their values
+    ///   (a key pasted into the wrong field must not end up in a log), except a `type` that is
+    ///   one of the ``knownTypes``, which then is our own text.
     static func credential(
         in data: Data, source: String, expecting expected: String? = nil
     ) throws(StorageError) -> CredentialSource {
@@ -20,23 +22,31 @@ enum CredentialFile {
         guard let type = object["type"] as? String else {
             throw .invalidArgument("\(source) has no \"type\" field; it is not a Google credentials file.")
         }
-        if let expected, type != expected {
-            throw .invalidArgument("\(source) holds \"type\": \"\(type)\" credentials, not \"\(expected)\".")
+        guard let known = knownTypes.first(where: { $0 == type }) else {
+            throw .invalidArgument(
+                "\(source) holds credentials of an unknown \"type\" (known: \(knownTypes.joined(separator: ", "))).")
         }
-        switch type {
+        if let expected, known != expected {
+            throw .invalidArgument("\(source) holds \"type\": \"\(known)\" credentials, not \"\(expected)\".")
+        }
+        switch known {
         case "service_account":
             return .serviceAccount(try ServiceAccountKey(json: object, source: source))
         case "authorized_user":
             return .authorizedUser(try AuthorizedUserCredentials(json: object, source: source))
-        case "impersonated_service_account", "external_account", "external_account_authorized_user":
-            throw .invalidArgument(
-                "\(source) holds \"type\": \"\(type)\" credentials, which CloudStorage does not support yet; "
-                    + "use a service account key, gcloud's authorized_user credentials, or the metadata server.")
         default:
             throw .invalidArgument(
-                "\(source) holds credentials of an unknown \"type\": \"\(printable(type))\".")
+                "\(source) holds \"type\": \"\(known)\" credentials, which CloudStorage does not support yet; "
+                    + "use a service account key, gcloud's authorized_user credentials, or the metadata server.")
         }
     }
+
+    /// The `type`s of Google credentials files: the first two are supported. A message may
+    /// name one of these, since it is then our text, not the file's.
+    static let knownTypes = [
+        "service_account", "authorized_user", "impersonated_service_account", "external_account",
+        "external_account_authorized_user",
+    ]
 
     /// The most bytes a credentials file may have: real ones are a few KiB.
     static let maximumSize = 1 << 20
@@ -52,7 +62,8 @@ enum CredentialFile {
             file = try ReadOnlyFile(path: path)
         } catch {
             if (error.underlyingError as? POSIXError)?.code == .ENOENT { return nil }
-            throw .invalidArgument("The credentials file \(path) cannot be read: \(error.message)")
+            // The message names the path and what is wrong with it (a directory, a device, …).
+            throw .invalidArgument("A credentials file cannot be read: \(error.message)")
         }
         guard file.size <= maximumSize else {
             throw .invalidArgument("The credentials file \(path) is larger than 1 MiB; it is not a credentials file.")
@@ -91,18 +102,13 @@ enum CredentialFile {
         guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "https" || scheme == "http",
             url.host?.isEmpty == false
         else {
-            throw .invalidArgument("\(source) has a token_uri that is not an http(s) URL: \(printable(text)).")
+            throw .invalidArgument("\(source) has a token_uri that is not an http(s) URL with a host.")
         }
         guard !url.isPlainHTTPToAnotherMachine else {
             throw .invalidArgument(
-                "\(source) has a token_uri on plain HTTP to another machine (\(url.host ?? "")); secrets are only sent over https or to a loopback address."
+                "\(source) has a token_uri on plain HTTP to another machine; secrets are only sent over https or to a loopback address."
             )
         }
         return url
-    }
-
-    /// At most 100 characters of `text`, for messages about hostile files.
-    private static func printable(_ text: String) -> String {
-        text.count > 100 ? String(text.prefix(100)) + "…" : text
     }
 }

@@ -8,8 +8,8 @@ import Musl
 import Darwin
 #endif
 
-/// An open, read-only file descriptor for an upload, with the identity the file
-/// had when it was opened, so any later change can be noticed.
+/// An open, read-only file descriptor for an upload (or a credentials file), with the
+/// identity the file had when it was opened, so any later change can be noticed.
 ///
 /// Reads use `pread` at absolute offsets, so one descriptor serves any number
 /// of requests and retries without seeking. All methods block: call them from
@@ -59,8 +59,9 @@ final class ReadOnlyFile: Sendable {
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             close(fd)
-            let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "not a regular file"
-            throw StorageError(.unreadableFile, "The path \(path) is \(what), not a file to upload.")
+            // Opened for uploads and for credentials files alike: the message says what the path is, not why.
+            let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "a FIFO, socket or device"
+            throw StorageError(.unreadableFile, "The path \(path) is \(what), not a regular file.")
         }
         self.descriptor = fd
         self.identity = Identity(info)

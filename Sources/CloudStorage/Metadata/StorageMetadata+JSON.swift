@@ -61,7 +61,7 @@ extension StorageMetadata {
         self.init()
         if let fullName = resource.name {
             path = fullName
-            name = StoragePath(normalizing: fullName).lastComponent
+            name = StoragePath(exact: fullName).lastComponent
         }
         bucket = resource.bucket
         generation = resource.generation?.value

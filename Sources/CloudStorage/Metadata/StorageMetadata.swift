@@ -42,10 +42,12 @@ public struct StorageMetadata: Sendable, Hashable {
 
     /// The bucket the object is stored in.
     public internal(set) var bucket: String?
-    /// The object's full path in the bucket, such as `images/space.jpg`.
+    /// The object's full path in the bucket, such as `images/space.jpg`: its name exactly as the
+    /// server sent it.
     public internal(set) var path: String?
     /// The last segment of ``path``, such as `space.jpg` (as in the Firebase SDKs,
-    /// not the full object name).
+    /// not the full object name): the text after its last slash, empty for a name
+    /// that ends in one (`photos/`), never a renamed neighbour.
     public internal(set) var name: String?
     /// The object's size in bytes; 0 until the server has reported it.
     public internal(set) var size: Int64 = 0

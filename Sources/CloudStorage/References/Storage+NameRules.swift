@@ -49,12 +49,12 @@ extension Storage {
 }
 
 extension StorageReference {
-    /// Checks the object path `path` against the object-name rules, without
-    /// contacting anything: the check every operation on an object makes
-    /// before its first request.
+    /// Checks `name` against the object-name rules, exactly as given, without
+    /// contacting anything: the check every operation on
+    /// ``Storage/reference(objectName:)`` makes before its first request.
     ///
-    /// The path is normalized as by ``Storage/reference(withPath:)`` (runs of
-    /// slashes collapse, leading and trailing ones go). The rules are those of
+    /// Nothing is normalized: `a//b`, `dir/` and `/lead` are legal names (of
+    /// objects other than `a/b`, `dir` and `lead`). The rules are those of
     /// Google Cloud Storage: 1 to 1024 bytes of UTF-8, no carriage return or
     /// line feed, not `.` or `..`, and not under `.well-known/acme-challenge/`.
     ///
@@ -63,10 +63,10 @@ extension StorageReference {
     /// try StorageReference.validateObjectName("")  // throws: names no object
     /// ```
     ///
-    /// - Parameter path: The object path, such as `images/stars.jpg`.
-    /// - Throws: ``StorageErrorCode/invalidArgument`` when the path is empty;
-    ///   ``StorageErrorCode/pathError`` when a rule is broken.
-    public static func validateObjectName(_ path: String) throws(StorageError) {
-        _ = try StoragePath(normalizing: path).validatedObjectName()
+    /// - Parameter name: The object name, such as `images/stars.jpg`.
+    /// - Throws: ``StorageErrorCode/pathError`` when a rule is broken (an
+    ///   empty name among them).
+    public static func validateObjectName(_ name: String) throws(StorageError) {
+        _ = try StoragePath(exact: name).validatedObjectName()
     }
 }

@@ -56,7 +56,7 @@ extension Storage {
                 "The upload session belongs to the bucket \(session.bucket), not this Storage's \(bucket).")
         }
         return StorageUploadTask.start(
-            reference: reference(withPath: session.objectPath), source: .file(fileURL),
+            reference: reference(objectName: session.objectPath), source: .file(fileURL),
             metadata: StorageMetadata(), resuming: session)
     }
 }

@@ -15,24 +15,29 @@ extension Storage {
     /// | Path style | `https://storage.googleapis.com/my-bucket/images/stars.jpg` (also `storage.cloud.google.com`) |
     /// | Virtual-host style | `https://my-bucket.storage.googleapis.com/images/stars.jpg` |
     ///
-    /// The path of a `gs://` URL is taken literally, character for character,
-    /// the way `gcloud storage` and `gsutil` read it: `gs://my-bucket/a%20b`
-    /// names the object `a%20b`. This is also the form
-    /// ``StorageReference/description`` prints, so any reference survives the
-    /// round trip.
+    /// A URL names one object exactly, as ``Storage/reference(objectName:)``
+    /// does: nothing is normalized, so `gs://my-bucket/a//b` is the object
+    /// `a//b` and `gs://my-bucket/photos/` the object `photos/` (a folder
+    /// placeholder), the way `gcloud storage` and `gsutil` read them; to list
+    /// the folder `photos/`, list `reference(withPath: "photos")`. This is
+    /// also the form ``StorageReference/description`` prints, so a reference
+    /// survives the round trip. A URL without an object path (`gs://my-bucket`,
+    /// `gs://my-bucket/`) gives the root.
     ///
-    /// In `http(s)` URLs the object path is percent-decoded exactly once
-    /// (`%2F` becomes `/`, `%20` a space, `%25` a percent sign) and `+` stays a
-    /// plus sign; the query (`alt=media&token=…`) and fragment are ignored.
-    /// The Firebase, JSON API and path-style forms without an object
-    /// (`/v0/b/BUCKET`, `/v0/b/BUCKET/o`, `https://storage.googleapis.com/BUCKET`)
-    /// give the root reference. The bucket is compared with ``bucket`` exactly;
-    /// one read from a host name is lowercased first, as host names are
+    /// The path of a `gs://` URL is taken literally, character for character:
+    /// `gs://my-bucket/a%20b` names the object `a%20b`. In `http(s)` URLs the
+    /// object path is percent-decoded exactly once (`%2F` becomes `/`, `%20` a
+    /// space, `%25` a percent sign) and `+` stays a plus sign; the query
+    /// (`alt=media&token=…`) and fragment are ignored. The Firebase, JSON API
+    /// and path-style forms without an object (`/v0/b/BUCKET`,
+    /// `/v0/b/BUCKET/o`, `https://storage.googleapis.com/BUCKET`) give the
+    /// root reference. The bucket is compared with ``bucket`` exactly; one read
+    /// from a host name is lowercased first, as host names are
     /// case-insensitive.
     ///
-    /// The resulting path is normalized like ``StorageReference/child(_:)``;
-    /// it is checked against the path rules only when an operation uses it.
-    /// Error messages never repeat a URL's query, which may hold a download token.
+    /// The path is checked against the name rules only when an operation uses
+    /// it. Error messages never repeat a URL's query, which may hold a download
+    /// token.
     ///
     /// ```swift
     /// let storage = Storage(bucket: "my-bucket")
@@ -102,7 +107,7 @@ extension Storage {
 /// `%2F` into `/` before the path can be split, and which differ between
 /// platforms in what they accept.
 enum StorageURLParser {
-    /// What a URL names: a bucket and a normalized path in it.
+    /// What a URL names: a bucket and the exact path in it (the root when the URL has none).
     struct Location: Hashable, Sendable {
         var bucket: String
         var path: StoragePath
@@ -147,10 +152,7 @@ enum StorageURLParser {
             bucket = rest
             rawPath = ""
         }
-        return Location(
-            bucket: try validatedBucket(bucket, original: original),
-            path: StoragePath(normalizing: String(rawPath))
-        )
+        return Location(bucket: try validatedBucket(bucket, original: original), path: exactPath(String(rawPath)))
     }
 
     /// `http(s)://HOST/…` in the Firebase, JSON API, path and virtual-host forms.
@@ -233,7 +235,12 @@ enum StorageURLParser {
         original: String
     ) throws(StorageError) -> StoragePath {
         let joined = segments.joined(separator: "/")
-        return StoragePath(normalizing: try percentDecoded(Substring(joined), original: original))
+        return exactPath(try percentDecoded(Substring(joined), original: original))
+    }
+
+    /// The object named exactly `name`; the root when there is no name.
+    private static func exactPath(_ name: String) -> StoragePath {
+        name.isEmpty ? .root : StoragePath(exact: name)
     }
 
     /// The host of an authority: without user information, port, or the

@@ -4,8 +4,13 @@ extension StorageReference {
 
     /// Lists one page of the objects and prefixes directly below this reference.
     ///
-    /// Objects in deeper "folders" are not listed; their first path segment
-    /// below this reference appears once in ``StorageListResult/prefixes``.
+    /// Lists the names that start with this reference's path and a slash
+    /// (everything at the root). Objects in deeper "folders" are not listed;
+    /// their first path segment below this reference appears once in
+    /// ``StorageListResult/prefixes``. Items and prefixes are the server's
+    /// names taken exactly (see ``StorageReference``, "Paths"): an item can be
+    /// a folder placeholder such as `photos/`, and the prefix `a//` is the
+    /// reference `a/`, whose own listing holds `a//b`.
     /// Pass the ``StorageListResult/pageToken`` of one page to get the next.
     /// Listing the root reference lists the top of the bucket. On a GCS JSON API
     /// endpoint the page also holds each object's metadata
@@ -25,30 +30,64 @@ extension StorageReference {
     /// - Returns: The page.
     /// - Throws: ``StorageError``: ``StorageErrorCode/invalidArgument`` when
     ///   `maxResults` is outside 1…1000; ``StorageErrorCode/bucketNotFound``
-    ///   when the bucket does not exist; ``StorageErrorCode/cancelled`` when
-    ///   the calling task is cancelled.
+    ///   when the bucket does not exist; ``StorageErrorCode/protocolViolation``
+    ///   when the server lists a name that is not below this reference, or a
+    ///   prefix that is not one level below it; ``StorageErrorCode/cancelled``
+    ///   when the calling task is cancelled.
     public func list(maxResults: Int, pageToken: String? = nil) async throws(StorageError) -> StorageListResult {
         guard (1...Self.maximumListResults).contains(maxResults) else {
             throw .invalidArgument("maxResults must be between 1 and \(Self.maximumListResults); it is \(maxResults).")
         }
         let wire = storage.endpoint.objectProtocol
-        let prefix = path.isRoot ? "" : path.string + "/"
+        let prefix = path.listingPrefix
         var runner = RequestRunner(storage: storage, operation: .other)
         let request = wire.list(bucket: storage.bucket, prefix: prefix, maxResults: maxResults, pageToken: pageToken)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .bucket(storage.bucket))
         let page = try wire.listPage(from: response)
-        let root = root()
-        let items = page.items.map { root.child($0) }
+        // Names from the server are taken exactly: normalizing them would list `a//b` as the
+        // object `a/b`, and make the prefix `a//` the reference `a`, listed again for ever.
+        var items: [StorageReference] = []
+        for name in page.items {
+            guard name.utf8.starts(with: prefix.utf8) else {
+                throw .protocolViolation(
+                    "The server listed the object \"\(name)\" when asked for the names below \"\(prefix)\".")
+            }
+            items.append(StorageReference(storage: storage, path: StoragePath(exact: name)))
+        }
+        var prefixes: [StorageReference] = []
+        for listed in page.prefixes {
+            guard let folder = Self.folder(listed, below: prefix) else {
+                throw .protocolViolation(
+                    "The server listed the prefix \"\(listed)\", which is not one level below \"\(prefix)\".")
+            }
+            prefixes.append(StorageReference(storage: storage, path: folder))
+        }
         var itemMetadata: [StorageReference: StorageMetadata] = [:]
         for (item, metadata) in zip(items, page.metadata) {
             if let metadata { itemMetadata[item] = metadata }
         }
         return StorageListResult(
-            prefixes: page.prefixes.map { root.child($0) },
+            prefixes: prefixes,
             items: items,
             pageToken: page.nextPageToken,
             itemMetadata: itemMetadata
         )
+    }
+
+    /// The path whose listing is `listed`, a prefix the server gave in a listing of `prefix`:
+    /// `listed` without its final slash. Nil unless `listed` is `prefix`, then one segment
+    /// (possibly empty) and a slash, and no longer than an object name can be, so that walking
+    /// the prefixes of listings always goes down and always ends, whatever a server answers.
+    static func folder(_ listed: String, below prefix: String) -> StoragePath? {
+        let slash = UInt8(ascii: "/")
+        let bytes = listed.utf8
+        guard bytes.count <= StoragePath.maximumObjectNameBytes, bytes.starts(with: prefix.utf8),
+            bytes.last == slash
+        else { return nil }
+        let segment = bytes.dropFirst(prefix.utf8.count).dropLast()
+        // `listed` is longer than `prefix` (it has the slash after it), and holds a single segment.
+        guard bytes.count > prefix.utf8.count, !segment.contains(slash) else { return nil }
+        return StoragePath(exact: String(decoding: bytes.dropLast(), as: UTF8.self))
     }
 
     /// Lists every object and prefix directly below this reference, fetching

@@ -16,15 +16,31 @@
 ///
 /// ## Paths
 ///
-/// Paths are normalized as they are built: leading and trailing slashes are
-/// dropped and repeated slashes collapse, so `child("/images//space.jpg/")`
-/// and `child("images/space.jpg")` are the same reference.
+/// Cloud Storage names are flat text: `a//b`, `dir/` and `/lead` are legal
+/// names of three objects, none of them `a/b`, `dir` or `lead`. A reference
+/// keeps its path exactly as it was made, and how it was made decides:
+/// - ``Storage/reference(withPath:)`` and ``child(_:)`` take the Firebase SDKs'
+///   path syntax: leading and trailing slashes are dropped and repeated
+///   slashes collapse, so `child("/images//space.jpg/")` and
+///   `child("images/space.jpg")` are the same reference.
+/// - ``Storage/reference(objectName:)`` takes a name verbatim, and so does
+///   everything the server sends (listed items and prefixes, metadata names)
+///   and every URL (``Storage/reference(forURL:)-(String)``): the SDK never
+///   renames what it is given, so it never acts on another object.
+///
+/// A reference also stands for the "folder" of the names below it: listing
+/// `images` lists the prefix `images/`, and listing the exact `a/` lists
+/// `a//`. ``parent()`` and ``name`` split the path at its last slash and keep
+/// empty segments: the parent of `a//b` is `a/` and its name `b`; the parent
+/// of `dir/` is `dir` and its name is empty; the parent of `/lead` is the
+/// exact empty path (the folder whose listing prefix is `/`, which is not the
+/// root, although both print as `gs://BUCKET/`), and its parent the root.
 ///
 /// An operation on an object checks its path against the object-name rules of
 /// Cloud Storage when the operation is attempted, not when the reference is
 /// made. A valid path:
-/// - is 1 to 1024 bytes long in UTF-8 (the root reference, with an empty path,
-///   names no object and fails with ``StorageErrorCode/invalidArgument``);
+/// - is 1 to 1024 bytes long in UTF-8 (the root reference names no object and
+///   fails with ``StorageErrorCode/invalidArgument``);
 /// - contains no carriage return or line feed;
 /// - is not `.` or `..`, and does not start with `.well-known/acme-challenge/`.
 ///
@@ -35,13 +51,14 @@
 /// ## Equality
 ///
 /// Two references are equal when they have the same bucket, the same
-/// ``Storage/endpoint`` and the same normalized path. Credentials and
-/// configuration are not compared.
+/// ``Storage/endpoint`` and the same path, compared byte for byte as Cloud
+/// Storage compares names (`é` precomposed and `e` with a combining accent
+/// are two objects). Credentials and configuration are not compared.
 public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     /// The service handle this reference came from: its bucket, endpoint,
     /// credentials and settings are the ones operations on the reference use.
     public let storage: Storage
-    /// The normalized path inside the bucket.
+    /// The path inside the bucket.
     let path: StoragePath
 
     init(storage: Storage, path: StoragePath) {
@@ -53,8 +70,11 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     ///
     /// The path may hold several segments; it is normalized (leading,
     /// trailing and repeated slashes removed), and an empty path or `/` gives
-    /// this reference back. Whether the result is a valid object name is
-    /// checked when an operation uses it.
+    /// this reference back. This reference's own path is kept exactly, so a
+    /// child of a listed prefix is below that prefix. To name a child whose
+    /// name has empty segments, use ``Storage/reference(objectName:)``.
+    /// Whether the result is a valid object name is checked when an operation
+    /// uses it.
     ///
     /// ```swift
     /// let imagesRef = storage.reference().child("images")
@@ -70,6 +90,9 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A reference to the path one level up, or nil at the root.
+    ///
+    /// The path is cut at its last slash, keeping empty segments (see
+    /// "Paths" above): the parent of `a//b` is `a/`, which lists `a//b`.
     ///
     /// ```swift
     /// let spaceRef = storage.reference(withPath: "images/space.jpg")
@@ -99,16 +122,20 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     /// empty at the root.
     public var fullPath: String { path.string }
 
-    /// The last segment of the path, such as `space.jpg`; empty at the root.
+    /// The last segment of the path, such as `space.jpg`: the text after its
+    /// last slash. Empty at the root, and for a name that ends in a slash
+    /// (`dir/`, a folder placeholder).
     public var name: String { path.lastComponent }
 
     /// The name of the bucket the reference points into.
     public var bucket: String { storage.bucket }
 
     /// The reference as a `gs://` URL, such as `gs://my-bucket/images/space.jpg`
-    /// (`gs://my-bucket/` at the root).
+    /// (`gs://my-bucket/` at the root), with the path exactly as it is.
     ///
-    /// ``Storage/reference(forURL:)-(String)`` reads this form back.
+    /// ``Storage/reference(forURL:)-(String)`` reads this form back to the same
+    /// reference, for every path but the exact empty one, which prints as the
+    /// root does.
     public var description: String { "gs://\(storage.bucket)/\(path.string)" }
 
     /// Whether two references name the same path in the same bucket on the

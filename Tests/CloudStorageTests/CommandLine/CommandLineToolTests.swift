@@ -403,7 +403,6 @@ struct CommandLineToolTests {
     /// for, rather than wait out the request time-out (60 s).
     @Test(arguments: [(SIGINT, 1000, ExitCode.interrupted), (SIGTERM, 9 * 1024 * 1024, ExitCode.terminated)])
     func aSignalEndsACopyToAServerThatNeverAnswers(signal: Int32, size: Int, expected: ExitCode) async throws {
-        let tool = try Self.toolExecutable
         let requests = Atomic<Int>(0)
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readHead() != nil else { return }
@@ -414,15 +413,11 @@ struct CommandLineToolTests {
         let (source, _) = try Self.file(size: size)
         defer { try? FileManager.default.removeItem(at: source.deletingLastPathComponent()) }
 
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = [
-            "cp", "--quiet", "--endpoint", "http://127.0.0.1:\(server.port)", source.path, "gs://demo/held.bin",
-        ]
-        process.environment = ["HOME": source.deletingLastPathComponent().path]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        // Started with SIGINT and SIGTERM at their defaults (Foundation's Process would pass on the
+        // test process's dispositions, which an in-process `cp` of another test sets to ignored).
+        let (process, errors) = try CopyResumeTests.launch(
+            ["cp", "--quiet", "--endpoint", "http://127.0.0.1:\(server.port)", source.path, "gs://demo/held.bin"],
+            environment: ["HOME": source.deletingLastPathComponent().path])
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 
         // Signalled once the server holds the tool's request.
@@ -439,7 +434,7 @@ struct CommandLineToolTests {
         try #require(!process.isRunning, "cp still runs long after the signal")
         process.waitUntilExit()
         #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == expected.rawValue)
+        #expect(process.terminationStatus == expected.rawValue, "\(errors.text)")
     }
 
     /// Reads and drops whatever comes until the peer closes or the server stops.

@@ -6,10 +6,6 @@ import Testing
 
 @testable import CloudStorageCLI
 
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -40,17 +36,10 @@ struct CopyDirectionsTests {
         }
     }
 
-    /// Stores an object under its exact name (one ending in `/`, which SDK paths cannot name).
+    /// Stores an object under its exact name (such as `keep/`, which `reference(withPath:)` would normalize).
     static func putRaw(_ name: String, _ data: Data, in emulator: StorageEmulator) async throws {
-        let encoded = name.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
-        var request = URLRequest(
-            url: URL(
-                string: "\(emulator.baseURL.absoluteString)/upload/storage/v1/b/demo/o?uploadType=media&name=\(encoded)"
-            )!)
-        request.httpMethod = "POST"
-        request.httpBody = data
-        let (_, response) = try await URLSession.shared.data(for: request)
-        try #require((response as? HTTPURLResponse)?.statusCode == 200)
+        let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
+        _ = try await storage.reference(objectName: name).putDataAsync(data)
     }
 
     static func objectBytes(_ emulator: StorageEmulator, _ name: String) async throws -> Data? {

@@ -63,11 +63,19 @@ struct CopyResumeTests {
         private let lock = NSLock()
         private var state: Int32?  // the raw wait status, once reaped
 
-        init(_ executable: String, _ arguments: [String], environment: [String: String], errorsTo path: String) throws {
+        /// - Parameter input: The descriptor standard input reads (a pipe's end); /dev/null when nil.
+        init(
+            _ executable: String, _ arguments: [String], environment: [String: String], errorsTo path: String,
+            input: Int32? = nil
+        ) throws {
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            if let input {
+                posix_spawn_file_actions_adddup2(&actions, input, 0)
+            } else {
+                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            }
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
             // glibc 2.34+ (not in Swift's Glibc module): nothing else is inherited, not even the
@@ -76,11 +84,26 @@ struct CopyResumeTests {
             if let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
                 _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
             }
+            // SIGINT and SIGTERM at their defaults and no signal blocked, as a shell starts a foreground
+            // command: the test process may be ignoring them just then (an in-process `cp` of another
+            // test does while it runs), and the tool keeps a signal it was started with ignored.
+            var attributes = posix_spawnattr_t()
+            posix_spawnattr_init(&attributes)
+            defer { posix_spawnattr_destroy(&attributes) }
+            var defaults = sigset_t()
+            sigemptyset(&defaults)
+            sigaddset(&defaults, SIGINT)
+            sigaddset(&defaults, SIGTERM)
+            var unblocked = sigset_t()
+            sigemptyset(&unblocked)
+            posix_spawnattr_setsigdefault(&attributes, &defaults)
+            posix_spawnattr_setsigmask(&attributes, &unblocked)
+            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
             let argv = ([executable] + arguments).map { strdup($0) } + [nil]
             let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
             defer { (argv + envp).forEach { free($0) } }
             var pid = pid_t()
-            let code = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+            let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
             guard code == 0 else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EINVAL) }
             processIdentifier = pid
         }

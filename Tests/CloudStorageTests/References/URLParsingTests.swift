@@ -18,19 +18,21 @@ struct URLParsingTests {
         #expect(try path("gs://my-bucket/images/stars.jpg") == "images/stars.jpg")
     }
 
-    @Test(arguments: ["gs://my-bucket", "gs://my-bucket/", "GS://my-bucket//"])
+    @Test(arguments: ["gs://my-bucket", "gs://my-bucket/", "GS://my-bucket/"])
     func gsRoot(url: String) throws {
         let ref = try storage.reference(forURL: url)
         #expect(ref == storage.reference())
     }
 
-    @Test func gsPathIsLiteralAndNormalized() throws {
+    @Test func gsPathIsLiteralAndExact() throws {
         // gs:// paths are not percent-decoded: `%20` is three characters of the name.
         #expect(try path("gs://my-bucket/a%20b") == "a%20b")
         #expect(try path("gs://my-bucket/a%2Fb") == "a%2Fb")
         #expect(try path("gs://my-bucket/bad%ZZ") == "bad%ZZ")
         #expect(try path("gs://my-bucket/a+b c?d#e") == "a+b c?d#e")
-        #expect(try path("gs://my-bucket//x//y/") == "x/y")
+        // Nor normalized: a URL names one object, and `/x//y/` is not `x/y` (gsutil reads it so too).
+        #expect(try path("gs://my-bucket//x//y/") == "/x//y/")
+        #expect(try storage.reference(forURL: "gs://my-bucket//") == storage.reference(objectName: "/"))
     }
 
     // MARK: Firebase v0
@@ -87,7 +89,7 @@ struct URLParsingTests {
         ("a+b", "a+b"),
         ("a%2Bb", "a+b"),
         ("%23%5B%5D%2A%3F", "#[]*?"),
-        ("%2Fleading%2F%2Fdouble%2F", "leading/double"),
+        ("%2Fleading%2F%2Fdouble%2F", "/leading//double/"),  // an exact name, not normalized
     ])
     func percentDecodingInObjectPaths(encoded: String, decoded: String) throws {
         #expect(try path("https://firebasestorage.googleapis.com/v0/b/my-bucket/o/\(encoded)?alt=media") == decoded)
