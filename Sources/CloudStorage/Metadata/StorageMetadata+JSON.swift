@@ -56,8 +56,9 @@ extension StorageMetadata {
         .filter { $0 != .downloadTokens }  // Firebase v0 only; GCS refuses unknown fields.
         .map(\.rawValue).joined(separator: ",")
 
-    /// The metadata a decoded resource describes; shared by single-object answers and listings.
-    private init(_ resource: ObjectResource) {
+    /// The metadata a decoded resource describes; shared by single-object answers, listings
+    /// and resources nested in other answers.
+    fileprivate init(_ resource: ObjectResource) {
         self.init()
         if let fullName = resource.name {
             path = fullName
@@ -287,9 +288,19 @@ private struct ObjectResource: Decodable {
     }
 }
 
+/// An object resource nested in another answer (a rewrite's `resource`), read as strictly as a
+/// whole answer is by ``StorageMetadata/init(objectResource:)``.
+struct NestedObjectResource: Decodable {
+    var metadata: StorageMetadata
+
+    init(from decoder: any Decoder) throws {
+        metadata = StorageMetadata(try ObjectResource(from: decoder))
+    }
+}
+
 /// An integer sent as a JSON string (the GCS JSON API's form for 64-bit
 /// values) or as a JSON number.
-private struct FlexibleInt64: Decodable {
+struct FlexibleInt64: Decodable {
     var value: Int64
 
     init(from decoder: any Decoder) throws {
