@@ -125,7 +125,7 @@ extension StorageReference {
     /// Within one bucket of a Google Cloud Storage endpoint the move is the JSON API's atomic
     /// `moveTo`: the object is renamed in one step, and either both the destination appears and
     /// the source goes, or nothing changes. A server without that method (it answers the
-    /// request with 404, 405 or 501, as fake-gcs-server and older emulators do), and every move
+    /// request with 400, 404, 405 or 501, as fake-gcs-server does), and every move
     /// between buckets, get a copy then a delete instead, which is **not atomic**: the source's
     /// generation is read first (unless `sourcePreconditions` pins it) and both steps are pinned
     /// to it, so a source replaced in between is never deleted, but for a moment both objects
@@ -183,16 +183,19 @@ extension StorageReference {
 
     /// Sends a `moveTo`, retrying as usual; nil when the server answers that it has no such method.
     ///
-    /// 404 counts as "no such method" too: a server that lacks the route answers it (fake-gcs-server
-    /// reads the path as an object name), and Cloud Storage answers it only when the source is
-    /// missing, which the copy-then-delete that follows reports the same way. 501 is not retried.
+    /// Servers without the route answer 405 or 501 if they know the path is not theirs, and 404 or
+    /// 400 if they take it for something else (fake-gcs-server reads it as a metadata update of an
+    /// object named `{source}/moveTo/o/{destination}` and refuses the empty body with 400). Cloud
+    /// Storage answers 404 when the source is missing and 400 for a request it will not move
+    /// (such as in a bucket that does not allow it); the copy-then-delete that follows reports a
+    /// missing source the same way, and refuses what copies cannot do either. 501 is not retried.
     private func atomicMove(_ request: HTTPRequest, sourceName: String) async throws(StorageError) -> StorageMetadata? {
         var runner = RequestRunner(storage: storage, operation: .other)
         while true {
             let outcome: RequestRunner.Outcome
             do {
                 outcome = try await runner.send(request, accepting: [200], about: .object(sourceName))
-            } catch let error where error.httpStatus == 404 || error.httpStatus == 405 {
+            } catch let error where [400, 404, 405].contains(error.httpStatus) {
                 return nil
             }
             switch outcome {

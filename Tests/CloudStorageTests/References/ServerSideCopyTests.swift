@@ -269,9 +269,9 @@ struct ServerSideCopyTests {
         #expect(requests.first?.query == ["ifGenerationMatch": "0"])
     }
 
-    /// 404, 405 and 501 mean "no moveTo here": the move copies and deletes, pinned to the
+    /// 400, 404, 405 and 501 mean "no moveTo here": the move copies and deletes, pinned to the
     /// generation it read; 501, though a server error, is not retried.
-    @Test(arguments: [404, 405, 501])
+    @Test(arguments: [400, 404, 405, 501])
     func withoutMoveToAMoveCopiesThenDeletesTheGenerationItCopied(status: Int) async throws {
         let server = try Server { request, _ in
             switch request.method {
