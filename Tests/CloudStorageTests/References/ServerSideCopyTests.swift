@@ -151,9 +151,10 @@ struct ServerSideCopyTests {
         signal.finish()
         let count = server.requests.count
         #expect(count >= 3)
-        // Nothing more goes out once the copy has ended.
+        // Nothing more goes out once the copy has ended; the server may still be reading the one
+        // request that was in flight when the cancellation landed.
         try await Task.sleep(for: .milliseconds(50))
-        #expect(server.requests.count == count)
+        #expect(server.requests.count <= count + 1)
     }
 
     // MARK: Compose
