@@ -50,7 +50,7 @@ extension StorageReference {
     ///   condition does not hold (nothing is written); ``StorageErrorCode/invalidArgument`` on a
     ///   root reference, a destination on another endpoint, or a Firebase endpoint, which has no
     ///   server-side copy; ``StorageErrorCode/protocolViolation`` when the server's answers break
-    ///   the protocol or it answers ``maxRewriteCallsWithoutProgress`` calls in a row without
+    ///   the protocol or it answers 10 calls in a row (`maxRewriteCallsWithoutProgress`) without
     ///   copying more; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func copy(
         to destination: StorageReference,
