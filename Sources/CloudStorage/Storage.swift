@@ -61,6 +61,31 @@ public struct Storage: Sendable {
         self.transport = transport
     }
 
+    /// A handle for another bucket on the same endpoint, with the same credentials and settings.
+    ///
+    /// The two handles share everything below the bucket: the connection pool (the HTTP
+    /// transport), and the credentials with their token cache, so a token fetched for one is
+    /// used by the other and a server that serves several buckets is reached over the same
+    /// connections. References from both can be copied and moved into each other
+    /// (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``).
+    /// Like ``init(bucket:endpoint:authorization:configuration:)`` it checks nothing; see
+    /// ``validateBucketName(_:)``.
+    ///
+    /// ```swift
+    /// let uploads = Storage(bucket: "uploads", authorization: .applicationDefault)
+    /// let archive = uploads.bucket("archive")
+    /// let report = uploads.reference(withPath: "2024/report.pdf")
+    /// _ = try await report.copy(to: archive.reference(withPath: "2024/report.pdf"))
+    /// ```
+    ///
+    /// - Parameter name: The other bucket's name, without `gs://`.
+    /// - Returns: A handle for that bucket; this one is unchanged.
+    public func bucket(_ name: String) -> Storage {
+        Storage(
+            bucket: name, endpoint: endpoint, authorization: authorization, configuration: configuration,
+            transport: transport)
+    }
+
     /// A reference to the root of the bucket.
     ///
     /// - Returns: The root reference; its ``StorageReference/fullPath`` is empty.

@@ -97,7 +97,8 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// Retryable failures went on for longer than the configured retry time;
     /// ``StorageError/underlyingError`` holds the last one.
     public static let retryLimitExceeded = Self(kind: .retryLimitExceeded)
-    /// The server's checksum of the stored bytes differs from the SDK's own.
+    /// The server's checksum of the stored bytes differs from the SDK's own (for a compose,
+    /// from the combination of the sources' checksums).
     public static let nonMatchingChecksum = Self(kind: .nonMatchingChecksum)
     /// The operation was cancelled by ``StorageUploadTask/cancel()`` or by
     /// cancelling the Swift task awaiting it.

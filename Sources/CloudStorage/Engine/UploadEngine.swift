@@ -136,6 +136,7 @@ struct UploadEngine: Sendable {
     ) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
         try preconditions.validate(for: storage.endpoint)
+        try metadata.validate(for: storage.endpoint)
         let configuration = storage.configuration
         let prepared: PreparedSource
         if let opened = checkpoint.source {

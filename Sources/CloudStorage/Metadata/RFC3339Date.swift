@@ -1,6 +1,6 @@
 import Foundation
 
-/// Reads RFC 3339 timestamps, the form of every date in the GCS JSON API.
+/// Reads and writes RFC 3339 timestamps, the form of every date in the GCS JSON API.
 ///
 /// A small hand-written parser rather than a Foundation formatter: it accepts
 /// exactly the RFC 3339 grammar (with or without fractional seconds, `Z` or a
@@ -62,6 +62,40 @@ enum RFC3339Date {
         let days = daysSinceEpoch(year: year, month: month, day: day)
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + fraction)
+    }
+
+    /// Writes `YYYY-MM-DDTHH:MM:SS.mmmZ` in UTC, rounded to the millisecond, the precision the
+    /// JSON API keeps; `parse` reads it back to the same millisecond.
+    ///
+    /// - Parameter date: A date from year 0 to 9999.
+    /// - Returns: The timestamp.
+    static func format(_ date: Date) -> String {
+        let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded())
+        let (days, millisecondOfDay) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
+        let (dayNumber, dayMilliseconds) =
+            millisecondOfDay < 0 ? (days - 1, millisecondOfDay + 86_400_000) : (days, millisecondOfDay)
+        let (year, month, day) = civilDate(daysSinceEpoch: dayNumber)
+        func padded(_ value: Int, _ width: Int) -> String {
+            let digits = String(value)
+            return String(repeating: "0", count: max(0, width - digits.count)) + digits
+        }
+        let seconds = dayMilliseconds / 1000
+        return "\(padded(year, 4))-\(padded(month, 2))-\(padded(day, 2))T\(padded(seconds / 3600, 2)):"
+            + "\(padded(seconds / 60 % 60, 2)):\(padded(seconds % 60, 2)).\(padded(dayMilliseconds % 1000, 3))Z"
+    }
+
+    /// The date of the proleptic Gregorian calendar `days` after 1970-01-01 (the inverse of
+    /// ``daysSinceEpoch(year:month:day:)``).
+    private static func civilDate(daysSinceEpoch days: Int) -> (year: Int, month: Int, day: Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthFromMarch = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthFromMarch + 2) / 5 + 1
+        let month = monthFromMarch < 10 ? monthFromMarch + 3 : monthFromMarch - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar.

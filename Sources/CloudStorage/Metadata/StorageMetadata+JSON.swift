@@ -51,13 +51,14 @@ extension StorageMetadata {
 
     /// The GCS JSON API field names that fill a ``StorageMetadata``, comma-separated,
     /// for a `fields=items(…)` selection: the resource minus what the SDK never reads
-    /// (`selfLink`, `mediaLink`, `id`, `etag`, …), which would double a listing's size.
+    /// (`selfLink`, `mediaLink`, `acl`, `kind`), which would add about half to a listing's size.
     static let gcsResourceFields = ObjectResource.CodingKeys.allCases
         .filter { $0 != .downloadTokens }  // Firebase v0 only; GCS refuses unknown fields.
         .map(\.rawValue).joined(separator: ",")
 
-    /// The metadata a decoded resource describes; shared by single-object answers and listings.
-    private init(_ resource: ObjectResource) {
+    /// The metadata a decoded resource describes; shared by single-object answers, listings
+    /// and resources nested in other answers.
+    fileprivate init(_ resource: ObjectResource) {
         self.init()
         if let fullName = resource.name {
             path = fullName
@@ -77,6 +78,21 @@ extension StorageMetadata {
         contentEncoding = resource.contentEncoding
         contentLanguage = resource.contentLanguage
         customMetadata = resource.metadata?.compactMapValues(\.text) ?? [:]
+        storageClass = resource.storageClass
+        customTime = resource.customTime.flatMap(RFC3339Date.parse)
+        temporaryHold = resource.temporaryHold
+        eventBasedHold = resource.eventBasedHold
+        retention = resource.retention
+        id = resource.id
+        etag = resource.etag
+        componentCount = resource.componentCount.map { Int($0.value) }
+        kmsKeyName = resource.kmsKeyName
+        customerEncryption = resource.customerEncryption
+        timeDeleted = resource.timeDeleted.flatMap(RFC3339Date.parse)
+        timeStorageClassUpdated = resource.timeStorageClassUpdated.flatMap(RFC3339Date.parse)
+        timeFinalized = resource.timeFinalized.flatMap(RFC3339Date.parse)
+        softDeleteTime = resource.softDeleteTime.flatMap(RFC3339Date.parse)
+        hardDeleteTime = resource.hardDeleteTime.flatMap(RFC3339Date.parse)
         downloadTokens =
             resource.downloadTokens?.split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }
@@ -85,33 +101,71 @@ extension StorageMetadata {
 
     /// The JSON body that starts an upload of this metadata to `name`.
     ///
-    /// Holds `name`, the writable fields that are set (`contentType`,
-    /// `cacheControl`, `contentDisposition`, `contentEncoding`,
-    /// `contentLanguage`, and `metadata` when ``customMetadata`` is not
-    /// empty), and `crc32c` as base64 of four big-endian bytes when given.
-    /// Keys are sorted at every level, so equal metadata gives equal bytes.
+    /// Holds `name`, the writable fields that are set (``resourceFields``), and `crc32c` as
+    /// base64 of four big-endian bytes when given. Keys are sorted at every level, so equal
+    /// metadata gives equal bytes.
     ///
     /// - Parameters:
     ///   - name: The object name, already validated.
     ///   - crc32c: The checksum of the whole object, when known in advance.
     /// - Returns: UTF-8 JSON text.
     func resourceJSON(name: String, crc32c: UInt32?) -> Data {
-        var fields: [(String, JSONText.Value)] = [("name", .string(name))]
-        let optionalFields: [(String, String?)] = [
+        var fields: [(String, JSONText.Value)] = [("name", .string(name))] + resourceFields
+        if let crc32c { fields.append(("crc32c", .string(CRC32CEncoding.base64(crc32c)))) }
+        return Data(JSONText.serialize(.object(fields)).utf8)
+    }
+
+    /// The writable fields that are set, as object-resource members: `contentType`,
+    /// `cacheControl`, `contentDisposition`, `contentEncoding`, `contentLanguage`,
+    /// `storageClass`, `customTime` (RFC 3339), `temporaryHold`, `eventBasedHold`, `retention`,
+    /// and `metadata` when ``customMetadata`` is not empty. What an upload, a copy or a
+    /// compose sends for the object it creates.
+    var resourceFields: [(String, JSONText.Value)] {
+        var fields: [(String, JSONText.Value)] = []
+        let strings: [(String, String?)] = [
             ("contentType", contentType),
             ("cacheControl", cacheControl),
             ("contentDisposition", contentDisposition),
             ("contentEncoding", contentEncoding),
             ("contentLanguage", contentLanguage),
-            ("crc32c", crc32c.map(CRC32CEncoding.base64)),
+            ("storageClass", storageClass),
         ]
-        for case (let key, let value?) in optionalFields {
+        for case (let key, let value?) in strings {
             fields.append((key, .string(value)))
         }
+        if let customTime { fields.append(("customTime", customTime.jsonValue)) }
+        if let temporaryHold { fields.append(("temporaryHold", .bool(temporaryHold))) }
+        if let eventBasedHold { fields.append(("eventBasedHold", .bool(eventBasedHold))) }
+        if let retention { fields.append(("retention", retention.jsonValue)) }
         if !customMetadata.isEmpty {
             fields.append(("metadata", .object(customMetadata.map { ($0.key, .string($0.value)) })))
         }
-        return Data(JSONText.serialize(.object(fields)).utf8)
+        return fields
+    }
+}
+
+/// A value that can be a member of a request's JSON body.
+protocol JSONFieldValue {
+    /// The value as JSON.
+    var jsonValue: JSONText.Value { get }
+}
+
+extension String: JSONFieldValue {
+    var jsonValue: JSONText.Value { .string(self) }
+}
+
+extension Bool: JSONFieldValue {
+    var jsonValue: JSONText.Value { .bool(self) }
+}
+
+extension Date: JSONFieldValue {
+    /// The date as the RFC 3339 text the JSON API reads.
+    var jsonValue: JSONText.Value { .string(RFC3339Date.format(self)) }
+}
+
+extension StorageMetadata.Retention: JSONFieldValue {
+    var jsonValue: JSONText.Value {
+        .object([("mode", .string(mode.rawValue)), ("retainUntilTime", retainUntilTime.jsonValue)])
     }
 }
 
@@ -133,11 +187,29 @@ private struct ObjectResource: Decodable {
     var contentLanguage: String?
     var metadata: [String: LooseScalar]?
     var downloadTokens: String?
+    var storageClass: String?
+    var customTime: String?
+    var temporaryHold: Bool?
+    var eventBasedHold: Bool?
+    var retention: StorageMetadata.Retention?
+    var id: String?
+    var etag: String?
+    var componentCount: FlexibleInt64?
+    var kmsKeyName: String?
+    var customerEncryption: StorageMetadata.CustomerEncryption?
+    var timeDeleted: String?
+    var timeStorageClassUpdated: String?
+    var timeFinalized: String?
+    var softDeleteTime: String?
+    var hardDeleteTime: String?
 
     enum CodingKeys: String, CodingKey, CaseIterable {
         case name, bucket, generation, metageneration, size, contentType, md5Hash, crc32c
         case timeCreated, updated, cacheControl, contentDisposition, contentEncoding, contentLanguage
         case metadata, downloadTokens
+        case storageClass, customTime, temporaryHold, eventBasedHold, retention, id, etag, componentCount
+        case kmsKeyName, customerEncryption, timeDeleted, timeStorageClassUpdated, timeFinalized
+        case softDeleteTime, hardDeleteTime
     }
 
     init(from decoder: any Decoder) throws {
@@ -167,12 +239,68 @@ private struct ObjectResource: Decodable {
         contentLanguage = try container.decodeIfPresent(String.self, forKey: .contentLanguage)
         metadata = try container.decodeIfPresent([String: LooseScalar].self, forKey: .metadata)
         downloadTokens = try container.decodeIfPresent(String.self, forKey: .downloadTokens)
+        storageClass = try container.decodeIfPresent(String.self, forKey: .storageClass)
+        customTime = try container.decodeIfPresent(String.self, forKey: .customTime)
+        temporaryHold = try container.decodeIfPresent(Bool.self, forKey: .temporaryHold)
+        eventBasedHold = try container.decodeIfPresent(Bool.self, forKey: .eventBasedHold)
+        retention = try container.decodeIfPresent(RetentionResource.self, forKey: .retention)?.retention
+        id = try container.decodeIfPresent(String.self, forKey: .id)
+        etag = try container.decodeIfPresent(String.self, forKey: .etag)
+        componentCount = try container.decodeIfPresent(FlexibleInt64.self, forKey: .componentCount)
+        if let componentCount, componentCount.value < 1 || componentCount.value > Int64(Int32.max) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .componentCount, in: container,
+                debugDescription: "componentCount is out of range: \(componentCount.value)")
+        }
+        kmsKeyName = try container.decodeIfPresent(String.self, forKey: .kmsKeyName)
+        customerEncryption = try container.decodeIfPresent(EncryptionResource.self, forKey: .customerEncryption)
+            .map { .init(encryptionAlgorithm: $0.encryptionAlgorithm, keySHA256: $0.keySha256) }
+        timeDeleted = try container.decodeIfPresent(String.self, forKey: .timeDeleted)
+        timeStorageClassUpdated = try container.decodeIfPresent(String.self, forKey: .timeStorageClassUpdated)
+        timeFinalized = try container.decodeIfPresent(String.self, forKey: .timeFinalized)
+        softDeleteTime = try container.decodeIfPresent(String.self, forKey: .softDeleteTime)
+        hardDeleteTime = try container.decodeIfPresent(String.self, forKey: .hardDeleteTime)
+    }
+
+    /// `retention`: both members are required, and the time must be RFC 3339, since a
+    /// retention whose end cannot be read says nothing about when the object may go.
+    private struct RetentionResource: Decodable {
+        var retention: StorageMetadata.Retention
+
+        private enum CodingKeys: String, CodingKey { case mode, retainUntilTime }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            let mode = try container.decode(String.self, forKey: .mode)
+            let text = try container.decode(String.self, forKey: .retainUntilTime)
+            guard let until = RFC3339Date.parse(text) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .retainUntilTime, in: container, debugDescription: "\"\(text)\" is not an RFC 3339 time")
+            }
+            retention = StorageMetadata.Retention(mode: .init(rawValue: mode), retainUntilTime: until)
+        }
+    }
+
+    /// `customerEncryption`, both members required.
+    private struct EncryptionResource: Decodable {
+        var encryptionAlgorithm: String
+        var keySha256: String
+    }
+}
+
+/// An object resource nested in another answer (a rewrite's `resource`), read as strictly as a
+/// whole answer is by ``StorageMetadata/init(objectResource:)``.
+struct NestedObjectResource: Decodable {
+    var metadata: StorageMetadata
+
+    init(from decoder: any Decoder) throws {
+        metadata = StorageMetadata(try ObjectResource(from: decoder))
     }
 }
 
 /// An integer sent as a JSON string (the GCS JSON API's form for 64-bit
 /// values) or as a JSON number.
-private struct FlexibleInt64: Decodable {
+struct FlexibleInt64: Decodable {
     var value: Int64
 
     init(from decoder: any Decoder) throws {
@@ -215,7 +343,7 @@ private struct LooseScalar: Decodable {
     }
 }
 
-/// A tiny JSON writer for request bodies made only of strings, nulls and objects.
+/// A tiny JSON writer for request bodies made only of strings, booleans, nulls, arrays and objects.
 ///
 /// Hand-written because it cannot fail, unlike `JSONSerialization` and
 /// `JSONEncoder`, whose errors could only be handled by sending a wrong body;
@@ -225,7 +353,9 @@ enum JSONText {
     /// A JSON value this writer can produce.
     indirect enum Value {
         case string(String)
+        case bool(Bool)
         case object([(String, Value)])
+        case array([Value])
         /// `null`: in a PATCH body, removes the field.
         case null
     }
@@ -244,8 +374,17 @@ enum JSONText {
         switch value {
         case .string(let string):
             writeString(string, to: &output)
+        case .bool(let value):
+            output += value ? "true" : "false"
         case .null:
             output += "null"
+        case .array(let elements):
+            output += "["
+            for (index, element) in elements.enumerated() {
+                if index > 0 { output += "," }
+                write(element, to: &output)
+            }
+            output += "]"
         case .object(let members):
             output += "{"
             let sorted = members.sorted { $0.0.utf8.lexicographicallyPrecedes($1.0.utf8) }

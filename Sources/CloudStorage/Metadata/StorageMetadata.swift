@@ -4,13 +4,20 @@ public import Foundation
 /// key-value pairs, and what the server reports about it.
 ///
 /// Set the writable properties (``contentType``, ``cacheControl``,
-/// ``contentDisposition``, ``contentEncoding``, ``contentLanguage`` and
-/// ``customMetadata``) to send them with an upload; properties left nil are
-/// not sent, and the server chooses; without a ``contentType``,
+/// ``contentDisposition``, ``contentEncoding``, ``contentLanguage``,
+/// ``customMetadata``, and on Google Cloud Storage endpoints ``storageClass``,
+/// ``customTime``, ``temporaryHold``, ``eventBasedHold`` and ``retention``) to
+/// send them with an upload; properties left nil are not sent, and the server
+/// chooses; without a ``contentType``,
 /// ``StorageReference/putFile(from:metadata:preconditions:)`` infers one from the file's
 /// extension, and other uploads store `application/octet-stream`. The other
-/// properties are filled in from the
-/// server's answer after an upload and are read-only.
+/// properties are filled in from the server's answer (the object resource of
+/// the Google Cloud Storage JSON API, or Firebase Storage's metadata, which
+/// has fewer fields) and are read-only.
+///
+/// Firebase Storage has no storage classes, custom times, holds or retention:
+/// an upload to a Firebase endpoint that sets one of them fails with
+/// ``StorageErrorCode/invalidArgument`` before it sends anything.
 ///
 /// ```swift
 /// var metadata = StorageMetadata()
@@ -37,6 +44,25 @@ public struct StorageMetadata: Sendable, Hashable {
     public var contentLanguage: String?
     /// Custom key-value pairs stored with the object; empty when there are none.
     public var customMetadata: [String: String] = [:]
+    /// The storage class, such as `STANDARD`, `NEARLINE`, `COLDLINE` or `ARCHIVE`; nil on upload
+    /// stores the bucket's default class (Google Cloud Storage only).
+    ///
+    /// An existing object changes class by being rewritten: copy it onto itself with
+    /// ``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``
+    /// and metadata naming the new class. A metadata update cannot change it.
+    public var storageClass: String?
+    /// A date of the user's choosing that lifecycle rules can act on (Google Cloud Storage
+    /// only). Once set it can only move later, never back or away.
+    public var customTime: Date?
+    /// Whether a temporary hold keeps the object from being deleted or replaced until it is
+    /// released (Google Cloud Storage only).
+    public var temporaryHold: Bool?
+    /// Whether an event-based hold keeps the object from being deleted or replaced, and
+    /// defers its retention period until the hold is released (Google Cloud Storage only).
+    public var eventBasedHold: Bool?
+    /// The object's own retention: the time before which it cannot be deleted or replaced
+    /// (Google Cloud Storage, in buckets that allow object retention).
+    public var retention: Retention?
 
     // MARK: Set by the server
 
@@ -66,6 +92,27 @@ public struct StorageMetadata: Sendable, Hashable {
     public internal(set) var timeCreated: Date?
     /// When the object's metadata was last changed.
     public internal(set) var updated: Date?
+    /// The object's ID (`{bucket}/{name}/{generation}` on Google Cloud Storage).
+    public internal(set) var id: String?
+    /// The HTTP entity tag of the object's metadata.
+    public internal(set) var etag: String?
+    /// How many objects a composed object was made from, counting their own components;
+    /// nil for an object that was not composed.
+    public internal(set) var componentCount: Int?
+    /// The Cloud KMS key that encrypts the object, when one does.
+    public internal(set) var kmsKeyName: String?
+    /// How the object is encrypted when its key was supplied by the customer.
+    public internal(set) var customerEncryption: CustomerEncryption?
+    /// When this generation stopped being the live object (versioned buckets).
+    public internal(set) var timeDeleted: Date?
+    /// When the object's storage class last changed.
+    public internal(set) var timeStorageClassUpdated: Date?
+    /// When the object was finalized (its bytes were complete).
+    public internal(set) var timeFinalized: Date?
+    /// When a soft-deleted object was deleted; nil for a live object.
+    public internal(set) var softDeleteTime: Date?
+    /// When a soft-deleted object will be deleted for good; nil for a live object.
+    public internal(set) var hardDeleteTime: Date?
 
     /// The download tokens Firebase Storage reports (its `downloadTokens`
     /// field, comma-separated on the wire); empty from Cloud Storage.
@@ -86,6 +133,90 @@ public struct StorageMetadata: Sendable, Hashable {
     /// nil when absent or unreadable.
     var crc32cValue: UInt32? {
         crc32c.flatMap(CRC32CEncoding.parse)
+    }
+
+    /// The writable fields that only Google Cloud Storage has, by their wire names; empty when none is set.
+    var gcsOnlyFieldsSet: [String] {
+        [
+            ("storageClass", storageClass != nil), ("customTime", customTime != nil),
+            ("temporaryHold", temporaryHold != nil), ("eventBasedHold", eventBasedHold != nil),
+            ("retention", retention != nil),
+        ].compactMap { $0.1 ? $0.0 : nil }
+    }
+
+    /// Refuses fields the endpoint's service cannot store, before any request goes out.
+    ///
+    /// - Throws: ``StorageErrorCode/invalidArgument`` naming them, on a Firebase endpoint
+    ///   given a field only Google Cloud Storage has.
+    func validate(for endpoint: StorageEndpoint) throws(StorageError) {
+        try Self.refuse(gcsOnlyFieldsSet, on: endpoint)
+    }
+
+    /// Throws when `fields` is not empty and `endpoint` is not Google Cloud Storage.
+    static func refuse(_ fields: [String], on endpoint: StorageEndpoint) throws(StorageError) {
+        guard !fields.isEmpty, endpoint.wireProtocol != .gcsJSON else { return }
+        // Dropping them would store an object without the hold or retention that was asked for.
+        throw .invalidArgument(
+            "Firebase Storage has no \(fields.joined(separator: ", ")) (they are Google Cloud Storage object fields); "
+                + "use a Google Cloud Storage endpoint.")
+    }
+}
+
+extension StorageMetadata {
+    /// An object's own retention: until ``retainUntilTime`` the object cannot be deleted or
+    /// replaced.
+    ///
+    /// ```swift
+    /// var metadata = StorageMetadata()
+    /// metadata.retention = .init(mode: .unlocked, retainUntilTime: Date().addingTimeInterval(86_400))
+    /// _ = try await ref.putDataAsync(contract, metadata: metadata)
+    /// ```
+    public struct Retention: Sendable, Hashable {
+        /// Whether the retention can still be shortened or removed.
+        public var mode: Mode
+        /// The time before which the object cannot be deleted or replaced.
+        public var retainUntilTime: Date
+
+        /// Creates a retention.
+        ///
+        /// ```swift
+        /// let retention = StorageMetadata.Retention(mode: .locked, retainUntilTime: expiry)
+        /// ```
+        ///
+        /// - Parameters:
+        ///   - mode: ``Mode/unlocked`` or ``Mode/locked``.
+        ///   - retainUntilTime: The time before which the object is kept.
+        public init(mode: Mode, retainUntilTime: Date) {
+            self.mode = mode
+            self.retainUntilTime = retainUntilTime
+        }
+
+        /// A retention mode, as the JSON API spells it (`Unlocked`, `Locked`).
+        ///
+        /// A struct rather than an enum so that a mode the service adds later is read, not refused.
+        public struct Mode: RawRepresentable, Sendable, Hashable {
+            /// The JSON API's name of the mode.
+            public var rawValue: String
+
+            /// A mode by its JSON API name.
+            ///
+            /// - Parameter rawValue: Such as `Unlocked`.
+            public init(rawValue: String) { self.rawValue = rawValue }
+
+            /// The retention time can be extended, and shortened or removed by an update that
+            /// sets ``StorageMetadataUpdate/overrideUnlockedRetention``.
+            public static let unlocked = Mode(rawValue: "Unlocked")
+            /// The retention time can only be extended.
+            public static let locked = Mode(rawValue: "Locked")
+        }
+    }
+
+    /// How an object encrypted with a customer-supplied key is encrypted.
+    public struct CustomerEncryption: Sendable, Hashable {
+        /// The encryption algorithm, such as `AES256`.
+        public let encryptionAlgorithm: String
+        /// The base64 SHA-256 digest of the key, which identifies it without revealing it.
+        public let keySHA256: String
     }
 }
 

@@ -65,6 +65,21 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         return patch(bucket: bucket, name: name, body: Data(body.utf8))
     }
 
+    /// v0 has no server-side copy.
+    func rewrite(_ copy: ServerSideCopy, rewriteToken: String?) -> HTTPRequest? { nil }
+
+    /// v0 has no compose.
+    func compose(
+        bucket: String, name: String, sources: [ComposeSource], metadata: StorageMetadata,
+        preconditions: StoragePreconditions
+    ) -> HTTPRequest? { nil }
+
+    /// v0 has no move.
+    func move(
+        bucket: String, from source: String, to destination: String, preconditions: StoragePreconditions,
+        sourcePreconditions: StoragePreconditions
+    ) -> HTTPRequest? { nil }
+
     private func patch(bucket: String, name: String, body: Data) -> HTTPRequest {
         var request = HTTPRequest(
             method: "PATCH", url: objectURL(bucket: bucket, name: name), body: .data(body), isIdempotent: false)

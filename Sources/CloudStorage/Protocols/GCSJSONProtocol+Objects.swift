@@ -15,8 +15,10 @@ extension GCSJSONProtocol: ObjectWireProtocol {
     func updateMetadata(
         bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
+        var query = preconditions.queryItems
+        if update.overrideUnlockedRetention { query.append(("overrideUnlockedRetention", "true")) }
         var request = HTTPRequest(
-            method: "PATCH", url: objectURL(bucket: bucket, name: name, query: preconditions.queryItems),
+            method: "PATCH", url: objectURL(bucket: bucket, name: name, query: query),
             body: .data(update.patchBody), isIdempotent: false)
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
         return request

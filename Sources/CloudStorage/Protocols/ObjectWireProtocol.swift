@@ -1,8 +1,8 @@
 import Foundation
 
 /// Operations on stored objects in one wire protocol — metadata, deletion,
-/// listing, media downloads and download URLs — as requests to build and
-/// answers to read. Like ``UploadWireProtocol`` it performs no I/O: the
+/// listing, media downloads, download URLs, and server-side copies, composes
+/// and moves — as requests to build and answers to read. Like ``UploadWireProtocol`` it performs no I/O: the
 /// caller sends the requests through ``RequestRunner`` and retries them.
 ///
 /// An implementation must guarantee:
@@ -44,6 +44,32 @@ protocol ObjectWireProtocol: Sendable {
     /// A request that gives the object a download token, or nil when the
     /// protocol's download URLs need none.
     func addDownloadToken(bucket: String, name: String, token: String) -> HTTPRequest?
+
+    /// One call of a server-side copy, continuing the one `rewriteToken` names when not nil; its
+    /// answer is read by ``RewriteStatus/init(json:)``. Nil when the protocol has no server-side copy.
+    ///
+    /// `copy`'s preconditions were validated for the endpoint.
+    func rewrite(_ copy: ServerSideCopy, rewriteToken: String?) -> HTTPRequest?
+
+    /// Concatenates `sources`, objects of `bucket`, into the object `name` with `metadata`, if
+    /// `preconditions` hold; the answer is the new object's metadata. Nil when the protocol has
+    /// no compose.
+    ///
+    /// `preconditions` hold at most `ifGenerationMatch` and `ifMetagenerationMatch`, the only
+    /// conditions a compose takes.
+    func compose(
+        bucket: String, name: String, sources: [ComposeSource], metadata: StorageMetadata,
+        preconditions: StoragePreconditions
+    ) -> HTTPRequest?
+
+    /// Renames the object `source` of `bucket` to `destination` in one atomic step, if the
+    /// conditions hold; the answer is the destination's metadata. Nil when the protocol has no
+    /// such method (a server may still lack it: see
+    /// ``StorageReference/move(to:preconditions:sourcePreconditions:)``).
+    func move(
+        bucket: String, from source: String, to destination: String, preconditions: StoragePreconditions,
+        sourcePreconditions: StoragePreconditions
+    ) -> HTTPRequest?
 }
 
 /// One page of a listing: names, and each object's metadata when the answer carried it.

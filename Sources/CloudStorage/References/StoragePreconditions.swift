@@ -87,11 +87,17 @@ public struct StoragePreconditions: Sendable, Hashable {
     }
 
     /// The JSON API query parameters, in a fixed order.
-    var queryItems: [(String, String)] {
+    var queryItems: [(String, String)] { queryItems(prefix: "if") }
+
+    /// The JSON API query parameters that put these conditions on the source of a copy or a
+    /// move (`ifSourceGenerationMatch` and the like), in a fixed order.
+    var sourceQueryItems: [(String, String)] { queryItems(prefix: "ifSource") }
+
+    private func queryItems(prefix: String) -> [(String, String)] {
         [
-            ("ifGenerationMatch", ifGenerationMatch), ("ifGenerationNotMatch", ifGenerationNotMatch),
-            ("ifMetagenerationMatch", ifMetagenerationMatch), ("ifMetagenerationNotMatch", ifMetagenerationNotMatch),
-        ].compactMap { name, value in value.map { (name, String($0)) } }
+            ("GenerationMatch", ifGenerationMatch), ("GenerationNotMatch", ifGenerationNotMatch),
+            ("MetagenerationMatch", ifMetagenerationMatch), ("MetagenerationNotMatch", ifMetagenerationNotMatch),
+        ].compactMap { name, value in value.map { (prefix + name, String($0)) } }
     }
 
     /// Whether the conditions hold for an object with this metadata, judged

@@ -61,12 +61,14 @@ extension StorageReference {
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
     ///   object exists; ``StorageErrorCode/preconditionFailed`` when a precondition
     ///   does not hold (nothing changed); ``StorageErrorCode/invalidArgument`` on the root
-    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    ///   reference, and on a Firebase endpoint for a field only Google Cloud Storage has
+    ///   (custom time, holds, retention); ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func updateMetadata(
         _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
     ) async throws(StorageError) -> StorageMetadata {
         let name = try path.validatedObjectName()
         try preconditions.validate(for: storage.endpoint)
+        try update.validate(for: storage.endpoint)
         if update.isEmpty {
             // Nothing to change: a PATCH naming nothing would still bump the metageneration.
             let current = try await getMetadata()

@@ -49,4 +49,29 @@ struct CRC32CTests {
         #expect(CRC32C.isHardwareAccelerated)
         #endif
     }
+
+    /// The checksum a composed object must have, from its components' checksums and lengths.
+    @Test(arguments: [(0, 0), (0, 5), (5, 0), (1, 1), (9, 4096), (100_000, 3), (262_144, 262_145)])
+    func combiningChecksumsEqualsTheChecksumOfTheConcatenation(firstLength: Int, secondLength: Int) {
+        let first = TestSupport.payload(size: firstLength, seed: UInt64(firstLength))
+        let second = TestSupport.payload(size: secondLength, seed: UInt64(secondLength) + 1)
+        let combined = CRC32C.combine(
+            CRC32C.checksum(first), CRC32C.checksum(second), secondLength: Int64(secondLength))
+        #expect(combined == CRC32C.checksum(first + second))
+        // The length matters: claiming one more byte gives another combination (the empty
+        // sequence's checksum is 0, which no shift changes).
+        if firstLength > 0 && secondLength > 0 {
+            #expect(
+                CRC32C.combine(CRC32C.checksum(first), CRC32C.checksum(second), secondLength: Int64(secondLength + 1))
+                    != combined)
+        }
+    }
+
+    @Test func combiningIsAssociativeAcrossManyParts() {
+        let parts = (0..<32).map { TestSupport.payload(size: 37 * $0 + 1, seed: UInt64($0)) }
+        let folded = parts.reduce(UInt32(0)) {
+            CRC32C.combine($0, CRC32C.checksum($1), secondLength: Int64($1.count))
+        }
+        #expect(folded == CRC32C.checksum(parts.reduce(Data(), +)))
+    }
 }

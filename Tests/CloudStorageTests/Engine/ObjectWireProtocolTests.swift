@@ -25,6 +25,28 @@ struct ObjectWireProtocolTests {
         #expect(v0.url.absoluteString == "https://example.test/v0/b/b/o/a%2Fb%20c")
     }
 
+    @Test func updatesOfGCSOnlyFieldsSendTheirJSONTypesAndTheRetentionOverrideOnlyWhenAsked() {
+        var update = StorageMetadataUpdate()
+        update.temporaryHold = .set(false)
+        update.customTime = .set(Date(timeIntervalSince1970: 0))
+        update.retention = .remove
+        #expect(
+            String(decoding: update.patchBody, as: UTF8.self)
+                == #"{"customTime":"1970-01-01T00:00:00.000Z","retention":null,"temporaryHold":false}"#)
+        let gcs = GCSJSONProtocol(baseURL: Self.base)
+        #expect(!gcs.updateMetadata(bucket: "b", name: "o", update).url.absoluteString.contains("override"))
+        update.overrideUnlockedRetention = true
+        #expect(
+            gcs.updateMetadata(bucket: "b", name: "o", update).url.absoluteString
+                == "https://example.test/storage/v1/b/b/o/o?overrideUnlockedRetention=true")
+        // Setting every field of metadata names the GCS-only ones too, but never the storage class.
+        var metadata = StorageMetadata()
+        metadata.eventBasedHold = true
+        metadata.storageClass = "ARCHIVE"
+        let setting = StorageMetadataUpdate(setting: metadata)
+        #expect(String(decoding: setting.patchBody, as: UTF8.self) == #"{"eventBasedHold":true}"#)
+    }
+
     @Test func listingsAskForOneLevelBelowThePrefix() {
         let gcs = GCSJSONProtocol(baseURL: Self.base).list(bucket: "b", prefix: "p/", maxResults: 10, pageToken: "t+/")
         let query = URLComponents(url: gcs.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
@@ -51,11 +73,15 @@ struct ObjectWireProtocolTests {
         let fields = try #require(query.first { $0.name == "fields" }?.value)
         #expect(fields.hasPrefix("items(") && fields.hasSuffix("),prefixes,nextPageToken"))
         let itemFields = Set(fields.dropFirst("items(".count).prefix { $0 != ")" }.split(separator: ","))
-        for needed in ["name", "size", "generation", "metageneration", "updated", "crc32c", "md5Hash", "metadata"] {
+        for needed in [
+            "name", "size", "generation", "metageneration", "updated", "crc32c", "md5Hash", "metadata", "id", "etag",
+            "storageClass", "customTime", "temporaryHold", "eventBasedHold", "retention", "componentCount",
+            "customerEncryption", "softDeleteTime", "hardDeleteTime",
+        ] {
             #expect(itemFields.contains(Substring(needed)))
         }
         // Not asked for: what StorageMetadata never reads, and v0's field, which GCS refuses.
-        for unread in ["selfLink", "mediaLink", "id", "etag", "downloadTokens"] {
+        for unread in ["selfLink", "mediaLink", "acl", "kind", "downloadTokens"] {
             #expect(!itemFields.contains(Substring(unread)))
         }
     }

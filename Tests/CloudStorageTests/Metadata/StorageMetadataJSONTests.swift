@@ -77,6 +77,42 @@ struct StorageMetadataJSONTests {
         #expect(metadata.customMetadata == ["location": "Yosemite, CA, USA", "activity": "Hiking"])
     }
 
+    @Test func decodesEveryFieldOfTheObjectResource() throws {
+        let metadata = try decode(
+            """
+            {
+              "kind": "storage#object", "id": "b/o/7", "name": "o", "bucket": "b", "generation": "7",
+              "metageneration": "3", "size": "10", "etag": "CAcQAw==", "storageClass": "NEARLINE",
+              "componentCount": 4, "kmsKeyName": "projects/p/locations/l/keyRings/r/cryptoKeys/k/cryptoKeyVersions/1",
+              "customerEncryption": {"encryptionAlgorithm": "AES256", "keySha256": "H4sIAAAA"},
+              "temporaryHold": true, "eventBasedHold": false,
+              "retention": {"mode": "Unlocked", "retainUntilTime": "2030-01-02T03:04:05.678Z"},
+              "customTime": "2024-05-06T07:08:09Z", "timeDeleted": "2024-05-07T00:00:00Z",
+              "timeStorageClassUpdated": "2024-05-06T07:08:10Z", "timeFinalized": "2024-05-06T07:08:11Z",
+              "softDeleteTime": "2024-05-08T00:00:00Z", "hardDeleteTime": "2024-05-15T00:00:00Z",
+              "owner": {"entity": "user-someone"}, "acl": [{"entity": "allUsers", "role": "READER"}]
+            }
+            """
+        )
+        #expect(metadata.id == "b/o/7")
+        #expect(metadata.etag == "CAcQAw==")
+        #expect(metadata.storageClass == "NEARLINE")
+        #expect(metadata.componentCount == 4)
+        #expect(metadata.kmsKeyName?.hasSuffix("cryptoKeyVersions/1") == true)
+        #expect(metadata.customerEncryption?.encryptionAlgorithm == "AES256")
+        #expect(metadata.customerEncryption?.keySHA256 == "H4sIAAAA")
+        #expect(metadata.temporaryHold == true)
+        #expect(metadata.eventBasedHold == false)
+        #expect(metadata.retention?.mode == .unlocked)
+        expectDate(metadata.retention?.retainUntilTime, 1_893_553_445.678)
+        expectDate(metadata.customTime, 1_714_979_289)
+        expectDate(metadata.timeDeleted, 1_715_040_000)
+        expectDate(metadata.timeStorageClassUpdated, 1_714_979_290)
+        expectDate(metadata.timeFinalized, 1_714_979_291)
+        expectDate(metadata.softDeleteTime, 1_715_126_400)
+        expectDate(metadata.hardDeleteTime, 1_715_731_200)
+    }
+
     @Test func decodesFirebaseEmulatorStyleResource() throws {
         let metadata = try decode(
             """
@@ -163,6 +199,18 @@ struct StorageMetadataJSONTests {
         #"{"crc32c": 12345}"#,
         #"{"timeCreated": 0}"#,
         #"{"name": "a", "#,
+        #"{"storageClass": 1}"#,
+        #"{"temporaryHold": "true"}"#,
+        #"{"eventBasedHold": 1}"#,
+        #"{"componentCount": "many"}"#,
+        #"{"componentCount": 0}"#,
+        #"{"etag": false}"#,
+        #"{"customTime": 5}"#,
+        #"{"retention": "Locked"}"#,
+        #"{"retention": {"mode": "Locked"}}"#,
+        #"{"retention": {"mode": "Locked", "retainUntilTime": "soon"}}"#,
+        #"{"customerEncryption": {"encryptionAlgorithm": "AES256"}}"#,
+        #"{"softDeleteTime": []}"#,
     ])
     func garbageIsAProtocolViolation(json: String) throws {
         let error = try #require(throws: StorageError.self) { try decode(json) }
@@ -206,6 +254,56 @@ struct StorageMetadataJSONTests {
         #expect(decoded.contentLanguage == metadata.contentLanguage)
         #expect(decoded.customMetadata == metadata.customMetadata)
         #expect(decoded.path == "images/space.jpg")
+    }
+
+    @Test func resourceJSONCarriesTheGCSOnlyWritableFieldsWithTheirJSONTypes() throws {
+        var metadata = StorageMetadata()
+        metadata.storageClass = "COLDLINE"
+        metadata.customTime = Date(timeIntervalSince1970: 1_714_979_289.5)
+        metadata.temporaryHold = true
+        metadata.eventBasedHold = false
+        metadata.retention = .init(mode: .locked, retainUntilTime: Date(timeIntervalSince1970: 1_893_553_445.678))
+        let data = metadata.resourceJSON(name: "n", crc32c: nil)
+        #expect(
+            String(decoding: data, as: UTF8.self)
+                == #"{"customTime":"2024-05-06T07:08:09.500Z","eventBasedHold":false,"name":"n","#
+                + #""retention":{"mode":"Locked","retainUntilTime":"2030-01-02T03:04:05.678Z"},"#
+                + #""storageClass":"COLDLINE","temporaryHold":true}"#)
+        let decoded = try StorageMetadata(objectResource: data)
+        #expect(decoded.storageClass == "COLDLINE")
+        #expect(decoded.customTime == metadata.customTime)
+        #expect(decoded.temporaryHold == true && decoded.eventBasedHold == false)
+        #expect(decoded.retention == metadata.retention)
+    }
+
+    @Test(arguments: [
+        (0.0, "1970-01-01T00:00:00.000Z"), (-0.001, "1969-12-31T23:59:59.999Z"),
+        (951_782_400, "2000-02-29T00:00:00.000Z"),
+        (253_402_300_799.999, "9999-12-31T23:59:59.999Z"), (1_714_979_289.1239, "2024-05-06T07:08:09.124Z"),
+    ])
+    func datesAreWrittenAsRFC3339InUTC(seconds: Double, text: String) {
+        #expect(RFC3339Date.format(Date(timeIntervalSince1970: seconds)) == text)
+        #expect(RFC3339Date.parse(text).map { RFC3339Date.format($0) } == text)
+    }
+
+    @Test func gcsOnlyFieldsAreRefusedOnFirebaseBeforeAnyRequest() throws {
+        var metadata = StorageMetadata()
+        metadata.contentType = "text/plain"
+        let firebase = StorageEndpoint.firebase(URL(string: "http://127.0.0.1:9199")!)
+        try metadata.validate(for: firebase)
+        metadata.temporaryHold = false
+        metadata.storageClass = "ARCHIVE"
+        let error = try #require(throws: StorageError.self) { try metadata.validate(for: firebase) }
+        #expect(error.code == .invalidArgument)
+        #expect(error.message.contains("storageClass, temporaryHold"))
+        try metadata.validate(for: .googleCloudStorage)
+
+        var update = StorageMetadataUpdate()
+        update.cacheControl = .set("no-store")
+        try update.validate(for: firebase)
+        update.eventBasedHold = .set(true)
+        let refused = try #require(throws: StorageError.self) { try update.validate(for: firebase) }
+        #expect(refused.code == .invalidArgument && refused.message.contains("eventBasedHold"))
     }
 
     @Test func unsetFieldsAreAbsent() throws {

@@ -1,0 +1,61 @@
+import Foundation
+
+/// Server-side copies in the Google Cloud Storage JSON API: `rewriteTo` (called again with its
+/// `rewriteToken` until done), `compose` and the atomic `moveTo`.
+///
+/// None is marked idempotent, so a transport never resends one on its own; the caller's retries
+/// repeat a rewrite call with the same token, and a compose whose sources are pinned to their
+/// generations, which give the same result again.
+extension GCSJSONProtocol {
+    func rewrite(_ copy: ServerSideCopy, rewriteToken: String?) -> HTTPRequest? {
+        var query: [(String, String)] = []
+        if let rewriteToken { query.append(("rewriteToken", rewriteToken)) }
+        query += copy.preconditions.queryItems + copy.sourcePreconditions.sourceQueryItems
+        if let limit = copy.maxBytesRewrittenPerCall { query.append(("maxBytesRewrittenPerCall", String(limit))) }
+        let path =
+            "/storage/v1/b/\(WireURL.pathSegment(copy.sourceBucket))/o/\(WireURL.pathSegment(copy.sourceName))"
+            + "/rewriteTo/b/\(WireURL.pathSegment(copy.destinationBucket))/o/\(WireURL.pathSegment(copy.destinationName))"
+        // `{}` when no metadata is given: the copy keeps the source's.
+        let body = JSONText.Value.object(copy.metadata?.resourceFields ?? [])
+        return jsonPOST(url: WireURL.make(base: baseURL, path: path, query: query), body: body)
+    }
+
+    func compose(
+        bucket: String, name: String, sources: [ComposeSource], metadata: StorageMetadata,
+        preconditions: StoragePreconditions
+    ) -> HTTPRequest? {
+        let sourceObjects = sources.map { source in
+            JSONText.Value.object([
+                ("name", .string(source.name)),
+                ("objectPreconditions", .object([("ifGenerationMatch", .string(String(source.generation)))])),
+            ])
+        }
+        let body = JSONText.Value.object([
+            ("destination", .object(metadata.resourceFields)), ("sourceObjects", .array(sourceObjects)),
+        ])
+        let url = WireURL.make(
+            base: baseURL,
+            path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))/compose",
+            query: preconditions.queryItems)
+        return jsonPOST(url: url, body: body)
+    }
+
+    func move(
+        bucket: String, from source: String, to destination: String, preconditions: StoragePreconditions,
+        sourcePreconditions: StoragePreconditions
+    ) -> HTTPRequest? {
+        let url = WireURL.make(
+            base: baseURL,
+            path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(source))"
+                + "/moveTo/o/\(WireURL.pathSegment(destination))",
+            query: preconditions.queryItems + sourcePreconditions.sourceQueryItems)
+        return HTTPRequest(method: "POST", url: url, isIdempotent: false)
+    }
+
+    private func jsonPOST(url: URL, body: JSONText.Value) -> HTTPRequest {
+        var request = HTTPRequest(
+            method: "POST", url: url, body: .data(Data(JSONText.serialize(body).utf8)), isIdempotent: false)
+        request.headers.add("Content-Type", "application/json; charset=UTF-8")
+        return request
+    }
+}

@@ -1,0 +1,25 @@
+/// What one server-side copy (a rewrite) copies where: the same description goes with every
+/// call of the rewrite, as the JSON API requires of calls that continue one with its token.
+struct ServerSideCopy: Sendable, Equatable {
+    var sourceBucket: String
+    var sourceName: String
+    var destinationBucket: String
+    var destinationName: String
+    /// The metadata the copy gets instead of the source's; nil keeps the source's.
+    var metadata: StorageMetadata?
+    /// Conditions on the destination (the object the copy replaces, if any).
+    var preconditions: StoragePreconditions = .none
+    /// Conditions on the source.
+    var sourcePreconditions: StoragePreconditions = .none
+    /// The most bytes the server copies per call; nil lets it choose. For tests that need a
+    /// rewrite of several calls from a server that would do it in one.
+    var maxBytesRewrittenPerCall: Int64?
+}
+
+/// One source of a compose: an object of the destination's bucket, at the generation whose
+/// checksum and length the caller combined.
+struct ComposeSource: Sendable, Equatable {
+    var name: String
+    /// The generation the object must still have (`objectPreconditions.ifGenerationMatch`).
+    var generation: Int64
+}

@@ -1,0 +1,262 @@
+extension StorageReference {
+    /// How many rewrite calls in a row may answer without copying a byte more than before until
+    /// ``copy(to:metadata:preconditions:sourcePreconditions:progress:)`` gives up on the server.
+    ///
+    /// Cloud Storage makes progress on every call of a rewrite; a server that keeps answering
+    /// "not done" with nothing more copied (typically with the same token) would keep a copy
+    /// going for ever.
+    static let maxRewriteCallsWithoutProgress = 10
+
+    /// Copies this reference's object to `destination` on the server, without its bytes passing
+    /// through this process.
+    ///
+    /// The copy is a rewrite (`rewriteTo` in the JSON API): the server may need several calls
+    /// for a large object, or one that changes location or storage class, and the copy calls
+    /// again with the token each answer gives until it is done, reporting the bytes copied so far
+    /// to `progress` after each call. The destination may be in another bucket of the same
+    /// endpoint (``Storage/bucket(_:)``); the request carries this reference's credentials.
+    /// Copying an object onto itself with a new ``StorageMetadata/storageClass`` changes its class.
+    ///
+    /// Cancelling the calling Swift task stops the copy between or during calls; the destination
+    /// is written only when the last call completes, so a cancelled copy leaves it as it was.
+    ///
+    /// ```swift
+    /// let archive = storage.bucket("archive")
+    /// var metadata = StorageMetadata()
+    /// metadata.storageClass = "COLDLINE"
+    /// metadata.contentType = "application/pdf"
+    /// let copied = try await storage.reference(withPath: "2024/report.pdf").copy(
+    ///     to: archive.reference(withPath: "2024/report.pdf"),
+    ///     metadata: metadata,
+    ///     preconditions: .doesNotExist  // never replace an archived copy
+    /// ) { progress in
+    ///     print("\(progress.completedUnitCount) of \(progress.totalUnitCount) bytes")
+    /// }
+    /// print(copied.generation ?? 0)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - destination: Where the copy goes; a reference on the same endpoint.
+    ///   - metadata: The copy's metadata, replacing the source's (as an upload's would: fields
+    ///     left nil are not set); nil, or metadata with no writable field set, keeps the source's.
+    ///   - preconditions: Conditions on the destination, such as ``StoragePreconditions/doesNotExist``.
+    ///   - sourcePreconditions: Conditions on the source (the JSON API's `ifSourceGenerationMatch`
+    ///     and the like): pass the generation read before to copy exactly that version.
+    ///   - progress: Called after each call of the rewrite with the bytes copied so far and the
+    ///     object's size.
+    /// - Returns: The copy's metadata.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when the source (or the
+    ///   destination bucket) does not exist; ``StorageErrorCode/preconditionFailed`` when a
+    ///   condition does not hold (nothing is written); ``StorageErrorCode/invalidArgument`` on a
+    ///   root reference, a destination on another endpoint, or a Firebase endpoint, which has no
+    ///   server-side copy; ``StorageErrorCode/protocolViolation`` when the server's answers break
+    ///   the protocol or it answers 10 calls in a row (`maxRewriteCallsWithoutProgress`) without
+    ///   copying more; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    public func copy(
+        to destination: StorageReference,
+        metadata: StorageMetadata? = nil,
+        preconditions: StoragePreconditions = .none,
+        sourcePreconditions: StoragePreconditions = .none,
+        progress: (@Sendable (TaskProgress) -> Void)? = nil
+    ) async throws(StorageError) -> StorageMetadata {
+        let (sourceName, destinationName) = try validatedPair(with: destination)
+        let copy = ServerSideCopy(
+            sourceBucket: storage.bucket, sourceName: sourceName,
+            destinationBucket: destination.storage.bucket, destinationName: destinationName,
+            metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions)
+        return try await rewrite(copy, progress: progress)
+    }
+
+    /// Runs a rewrite to its end: one call, then one per token, within the operation's retry time,
+    /// which starts again whenever a call copies more than any before.
+    func rewrite(
+        _ copy: ServerSideCopy, progress: (@Sendable (TaskProgress) -> Void)? = nil
+    ) async throws(StorageError) -> StorageMetadata {
+        let wire = storage.endpoint.objectProtocol
+        guard wire.rewrite(copy, rewriteToken: nil) != nil else {
+            throw .invalidArgument(
+                "Firebase Storage has no server-side copy (the JSON API's rewriteTo); "
+                    + "use a Google Cloud Storage endpoint, or download and upload again.")
+        }
+        try copy.preconditions.validate(for: storage.endpoint)
+        try copy.sourcePreconditions.validate(for: storage.endpoint)
+        try copy.metadata?.validate(for: storage.endpoint)
+        var runner = RequestRunner(storage: storage, operation: .other)
+        var token: String?
+        var mostCopied: Int64 = -1
+        var callsWithoutProgress = 0
+        var size: Int64?
+        while true {
+            guard let request = wire.rewrite(copy, rewriteToken: token) else {
+                throw .internalError("The endpoint's protocol stopped offering server-side copies.")
+            }
+            let response = try await runner.sendRetrying(request, accepting: [200], about: .object(copy.sourceName))
+            let status = try RewriteStatus(json: response.body)
+            if let size, size != status.objectSize {
+                throw .protocolViolation(
+                    "The server's rewrite changed the object's size from \(size) to \(status.objectSize) bytes midway.")
+            }
+            size = status.objectSize
+            progress?(TaskProgress(completedUnitCount: status.totalBytesRewritten, totalUnitCount: status.objectSize))
+            switch status.next {
+            case .done(let metadata):
+                return metadata
+            case .continueWith(let next):
+                if status.totalBytesRewritten > mostCopied {
+                    mostCopied = status.totalBytesRewritten
+                    callsWithoutProgress = 0
+                    runner.madeProgress()
+                } else {
+                    callsWithoutProgress += 1
+                    if callsWithoutProgress >= Self.maxRewriteCallsWithoutProgress {
+                        throw .protocolViolation(
+                            "The server answered \(callsWithoutProgress) rewrite calls in a row without copying "
+                                + "more than \(mostCopied) of \(status.objectSize) bytes; the copy was abandoned.")
+                    }
+                }
+                token = next
+            }
+        }
+    }
+
+    /// Moves this reference's object to `destination`: afterwards the object is there and no
+    /// longer here.
+    ///
+    /// Within one bucket of a Google Cloud Storage endpoint the move is the JSON API's atomic
+    /// `moveTo`: the object is renamed in one step, and either both the destination appears and
+    /// the source goes, or nothing changes. A server without that method (it answers the
+    /// request with 400, 404, 405 or 501, as fake-gcs-server does), and every move
+    /// between buckets, get a copy then a delete instead, which is **not atomic**: the source's
+    /// generation is read first (unless `sourcePreconditions` pins it) and both steps are pinned
+    /// to it, so a source replaced in between is never deleted, but for a moment both objects
+    /// exist, and a failure between the steps leaves both.
+    ///
+    /// ```swift
+    /// let moved = try await storage.reference(withPath: "inbox/scan.pdf")
+    ///     .move(to: storage.reference(withPath: "done/scan.pdf"), preconditions: .doesNotExist)
+    /// print(moved.path ?? "")  // "done/scan.pdf"
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - destination: Where the object goes; a reference on the same endpoint, with another name.
+    ///   - preconditions: Conditions on the destination, such as ``StoragePreconditions/doesNotExist``.
+    ///   - sourcePreconditions: Conditions on the source (`ifSourceGenerationMatch` and the like).
+    /// - Returns: The destination's metadata.
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when the source does not
+    ///   exist; ``StorageErrorCode/preconditionFailed`` when a condition does not hold (nothing
+    ///   moved), or when a copy-then-delete move finds the source replaced after the copy (the
+    ///   copy stays, and so does the newer source); ``StorageErrorCode/invalidArgument`` on a
+    ///   root reference, a destination that is the source or is on another endpoint, or a
+    ///   Firebase endpoint, which cannot move objects; the errors of
+    ///   ``copy(to:metadata:preconditions:sourcePreconditions:progress:)`` and ``delete(preconditions:)``.
+    public func move(
+        to destination: StorageReference,
+        preconditions: StoragePreconditions = .none,
+        sourcePreconditions: StoragePreconditions = .none
+    ) async throws(StorageError) -> StorageMetadata {
+        let (sourceName, destinationName) = try validatedPair(with: destination)
+        guard destination != self else {
+            throw .invalidArgument("An object cannot be moved onto itself (\(self)).")
+        }
+        let wire = storage.endpoint.objectProtocol
+        let copy = ServerSideCopy(
+            sourceBucket: storage.bucket, sourceName: sourceName,
+            destinationBucket: destination.storage.bucket, destinationName: destinationName,
+            preconditions: preconditions, sourcePreconditions: sourcePreconditions)
+        // Every protocol with a move has a copy, so one that cannot build a copy cannot move at all.
+        guard wire.rewrite(copy, rewriteToken: nil) != nil else {
+            throw .invalidArgument(
+                "Firebase Storage cannot move objects (it has neither the JSON API's moveTo nor rewriteTo); "
+                    + "use a Google Cloud Storage endpoint.")
+        }
+        try preconditions.validate(for: storage.endpoint)
+        try sourcePreconditions.validate(for: storage.endpoint)
+        if copy.sourceBucket == copy.destinationBucket,
+            let request = wire.move(
+                bucket: storage.bucket, from: sourceName, to: destinationName, preconditions: preconditions,
+                sourcePreconditions: sourcePreconditions)
+        {
+            if let moved = try await atomicMove(request, sourceName: sourceName) { return moved }
+        }
+        return try await copyThenDelete(copy, to: destination)
+    }
+
+    /// Sends a `moveTo`, retrying as usual; nil when the server answers that it has no such method.
+    ///
+    /// Servers without the route answer 405 or 501 if they know the path is not theirs, and 404 or
+    /// 400 if they take it for something else (fake-gcs-server reads it as a metadata update of an
+    /// object named `{source}/moveTo/o/{destination}` and refuses the empty body with 400). Cloud
+    /// Storage answers 404 when the source is missing and 400 for a request it will not move
+    /// (such as in a bucket that does not allow it); the copy-then-delete that follows reports a
+    /// missing source the same way, and refuses what copies cannot do either. 501 is not retried.
+    private func atomicMove(_ request: HTTPRequest, sourceName: String) async throws(StorageError) -> StorageMetadata? {
+        var runner = RequestRunner(storage: storage, operation: .other)
+        while true {
+            let outcome: RequestRunner.Outcome
+            do {
+                outcome = try await runner.send(request, accepting: [200], about: .object(sourceName))
+            } catch let error where [400, 404, 405].contains(error.httpStatus) {
+                return nil
+            }
+            switch outcome {
+            case .answer(let response):
+                return try StorageMetadata(objectResource: response.body)
+            case .retryable(let failure) where failure.httpStatus == 501:
+                return nil
+            case .retryable(let failure):
+                try await runner.backOff(after: failure)
+            }
+        }
+    }
+
+    /// The move of a server without `moveTo`, or between buckets: a copy and a delete, both pinned
+    /// to one generation of the source.
+    private func copyThenDelete(
+        _ copy: ServerSideCopy, to destination: StorageReference
+    ) async throws(StorageError) -> StorageMetadata {
+        var copy = copy
+        if copy.sourcePreconditions.ifGenerationMatch == nil {
+            let current = try await getMetadata()
+            if !copy.sourcePreconditions.holds(for: current) {
+                throw StorageError(
+                    .preconditionFailed,
+                    "A source precondition of the move did not hold: the object is not in the state it required.")
+            }
+            guard let generation = current.generation else {
+                throw .protocolViolation(
+                    "The server did not report the generation of \(copy.sourceName), which a move pins before copying.")
+            }
+            copy.sourcePreconditions.ifGenerationMatch = generation
+        }
+        let moved = try await rewrite(copy)
+        do {
+            try await delete(
+                preconditions: StoragePreconditions(ifGenerationMatch: copy.sourcePreconditions.ifGenerationMatch))
+        } catch let error where error.code == .preconditionFailed {
+            throw StorageError(
+                .preconditionFailed,
+                "\(self) was copied to \(destination), but was replaced before it could be deleted; "
+                    + "both objects were kept (the copy holds the version that was moved).",
+                httpStatus: error.httpStatus, serverMessage: error.serverMessage, underlyingError: error)
+        } catch let error where error.code == .objectNotFound {
+            // Someone else deleted the source meanwhile: it is gone, as a move leaves it.
+        }
+        return moved
+    }
+
+    /// The object names of this reference and `destination`, checked for a server-side operation
+    /// between them.
+    ///
+    /// - Throws: ``StorageErrorCode/invalidArgument`` when `destination` is on another endpoint;
+    ///   what ``StoragePath/validatedObjectName()`` throws for either path.
+    func validatedPair(with destination: StorageReference) throws(StorageError) -> (String, String) {
+        let sourceName = try path.validatedObjectName()
+        let destinationName = try destination.path.validatedObjectName()
+        guard destination.storage.endpoint == storage.endpoint else {
+            throw .invalidArgument(
+                "\(destination) is on \(destination.storage.endpoint), not on \(storage.endpoint) like \(self): "
+                    + "server-side operations stay on one endpoint; download and upload to copy between them.")
+        }
+        return (sourceName, destinationName)
+    }
+}
