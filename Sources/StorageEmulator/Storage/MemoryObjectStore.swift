@@ -10,9 +10,42 @@ package final class MemoryObjectStore: ObjectStore {
 
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// By bucket, then by the name's bytes (see ``ObjectKey``).
+        /// Live versions by bucket, then by the name's bytes (see ``ObjectKey``).
         var objects: [String: [ObjectKey: Stored]] = [:]
+        /// Noncurrent versions by bucket, then by name, oldest first.
+        var noncurrent: [String: [ObjectKey: [Stored]]] = [:]
         var clock = GenerationClock()
+
+        /// Takes the live version of `key` away: a versioned bucket keeps it as noncurrent.
+        mutating func retire(bucket: String, _ key: ObjectKey, now: Date) {
+            guard var stored = objects[bucket]?.removeValue(forKey: key) else { return }
+            guard buckets[bucket]?.versioning == true else { return }
+            stored.record.timeDeleted = now
+            noncurrent[bucket, default: [:]][key, default: []].append(stored)
+        }
+
+        /// Installs a new live version of `record`'s object (replacing, and perhaps keeping, the old one).
+        mutating func install(_ record: ObjectRecord, bytes: Data, now: Date) -> ObjectRecord {
+            var record = record
+            record.generation = clock.next(now: now)
+            record.metageneration = 1
+            record.timeCreated = now
+            record.updated = now
+            record.timeDeleted = nil
+            let key = ObjectKey(record.name)
+            retire(bucket: record.bucket, key, now: now)
+            objects[record.bucket, default: [:]][key] = Stored(record: record, bytes: bytes)
+            return record
+        }
+
+        /// Where a generation is: live (nil index) or at an index of the noncurrent list.
+        func locate(bucket: String, _ key: ObjectKey, generation: Int64) -> (stored: Stored, index: Int?)? {
+            if let live = objects[bucket]?[key], live.record.generation == generation { return (live, nil) }
+            guard let versions = noncurrent[bucket]?[key],
+                let index = versions.firstIndex(where: { $0.record.generation == generation })
+            else { return nil }
+            return (versions[index], index)
+        }
     }
 
     private let state = Mutex(State())
@@ -33,6 +66,33 @@ package final class MemoryObjectStore: ObjectStore {
         state.withLock { $0.buckets[name] }
     }
 
+    package func buckets() -> [BucketRecord] {
+        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+    }
+
+    package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
+        try state.withLock { state in
+            guard var bucket = state.buckets[name] else { return nil }
+            try change(&bucket)
+            state.buckets[name] = bucket
+            return bucket
+        }
+    }
+
+    package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
+        try state.withLock { (state) throws(StoreError) -> Bool in
+            guard let bucket = state.buckets[name] else { return false }
+            guard condition(bucket) else { throw .conditionNotMet }
+            guard state.objects[name]?.isEmpty ?? true, state.noncurrent[name]?.isEmpty ?? true else {
+                throw .bucketNotEmpty
+            }
+            state.buckets[name] = nil
+            state.objects[name] = nil
+            state.noncurrent[name] = nil
+            return true
+        }
+    }
+
     package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
         MemoryStagingWriter()
     }
@@ -49,14 +109,7 @@ package final class MemoryObjectStore: ObjectStore {
             guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]?.record) else {
                 throw .conditionNotMet
             }
-            var record = record
-            let now = Date()
-            record.generation = state.clock.next(now: now)
-            record.metageneration = 1
-            record.timeCreated = now
-            record.updated = now
-            state.objects[record.bucket, default: [:]][ObjectKey(record.name)] = Stored(record: record, bytes: bytes)
-            return record
+            return state.install(record, bytes: bytes, now: Date())
         }
     }
 
@@ -64,38 +117,88 @@ package final class MemoryObjectStore: ObjectStore {
         state.withLock { $0.objects[bucket]?[ObjectKey(name)]?.record }
     }
 
+    package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? {
+        state.withLock { $0.locate(bucket: bucket, ObjectKey(name), generation: generation)?.stored.record }
+    }
+
     package func records(bucket: String) -> [ObjectRecord] {
         let all = state.withLock { state in (state.objects[bucket] ?? [:]).values.map(\.record) }
         return all.sorted { NameRules.precedes($0.name, $1.name) }
     }
 
+    package func versions(bucket: String) -> [ObjectRecord] {
+        let all = state.withLock { state in
+            (state.objects[bucket] ?? [:]).values.map(\.record)
+                + (state.noncurrent[bucket] ?? [:]).values.flatMap { $0.map(\.record) }
+        }
+        return all.sorted(by: NameRules.versionPrecedes)
+    }
+
     package func updateRecord(
-        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+        bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? {
-        try state.withLock { state in
-            guard var stored = state.objects[bucket]?[ObjectKey(name)] else { return nil }
-            try change(&stored.record)
-            state.objects[bucket]?[ObjectKey(name)] = stored
-            return stored.record
+        let key = ObjectKey(name)
+        return try state.withLock { state in
+            guard let target = generation ?? state.objects[bucket]?[key]?.record.generation,
+                let (stored, index) = state.locate(bucket: bucket, key, generation: target)
+            else { return nil }
+            var record = stored.record
+            try change(&record)
+            if let index {
+                state.noncurrent[bucket]?[key]?[index].record = record
+            } else {
+                state.objects[bucket]?[key]?.record = record
+            }
+            return record
         }
     }
 
     package func delete(
         bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
     ) throws(StoreError) -> Bool {
-        try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let stored = state.objects[bucket]?[ObjectKey(name)] else { return false }
-            if let generation, generation != stored.record.generation { return false }
+        let key = ObjectKey(name)
+        return try state.withLock { (state) throws(StoreError) -> Bool in
+            guard let generation else {
+                guard let live = state.objects[bucket]?[key] else { return false }
+                guard condition(live.record) else { throw .conditionNotMet }
+                state.retire(bucket: bucket, key, now: Date())
+                return true
+            }
+            guard let (stored, index) = state.locate(bucket: bucket, key, generation: generation) else { return false }
             guard condition(stored.record) else { throw .conditionNotMet }
-            state.objects[bucket]?[ObjectKey(name)] = nil
+            if let index {
+                state.noncurrent[bucket]?[key]?.remove(at: index)
+                if state.noncurrent[bucket]?[key]?.isEmpty == true { state.noncurrent[bucket]?[key] = nil }
+            } else {
+                state.objects[bucket]?[key] = nil
+            }
             return true
+        }
+    }
+
+    package func move(
+        bucket: String, from source: String, to destination: String,
+        if condition: (_ source: ObjectRecord, _ destination: ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord? {
+        try NameRules.validateObjectName(destination)
+        return try state.withLock { (state) throws(StoreError) -> ObjectRecord? in
+            guard let moving = state.objects[bucket]?[ObjectKey(source)] else { return nil }
+            guard condition(moving.record, state.objects[bucket]?[ObjectKey(destination)]?.record) else {
+                throw .conditionNotMet
+            }
+            let now = Date()
+            state.retire(bucket: bucket, ObjectKey(source), now: now)
+            var record = moving.record
+            record.name = destination
+            return state.install(record, bytes: moving.bytes, now: now)
         }
     }
 
     package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
         let bytes = try state.withLock { (state) throws(StoreError) -> Data in
-            guard let stored = state.objects[record.bucket]?[ObjectKey(record.name)],
-                stored.record.generation == record.generation
+            guard
+                let (stored, _) = state.locate(
+                    bucket: record.bucket, ObjectKey(record.name), generation: record.generation)
             else { throw .notFound("No such object.") }
             return stored.bytes
         }
