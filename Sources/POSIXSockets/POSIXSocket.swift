@@ -445,6 +445,12 @@ package enum POSIXSocket {
         _ = systemShutdown(fd, Int32(SHUT_RDWR))
     }
 
+    /// Shuts down the receiving side only: wakes a thread blocked reading `fd` (it reads what
+    /// is left, then the end of the stream) and leaves the sending side open.
+    package static func shutdownRead(_ fd: Int32) {
+        _ = systemShutdown(fd, Int32(SHUT_RD))
+    }
+
     /// Shuts down the sending side only (FIN), keeping the receive side open to drain.
     package static func shutdownWrite(_ fd: Int32) {
         _ = systemShutdown(fd, Int32(SHUT_WR))

@@ -38,13 +38,26 @@ package final class SocketDescriptor: Sendable {
     ///
     /// A thread blocked in `poll`, `recv`, `send`, `sendmsg` or `sendfile` on it returns at once.
     package func shutdown() {
+        pinned(POSIXSocket.shutdownBoth)
+    }
+
+    /// Shuts the receiving side down unless the descriptor is closed; callable from any thread, idempotent.
+    ///
+    /// A thread blocked in `poll` or `recv` on it returns at once (reading what is left, then
+    /// the end of the stream), and the owner can still send, e.g. a last answer before it closes.
+    package func shutdownReading() {
+        pinned(POSIXSocket.shutdownRead)
+    }
+
+    /// Runs `call` on the descriptor unless it is closed, keeping a close requested meanwhile for the end.
+    private func pinned(_ call: (Int32) -> Void) {
         let pinned = state.withLock { state in
             guard !state.closeRequested else { return false }
             state.pins += 1
             return true
         }
         guard pinned else { return }
-        POSIXSocket.shutdownBoth(fd)
+        call(fd)
         let closeNow = state.withLock { state in
             state.pins -= 1
             guard state.pins == 0, state.closeRequested, !state.closed else { return false }

@@ -45,10 +45,11 @@ public final class StorageEmulator: Sendable {
         public var backing: Backing = .memory
         /// When set, GCS requests need `Authorization: Bearer <token>`, Firebase requests
         /// `Authorization: Firebase <token>` (or `Bearer <token>`), and the control endpoint
-        /// `POST /_emulator/v1/faults` either; everything else gets 401. Upload session URLs
-        /// need no header (they are capabilities, as with Cloud Storage; unless
-        /// ``Authentication/requiresToken`` is set) and a Firebase download token opens its own
-        /// object. When nil, the emulator is open to every request.
+        /// `POST /_emulator/v1/faults` either; everything else gets 401. The upload session URLs
+        /// of the JSON API and of signed URLs need no header (they are capabilities, as with Cloud
+        /// Storage; unless ``Authentication/requiresToken`` is set, which a signed URL's session
+        /// ignores); a Firebase upload's commands need the token, whichever URL carries them; and
+        /// a Firebase download token opens its own object. When nil, the emulator is open to every request.
         public var requiredToken: String? = nil
         /// With ``requiredToken`` set, also accept the Firebase emulator's administrator, `owner`
         /// (`Bearer owner` or `Firebase owner`), as the SDK's `StorageAuthorization.emulatorOwner`

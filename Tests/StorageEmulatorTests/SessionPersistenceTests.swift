@@ -182,7 +182,7 @@ struct SessionPersistenceTests {
         PersistedSession(
             id: id, bucket: "bkt", name: "object-" + id.prefix(4), attributes: ObjectAttributes(),
             expected: ExpectedHashes(), declaredSize: declaredSize, preconditions: ObjectPreconditions(),
-            computesMD5: true, created: created)
+            access: .gcs, computesMD5: true, created: created)
     }
 
     func write(_ record: PersistedSession, to directory: URL) throws {

@@ -85,6 +85,31 @@ struct TokenTests {
         }
     }
 
+    @Test("a session is opened by what started it, not by the URL that reaches it")
+    func sessionsKeepTheirProtocolsRule() throws {
+        let harness = try seeded()
+        var start: HTTPHeaders = ["Authorization": "Firebase secret"]
+        start.add("X-Goog-Upload-Protocol", "resumable")
+        start.add("X-Goog-Upload-Command", "start")
+        let started = harness.send("POST", "/v0/b/\(Self.firebaseBucket)/o?name=x", headers: start, json: [:])
+        #expect(started.status == 200)
+        let id = try #require(started.headers["X-Goog-Upload-URL"]?.components(separatedBy: "upload_id=").last)
+        let bareID = id.prefix { $0 != "&" }
+        // A Firebase upload needs its token on every command, even through the JSON API's session URL
+        // (whose own sessions are capabilities) or with a signature parameter.
+        for target in [
+            "/upload/storage/v1/b/\(Self.firebaseBucket)/o?uploadType=resumable&upload_id=\(bareID)",
+            "/x?X-Goog-Signature=00&upload_id=\(bareID)",
+        ] {
+            #expect(harness.send("PUT", target, body: [6]).status == 401, "\(target)")
+        }
+        #expect(harness.object(Self.firebaseBucket, "x") == Data([1]))
+        // The JSON API's own session URL stays a capability.
+        let session = harness.startGCSSession(name: "x", headers: ["Authorization": "Bearer secret"])
+        #expect(harness.send("PUT", session, body: [2]).status == 200)
+        #expect(harness.object("bkt", "x") == Data([2]))
+    }
+
     @Test("without a configured token the emulator stays open, control endpoints included")
     func openWithoutToken() throws {
         let harness = try Harness()

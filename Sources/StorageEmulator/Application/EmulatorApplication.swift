@@ -48,6 +48,8 @@ package final class EmulatorApplication: ServerApplication {
     let counter = ByteCounter()
     /// Requests received, for tests that prove how many a client sends.
     private let requests = Atomic<Int>(0)
+    /// Objects that listings visited, for tests that prove what a page costs.
+    private let listingVisits = Atomic<Int>(0)
     let plans = FaultPlanTable()
     private let globalPlan: FaultPlan?
 
@@ -92,6 +94,10 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Requests received so far, control requests (`/_emulator/…`) included.
     package var requestsReceived: Int { requests.load(ordering: .relaxed) }
+
+    /// Objects the store visited for listings so far: a page visits its own entries (and at
+    /// most one more), however large the bucket.
+    var objectsVisitedByListings: Int { listingVisits.load(ordering: .relaxed) }
 
     /// Installs a fault plan that requests select with `x-emulator-faults: <id>`.
     ///
@@ -588,6 +594,11 @@ package final class EmulatorApplication: ServerApplication {
     /// `maxResults`; the page token names the last entry returned (and its generation,
     /// when versions are listed).
     ///
+    /// The store seeks to where the page starts (the furthest of the prefix, `startOffset` and
+    /// just past the token's entry) and past each common prefix it collapses, and the scan
+    /// stops at `endOffset` or the end of the prefix, so a page costs in proportion to what it
+    /// visits, not to the bucket (only names that `matchGlob` passes over add to it).
+    ///
     /// Everything here works on UTF-8 bytes, as GCS does: `String` comparisons are
     /// canonical, so an NFC prefix would match NFD names and a token whose name
     /// starts with a combining mark would merge with its `i:` tag.
@@ -597,65 +608,79 @@ package final class EmulatorApplication: ServerApplication {
     ) throws
         -> ListPage
     {
-        var after: (isPrefix: Bool, key: ObjectKey, generation: Int64)?
+        let prefixKey = ObjectKey(prefix)
+        let endKey = filter.endOffset.map(ObjectKey.init)
+        var start = max(prefixKey, ObjectKey(filter.startOffset ?? ""))
+        // Listing versions: of the name at `start`, only the generations after this one.
+        var resumeGeneration: Int64?
         if let pageToken, !pageToken.isEmpty {
-            after = try Self.decodePageToken(pageToken)
+            let after = try Self.decodePageToken(pageToken)
+            if after.isPrefix {
+                // After a common prefix the page resumes past every name under it.
+                guard let end = after.key.prefixEnd else { return ListPage() }
+                start = max(start, end)
+            } else if filter.versions, let generation = after.generation, start <= after.key {
+                // After a version, past it: the name's later generations come first.
+                start = after.key
+                resumeGeneration = generation
+            } else {
+                // After an item, past that name (every version of it, for an `i:` token).
+                start = max(start, after.key.successor)
+            }
         }
-        let prefixBytes = Array(prefix.utf8)
         let delimiterBytes = Array((delimiter ?? "").utf8)
-        let startBytes = filter.startOffset.map { Array($0.utf8) }
-        let endBytes = filter.endOffset.map { Array($0.utf8) }
         var page = ListPage()
         var lastKey: (isPrefix: Bool, key: ObjectKey, generation: Int64)?
-        for record in filter.versions ? store.versions(bucket: bucket) : store.records(bucket: bucket) {
+        var visited = 0
+        let versions: ScanVersions = filter.versions ? .all(after: resumeGeneration) : .live
+        store.scan(bucket: bucket, from: start, versions: versions) { record in
+            visited += 1
             let name = ObjectKey(record.name)
-            guard name.bytes.starts(with: prefixBytes) else { continue }
-            if let startBytes, name.bytes.lexicographicallyPrecedes(startBytes) { continue }
-            if let endBytes, !name.bytes.lexicographicallyPrecedes(endBytes) { continue }
-            if let glob = filter.glob, !glob.matches(record.name) { continue }
-            if let after {
-                if after.isPrefix {
-                    if name.bytes.starts(with: after.key.bytes) || name < after.key { continue }
-                } else if name < after.key || (name == after.key && record.generation <= after.generation) {
-                    continue
-                }
-            }
+            // The names under the prefix are contiguous in name order: the first other one ends the listing.
+            guard name.bytes.starts(with: prefixKey.bytes) else { return .stop }
+            if let endKey, !(name < endKey) { return .stop }
+            if let glob = filter.glob, !glob.matches(record.name) { return .next }
             var entry: (isPrefix: Bool, key: ObjectKey, generation: Int64) = (false, name, record.generation)
             if !delimiterBytes.isEmpty,
-                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixBytes.count)
+                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixKey.bytes.count)
             {
                 // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
                 entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])), 0)
             }
-            if entry.isPrefix, let lastKey, lastKey.isPrefix, lastKey.key == entry.key { continue }
             if page.items.count + page.prefixes.count == maxResults {
                 if let lastKey {
                     let tag = lastKey.isPrefix ? "p:" : filter.versions ? "v:\(lastKey.generation):" : "i:"
                     page.nextPageToken = Data(Array(tag.utf8) + lastKey.key.bytes).base64EncodedString()
                 }
-                break
-            }
-            if entry.isPrefix {
-                page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
-                // A name that ends with its first delimiter is its own prefix's only member of that name.
-                if filter.includeTrailingDelimiter, entry.key == name { page.items.append(record) }
-            } else {
-                page.items.append(record)
+                return .stop
             }
             lastKey = entry
+            guard entry.isPrefix else {
+                page.items.append(record)
+                return .next
+            }
+            page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
+            // A name that ends with its first delimiter is its own prefix's only member of that name.
+            if filter.includeTrailingDelimiter, entry.key == name { page.items.append(record) }
+            // Every other name under this prefix collapses into it: skip them all at once.
+            return entry.key.prefixEnd.map { .seek($0) } ?? .stop
         }
+        listingVisits.add(visited, ordering: .relaxed)
         return page
     }
 
-    /// A page token: `p:<prefix>`, `i:<name>` or `v:<generation>:<name>`, base64.
-    private static func decodePageToken(_ token: String) throws -> (isPrefix: Bool, key: ObjectKey, generation: Int64) {
+    /// A page token: `p:<prefix>`, `i:<name>` or `v:<generation>:<name>`, base64; the
+    /// generation is nil but for a `v:` token.
+    private static func decodePageToken(
+        _ token: String
+    ) throws -> (isPrefix: Bool, key: ObjectKey, generation: Int64?) {
         let invalid = HTTPError.badRequest("Invalid page token.")
         guard let data = Data(base64Encoded: token), let colon = data.firstIndex(of: UInt8(ascii: ":")) else {
             throw invalid
         }
         let tag = String(decoding: data[..<colon], as: UTF8.self)
         var key = Array(data[(colon + 1)...])
-        var generation = Int64.max
+        var generation: Int64?
         switch tag {
         case "p", "i": break
         case "v":
@@ -701,10 +726,27 @@ package final class EmulatorApplication: ServerApplication {
         return authentication
     }
 
+    /// The upload session a request names, once the request is authorized for it.
+    ///
+    /// What a session request needs is decided here, by the session (how its start was
+    /// authorized, see ``UploadSession/Access``), never by the URL that reached it: every route
+    /// to a session comes through here, so no query parameter can route around the check.
+    ///
+    /// - Parameter unknown: The protocol's answer for a session that does not exist.
+    func authorizedSession(_ request: any ServerRequest, id: String, unknown: HTTPError) throws -> UploadSession {
+        guard let session = sessions.session(id) else { throw unknown }
+        switch session.access {
+        case .signedURL: break
+        case .gcs: try authorizeGCS(request, sessionRequest: true)
+        case .firebase: try authorizeFirebase(request)
+        }
+        return session
+    }
+
     /// Checks a GCS request's credentials.
     ///
-    /// - Parameter sessionRequest: A request to a resumable upload session: its URL is a
-    ///   capability, so only issued tokens (when required) are checked on it.
+    /// - Parameter sessionRequest: A request to a resumable upload session the JSON API started:
+    ///   its URL is a capability, so only issued tokens (when required) are checked on it.
     func authorizeGCS(_ request: any ServerRequest, sessionRequest: Bool = false) throws {
         let issuedTokens = issuedTokens
         if sessionRequest && issuedTokens == nil { return }

@@ -23,6 +23,19 @@ final class UploadSession: Sendable {
         var committed: Int64 { checksums.count }
     }
 
+    /// What each request to a session needs: fixed by what authorized the session's start,
+    /// whatever URL later reaches it (a query parameter cannot change it).
+    enum Access: String, Codable, Sendable {
+        /// Started through a V4 signed URL: the signature authorized the start, and the
+        /// session URL alone authorizes the rest (its holder has no credentials), as on Cloud Storage.
+        case signedURL
+        /// Started through the JSON API: the session URL is a capability, but with issued
+        /// tokens required every request needs a live one, as the start did.
+        case gcs
+        /// Started through Firebase v0: every command needs Firebase credentials, as the start did.
+        case firebase
+    }
+
     static let granularity: Int64 = 256 * 1024
 
     let id: String
@@ -34,16 +47,19 @@ final class UploadSession: Sendable {
     let declaredSize: Int64?
     /// The preconditions of the start request, checked again when the session finalizes.
     let preconditions: ObjectPreconditions
+    /// What each request to the session needs.
+    let access: Access
     let state: Mutex<State>
     /// Where the session's record lives on disk (directory backing), to be removed when it ends.
     let journal: SessionJournal?
 
     init(
         id: String, bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
-        declaredSize: Int64?, preconditions: ObjectPreconditions = ObjectPreconditions(), writer: any StagingWriter,
-        computingMD5: Bool, journal: SessionJournal? = nil
+        declaredSize: Int64?, preconditions: ObjectPreconditions = ObjectPreconditions(), access: Access,
+        writer: any StagingWriter, computingMD5: Bool, journal: SessionJournal? = nil
     ) {
         self.preconditions = preconditions
+        self.access = access
         self.id = id
         self.bucket = bucket
         self.name = name
@@ -64,6 +80,7 @@ final class UploadSession: Sendable {
         expected = record.expected
         declaredSize = record.declaredSize
         preconditions = record.preconditions
+        access = record.access
         self.journal = journal
         state = Mutex(State(writer: restored.writer, checksums: restored.checksums))
     }
@@ -72,7 +89,7 @@ final class UploadSession: Sendable {
     func persistedRecord(created: Date) -> PersistedSession {
         PersistedSession(
             id: id, bucket: bucket, name: name, attributes: attributes, expected: expected,
-            declaredSize: declaredSize, preconditions: preconditions,
+            declaredSize: declaredSize, preconditions: preconditions, access: access,
             computesMD5: state.withLock { $0.checksums.md5 != nil }, created: created)
     }
 

@@ -85,10 +85,7 @@ extension EmulatorApplication {
     }
 
     func firebaseUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
-        if let uploadID = request.query("upload_id") {
-            try authorizeFirebase(request)
-            return try firebaseSessionCommand(request, body, id: uploadID)
-        }
+        if let uploadID = request.query("upload_id") { return try firebaseSessionCommand(request, body, id: uploadID) }
         try authorizeFirebase(request)
         let protocolName = request.headers["X-Goog-Upload-Protocol"]?.lowercased()
         switch protocolName {
@@ -110,7 +107,7 @@ extension EmulatorApplication {
             }
             let session = try startSession(
                 bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
-                declaredSize: declared)
+                declaredSize: declared, access: .firebase)
             var reply = Reply(status: 200)
             reply.headers.set("X-Goog-Upload-Status", "active")
             reply.headers.set(
@@ -155,8 +152,8 @@ extension EmulatorApplication {
     }
 
     private func firebaseSessionCommand(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
+        let session = try authorizedSession(request, id: id, unknown: HTTPError(404, "Upload not found."))
         guard request.method == "POST" || request.method == "PUT" else { throw methodNotAllowed }
-        guard let session = sessions.session(id) else { throw HTTPError(404, "Upload not found.") }
         let commands = Set(
             (request.headers["X-Goog-Upload-Command"] ?? "").lowercased().split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces)

@@ -124,10 +124,7 @@ extension EmulatorApplication {
     // MARK: Uploads
 
     func gcsUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
-        if let uploadID = request.query("upload_id") {
-            try authorizeGCS(request, sessionRequest: true)
-            return try gcsSession(request, body, id: uploadID)
-        }
+        if let uploadID = request.query("upload_id") { return try gcsSession(request, body, id: uploadID) }
         guard request.method == "POST" else { throw methodNotAllowed }
         try authorizeGCS(request)
         switch request.query("uploadType") {
@@ -162,7 +159,7 @@ extension EmulatorApplication {
             }
             let session = try startSession(
                 bucket: bucket, name: name, attributes: attributes, expected: try ObjectJSON.expectedHashes(json),
-                declaredSize: declared, preconditions: try ObjectPreconditions(request))
+                declaredSize: declared, preconditions: try ObjectPreconditions(request), access: .gcs)
             var reply = Reply(status: 200)
             reply.headers.set(
                 "Location",
@@ -175,9 +172,10 @@ extension EmulatorApplication {
         }
     }
 
+    /// - Parameter access: What authorized the start, and so what each request to the session needs.
     func startSession(
         bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes, declaredSize: Int64?,
-        preconditions: ObjectPreconditions = ObjectPreconditions()
+        preconditions: ObjectPreconditions = ObjectPreconditions(), access: UploadSession.Access
     ) throws -> UploadSession {
         do {
             try NameRules.validateObjectName(name)
@@ -200,7 +198,7 @@ extension EmulatorApplication {
         }
         let session = UploadSession(
             id: id, bucket: bucket, name: name, attributes: attributes, expected: expected,
-            declaredSize: declaredSize, preconditions: preconditions, writer: writer,
+            declaredSize: declaredSize, preconditions: preconditions, access: access, writer: writer,
             computingMD5: store.computesMD5, journal: journal)
         // An idle session holds no descriptor: the file is reopened by each request.
         writer.relinquish()
@@ -254,10 +252,10 @@ extension EmulatorApplication {
 
     // MARK: Resumable sessions
 
+    /// A request to a session, whichever URL reached it (the JSON API's, or a signed URL's).
     func gcsSession(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
-        guard let session = sessions.session(id) else {
-            throw HTTPError(404, "No such upload session.", reason: "notFound")
-        }
+        let session = try authorizedSession(
+            request, id: id, unknown: HTTPError(404, "No such upload session.", reason: "notFound"))
         switch request.method {
         case "DELETE":
             sessions.remove(id)?.cancel()

@@ -4,10 +4,12 @@ extension EmulatorHTTPServer {
     /// Bounds on what one peer can make the server hold, and for how long.
     package struct Limits: Sendable {
         /// Open connections (one thread each). When all are open, a new connection evicts the one
-        /// that has waited longest for a request head (idle between requests, or with a head still
-        /// arriving), so that clients that trickle heads or hold idle connections cannot starve
-        /// others; only when every connection has a request in progress does a new one get `503`
-        /// with `Retry-After: 1` and an immediate close, a retryable answer instead of a stall.
+        /// that has waited longest for its peer (for a request head, idle between requests or with
+        /// a head still arriving, or for the next bytes of a request body), so that clients that
+        /// trickle heads or bodies, or hold idle connections, cannot starve others; the evicted
+        /// one is answered `503` with `Retry-After: 1` unless it was idle. Only when no
+        /// connection waits for its peer (every one is being worked on) does a new one get that
+        /// `503` and an immediate close, a retryable answer instead of a stall.
         package var maxConnections = 256
         /// How long a kept-alive connection may wait for the first byte of its next request.
         package var idleTimeout: Duration = .seconds(60)

@@ -23,11 +23,14 @@ import Synchronization
 ///
 /// ## Limits and timeouts (see ``Limits``)
 /// - At most ``Limits/maxConnections`` (256) connections. A connection beyond that evicts
-///   the open connection that has waited longest for a request head (idle, or with a head
-///   still arriving): it is shut down without an answer, as an idle keep-alive connection
-///   may be at any time. Only if every connection has a request in progress is the new
-///   one answered `503 Service Unavailable` with `Retry-After: 1` and closed (over TLS,
-///   where no handshake has run yet, it is only closed).
+///   the open connection that has waited longest for its peer: for a request head (idle, or
+///   with a head still arriving), or for the next bytes of a request body. The evicted one
+///   is answered `503 Service Unavailable` with `Retry-After: 1` and closed, unless it was
+///   idle between requests (closed without an answer, as an idle keep-alive connection may be
+///   at any time) or speaks TLS (only closed). Only if no connection waits for its peer is the
+///   new one answered `503` with `Retry-After: 1` and closed (over TLS, where no handshake has
+///   run yet, it is only closed). Every connection that sent or was about to send a request
+///   thus gets an answer.
 /// - Heads up to 64 KiB and 100 fields (`431` beyond); request bodies are never
 ///   buffered by the server: the application reads them.
 /// - Between requests a connection may stay idle for ``Limits/idleTimeout`` (60 s);
@@ -57,8 +60,9 @@ package final class EmulatorHTTPServer: Sendable {
     /// An open connection, as the server tracks it.
     private struct Slot {
         let handle: SocketDescriptor
-        /// When the connection began waiting for a request head (in ``State/waitSequence`` order),
-        /// or nil while a request is in progress. Waiting connections can be evicted.
+        /// When the connection began waiting for its peer (in ``State/waitSequence`` order), or
+        /// nil while the server works on it (a new connection until its thread reads, a request
+        /// being handled). Waiting connections can be evicted.
         var waitingSince: UInt64?
     }
 
@@ -66,9 +70,12 @@ package final class EmulatorHTTPServer: Sendable {
         var phase = Phase.idle
         var port = 0
         var connections: [Int: Slot] = [:]
+        /// Connections evicted to make room whose threads have not ended yet (no longer counted
+        /// in ``connections``); each learns it from ``EmulatorHTTPServer/connectionWasEvicted(_:)``.
+        var evicted: [Int: SocketDescriptor] = [:]
         var nextConnectionID = 0
         var liveThreads = 0
-        /// Orders waits for heads without a clock: a larger number began waiting later.
+        /// Orders waits for peers without a clock: a larger number began waiting later.
         var waitSequence: UInt64 = 0
     }
 
@@ -156,7 +163,7 @@ package final class EmulatorHTTPServer: Sendable {
                 return nil
             case .running(_, let wakeWriter):
                 state.phase = .stopping
-                return (wakeWriter, state.connections.values.map(\.handle))
+                return (wakeWriter, state.connections.values.map(\.handle) + state.evicted.values)
             case .stopping, .stopped:
                 return nil
             }
@@ -183,6 +190,11 @@ package final class EmulatorHTTPServer: Sendable {
 
     /// Connections currently open.
     var openConnectionCount: Int { state.withLock { $0.connections.count } }
+
+    /// Open connections that wait for their peer and could be evicted; for tests.
+    var connectionsWaitingForPeer: Int {
+        state.withLock { state in state.connections.values.count(where: { $0.waitingSince != nil }) }
+    }
 
     private func startThread(name: String, _ body: @escaping @Sendable (EmulatorHTTPServer) -> Void) {
         threads.enter()
@@ -248,20 +260,22 @@ package final class EmulatorHTTPServer: Sendable {
             guard case .running = state.phase else { return .stopping }
             var evicted: SocketDescriptor?
             if state.connections.count >= limits.maxConnections {
-                // Make room by evicting the connection that has waited longest for a head.
+                // Make room by evicting the connection that has waited longest for its peer.
                 var oldest: (id: Int, since: UInt64)?
                 for (id, slot) in state.connections {
                     if let since = slot.waitingSince, since < oldest?.since ?? .max { oldest = (id, since) }
                 }
                 guard let oldest else { return .tooMany }
                 evicted = state.connections.removeValue(forKey: oldest.id)?.handle
+                state.evicted[oldest.id] = evicted
             }
             let id = state.nextConnectionID
             state.nextConnectionID += 1
             let handle = SocketDescriptor(fd: fd)
-            // A new connection waits for its first head from the moment it is admitted.
-            state.connections[id] = Slot(handle: handle, waitingSince: state.waitSequence)
-            state.waitSequence += 1
+            // Not evictable until its thread waits for the first head: in a burst, connections
+            // admitted first are served first, and later ones are answered 503 (rather than the
+            // earlier ones evicted before their threads could read the requests already sent).
+            state.connections[id] = Slot(handle: handle, waitingSince: nil)
             return .accepted(id: id, handle: handle, evicted: evicted)
         }
         switch admission {
@@ -274,25 +288,30 @@ package final class EmulatorHTTPServer: Sendable {
             POSIXSocket.shutdownWrite(fd)
             POSIXSocket.closeDescriptor(fd)
         case .accepted(let id, let handle, let evicted):
-            // Its thread sees the shutdown, ends, and closes the descriptor.
-            evicted?.shutdown()
+            // Its thread wakes from its read, learns it was evicted, answers (or not), ends and
+            // closes the descriptor; the send side stays open for that answer.
+            evicted?.shutdownReading()
             startThread(name: "emulator-conn-\(id)") { server in
                 let connection = ServerConnection(id: id, socket: handle, server: server, tls: server.tls)
                 connection.run()
-                server.state.withLock { _ = $0.connections.removeValue(forKey: id) }
+                server.state.withLock { state in
+                    state.connections.removeValue(forKey: id)
+                    state.evicted.removeValue(forKey: id)
+                }
                 handle.close()
             }
         }
     }
 
-    /// Records that a connection waits for a request head (evictable) or serves a request (not).
+    /// Records that a connection waits for its peer (evictable) or that the server works on it (not).
     ///
     /// - Parameters:
     ///   - id: The connection.
-    ///   - waiting: Whether it now waits for a head.
-    func connection(_ id: Int, waitsForHead waiting: Bool) {
+    ///   - waiting: Whether it now waits for its peer.
+    /// - Returns: False when the connection has been evicted: it must serve nothing more.
+    func connection(_ id: Int, waitsForPeer waiting: Bool) -> Bool {
         state.withLock { state in
-            guard state.connections[id] != nil else { return }
+            guard state.connections[id] != nil else { return state.evicted[id] == nil }
             if waiting {
                 // Keep the original place in line while still waiting.
                 if state.connections[id]?.waitingSince == nil {
@@ -302,9 +321,16 @@ package final class EmulatorHTTPServer: Sendable {
             } else {
                 state.connections[id]?.waitingSince = nil
             }
+            return true
         }
     }
 
-    private static let busyResponse = Array(
+    /// Whether the server evicted a connection to make room for a new one.
+    func connectionWasEvicted(_ id: Int) -> Bool {
+        state.withLock { $0.evicted[id] != nil }
+    }
+
+    /// The answer to a connection the server has no room for: retry in a second.
+    static let busyResponse = Array(
         "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
 }

@@ -24,6 +24,12 @@ final class ServerConnection {
     private var end = 0
     /// Reset or closed: the descriptor must not be used again.
     private(set) var ended = false
+    /// The server evicted the connection to make room for a new one (see
+    /// ``EmulatorHTTPServer/Limits/maxConnections``): it serves nothing more, and only the
+    /// connection itself answers (see ``endEvicted(requestUnderWay:)``).
+    private(set) var evicted = false
+    /// Whether a request was answered: until then a client expects an answer on the connection.
+    private var answeredOne = false
 
     init(id: Int, socket: SocketDescriptor, server: EmulatorHTTPServer, tls: TLSContext?) {
         self.id = id
@@ -43,7 +49,12 @@ final class ServerConnection {
 
     /// Serves requests until the connection ends.
     func run() {
-        if let tls, !startTLS(tls) { return }
+        if let tls {
+            // Evictable during the handshake, which waits for the peer; the place in line is kept
+            // for the head that follows.
+            guard server.connection(id, waitsForPeer: true) else { return endEvicted(requestUnderWay: false) }
+            guard startTLS(tls) else { return }
+        }
         while !ended {
             guard let head = readHead() else { return }
             guard serve(head) else { return }
@@ -56,8 +67,7 @@ final class ServerConnection {
     ///
     /// A client that fails it, stalls in it or speaks plain HTTP is closed without an answer:
     /// nothing reaches the application, so no fault-plan step is used. The connection stays
-    /// evictable meanwhile (it counts as waiting for a head), and each read is bounded by the
-    /// head time-out.
+    /// evictable meanwhile (it waits for its peer), and each read is bounded by the head time-out.
     ///
     /// - Returns: Whether the connection now speaks TLS.
     private func startTLS(_ context: TLSContext) -> Bool {
@@ -79,7 +89,10 @@ final class ServerConnection {
 
     private func readHead() -> HTTPRequestHead? {
         // Until the head is whole the server may evict this connection to make room (see Limits).
-        server.connection(id, waitsForHead: true)
+        guard server.connection(id, waitsForPeer: true) else {
+            endEvicted(requestUnderWay: buffered > 0)
+            return nil
+        }
         var parser = HTTPHeadParser(limits: limits.head)
         // The whole head must arrive within headTimeout of its first byte, not merely each read:
         // otherwise a byte every few seconds would hold the connection forever.
@@ -90,7 +103,10 @@ final class ServerConnection {
                     let parsed = try withBufferedBytes { bytes throws(HTTP1Error) in try parser.parseRequest(bytes) }
                     if let (head, used) = parsed {
                         consume(used)
-                        server.connection(id, waitsForHead: false)
+                        guard server.connection(id, waitsForPeer: false) else {
+                            endEvicted(requestUnderWay: true)
+                            return nil
+                        }
                         return head
                     }
                 } catch {
@@ -113,6 +129,10 @@ final class ServerConnection {
                 if deadline == nil { deadline = .now + limits.headTimeout }
             } catch .timedOut where deadline != nil {
                 answerAndClose(status: 408)
+                return nil
+            } catch .evicted {
+                // Bytes of a head that began to arrive are still in the buffer.
+                endEvicted(requestUnderWay: buffered > 0)
                 return nil
             } catch {
                 return nil
@@ -146,7 +166,13 @@ final class ServerConnection {
             connection: self, head: head, target: target, framing: framing,
             expectsContinue: !expectations.isEmpty && head.version.minor >= 1)
         server.application.handle(exchange, exchange)
-        switch exchange.finish() {
+        let outcome = exchange.finish()
+        if evicted {
+            // Evicted while it waited for body bytes: the request was not served.
+            endEvicted(requestUnderWay: true)
+            return false
+        }
+        switch outcome {
         case .noResponse:
             // A body whose framing was broken is the client's fault; anything else unanswered is ours.
             if !ended { answerAndClose(status: exchange.bodyMalformed ? 400 : 500) }
@@ -157,6 +183,7 @@ final class ServerConnection {
             closeNow()
             return false
         case .sent(let closeAfter, let bodyComplete):
+            answeredOne = true
             if closeAfter || !bodyComplete {
                 finishClosing(mayHaveUnreadBytes: !bodyComplete)
                 return false
@@ -200,6 +227,21 @@ final class ServerConnection {
         finishClosing(mayHaveUnreadBytes: true)
     }
 
+    /// Ends a connection the server evicted.
+    ///
+    /// A client that sent a request, or began to, or has not sent its first yet (it connected
+    /// to send one) gets `503` with `Retry-After: 1`: the request was not served, try again.
+    /// One idle between requests is closed without an answer, as any idle keep-alive connection
+    /// may be. Over TLS the eviction ended the stream, so there is no answer either.
+    ///
+    /// - Parameter requestUnderWay: Whether bytes of a request arrived that were not answered.
+    private func endEvicted(requestUnderWay: Bool) {
+        evicted = true
+        guard requestUnderWay || !answeredOne, tls == nil else { return closeNow() }
+        try? send(EmulatorHTTPServer.busyResponse)
+        finishClosing(mayHaveUnreadBytes: true)
+    }
+
     // MARK: - Reading
 
     /// Bytes read ahead and not consumed yet.
@@ -228,8 +270,11 @@ final class ServerConnection {
 
     /// Reads more bytes into the read-ahead buffer.
     ///
+    /// - Parameter waitsForPeer: Whether the connection counts as waiting for its peer during
+    ///   this read (a request body's; a head's counts so for all of ``readHead()``).
     /// - Returns: The bytes added; 0 when the peer closed.
-    func fill(timeout: Duration) throws(ServerIOError) -> Int {
+    /// - Throws: ``ServerIOError/evicted`` when the server evicted the connection.
+    func fill(timeout: Duration, waitsForPeer: Bool = false) throws(ServerIOError) -> Int {
         guard !ended else { throw .connectionEnded }
         if start > 0 && (start == end || end == buffer.count) {
             if let base = buffer.baseAddress, start < end {
@@ -238,17 +283,44 @@ final class ServerConnection {
             end -= start
             start = 0
         }
-        let count = try stream.receive(into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout)
+        let count = try receive(
+            into: UnsafeMutableRawBufferPointer(rebasing: buffer[end...]), timeout: timeout, waitsForPeer: waitsForPeer)
         end += count
         return count
     }
 
-    /// Reads straight into `destination` (only when nothing is read ahead).
+    /// Reads body bytes straight into `destination` (only when nothing is read ahead).
     ///
+    /// - Parameter waitsForPeer: Whether the connection counts as waiting for its peer meanwhile.
     /// - Returns: The bytes read; 0 when the peer closed.
-    func receiveDirect(into destination: UnsafeMutableRawBufferPointer) throws(ServerIOError) -> Int {
+    /// - Throws: ``ServerIOError/evicted`` when the server evicted the connection.
+    func receiveDirect(
+        into destination: UnsafeMutableRawBufferPointer, waitsForPeer: Bool
+    ) throws(ServerIOError) -> Int {
         guard !ended else { throw .connectionEnded }
-        return try stream.receive(into: destination, timeout: limits.readTimeout)
+        return try receive(into: destination, timeout: limits.readTimeout, waitsForPeer: waitsForPeer)
+    }
+
+    /// One read from the stream, during which the server may evict the connection if it
+    /// `waitsForPeer` (see ``EmulatorHTTPServer/Limits/maxConnections``).
+    ///
+    /// The server wakes an evicted connection by shutting its receiving side down, which reads as
+    /// the end of the stream; so after an end or a failure, or a wait that the server ended,
+    /// the connection asks it, and throws ``ServerIOError/evicted`` if so.
+    private func receive(
+        into destination: UnsafeMutableRawBufferPointer, timeout: Duration, waitsForPeer: Bool
+    ) throws(ServerIOError) -> Int {
+        if waitsForPeer, !server.connection(id, waitsForPeer: true) { throw markEvicted() }
+        let result = Result { () throws(ServerIOError) in try stream.receive(into: destination, timeout: timeout) }
+        if waitsForPeer, !server.connection(id, waitsForPeer: false) { throw markEvicted() }
+        if case .success(let count) = result, count > 0 { return count }
+        if server.connectionWasEvicted(id) { throw markEvicted() }
+        return try result.get()
+    }
+
+    private func markEvicted() -> ServerIOError {
+        evicted = true
+        return .evicted
     }
 
     // MARK: - Writing

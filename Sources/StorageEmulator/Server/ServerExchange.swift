@@ -105,6 +105,13 @@ final class ServerExchange: ServerRequest, ServerResponder {
         }
     }
 
+    /// Whether a body read waits for the peer, so that the server may evict the connection
+    /// meanwhile to make room (and answer `503` itself): only while nothing has been answered.
+    private var waitsForPeer: Bool {
+        if case .none = response { return true }
+        return false
+    }
+
     private func readLengthDelimited(into buffer: UnsafeMutableRawBufferPointer) throws(ServerIOError) -> Int {
         let wanted = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(buffer.count), lengthRemaining))])
         let count = try readData(into: wanted)
@@ -142,14 +149,16 @@ final class ServerExchange: ServerRequest, ServerResponder {
                 }
                 continue
             }
-            guard try connection.fill(timeout: connection.limits.readTimeout) > 0 else { throw .endOfStream }
+            guard try connection.fill(timeout: connection.limits.readTimeout, waitsForPeer: waitsForPeer) > 0 else {
+                throw .endOfStream
+            }
         }
     }
 
     /// Body bytes from the read-ahead buffer first, else straight from the socket into `buffer`.
     private func readData(into buffer: UnsafeMutableRawBufferPointer) throws(ServerIOError) -> Int {
         if connection.buffered > 0 { return connection.takeBuffered(into: buffer) }
-        let count = try connection.receiveDirect(into: buffer)
+        let count = try connection.receiveDirect(into: buffer, waitsForPeer: waitsForPeer)
         guard count > 0 else { throw .endOfStream }
         return count
     }
@@ -227,25 +236,26 @@ final class ServerExchange: ServerRequest, ServerResponder {
     }
 
     func resetConnection() {
-        guard active else { return }
+        // An evicted connection is the server's to end (with its own answer).
+        guard active, !connection.evicted else { return }
         response = .ended
         connection.reset()
     }
 
     func closeConnection() {
-        guard active else { return }
+        guard active, !connection.evicted else { return }
         response = .ended
         connection.closeNow()
     }
 
     func holdConnection(limit: Duration) {
-        guard active else { return }
+        guard active, !connection.evicted else { return }
         response = .ended
         connection.holdUntilPeerCloses(limit: limit)
     }
 
     private func checkCanRespond() throws(ServerIOError) {
-        guard active, !connection.ended else { throw .connectionEnded }
+        guard active, !connection.ended, !connection.evicted else { throw .connectionEnded }
         switch response {
         case .none: return
         case .ended: throw .connectionEnded

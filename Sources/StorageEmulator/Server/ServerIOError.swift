@@ -17,6 +17,9 @@ package enum ServerIOError: Error, Hashable, Sendable {
     case malformedBody(HTTP1Error)
     /// The connection was already reset or closed, or the request is over.
     case connectionEnded
+    /// The server evicted the connection, which waited for its peer, to make room for a new one;
+    /// the server answers the client itself (see ``EmulatorHTTPServer/Limits/maxConnections``).
+    case evicted
     /// The application answered twice.
     case alreadyResponded
     /// A status, header or length that cannot be sent (the response was not started).

@@ -10,8 +10,9 @@ import V4Signing
 /// Served: `GET`/`HEAD` (the object's bytes, ranges too), `PUT` (the body becomes the
 /// object), `DELETE`, and `POST` with `x-goog-resumable: start` (201, `Location` the session).
 /// The session's URL is the signed URL plus `upload_id`, like GCS's; requests to it are
-/// authorized by the session id, as for every resumable session, and follow the JSON API's
-/// `Content-Range` protocol. Errors are GCS's XML errors.
+/// authorized by the session id alone (see ``UploadSession/Access/signedURL``), and follow the
+/// JSON API's `Content-Range` protocol. A signature in the query authorizes nothing else: a
+/// session started with credentials still needs them on every URL. Errors are GCS's XML errors.
 extension EmulatorApplication {
     /// The verifier with the configured service accounts' keys (none without
     /// ``StorageEmulator/Configuration/authentication``: every signature is then refused).
@@ -24,7 +25,8 @@ extension EmulatorApplication {
     func signedRequest(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         do {
             if let uploadID = request.query("upload_id") {
-                // The session id is the capability (the signed URL may have expired meanwhile).
+                // The session, not this URL, says what the request needs: the session id alone for
+                // one a signed URL started (that URL may have expired meanwhile), credentials otherwise.
                 return try gcsSession(request, body, id: uploadID)
             }
             let verified = V4SignatureVerifier.Request(
@@ -108,7 +110,8 @@ extension EmulatorApplication {
             var attributes = ObjectAttributes()
             attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
             let session = try startSession(
-                bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes(), declaredSize: nil)
+                bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes(), declaredSize: nil,
+                access: .signedURL)
             var reply = Reply(status: 201)
             // The signed URL itself plus the session id, as GCS answers (origin-form target or not).
             let target = request.target.hasPrefix("/") ? base(request) + request.target : request.target

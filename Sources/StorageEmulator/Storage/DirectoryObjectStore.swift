@@ -16,24 +16,24 @@ import Darwin
 /// `.tmp-<random>` in the bucket's directory. Bytes are streamed into a staging
 /// file and `rename`d into place, so a reader never sees part of an object; a
 /// version that becomes noncurrent gets a hard link to its bytes under its new
-/// name before the live name is replaced or removed. An index of the metadata is
-/// kept in memory (loaded at start) so listing does not read every file.
+/// name before the live name is replaced or removed. An ordered index of the
+/// metadata is kept in memory (loaded at start) so listing reads no file and seeks
+/// to its page.
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// Live versions by bucket, then by the name's bytes (see ``ObjectKey``).
-        var objects: [String: [ObjectKey: ObjectRecord]] = [:]
-        /// Noncurrent versions by bucket, then by name, oldest first.
-        var noncurrent: [String: [ObjectKey: [ObjectRecord]]] = [:]
+        /// By bucket, then by name (see ``ObjectIndex``): each name's live and noncurrent versions.
+        var objects: [String: ObjectIndex<ObjectVersions<ObjectRecord>>] = [:]
         var clock = GenerationClock()
 
         /// A generation's record, live or noncurrent (with its index in the noncurrent list).
         func locate(bucket: String, _ key: ObjectKey, generation: Int64) -> (record: ObjectRecord, index: Int?)? {
-            if let live = objects[bucket]?[key], live.generation == generation { return (live, nil) }
-            guard let versions = noncurrent[bucket]?[key],
-                let index = versions.firstIndex(where: { $0.generation == generation })
-            else { return nil }
-            return (versions[index], index)
+            objects[bucket]?[key]?.locate(generation: generation).map { (record: $0.version, index: $0.index) }
+        }
+
+        /// The live version of a name.
+        func live(bucket: String, _ key: ObjectKey) -> ObjectRecord? {
+            objects[bucket]?[key]?.live
         }
     }
 
@@ -80,8 +80,7 @@ package final class DirectoryObjectStore: ObjectStore {
                 SafeFileName.bucket(bucket.name) == entry
             else { continue }
             loaded.buckets[bucket.name] = bucket
-            var objects: [ObjectKey: ObjectRecord] = [:]
-            var noncurrent: [ObjectKey: [ObjectRecord]] = [:]
+            var objects = ObjectIndex<ObjectVersions<ObjectRecord>>()
             for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
                 if file.hasPrefix(".tmp-") {
                     try? manager.removeItem(at: directory.appendingPathComponent(file))
@@ -95,15 +94,12 @@ package final class DirectoryObjectStore: ObjectStore {
                     record.bucket == bucket.name, Self.fileName(record) + ".json" == file,
                     access(directory.appendingPathComponent(Self.fileName(record)).path, F_OK) == 0
                 else { continue }
-                if record.timeDeleted == nil {
-                    objects[ObjectKey(record.name)] = record
-                } else {
-                    noncurrent[ObjectKey(record.name), default: []].append(record)
+                objects.updateVersions(ObjectKey(record.name)) { versions in
+                    if record.timeDeleted == nil { versions.live = record } else { versions.keep(record) }
                 }
                 _ = loaded.clock.next(now: Date(timeIntervalSince1970: Double(record.generation) / 1_000_000))
             }
             loaded.objects[bucket.name] = objects
-            loaded.noncurrent[bucket.name] = noncurrent.mapValues { $0.sorted { $0.generation < $1.generation } }
         }
         state.withLock { $0 = loaded }
     }
@@ -150,7 +146,8 @@ package final class DirectoryObjectStore: ObjectStore {
         return try state.withLock { (state) throws(StoreError) -> Bool in
             guard let bucket = state.buckets[name] else { return false }
             guard condition(bucket) else { throw .conditionNotMet }
-            guard state.objects[name]?.isEmpty ?? true, state.noncurrent[name]?.isEmpty ?? true else {
+            // A name stays in the index while any version of it, live or noncurrent, is kept.
+            guard (state.objects[name]?.count ?? 0) == 0 else {
                 throw .bucketNotEmpty
             }
             // The bucket's record first: a crash after it leaves a directory that loading skips.
@@ -161,7 +158,6 @@ package final class DirectoryObjectStore: ObjectStore {
             try? FileManager.default.removeItem(at: directory)
             state.buckets[name] = nil
             state.objects[name] = nil
-            state.noncurrent[name] = nil
             return true
         }
     }
@@ -182,7 +178,9 @@ package final class DirectoryObjectStore: ObjectStore {
     ) throws(StoreError)
         -> ObjectRecord?
     {
-        guard state.buckets[bucket]?.versioning == true, var record = state.objects[bucket]?[key] else { return nil }
+        guard state.buckets[bucket]?.versioning == true, var record = state.live(bucket: bucket, key) else {
+            return nil
+        }
         let live = file(record).path
         record.timeDeleted = now
         let kept = file(record)
@@ -240,8 +238,10 @@ package final class DirectoryObjectStore: ObjectStore {
             if let kept { forget(kept) }
             throw error
         }
-        if let kept { state.noncurrent[record.bucket, default: [:]][key, default: []].append(kept) }
-        state.objects[record.bucket, default: [:]][key] = record
+        state.objects[record.bucket, default: [:]].updateVersions(key) { versions in
+            if let kept { versions.keep(kept) }
+            versions.live = record
+        }
         return record
     }
 
@@ -258,7 +258,7 @@ package final class DirectoryObjectStore: ObjectStore {
             }
             // Under the lock every commit, delete and update of this store takes, so the
             // check and the rename are one step for every thread of the process.
-            guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]) else {
+            guard condition(state.live(bucket: record.bucket, ObjectKey(record.name))) else {
                 unlink(stagedPath)
                 throw .conditionNotMet
             }
@@ -272,44 +272,32 @@ package final class DirectoryObjectStore: ObjectStore {
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[ObjectKey(name)] }
+        state.withLock { $0.live(bucket: bucket, ObjectKey(name)) }
     }
 
     package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? {
         state.withLock { $0.locate(bucket: bucket, ObjectKey(name), generation: generation)?.record }
     }
 
-    package func records(bucket: String) -> [ObjectRecord] {
-        let all = state.withLock { state in Array((state.objects[bucket] ?? [:]).values) }
-        return all.sorted { NameRules.precedes($0.name, $1.name) }
-    }
-
-    package func versions(bucket: String) -> [ObjectRecord] {
-        let all = state.withLock { state in
-            Array((state.objects[bucket] ?? [:]).values) + (state.noncurrent[bucket] ?? [:]).values.flatMap { $0 }
-        }
-        return all.sorted(by: NameRules.versionPrecedes)
+    package func scan(
+        bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep
+    ) {
+        state.withLock { state in state.objects[bucket]?.scan(from: start, versions: versions, visit) }
     }
 
     package func updateRecord(
         bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? {
-        let key = ObjectKey(name)
-        return try state.withLock { state in
-            guard let target = generation ?? state.objects[bucket]?[key]?.generation,
-                let (found, index) = state.locate(bucket: bucket, key, generation: target)
-            else { return nil }
-            var record = found
-            try change(&record)
-            let path = file(record)
-            try Self.writeAtomically(
-                try Self.encode(record), in: path.deletingLastPathComponent(), as: path.lastPathComponent + ".json")
-            if let index {
-                state.noncurrent[bucket]?[key]?[index] = record
-            } else {
-                state.objects[bucket]?[key] = record
+        try state.withLock { state in
+            try state.objects[bucket]?.updateVersions(ObjectKey(name)) { versions in
+                // On disk first: a failed write changes nothing.
+                try versions.updateRecord(generation: generation, change) { record in
+                    let path = file(record)
+                    try Self.writeAtomically(
+                        try Self.encode(record), in: path.deletingLastPathComponent(),
+                        as: path.lastPathComponent + ".json")
+                }
             }
-            return record
         }
     }
 
@@ -318,21 +306,22 @@ package final class DirectoryObjectStore: ObjectStore {
     ) throws(StoreError) -> Bool {
         let key = ObjectKey(name)
         return try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let target = generation ?? state.objects[bucket]?[key]?.generation,
+            guard let target = generation ?? state.live(bucket: bucket, key)?.generation,
                 let (record, index) = state.locate(bucket: bucket, key, generation: target)
             else { return false }
             guard condition(record) else { throw .conditionNotMet }
             if let index {
                 forget(record)
-                state.noncurrent[bucket]?[key]?.remove(at: index)
-                if state.noncurrent[bucket]?[key]?.isEmpty == true { state.noncurrent[bucket]?[key] = nil }
+                state.objects[bucket]?.updateVersions(key) { $0.removeNoncurrent(at: index) }
                 return true
             }
             // Only a delete of the live version without a generation keeps it, as GCS does.
             let kept = generation == nil ? try keepNoncurrent(state, bucket: bucket, key, now: Date()) : nil
             forget(record)
-            if let kept { state.noncurrent[bucket, default: [:]][key, default: []].append(kept) }
-            state.objects[bucket]?[key] = nil
+            state.objects[bucket]?.updateVersions(key) { versions in
+                if let kept { versions.keep(kept) }
+                versions.live = nil
+            }
             return true
         }
     }
@@ -345,8 +334,8 @@ package final class DirectoryObjectStore: ObjectStore {
         let directory = bucketDirectory(bucket)
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord? in
             let sourceKey = ObjectKey(source)
-            guard let moving = state.objects[bucket]?[sourceKey] else { return nil }
-            guard condition(moving, state.objects[bucket]?[ObjectKey(destination)]) else { throw .conditionNotMet }
+            guard let moving = state.live(bucket: bucket, sourceKey) else { return nil }
+            guard condition(moving, state.live(bucket: bucket, ObjectKey(destination))) else { throw .conditionNotMet }
             let now = Date()
             let keptSource = try keepNoncurrent(state, bucket: bucket, sourceKey, now: now)
             // A second name for the bytes, for the destination to be renamed from: the source's
@@ -367,8 +356,10 @@ package final class DirectoryObjectStore: ObjectStore {
                 throw error
             }
             forget(moving)
-            if let keptSource { state.noncurrent[bucket, default: [:]][sourceKey, default: []].append(keptSource) }
-            state.objects[bucket]?[sourceKey] = nil
+            state.objects[bucket]?.updateVersions(sourceKey) { versions in
+                if let keptSource { versions.keep(keptSource) }
+                versions.live = nil
+            }
             return moved
         }
     }

@@ -94,9 +94,9 @@ package final class DiscardObjectStore: ObjectStore {
 
     package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? { nil }
 
-    package func records(bucket: String) -> [ObjectRecord] { [] }
-
-    package func versions(bucket: String) -> [ObjectRecord] { [] }
+    package func scan(
+        bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep
+    ) {}
 
     package func updateRecord(
         bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void

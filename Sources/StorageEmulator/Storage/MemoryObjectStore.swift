@@ -3,25 +3,27 @@ import Synchronization
 
 /// Keeps buckets and objects in memory.
 package final class MemoryObjectStore: ObjectStore {
-    private struct Stored {
+    private struct Stored: StoredVersion {
         var record: ObjectRecord
         var bytes: Data
     }
 
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// Live versions by bucket, then by the name's bytes (see ``ObjectKey``).
-        var objects: [String: [ObjectKey: Stored]] = [:]
-        /// Noncurrent versions by bucket, then by name, oldest first.
-        var noncurrent: [String: [ObjectKey: [Stored]]] = [:]
+        /// By bucket, then by name (see ``ObjectIndex``): each name's live and noncurrent versions.
+        var objects: [String: ObjectIndex<ObjectVersions<Stored>>] = [:]
         var clock = GenerationClock()
 
         /// Takes the live version of `key` away: a versioned bucket keeps it as noncurrent.
         mutating func retire(bucket: String, _ key: ObjectKey, now: Date) {
-            guard var stored = objects[bucket]?.removeValue(forKey: key) else { return }
-            guard buckets[bucket]?.versioning == true else { return }
-            stored.record.timeDeleted = now
-            noncurrent[bucket, default: [:]][key, default: []].append(stored)
+            let versioned = buckets[bucket]?.versioning == true
+            objects[bucket]?.updateVersions(key) { versions in
+                guard var stored = versions.live else { return }
+                versions.live = nil
+                guard versioned else { return }
+                stored.record.timeDeleted = now
+                versions.keep(stored)
+            }
         }
 
         /// Installs a new live version of `record`'s object (replacing, and perhaps keeping, the old one).
@@ -34,17 +36,18 @@ package final class MemoryObjectStore: ObjectStore {
             record.timeDeleted = nil
             let key = ObjectKey(record.name)
             retire(bucket: record.bucket, key, now: now)
-            objects[record.bucket, default: [:]][key] = Stored(record: record, bytes: bytes)
+            objects[record.bucket, default: [:]].updateVersions(key) { $0.live = Stored(record: record, bytes: bytes) }
             return record
         }
 
         /// Where a generation is: live (nil index) or at an index of the noncurrent list.
         func locate(bucket: String, _ key: ObjectKey, generation: Int64) -> (stored: Stored, index: Int?)? {
-            if let live = objects[bucket]?[key], live.record.generation == generation { return (live, nil) }
-            guard let versions = noncurrent[bucket]?[key],
-                let index = versions.firstIndex(where: { $0.record.generation == generation })
-            else { return nil }
-            return (versions[index], index)
+            objects[bucket]?[key]?.locate(generation: generation).map { (stored: $0.version, index: $0.index) }
+        }
+
+        /// The live version of a name.
+        func live(bucket: String, _ key: ObjectKey) -> Stored? {
+            objects[bucket]?[key]?.live
         }
     }
 
@@ -83,12 +86,12 @@ package final class MemoryObjectStore: ObjectStore {
         try state.withLock { (state) throws(StoreError) -> Bool in
             guard let bucket = state.buckets[name] else { return false }
             guard condition(bucket) else { throw .conditionNotMet }
-            guard state.objects[name]?.isEmpty ?? true, state.noncurrent[name]?.isEmpty ?? true else {
+            // A name stays in the index while any version of it, live or noncurrent, is kept.
+            guard (state.objects[name]?.count ?? 0) == 0 else {
                 throw .bucketNotEmpty
             }
             state.buckets[name] = nil
             state.objects[name] = nil
-            state.noncurrent[name] = nil
             return true
         }
     }
@@ -106,7 +109,7 @@ package final class MemoryObjectStore: ObjectStore {
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
             guard state.buckets[record.bucket] != nil else { throw .notFound("The bucket does not exist.") }
             // Under the same lock as the replacement: nothing can commit in between.
-            guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]?.record) else {
+            guard condition(state.live(bucket: record.bucket, ObjectKey(record.name))?.record) else {
                 throw .conditionNotMet
             }
             return state.install(record, bytes: bytes, now: Date())
@@ -114,42 +117,26 @@ package final class MemoryObjectStore: ObjectStore {
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[ObjectKey(name)]?.record }
+        state.withLock { $0.live(bucket: bucket, ObjectKey(name))?.record }
     }
 
     package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? {
         state.withLock { $0.locate(bucket: bucket, ObjectKey(name), generation: generation)?.stored.record }
     }
 
-    package func records(bucket: String) -> [ObjectRecord] {
-        let all = state.withLock { state in (state.objects[bucket] ?? [:]).values.map(\.record) }
-        return all.sorted { NameRules.precedes($0.name, $1.name) }
-    }
-
-    package func versions(bucket: String) -> [ObjectRecord] {
-        let all = state.withLock { state in
-            (state.objects[bucket] ?? [:]).values.map(\.record)
-                + (state.noncurrent[bucket] ?? [:]).values.flatMap { $0.map(\.record) }
-        }
-        return all.sorted(by: NameRules.versionPrecedes)
+    package func scan(
+        bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep
+    ) {
+        state.withLock { state in state.objects[bucket]?.scan(from: start, versions: versions, visit) }
     }
 
     package func updateRecord(
         bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? {
-        let key = ObjectKey(name)
-        return try state.withLock { state in
-            guard let target = generation ?? state.objects[bucket]?[key]?.record.generation,
-                let (stored, index) = state.locate(bucket: bucket, key, generation: target)
-            else { return nil }
-            var record = stored.record
-            try change(&record)
-            if let index {
-                state.noncurrent[bucket]?[key]?[index].record = record
-            } else {
-                state.objects[bucket]?[key]?.record = record
+        try state.withLock { state in
+            try state.objects[bucket]?.updateVersions(ObjectKey(name)) { versions in
+                try versions.updateRecord(generation: generation, change, save: { _ in })
             }
-            return record
         }
     }
 
@@ -159,18 +146,15 @@ package final class MemoryObjectStore: ObjectStore {
         let key = ObjectKey(name)
         return try state.withLock { (state) throws(StoreError) -> Bool in
             guard let generation else {
-                guard let live = state.objects[bucket]?[key] else { return false }
+                guard let live = state.live(bucket: bucket, key) else { return false }
                 guard condition(live.record) else { throw .conditionNotMet }
                 state.retire(bucket: bucket, key, now: Date())
                 return true
             }
             guard let (stored, index) = state.locate(bucket: bucket, key, generation: generation) else { return false }
             guard condition(stored.record) else { throw .conditionNotMet }
-            if let index {
-                state.noncurrent[bucket]?[key]?.remove(at: index)
-                if state.noncurrent[bucket]?[key]?.isEmpty == true { state.noncurrent[bucket]?[key] = nil }
-            } else {
-                state.objects[bucket]?[key] = nil
+            state.objects[bucket]?.updateVersions(key) { versions in
+                if let index { versions.removeNoncurrent(at: index) } else { versions.live = nil }
             }
             return true
         }
@@ -182,8 +166,8 @@ package final class MemoryObjectStore: ObjectStore {
     ) throws(StoreError) -> ObjectRecord? {
         try NameRules.validateObjectName(destination)
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord? in
-            guard let moving = state.objects[bucket]?[ObjectKey(source)] else { return nil }
-            guard condition(moving.record, state.objects[bucket]?[ObjectKey(destination)]?.record) else {
+            guard let moving = state.live(bucket: bucket, ObjectKey(source)) else { return nil }
+            guard condition(moving.record, state.live(bucket: bucket, ObjectKey(destination))?.record) else {
                 throw .conditionNotMet
             }
             let now = Date()

@@ -18,6 +18,20 @@ package struct ObjectKey: Hashable, Comparable, Sendable {
         self.bytes = bytes
     }
 
+    /// The first key after this one in byte order (this one and a 0 byte): where a listing
+    /// resumes after a name.
+    package var successor: ObjectKey { ObjectKey(bytes: bytes + [0]) }
+
+    /// The first key after every key that starts with this one, in byte order: where a listing
+    /// resumes past a common prefix. Nil when no key can follow (this one is empty, or all 0xFF).
+    package var prefixEnd: ObjectKey? {
+        var end = bytes
+        while let last = end.popLast() {
+            if last < 0xFF { return ObjectKey(bytes: end + [last + 1]) }
+        }
+        return nil
+    }
+
     /// Byte order, as GCS lists names.
     package static func < (lhs: ObjectKey, rhs: ObjectKey) -> Bool {
         lhs.bytes.lexicographicallyPrecedes(rhs.bytes)

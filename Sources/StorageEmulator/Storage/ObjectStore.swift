@@ -134,11 +134,17 @@ package protocol ObjectStore: Sendable {
     func record(bucket: String, name: String) -> ObjectRecord?
     /// One generation of an object, live or noncurrent.
     func record(bucket: String, name: String, generation: Int64) -> ObjectRecord?
-    /// Every object of a bucket, sorted by the UTF-8 bytes of their names.
-    func records(bucket: String) -> [ObjectRecord]
-    /// Every version of every object of a bucket, noncurrent and live, sorted by the UTF-8
-    /// bytes of their names and then by generation (what `versions=true` lists).
-    func versions(bucket: String) -> [ObjectRecord]
+    /// Visits a bucket's objects in name order (the UTF-8 bytes of the names, as Cloud Storage
+    /// lists them) from the first whose name is at or after `start`, for as long as `visit` asks:
+    /// the live version of each name, or every version of it, noncurrent and live, in generation
+    /// order (see ``ScanVersions``).
+    ///
+    /// After each version `visit` says whether to go on with the next, seek to the first name
+    /// at or after a later one, or stop (see ``ScanStep``). Stores find each starting point in
+    /// an ordered index (``ObjectIndex``) without looking at the names before it, so a listing
+    /// page costs in proportion to what it visits, not to the bucket. `visit` runs under the
+    /// store's lock: it must be quick and must not call the store. A missing bucket has no objects.
+    func scan(bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep)
     /// Changes the metadata of an object's live version, or of `generation` when given (which
     /// may be noncurrent), under the store's lock; nil if there is no such version.
     func updateRecord(
@@ -193,6 +199,49 @@ extension ObjectStore {
 
     /// Stores that keep objects report an `md5Hash` for each, as Cloud Storage does.
     package var computesMD5: Bool { true }
+
+    /// The live version of every object of a bucket, in name order: a whole scan, for small
+    /// buckets and tests.
+    package func records(bucket: String) -> [ObjectRecord] {
+        wholeScan(bucket: bucket, versions: .live)
+    }
+
+    /// Every version of every object of a bucket, noncurrent and live, by name and then by
+    /// generation (what `versions=true` lists): a whole scan, for small buckets and tests.
+    package func versions(bucket: String) -> [ObjectRecord] {
+        wholeScan(bucket: bucket, versions: .all(after: nil))
+    }
+
+    private func wholeScan(bucket: String, versions: ScanVersions) -> [ObjectRecord] {
+        var records: [ObjectRecord] = []
+        scan(bucket: bucket, from: ObjectKey(bytes: []), versions: versions) { record in
+            records.append(record)
+            return .next
+        }
+        return records
+    }
+}
+
+/// Which versions of each name a scan visits (see ``ObjectStore/scan(bucket:from:versions:_:)``).
+package enum ScanVersions: Sendable, Equatable {
+    /// The live version of each name; names that only have noncurrent versions are passed over.
+    case live
+    /// Every version of each name, noncurrent ones and then the live one, in generation order
+    /// (what `versions=true` lists). Where a page resumes: of the name the scan starts at, only
+    /// the versions whose generation is after `after`, when given.
+    case all(after: Int64?)
+}
+
+/// What a scan of a bucket's objects in name order does after visiting one (see
+/// ``ObjectStore/scan(bucket:from:versions:_:)``).
+package enum ScanStep: Sendable, Equatable {
+    /// Visit the next object (or, in a scan of versions, the next version).
+    case next
+    /// Skip to the first object whose name is at or after this key (if that is after the
+    /// current one; otherwise the next): e.g. past every name under a common prefix.
+    case seek(ObjectKey)
+    /// End the scan.
+    case stop
 }
 
 /// Bytes of an object being uploaded, not yet visible.
@@ -279,11 +328,6 @@ package enum NameRules {
     /// Orders names by their UTF-8 bytes, as GCS lists them.
     package static func precedes(_ lhs: String, _ rhs: String) -> Bool {
         lhs.utf8.lexicographicallyPrecedes(rhs.utf8)
-    }
-
-    /// Orders versions by name, as ``precedes(_:_:)``, then by generation, as GCS lists versions.
-    package static func versionPrecedes(_ lhs: ObjectRecord, _ rhs: ObjectRecord) -> Bool {
-        lhs.name.utf8.elementsEqual(rhs.name.utf8) ? lhs.generation < rhs.generation : precedes(lhs.name, rhs.name)
     }
 }
 

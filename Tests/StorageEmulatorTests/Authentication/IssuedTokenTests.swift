@@ -109,6 +109,38 @@ struct IssuedTokenTests {
         #expect(harness.object("demo.appspot.com", "r") == Data([5]))
     }
 
+    @Test("X-Goog-Signature in the query opens no session a token started: 401, the object's bytes unchanged")
+    func signatureParameterOpensNoSession() throws {
+        let clock = TestClock()
+        let harness = try AuthFixture.harness(clock)
+        let token = try harness.token(clock)
+        let stored = harness.send(
+            "POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=kept", headers: Self.bearer(token), body: [1])
+        #expect(stored.status == 200)
+        let gcs = harness.startGCSSession(name: "kept", headers: Self.bearer(token))
+        var start = Self.bearer(token)
+        start.add("X-Goog-Upload-Protocol", "resumable")
+        start.add("X-Goog-Upload-Command", "start")
+        let firebase = harness.send("POST", "\(Self.fb)?name=kept", headers: start, json: [:])
+        #expect(firebase.status == 200)
+        for url in [gcs, firebase.headers["X-Goog-Upload-URL"] ?? ""] {
+            let id = try #require(url.components(separatedBy: "upload_id=").last?.prefix { $0 != "&" })
+            // Any path, any signature: the query only routes; the session decides what it needs.
+            for path in ["/anything", "/bkt/kept"] {
+                let forged = harness.send("PUT", "\(path)?X-Goog-Signature=00&upload_id=\(id)", body: [6, 6, 6])
+                #expect(forged.status == 401, "\(path) reached session \(id) without a token")
+            }
+        }
+        #expect(harness.object("bkt", "kept") == Data([1]))
+        #expect(harness.object("demo.appspot.com", "kept") == nil)
+        // With its token the same URL still reaches the session.
+        let id = try #require(gcs.components(separatedBy: "upload_id=").last)
+        let finished = harness.send(
+            "PUT", "/bkt/kept?X-Goog-Signature=00&upload_id=\(id)", headers: Self.bearer(token), body: [2])
+        #expect(finished.status == 200)
+        #expect(harness.object("bkt", "kept") == Data([2]))
+    }
+
     @Test("a token dies when its lifetime passes on the emulator's clock")
     func lifetime() throws {
         let clock = TestClock()

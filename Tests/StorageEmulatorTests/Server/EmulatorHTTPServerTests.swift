@@ -460,26 +460,39 @@ struct EmulatorHTTPServerTests {
     }
 
     @Test func idleConnectionsMakeRoomForNewOnesBeyondTheLimit() async throws {
-        // (When every connection is busy, a new one gets 503: see SlowClientTests.)
+        // (When no connection waits for its peer, a new one gets 503: see SlowClientTests.)
         var limits = EmulatorHTTPServer.Limits()
         limits.maxConnections = 2
-        let outcome = try await withServer(EchoApplication(), limits: limits) { _, port in
+        let outcome = try await withServer(EchoApplication(), limits: limits) { server, port in
             try await onThread {
-                // Connections that have sent nothing wait for a head from the moment they are
-                // admitted, and are admitted in the order they connected: before the third.
-                let first = try RawClient(port: port)
-                let second = try RawClient(port: port)
+                // Served, then idle between requests.
+                let idle = try RawClient(port: port)
+                try idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                let served = try idle.readResponse().status
+                let idleWaits = waitUntil { server.connectionsWaitingForPeer == 1 }
+                // Connected, its first request still to come.
+                let fresh = try RawClient(port: port)
+                let freshWaits = waitUntil { server.connectionsWaitingForPeer == 2 }
                 let third = try RawClient(port: port)
                 try third.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
-                let status = try third.readResponse().status
-                // The connection idle longest was closed to make room.
-                let firstClosed = try first.readToEOF().isEmpty
-                withExtendedLifetime(second) {}
-                return (status, firstClosed)
+                let thirdStatus = try third.readResponse().status
+                // The connection that waited longest went, without an answer: it had no request under way.
+                let idleClosedSilently = try idle.readToEOF().isEmpty
+                let fourth = try RawClient(port: port)
+                try fourth.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
+                let fourthStatus = try fourth.readResponse().status
+                // Then the fresh one, which was about to send a request: it is told to retry.
+                let freshAnswer = try fresh.readResponse()
+                return (
+                    [served, thirdStatus, fourthStatus], idleWaits && freshWaits, idleClosedSilently,
+                    "\(freshAnswer.status) \(freshAnswer.headers["Retry-After"] ?? "")"
+                )
             }
         }
-        #expect(outcome.0 == 200)
+        #expect(outcome.0 == [200, 200, 200])
         #expect(outcome.1)
+        #expect(outcome.2)
+        #expect(outcome.3 == "503 1")
     }
 
     @Test func stopClosesIdleConnectionsPromptlyAndEndsEveryThread() async throws {

@@ -88,3 +88,15 @@ final class Box<Value: Sendable>: Sendable {
     func set(_ newValue: Value) { value.withLock { $0 = newValue } }
     func get() -> Value { value.withLock { $0 } }
 }
+
+/// Waits, polling, until `condition` holds (a server-side state another thread brings about):
+/// true then, false if it still does not hold after `limit`. The limit only matters once a
+/// test has failed; nothing races it.
+func waitUntil(limit: Duration = .seconds(30), _ condition: () -> Bool) -> Bool {
+    let deadline = ContinuousClock.now + limit
+    while !condition() {
+        guard ContinuousClock.now < deadline else { return false }
+        Thread.sleep(forTimeInterval: 0.005)
+    }
+    return true
+}
