@@ -65,6 +65,62 @@ struct ListingCostTests {
         }
     }
 
+    @Test("pages of versions and pages from a startOffset visit their own entries and at most one more")
+    func versionsAndOffsetsSeek() throws {
+        let parent = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: parent) }
+        let stores: [(String, any ObjectStore)] = [
+            ("memory", MemoryObjectStore()), ("directory", try DirectoryObjectStore(root: parent)),
+        ]
+        for (kind, store) in stores {
+            // A versioned bucket: `a/000`…`a/149` and `m/000`…`m/029` twice each, `z` forty times.
+            _ = try store.createBucket("bkt")
+            _ = try store.updateBucket("bkt") { $0.versioning = true }
+            for _ in 0..<2 {
+                for index in 0..<150 { try put(store, "bkt", "a/" + Self.number(index), []) }
+                for index in 0..<30 { try put(store, "bkt", "m/" + Self.number(index), []) }
+            }
+            for _ in 0..<40 { try put(store, "bkt", "z", []) }
+            let harness = try Harness(store: store)
+            let all = store.versions(bucket: "bkt")
+            #expect(all.count == 2 * 180 + 40, "\(kind)")
+
+            // Versions under a prefix near the end of the bucket: the 300 versions before it are never looked at.
+            let first = Self.page(harness, "versions=true&prefix=m%2F&maxResults=5")
+            #expect(first.names == ["m/000", "m/000", "m/001", "m/001", "m/002"], "\(kind)")
+            #expect((5...6).contains(first.visited), "\(kind): \(first.visited) versions visited for a page of 5")
+            // The token resumes after (name, generation): mid-name, with the second version of m/002.
+            let token = try #require(first.token, "\(kind)")
+            let second = Self.page(
+                harness, "versions=true&prefix=m%2F&maxResults=5&pageToken=\(URLText.encodeComponent(token))")
+            #expect(second.names == ["m/002", "m/003", "m/003", "m/004", "m/004"], "\(kind)")
+            #expect((5...6).contains(second.visited), "\(kind): \(second.visited) versions visited for the second page")
+            // Deep into the forty versions of one name, a page still starts at its own generation.
+            let zGenerations = all.filter { $0.name == "z" }.map(\.generation)
+            let deepQuery = "versions=true&maxResults=3&pageToken=\(Self.token("v:\(zGenerations[29]):z"))"
+            let deep = Self.page(harness, deepQuery)
+            #expect(deep.names == ["z", "z", "z"], "\(kind)")
+            #expect((3...4).contains(deep.visited), "\(kind): \(deep.visited) versions visited resuming at z's 31st")
+            let deepGenerations =
+                harness.send("GET", "/storage/v1/b/bkt/o?" + deepQuery).json["items"] as? [[String: Any]]
+            #expect(
+                deepGenerations?.compactMap { $0["generation"] as? String } == zGenerations[30..<33].map { "\($0)" },
+                "\(kind)")
+
+            // A startOffset seeks: the 200 names before it are never looked at; an endOffset stops the scan.
+            let offset = Self.page(harness, "startOffset=a%2F100&maxResults=4")
+            #expect(offset.names == ["a/100", "a/101", "a/102", "a/103"], "\(kind)")
+            #expect((4...5).contains(offset.visited), "\(kind): \(offset.visited) objects visited from a startOffset")
+            let bounded = Self.page(harness, "startOffset=a%2F100&endOffset=a%2F103")
+            #expect(bounded.names == ["a/100", "a/101", "a/102"] && bounded.token == nil, "\(kind)")
+            #expect((3...4).contains(bounded.visited), "\(kind): \(bounded.visited) objects visited between offsets")
+            // Both at once: versions from a startOffset.
+            let both = Self.page(harness, "versions=true&startOffset=a%2F140&maxResults=3")
+            #expect(both.names == ["a/140", "a/140", "a/141"], "\(kind)")
+            #expect((3...4).contains(both.visited), "\(kind): \(both.visited) versions visited from a startOffset")
+        }
+    }
+
     static func token(_ text: String) -> String {
         URLText.encodeComponent(Data(text.utf8).base64EncodedString())
     }

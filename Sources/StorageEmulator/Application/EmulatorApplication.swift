@@ -265,6 +265,7 @@ package final class EmulatorApplication: ServerApplication {
         case .notFound: HTTPError(404, error.description)
         case .io: HTTPError(500, error.description, reason: "backendError")
         case .conditionNotMet: HTTPError(412, error.description)
+        case .bucketNotEmpty: HTTPError(409, error.description)
         }
     }
 
@@ -376,17 +377,31 @@ package final class EmulatorApplication: ServerApplication {
             let bucket = try URLText.decode(parts[4])
             return try gcsUpload(request, body, bucket: bucket)
         }
+        // Where gcloud starts resumable uploads; Cloud Storage serves both paths.
+        if matches(["resumable", "upload", "storage", "v1", "b", "*", "o"]), parts.count == 7 {
+            let bucket = try URLText.decode(parts[5])
+            return try gcsUpload(request, body, bucket: bucket)
+        }
         if matches(["storage", "v1", "b"]) {
             if parts.count == 3 || (parts.count == 4 && parts[3].isEmpty) {
-                guard method == "POST" else { throw methodNotAllowed }
                 try authorizeGCS(request)
-                return try gcsCreateBucket(body)
+                return try gcsBuckets(request, body)
             }
             let bucket = try URLText.decode(parts[3])
             if parts.count == 4 {
+                try authorizeGCS(request)
+                return try gcsBucket(request, body, bucket: bucket)
+            }
+            if parts.count == 5, let listing = GCSBucketListing(rawValue: String(parts[4])) {
                 guard method == "GET" else { throw methodNotAllowed }
                 try authorizeGCS(request)
-                return try gcsGetBucket(bucket)
+                return try gcsBucketListing(bucket, listing)
+            }
+            // copyTo, rewriteTo, compose and moveTo: POSTs under an object's path.
+            if method == "POST", parts.count >= 7, parts[4] == "o", let operation = try GCSObjectOperation(parts[5...])
+            {
+                try authorizeGCS(request)
+                return try gcsObjectOperation(request, body, bucket: bucket, operation)
             }
             if parts.count == 5, parts[4] == "o" {
                 guard method == "GET" else { throw methodNotAllowed }
@@ -560,56 +575,82 @@ package final class EmulatorApplication: ServerApplication {
         var nextPageToken: String?
     }
 
+    /// The GCS listing options beyond a prefix, a delimiter and pages.
+    struct ListFilter {
+        /// Only names at or after these bytes (`startOffset`).
+        var startOffset: String?
+        /// Only names before these bytes (`endOffset`).
+        var endOffset: String?
+        /// Only names that match (`matchGlob`).
+        var glob: ObjectNameGlob?
+        /// Every version, noncurrent ones too, by name then generation (`versions`).
+        var versions = false
+        /// Names that end at the first delimiter after the prefix are items as well as prefixes
+        /// (`includeTrailingDelimiter`).
+        var includeTrailingDelimiter = false
+    }
+
     /// Lists a bucket in name order. Items and prefixes both count toward
-    /// `maxResults`; the page token names the last entry returned.
+    /// `maxResults`; the page token names the last entry returned (and its generation,
+    /// when versions are listed).
     ///
-    /// The store seeks to where the page starts (the prefix, or just past the token's entry)
-    /// and past each common prefix it collapses, so a page costs in proportion to what it
-    /// returns, not to the bucket.
+    /// The store seeks to where the page starts (the furthest of the prefix, `startOffset` and
+    /// just past the token's entry) and past each common prefix it collapses, and the scan
+    /// stops at `endOffset` or the end of the prefix, so a page costs in proportion to what it
+    /// visits, not to the bucket (only names that `matchGlob` passes over add to it).
     ///
     /// Everything here works on UTF-8 bytes, as GCS does: `String` comparisons are
     /// canonical, so an NFC prefix would match NFD names and a token whose name
     /// starts with a combining mark would merge with its `i:` tag.
     func list(
-        bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?
+        bucket: String, prefix: String, delimiter: String?, maxResults: Int, pageToken: String?,
+        filter: ListFilter = ListFilter()
     ) throws
         -> ListPage
     {
         let prefixKey = ObjectKey(prefix)
-        var start = prefixKey
+        let endKey = filter.endOffset.map(ObjectKey.init)
+        var start = max(prefixKey, ObjectKey(filter.startOffset ?? ""))
+        // Listing versions: of the name at `start`, only the generations after this one.
+        var resumeGeneration: Int64?
         if let pageToken, !pageToken.isEmpty {
-            guard let data = Data(base64Encoded: pageToken), data.count >= 2, let tag = data.first,
-                tag == UInt8(ascii: "p") || tag == UInt8(ascii: "i"), data[data.startIndex + 1] == UInt8(ascii: ":")
-            else { throw HTTPError.badRequest("Invalid page token.") }
-            let key = Array(data.dropFirst(2))
-            guard String(validating: key, as: UTF8.self) != nil else {
-                throw HTTPError.badRequest("Invalid page token.")
+            let after = try Self.decodePageToken(pageToken)
+            if after.isPrefix {
+                // After a common prefix the page resumes past every name under it.
+                guard let end = after.key.prefixEnd else { return ListPage() }
+                start = max(start, end)
+            } else if filter.versions, let generation = after.generation, start <= after.key {
+                // After a version, past it: the name's later generations come first.
+                start = after.key
+                resumeGeneration = generation
+            } else {
+                // After an item, past that name (every version of it, for an `i:` token).
+                start = max(start, after.key.successor)
             }
-            // After a common prefix the page resumes past every name under it; after an item, past that name.
-            let after = tag == UInt8(ascii: "p") ? ObjectKey(bytes: key).prefixEnd : ObjectKey(bytes: key).successor
-            guard let after else { return ListPage() }
-            start = max(start, after)
         }
         let delimiterBytes = Array((delimiter ?? "").utf8)
         var page = ListPage()
-        var lastKey: (isPrefix: Bool, key: ObjectKey)?
+        var lastKey: (isPrefix: Bool, key: ObjectKey, generation: Int64)?
         var visited = 0
-        store.scan(bucket: bucket, from: start) { record in
+        let versions: ScanVersions = filter.versions ? .all(after: resumeGeneration) : .live
+        store.scan(bucket: bucket, from: start, versions: versions) { record in
             visited += 1
             let name = ObjectKey(record.name)
             // The names under the prefix are contiguous in name order: the first other one ends the listing.
             guard name.bytes.starts(with: prefixKey.bytes) else { return .stop }
-            var entry: (isPrefix: Bool, key: ObjectKey) = (false, name)
+            if let endKey, !(name < endKey) { return .stop }
+            if let glob = filter.glob, !glob.matches(record.name) { return .next }
+            var entry: (isPrefix: Bool, key: ObjectKey, generation: Int64) = (false, name, record.generation)
             if !delimiterBytes.isEmpty,
                 let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixKey.bytes.count)
             {
                 // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
-                entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])))
+                entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])), 0)
             }
             if page.items.count + page.prefixes.count == maxResults {
                 if let lastKey {
-                    let tag = Array((lastKey.isPrefix ? "p:" : "i:").utf8)
-                    page.nextPageToken = Data(tag + lastKey.key.bytes).base64EncodedString()
+                    let tag = lastKey.isPrefix ? "p:" : filter.versions ? "v:\(lastKey.generation):" : "i:"
+                    page.nextPageToken = Data(Array(tag.utf8) + lastKey.key.bytes).base64EncodedString()
                 }
                 return .stop
             }
@@ -619,11 +660,39 @@ package final class EmulatorApplication: ServerApplication {
                 return .next
             }
             page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
+            // A name that ends with its first delimiter is its own prefix's only member of that name.
+            if filter.includeTrailingDelimiter, entry.key == name { page.items.append(record) }
             // Every other name under this prefix collapses into it: skip them all at once.
             return entry.key.prefixEnd.map { .seek($0) } ?? .stop
         }
         listingVisits.add(visited, ordering: .relaxed)
         return page
+    }
+
+    /// A page token: `p:<prefix>`, `i:<name>` or `v:<generation>:<name>`, base64; the
+    /// generation is nil but for a `v:` token.
+    private static func decodePageToken(
+        _ token: String
+    ) throws -> (isPrefix: Bool, key: ObjectKey, generation: Int64?) {
+        let invalid = HTTPError.badRequest("Invalid page token.")
+        guard let data = Data(base64Encoded: token), let colon = data.firstIndex(of: UInt8(ascii: ":")) else {
+            throw invalid
+        }
+        let tag = String(decoding: data[..<colon], as: UTF8.self)
+        var key = Array(data[(colon + 1)...])
+        var generation: Int64?
+        switch tag {
+        case "p", "i": break
+        case "v":
+            guard let second = key.firstIndex(of: UInt8(ascii: ":")),
+                let value = RequestNumber.digits(String(decoding: key[..<second], as: UTF8.self))
+            else { throw invalid }
+            generation = value
+            key = Array(key[(second + 1)...])
+        default: throw invalid
+        }
+        guard String(validating: key, as: UTF8.self) != nil else { throw invalid }
+        return (tag == "p", ObjectKey(bytes: key), generation)
     }
 
     /// The index just past the first occurrence of `needle` in `bytes` at or after `start`.

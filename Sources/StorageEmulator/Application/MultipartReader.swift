@@ -22,8 +22,11 @@ final class MultipartReader {
                 pair[0].trimmingHTTPWhitespace().lowercased() == "boundary"
             else { continue }
             var value = String(pair[1].trimmingHTTPWhitespace())
-            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
+            // Quoted in double quotes (RFC 2046), or in single quotes as gcloud sends it
+            // (`boundary='===…=='`), which Cloud Storage accepts too.
+            for quote in ["\"", "'"] where value.count >= 2 && value.hasPrefix(quote) && value.hasSuffix(quote) {
                 value = String(value.dropFirst().dropLast())
+                break
             }
             return value.isEmpty ? nil : value
         }
@@ -32,9 +35,12 @@ final class MultipartReader {
 
     init(body: BodyReader, boundary: String) {
         self.body = body
-        delimiter = Array("\r\n--\(boundary)".utf8)
-        // The first delimiter may sit at the very start, without the CRLF.
-        buffer = Array("\r\n".utf8)
+        // Lines end in CRLF (RFC 2046) or, as gcloud writes them (Python's email package), in LF
+        // alone, which Cloud Storage accepts too: the delimiter is found by its LF, and a CR
+        // before it is not part of the body.
+        delimiter = Array("\n--\(boundary)".utf8)
+        // The first delimiter may sit at the very start, without a line break.
+        buffer = Array("\n".utf8)
     }
 
     /// Reads the next part's header fields, or nil after the closing delimiter.
@@ -45,15 +51,20 @@ final class MultipartReader {
             sawFirstDelimiter = true
             try streamUntilDelimiter { _ in }
         }
-        // After a delimiter: `--` closes, CRLF starts a part.
+        // After a delimiter: `--` closes, CRLF (or LF) starts a part.
         try fill(2)
         guard buffer.count - position >= 2 else { throw malformed }
         if buffer[position] == UInt8(ascii: "-"), buffer[position + 1] == UInt8(ascii: "-") {
             finished = true
             return nil
         }
-        guard buffer[position] == 0x0D, buffer[position + 1] == 0x0A else { throw malformed }
-        position += 2
+        if buffer[position] == 0x0D, buffer[position + 1] == 0x0A {
+            position += 2
+        } else if buffer[position] == 0x0A {
+            position += 1
+        } else {
+            throw malformed
+        }
         var headers: [String: String] = [:]
         while true {
             let line = try readLine()
@@ -84,12 +95,14 @@ final class MultipartReader {
     private func streamUntilDelimiter(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         while true {
             if let found = search(from: position) {
-                try emit(position..<found, sink)
+                let end = found > position && buffer[found - 1] == 0x0D ? found - 1 : found
+                try emit(position..<end, sink)
                 position = found + delimiter.count
                 return
             }
-            // Everything but a possible delimiter prefix at the end can go.
-            let safeEnd = max(position, buffer.count - (delimiter.count - 1))
+            // Everything but a possible delimiter prefix at the end, and the byte before it
+            // (a CR that belongs to the delimiter's line break), can go.
+            let safeEnd = max(position, buffer.count - delimiter.count)
             try emit(position..<safeEnd, sink)
             position = safeEnd
             compact()

@@ -25,6 +25,8 @@ enum ObjectJSON {
             "timeStorageClassUpdated": Timestamp.format(record.timeCreated),
         ]
         if let md5 = record.md5 { json["md5Hash"] = md5.base64EncodedString() }
+        if let timeDeleted = record.timeDeleted { json["timeDeleted"] = Timestamp.format(timeDeleted) }
+        if let componentCount = record.componentCount { json["componentCount"] = componentCount }
         var metadata = record.attributes.metadata
         if !record.attributes.downloadTokens.isEmpty {
             metadata["firebaseStorageDownloadTokens"] = record.attributes.downloadTokens.joined(separator: ",")

@@ -16,15 +16,19 @@ struct ObjectPreconditions: Equatable, Codable {
 
     /// The conditions a request's query carries.
     ///
+    /// - Parameter source: Read the conditions on a copy's or move's source instead
+    ///   (`ifSourceGenerationMatch` and friends).
     /// - Throws: ``HTTPError`` (400) naming the parameter when one is not a non-negative number.
-    init(_ request: any ServerRequest) throws {
-        func number(_ name: String) throws -> Int64? {
-            try request.query(name).map { try RequestNumber.nonNegative($0, field: name) }
+    init(_ request: any ServerRequest, source: Bool = false) throws {
+        let prefix = source ? "ifSource" : "if"
+        func number(_ condition: String) throws -> Int64? {
+            let name = prefix + condition
+            return try request.query(name).map { try RequestNumber.nonNegative($0, field: name) }
         }
-        ifGenerationMatch = try number("ifGenerationMatch")
-        ifGenerationNotMatch = try number("ifGenerationNotMatch")
-        ifMetagenerationMatch = try number("ifMetagenerationMatch")
-        ifMetagenerationNotMatch = try number("ifMetagenerationNotMatch")
+        ifGenerationMatch = try number("GenerationMatch")
+        ifGenerationNotMatch = try number("GenerationNotMatch")
+        ifMetagenerationMatch = try number("MetagenerationMatch")
+        ifMetagenerationNotMatch = try number("MetagenerationNotMatch")
     }
 
     init() {}

@@ -1,43 +1,36 @@
 import Foundation
 import HTTP1
 
-/// The GCS JSON API: uploads (media, multipart, resumable), objects, listing, buckets.
+/// The GCS JSON API: uploads (media, multipart, resumable), objects, listing (buckets, server-side
+/// copies: see the other `EmulatorApplication+GCS…` files).
 extension EmulatorApplication {
-    // MARK: Buckets
-
-    func gcsCreateBucket(_ body: BodyReader) throws -> Reply {
-        let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-        guard let name = json["name"] as? String else { throw HTTPError(400, "Required", reason: "required") }
-        let created: Bool
-        do {
-            created = try store.createBucket(name)
-        } catch {
-            throw httpError(error)
-        }
-        guard created else {
-            throw HTTPError(409, "Your previous request to create the named bucket succeeded and you already own it.")
-        }
-        return try gcsGetBucket(name)
-    }
-
-    func gcsGetBucket(_ name: String) throws -> Reply {
-        guard let bucket = store.bucket(name) else { throw HTTPError(404, "The specified bucket does not exist.") }
-        return Reply.json(
-            200,
-            [
-                "kind": "storage#bucket", "id": bucket.name, "name": bucket.name, "location": "US",
-                "storageClass": "STANDARD", "timeCreated": Timestamp.format(bucket.timeCreated),
-                "updated": Timestamp.format(bucket.timeCreated), "metageneration": "1", "projectNumber": "0",
-            ])
-    }
-
     // MARK: Objects
 
     func gcsList(_ request: any ServerRequest, bucket: String) throws -> Reply {
         try requireBucket(bucket)
+        func flag(_ name: String) throws -> Bool {
+            // Any case, as Cloud Storage reads them (Python's client sends `True`).
+            switch request.query(name)?.lowercased() {
+            case nil, "false": return false
+            case "true": return true
+            case let text?: throw HTTPError.badRequest("Invalid boolean value for \(name): '\(text)'.")
+            }
+        }
+        let delimiter = request.query("delimiter")
+        var filter = ListFilter()
+        filter.startOffset = request.query("startOffset")
+        filter.endOffset = request.query("endOffset")
+        filter.glob = try request.query("matchGlob").map { try ObjectNameGlob($0) }
+        filter.versions = try flag("versions")
+        filter.includeTrailingDelimiter = try flag("includeTrailingDelimiter")
+        // Folders exist only in buckets with a hierarchical namespace, which the emulator's are
+        // not: there are none to add, but the option is still checked as Cloud Storage does.
+        if try flag("includeFoldersAsPrefixes"), delimiter != "/" {
+            throw HTTPError.badRequest("includeFoldersAsPrefixes is only supported with the delimiter '/'.")
+        }
         let page = try list(
-            bucket: bucket, prefix: request.query("prefix") ?? "", delimiter: request.query("delimiter"),
-            maxResults: try maxResults(request), pageToken: request.query("pageToken"))
+            bucket: bucket, prefix: request.query("prefix") ?? "", delimiter: delimiter,
+            maxResults: try maxResults(request), pageToken: request.query("pageToken"), filter: filter)
         var json: [String: Any] = ["kind": "storage#objects"]
         let base = base(request)
         if !page.items.isEmpty { json["items"] = page.items.map { ObjectJSON.gcsResource($0, base: base) } }
@@ -92,9 +85,13 @@ extension EmulatorApplication {
         return try mediaReply(request, record)
     }
 
+    /// The version a request addresses: `generation` (live or noncurrent), or the live one.
     private func gcsRecord(_ request: any ServerRequest, bucket: String, name: String) throws -> ObjectRecord {
-        let record = try requireObject(bucket, name)
-        if let generation = try generationParameter(request), generation != record.generation {
+        guard let generation = try generationParameter(request) else { return try requireObject(bucket, name) }
+        guard store.bucket(bucket) != nil || settings.autoCreateBuckets else {
+            throw HTTPError(404, "The specified bucket does not exist.")
+        }
+        guard let record = store.record(bucket: bucket, name: name, generation: generation) else {
             throw HTTPError(404, "No such object: \(bucket)/\(name)")
         }
         return record
@@ -105,14 +102,15 @@ extension EmulatorApplication {
         return try RequestNumber.nonNegative(text, field: "generation")
     }
 
-    /// Applies a metadata change, bumping the metageneration.
+    /// Applies a metadata change to the version the request addresses, bumping its metageneration.
     func patchRecord(
         _ request: any ServerRequest, bucket: String, name: String, _ change: (inout ObjectAttributes) throws -> Void
     ) throws -> ObjectRecord {
-        _ = try requireObject(bucket, name)
+        let generation = try generationParameter(request)
+        _ = try gcsRecord(request, bucket: bucket, name: name)
         let preconditions = try ObjectPreconditions(request)
         settings.beforeStoreWrite?()
-        let updated = try store.updateRecord(bucket: bucket, name: name) { record in
+        let updated = try store.updateRecord(bucket: bucket, name: name, generation: generation) { record in
             // Checked under the store's lock, against the record being changed.
             try preconditions.check(record)
             try change(&record.attributes)

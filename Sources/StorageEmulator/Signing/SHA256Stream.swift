@@ -45,8 +45,8 @@ struct SHA256Stream {
         pending.append(contentsOf: rest)
     }
 
-    /// The digest as lower-case hexadecimal, after everything fed so far.
-    func hexDigest() -> String {
+    /// The 32-byte digest, after everything fed so far.
+    func digest() -> [UInt8] {
         var copy = self
         let bits = length &* 8
         var tail: [UInt8] = [0x80]
@@ -55,11 +55,15 @@ struct SHA256Stream {
             tail.append(UInt8(truncatingIfNeeded: bits >> UInt64(shift)))
         }
         tail.withUnsafeBytes { copy.update($0) }
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for word in copy.state {
-            for shift in stride(from: 28, through: 0, by: -4) { text.append(digits[Int(word >> UInt32(shift) & 0xF)]) }
+        return copy.state.flatMap { word in
+            stride(from: 24, through: 0, by: -8).map { UInt8(truncatingIfNeeded: word >> UInt32($0)) }
         }
+    }
+
+    /// The digest as lower-case hexadecimal, after everything fed so far.
+    func hexDigest() -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        let text = digest().flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 0xF)]] }
         return String(decoding: text, as: UTF8.self)
     }
 

@@ -11,16 +11,30 @@ import Darwin
 /// metadata file beside it.
 ///
 /// Layout: `<root>/b-<bucket>/bucket.json`, `<root>/b-<bucket>/o-<name>` and
-/// `o-<name>.json` (see ``SafeFileName``), staging files `.tmp-<random>` in the
-/// bucket's directory. Bytes are streamed into a staging file and `rename`d into
-/// place, so a reader never sees part of an object; an ordered index of the metadata
-/// is kept in memory (loaded at start) so listing reads no file and seeks to its page.
+/// `o-<name>.json` (see ``SafeFileName``), noncurrent versions of a versioned
+/// bucket as `g<generation>-o-<name>` and its `.json`, staging files
+/// `.tmp-<random>` in the bucket's directory. Bytes are streamed into a staging
+/// file and `rename`d into place, so a reader never sees part of an object; a
+/// version that becomes noncurrent gets a hard link to its bytes under its new
+/// name before the live name is replaced or removed. An ordered index of the
+/// metadata is kept in memory (loaded at start) so listing reads no file and seeks
+/// to its page.
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// By bucket, then by name (see ``ObjectIndex``).
-        var objects: [String: ObjectIndex<ObjectRecord>] = [:]
+        /// By bucket, then by name (see ``ObjectIndex``): each name's live and noncurrent versions.
+        var objects: [String: ObjectIndex<ObjectVersions<ObjectRecord>>] = [:]
         var clock = GenerationClock()
+
+        /// A generation's record, live or noncurrent (with its index in the noncurrent list).
+        func locate(bucket: String, _ key: ObjectKey, generation: Int64) -> (record: ObjectRecord, index: Int?)? {
+            objects[bucket]?[key]?.locate(generation: generation).map { (record: $0.version, index: $0.index) }
+        }
+
+        /// The live version of a name.
+        func live(bucket: String, _ key: ObjectKey) -> ObjectRecord? {
+            objects[bucket]?[key]?.live
+        }
     }
 
     /// The root directory.
@@ -42,8 +56,16 @@ package final class DirectoryObjectStore: ObjectStore {
         root.appendingPathComponent(SafeFileName.bucket(bucket), isDirectory: true)
     }
 
-    private func objectFile(_ bucket: String, _ name: String) -> URL {
-        bucketDirectory(bucket).appendingPathComponent(SafeFileName.object(name), isDirectory: false)
+    /// The file name of a version's bytes: the live name, or its noncurrent one.
+    private static func fileName(_ record: ObjectRecord) -> String {
+        record.timeDeleted == nil
+            ? SafeFileName.object(record.name)
+            : SafeFileName.noncurrentObject(record.name, generation: record.generation)
+    }
+
+    /// The path of a version's bytes (its metadata is this plus `.json`).
+    private func file(_ record: ObjectRecord) -> URL {
+        bucketDirectory(record.bucket).appendingPathComponent(Self.fileName(record), isDirectory: false)
     }
 
     private func load() throws(StoreError) {
@@ -58,18 +80,23 @@ package final class DirectoryObjectStore: ObjectStore {
                 SafeFileName.bucket(bucket.name) == entry
             else { continue }
             loaded.buckets[bucket.name] = bucket
-            var objects = ObjectIndex<ObjectRecord>()
+            var objects = ObjectIndex<ObjectVersions<ObjectRecord>>()
             for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
                 if file.hasPrefix(".tmp-") {
                     try? manager.removeItem(at: directory.appendingPathComponent(file))
                     continue
                 }
+                // The record must be the one its file name says, and its bytes must be there
+                // (a crash between writing a version's two files leaves one without the other).
                 guard file.hasSuffix(".json"), file != "bucket.json",
                     let data = try? Data(contentsOf: directory.appendingPathComponent(file)),
                     let record = try? decoder.decode(ObjectRecord.self, from: data),
-                    record.bucket == bucket.name, SafeFileName.object(record.name) + ".json" == file
+                    record.bucket == bucket.name, Self.fileName(record) + ".json" == file,
+                    access(directory.appendingPathComponent(Self.fileName(record)).path, F_OK) == 0
                 else { continue }
-                objects[ObjectKey(record.name)] = record
+                objects.updateVersions(ObjectKey(record.name)) { versions in
+                    if record.timeDeleted == nil { versions.live = record } else { versions.keep(record) }
+                }
                 _ = loaded.clock.next(now: Date(timeIntervalSince1970: Double(record.generation) / 1_000_000))
             }
             loaded.objects[bucket.name] = objects
@@ -99,10 +126,123 @@ package final class DirectoryObjectStore: ObjectStore {
         state.withLock { $0.buckets[name] }
     }
 
+    package func buckets() -> [BucketRecord] {
+        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+    }
+
+    package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
+        let directory = bucketDirectory(name)
+        return try state.withLock { state in
+            guard var bucket = state.buckets[name] else { return nil }
+            try change(&bucket)
+            try Self.writeAtomically(try JSONEncoder().encode(bucket), in: directory, as: "bucket.json")
+            state.buckets[name] = bucket
+            return bucket
+        }
+    }
+
+    package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
+        let directory = bucketDirectory(name)
+        return try state.withLock { (state) throws(StoreError) -> Bool in
+            guard let bucket = state.buckets[name] else { return false }
+            guard condition(bucket) else { throw .conditionNotMet }
+            // A name stays in the index while any version of it, live or noncurrent, is kept.
+            guard (state.objects[name]?.count ?? 0) == 0 else {
+                throw .bucketNotEmpty
+            }
+            // The bucket's record first: a crash after it leaves a directory that loading skips.
+            guard unlink(directory.appendingPathComponent("bucket.json").path) == 0 || errno == ENOENT else {
+                throw .io("Cannot delete the bucket's record.")
+            }
+            // Whatever is left are staging files of uploads in flight, which cannot commit any more.
+            try? FileManager.default.removeItem(at: directory)
+            state.buckets[name] = nil
+            state.objects[name] = nil
+            return true
+        }
+    }
+
     package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
         guard self.bucket(bucket) != nil else { throw .notFound("The bucket does not exist.") }
         let path = bucketDirectory(bucket).appendingPathComponent(".tmp-" + UUID().uuidString).path
         return try FileStagingWriter(path: path)
+    }
+
+    /// Gives the live version of `key` a noncurrent name and record when the bucket is versioned,
+    /// leaving its live files for the caller to replace or remove.
+    ///
+    /// - Returns: The noncurrent record kept, for the caller to add to the index once the whole
+    ///   change is on disk (or to ``forget(_:)`` if it fails); nil when nothing is kept.
+    private func keepNoncurrent(
+        _ state: State, bucket: String, _ key: ObjectKey, now: Date
+    ) throws(StoreError)
+        -> ObjectRecord?
+    {
+        guard state.buckets[bucket]?.versioning == true, var record = state.live(bucket: bucket, key) else {
+            return nil
+        }
+        let live = file(record).path
+        record.timeDeleted = now
+        let kept = file(record)
+        unlink(kept.path)
+        guard link(live, kept.path) == 0 else { throw .io("Cannot keep a noncurrent version.") }
+        do throws(StoreError) {
+            try Self.writeAtomically(
+                try Self.encode(record), in: kept.deletingLastPathComponent(), as: kept.lastPathComponent + ".json")
+        } catch {
+            unlink(kept.path)
+            throw error
+        }
+        return record
+    }
+
+    /// Removes a version's files (its metadata first, so a crash never leaves a record without bytes).
+    private func forget(_ record: ObjectRecord) {
+        let path = file(record).path
+        unlink(path + ".json")
+        unlink(path)
+    }
+
+    private static func encode(_ record: ObjectRecord) throws(StoreError) -> Data {
+        do {
+            return try JSONEncoder().encode(record)
+        } catch {
+            throw .io("Cannot encode an object's metadata.")
+        }
+    }
+
+    /// Renames `stagedPath` to be the new live version of `record`'s object and indexes it,
+    /// keeping the version it replaces as noncurrent in a versioned bucket. Called under the lock.
+    private func install(
+        _ state: inout State, stagedPath: String, record: ObjectRecord, now: Date
+    ) throws(StoreError)
+        -> ObjectRecord
+    {
+        var record = record
+        record.generation = state.clock.next(now: now)
+        record.metageneration = 1
+        record.timeCreated = now
+        record.updated = now
+        record.timeDeleted = nil
+        let key = ObjectKey(record.name)
+        let destination = file(record)
+        let kept = try keepNoncurrent(state, bucket: record.bucket, key, now: now)
+        do throws(StoreError) {
+            let json = try Self.encode(record)
+            guard rename(stagedPath, destination.path) == 0 else {
+                throw StoreError.io("Cannot move the object into place.")
+            }
+            try Self.writeAtomically(
+                json, in: destination.deletingLastPathComponent(), as: destination.lastPathComponent + ".json")
+        } catch {
+            if let kept { forget(kept) }
+            throw error
+        }
+        state.objects[record.bucket, default: [:]].updateVersions(key) { versions in
+            if let kept { versions.keep(kept) }
+            versions.live = record
+        }
+        return record
     }
 
     package func commit(
@@ -111,8 +251,6 @@ package final class DirectoryObjectStore: ObjectStore {
         try NameRules.validateObjectName(record.name)
         guard let writer = writer as? FileStagingWriter else { throw .io("A staging writer of another store.") }
         let stagedPath = try writer.close()
-        let destination = objectFile(record.bucket, record.name)
-        let directory = bucketDirectory(record.bucket)
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
             guard state.buckets[record.bucket] != nil else {
                 unlink(stagedPath)
@@ -120,81 +258,121 @@ package final class DirectoryObjectStore: ObjectStore {
             }
             // Under the lock every commit, delete and update of this store takes, so the
             // check and the rename are one step for every thread of the process.
-            guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]) else {
+            guard condition(state.live(bucket: record.bucket, ObjectKey(record.name))) else {
                 unlink(stagedPath)
                 throw .conditionNotMet
             }
-            var record = record
-            let now = Date()
-            record.generation = state.clock.next(now: now)
-            record.metageneration = 1
-            record.timeCreated = now
-            record.updated = now
-            do {
-                let json = try JSONEncoder().encode(record)
-                guard rename(stagedPath, destination.path) == 0 else {
-                    unlink(stagedPath)
-                    throw StoreError.io("Cannot move the object into place.")
-                }
-                try Self.writeAtomically(json, in: directory, as: destination.lastPathComponent + ".json")
-            } catch let error as StoreError {
-                throw error
+            do throws(StoreError) {
+                return try install(&state, stagedPath: stagedPath, record: record, now: Date())
             } catch {
-                throw .io("Cannot write the object's metadata.")
+                unlink(stagedPath)
+                throw error
             }
-            state.objects[record.bucket, default: [:]][ObjectKey(record.name)] = record
-            return record
         }
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[ObjectKey(name)] }
+        state.withLock { $0.live(bucket: bucket, ObjectKey(name)) }
     }
 
-    package func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep) {
-        state.withLock { state in
-            state.objects[bucket]?.walk(from: start) { _, record in visit(record) }
-        }
+    package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? {
+        state.withLock { $0.locate(bucket: bucket, ObjectKey(name), generation: generation)?.record }
+    }
+
+    package func scan(
+        bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep
+    ) {
+        state.withLock { state in state.objects[bucket]?.scan(from: start, versions: versions, visit) }
     }
 
     package func updateRecord(
-        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+        bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? {
-        let directory = bucketDirectory(bucket)
-        let fileName = SafeFileName.object(name) + ".json"
-        return try state.withLock { state in
-            guard var record = state.objects[bucket]?[ObjectKey(name)] else { return nil }
-            try change(&record)
-            try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: fileName)
-            state.objects[bucket]?[ObjectKey(name)] = record
-            return record
+        try state.withLock { state in
+            try state.objects[bucket]?.updateVersions(ObjectKey(name)) { versions in
+                // On disk first: a failed write changes nothing.
+                try versions.updateRecord(generation: generation, change) { record in
+                    let path = file(record)
+                    try Self.writeAtomically(
+                        try Self.encode(record), in: path.deletingLastPathComponent(),
+                        as: path.lastPathComponent + ".json")
+                }
+            }
         }
     }
 
     package func delete(
         bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
     ) throws(StoreError) -> Bool {
-        let file = objectFile(bucket, name)
+        let key = ObjectKey(name)
         return try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let record = state.objects[bucket]?[ObjectKey(name)] else { return false }
-            if let generation, generation != record.generation { return false }
+            guard let target = generation ?? state.live(bucket: bucket, key)?.generation,
+                let (record, index) = state.locate(bucket: bucket, key, generation: target)
+            else { return false }
             guard condition(record) else { throw .conditionNotMet }
-            unlink(file.path + ".json")
-            unlink(file.path)
-            state.objects[bucket]?[ObjectKey(name)] = nil
+            if let index {
+                forget(record)
+                state.objects[bucket]?.updateVersions(key) { $0.removeNoncurrent(at: index) }
+                return true
+            }
+            // Only a delete of the live version without a generation keeps it, as GCS does.
+            let kept = generation == nil ? try keepNoncurrent(state, bucket: bucket, key, now: Date()) : nil
+            forget(record)
+            state.objects[bucket]?.updateVersions(key) { versions in
+                if let kept { versions.keep(kept) }
+                versions.live = nil
+            }
             return true
         }
     }
 
+    package func move(
+        bucket: String, from source: String, to destination: String,
+        if condition: (_ source: ObjectRecord, _ destination: ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord? {
+        try NameRules.validateObjectName(destination)
+        let directory = bucketDirectory(bucket)
+        return try state.withLock { (state) throws(StoreError) -> ObjectRecord? in
+            let sourceKey = ObjectKey(source)
+            guard let moving = state.live(bucket: bucket, sourceKey) else { return nil }
+            guard condition(moving, state.live(bucket: bucket, ObjectKey(destination))) else { throw .conditionNotMet }
+            let now = Date()
+            let keptSource = try keepNoncurrent(state, bucket: bucket, sourceKey, now: now)
+            // A second name for the bytes, for the destination to be renamed from: the source's
+            // own files stay whole until the destination is in place.
+            let staged = directory.appendingPathComponent(".tmp-" + UUID().uuidString).path
+            guard link(file(moving).path, staged) == 0 else {
+                if let keptSource { forget(keptSource) }
+                throw .io("Cannot move the object.")
+            }
+            var record = moving
+            record.name = destination
+            let moved: ObjectRecord
+            do throws(StoreError) {
+                moved = try install(&state, stagedPath: staged, record: record, now: now)
+            } catch {
+                unlink(staged)
+                if let keptSource { forget(keptSource) }
+                throw error
+            }
+            forget(moving)
+            state.objects[bucket]?.updateVersions(sourceKey) { versions in
+                if let keptSource { versions.keep(keptSource) }
+                versions.live = nil
+            }
+            return moved
+        }
+    }
+
     package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
-        let path = objectFile(record.bucket, record.name).path
         // Opened under the lock so the file is the version the index names: a
         // commit renaming a newer file into place cannot slip in between.
         let descriptor = try state.withLock { (state) throws(StoreError) -> Int32 in
-            guard let current = state.objects[record.bucket]?[ObjectKey(record.name)],
-                current.generation == record.generation
+            guard
+                let (current, _) = state.locate(
+                    bucket: record.bucket, ObjectKey(record.name), generation: record.generation)
             else { throw .notFound("No such object.") }
-            let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+            let descriptor = open(file(current).path, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw .io("Cannot open the object's file.") }
             return descriptor
         }

@@ -40,6 +40,28 @@ package final class DiscardObjectStore: ObjectStore {
         state.withLock { $0.buckets[name] }
     }
 
+    package func buckets() -> [BucketRecord] {
+        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+    }
+
+    package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
+        try state.withLock { state in
+            guard var bucket = state.buckets[name] else { return nil }
+            try change(&bucket)
+            state.buckets[name] = bucket
+            return bucket
+        }
+    }
+
+    package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
+        try state.withLock { (state) throws(StoreError) -> Bool in
+            guard let bucket = state.buckets[name] else { return false }
+            guard condition(bucket) else { throw .conditionNotMet }
+            state.buckets[name] = nil
+            return true
+        }
+    }
+
     package var computesMD5: Bool { false }
 
     package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
@@ -70,15 +92,24 @@ package final class DiscardObjectStore: ObjectStore {
 
     package func record(bucket: String, name: String) -> ObjectRecord? { nil }
 
-    package func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep) {}
+    package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? { nil }
+
+    package func scan(
+        bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep
+    ) {}
 
     package func updateRecord(
-        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+        bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? { nil }
 
     package func delete(
         bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
     ) throws(StoreError) -> Bool { false }
+
+    package func move(
+        bucket: String, from source: String, to destination: String,
+        if condition: (_ source: ObjectRecord, _ destination: ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord? { nil }
 
     package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
         throw .notFound("No such object.")

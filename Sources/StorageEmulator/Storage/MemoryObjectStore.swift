@@ -3,16 +3,52 @@ import Synchronization
 
 /// Keeps buckets and objects in memory.
 package final class MemoryObjectStore: ObjectStore {
-    private struct Stored {
+    private struct Stored: StoredVersion {
         var record: ObjectRecord
         var bytes: Data
     }
 
     private struct State {
         var buckets: [String: BucketRecord] = [:]
-        /// By bucket, then by name (see ``ObjectIndex``).
-        var objects: [String: ObjectIndex<Stored>] = [:]
+        /// By bucket, then by name (see ``ObjectIndex``): each name's live and noncurrent versions.
+        var objects: [String: ObjectIndex<ObjectVersions<Stored>>] = [:]
         var clock = GenerationClock()
+
+        /// Takes the live version of `key` away: a versioned bucket keeps it as noncurrent.
+        mutating func retire(bucket: String, _ key: ObjectKey, now: Date) {
+            let versioned = buckets[bucket]?.versioning == true
+            objects[bucket]?.updateVersions(key) { versions in
+                guard var stored = versions.live else { return }
+                versions.live = nil
+                guard versioned else { return }
+                stored.record.timeDeleted = now
+                versions.keep(stored)
+            }
+        }
+
+        /// Installs a new live version of `record`'s object (replacing, and perhaps keeping, the old one).
+        mutating func install(_ record: ObjectRecord, bytes: Data, now: Date) -> ObjectRecord {
+            var record = record
+            record.generation = clock.next(now: now)
+            record.metageneration = 1
+            record.timeCreated = now
+            record.updated = now
+            record.timeDeleted = nil
+            let key = ObjectKey(record.name)
+            retire(bucket: record.bucket, key, now: now)
+            objects[record.bucket, default: [:]].updateVersions(key) { $0.live = Stored(record: record, bytes: bytes) }
+            return record
+        }
+
+        /// Where a generation is: live (nil index) or at an index of the noncurrent list.
+        func locate(bucket: String, _ key: ObjectKey, generation: Int64) -> (stored: Stored, index: Int?)? {
+            objects[bucket]?[key]?.locate(generation: generation).map { (stored: $0.version, index: $0.index) }
+        }
+
+        /// The live version of a name.
+        func live(bucket: String, _ key: ObjectKey) -> Stored? {
+            objects[bucket]?[key]?.live
+        }
     }
 
     private let state = Mutex(State())
@@ -33,6 +69,33 @@ package final class MemoryObjectStore: ObjectStore {
         state.withLock { $0.buckets[name] }
     }
 
+    package func buckets() -> [BucketRecord] {
+        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+    }
+
+    package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
+        try state.withLock { state in
+            guard var bucket = state.buckets[name] else { return nil }
+            try change(&bucket)
+            state.buckets[name] = bucket
+            return bucket
+        }
+    }
+
+    package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
+        try state.withLock { (state) throws(StoreError) -> Bool in
+            guard let bucket = state.buckets[name] else { return false }
+            guard condition(bucket) else { throw .conditionNotMet }
+            // A name stays in the index while any version of it, live or noncurrent, is kept.
+            guard (state.objects[name]?.count ?? 0) == 0 else {
+                throw .bucketNotEmpty
+            }
+            state.buckets[name] = nil
+            state.objects[name] = nil
+            return true
+        }
+    }
+
     package func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter {
         MemoryStagingWriter()
     }
@@ -46,57 +109,80 @@ package final class MemoryObjectStore: ObjectStore {
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
             guard state.buckets[record.bucket] != nil else { throw .notFound("The bucket does not exist.") }
             // Under the same lock as the replacement: nothing can commit in between.
-            guard condition(state.objects[record.bucket]?[ObjectKey(record.name)]?.record) else {
+            guard condition(state.live(bucket: record.bucket, ObjectKey(record.name))?.record) else {
                 throw .conditionNotMet
             }
-            var record = record
-            let now = Date()
-            record.generation = state.clock.next(now: now)
-            record.metageneration = 1
-            record.timeCreated = now
-            record.updated = now
-            state.objects[record.bucket, default: [:]][ObjectKey(record.name)] = Stored(record: record, bytes: bytes)
-            return record
+            return state.install(record, bytes: bytes, now: Date())
         }
     }
 
     package func record(bucket: String, name: String) -> ObjectRecord? {
-        state.withLock { $0.objects[bucket]?[ObjectKey(name)]?.record }
+        state.withLock { $0.live(bucket: bucket, ObjectKey(name))?.record }
     }
 
-    package func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep) {
-        state.withLock { state in
-            state.objects[bucket]?.walk(from: start) { _, stored in visit(stored.record) }
-        }
+    package func record(bucket: String, name: String, generation: Int64) -> ObjectRecord? {
+        state.withLock { $0.locate(bucket: bucket, ObjectKey(name), generation: generation)?.stored.record }
+    }
+
+    package func scan(
+        bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep
+    ) {
+        state.withLock { state in state.objects[bucket]?.scan(from: start, versions: versions, visit) }
     }
 
     package func updateRecord(
-        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+        bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord? {
         try state.withLock { state in
-            guard var stored = state.objects[bucket]?[ObjectKey(name)] else { return nil }
-            try change(&stored.record)
-            state.objects[bucket]?[ObjectKey(name)] = stored
-            return stored.record
+            try state.objects[bucket]?.updateVersions(ObjectKey(name)) { versions in
+                try versions.updateRecord(generation: generation, change, save: { _ in })
+            }
         }
     }
 
     package func delete(
         bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
     ) throws(StoreError) -> Bool {
-        try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let stored = state.objects[bucket]?[ObjectKey(name)] else { return false }
-            if let generation, generation != stored.record.generation { return false }
+        let key = ObjectKey(name)
+        return try state.withLock { (state) throws(StoreError) -> Bool in
+            guard let generation else {
+                guard let live = state.live(bucket: bucket, key) else { return false }
+                guard condition(live.record) else { throw .conditionNotMet }
+                state.retire(bucket: bucket, key, now: Date())
+                return true
+            }
+            guard let (stored, index) = state.locate(bucket: bucket, key, generation: generation) else { return false }
             guard condition(stored.record) else { throw .conditionNotMet }
-            state.objects[bucket]?[ObjectKey(name)] = nil
+            state.objects[bucket]?.updateVersions(key) { versions in
+                if let index { versions.removeNoncurrent(at: index) } else { versions.live = nil }
+            }
             return true
+        }
+    }
+
+    package func move(
+        bucket: String, from source: String, to destination: String,
+        if condition: (_ source: ObjectRecord, _ destination: ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord? {
+        try NameRules.validateObjectName(destination)
+        return try state.withLock { (state) throws(StoreError) -> ObjectRecord? in
+            guard let moving = state.live(bucket: bucket, ObjectKey(source)) else { return nil }
+            guard condition(moving.record, state.live(bucket: bucket, ObjectKey(destination))?.record) else {
+                throw .conditionNotMet
+            }
+            let now = Date()
+            state.retire(bucket: bucket, ObjectKey(source), now: now)
+            var record = moving.record
+            record.name = destination
+            return state.install(record, bytes: moving.bytes, now: now)
         }
     }
 
     package func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader {
         let bytes = try state.withLock { (state) throws(StoreError) -> Data in
-            guard let stored = state.objects[record.bucket]?[ObjectKey(record.name)],
-                stored.record.generation == record.generation
+            guard
+                let (stored, _) = state.locate(
+                    bucket: record.bucket, ObjectKey(record.name), generation: record.generation)
             else { throw .notFound("No such object.") }
             return stored.bytes
         }

@@ -47,6 +47,25 @@ package struct ObjectIndex<Value>: ExpressibleByDictionaryLiteral {
         }
     }
 
+    /// Changes the value of a name in place, without copying it (nil when the name has none;
+    /// leaving nil removes the name).
+    package mutating func update<Result, Failure: Error>(
+        _ key: ObjectKey, _ change: (inout Value?) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        // Taken out of the dictionary, the value is held once: `change` mutates it in place.
+        var value = values.removeValue(forKey: key)
+        let existed = value != nil
+        defer {
+            if let value {
+                values[key] = value
+                if !existed { insertKey(key) }
+            } else if existed {
+                removeKey(key)
+            }
+        }
+        return try change(&value)
+    }
+
     /// Visits the entries in name order from the first key at or after `start`, for as long as
     /// `visit` asks (see ``ScanStep``).
     ///

@@ -12,6 +12,10 @@ package struct ObjectRecord: Sendable, Codable, Equatable {
     package var md5: Data? = Data()
     package var timeCreated = Date(timeIntervalSince1970: 0)
     package var updated = Date(timeIntervalSince1970: 0)
+    /// When this version stopped being the live one (versioned buckets keep it, noncurrent); nil while live.
+    package var timeDeleted: Date?
+    /// How many uploaded objects a composite object was composed of; nil for an uploaded (or copied) one.
+    package var componentCount: Int?
     package var attributes = ObjectAttributes()
 
     package init(bucket: String, name: String) {
@@ -37,11 +41,35 @@ package struct ObjectAttributes: Sendable, Codable, Equatable {
 package struct BucketRecord: Sendable, Codable, Equatable {
     package var name: String
     package var timeCreated: Date
+    /// When the bucket's settings last changed.
+    package var updated: Date
+    /// Bumped by every change of the bucket's settings.
+    package var metageneration: Int64 = 1
+    /// Whether replaced and deleted objects are kept as noncurrent versions (`versioning.enabled`).
+    package var versioning = false
+
+    package init(name: String, timeCreated: Date) {
+        self.name = name
+        self.timeCreated = timeCreated
+        updated = timeCreated
+    }
+
+    private enum CodingKeys: String, CodingKey { case name, timeCreated, updated, metageneration, versioning }
+
+    /// Reads the fields stores wrote before buckets had settings as defaults.
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        timeCreated = try container.decode(Date.self, forKey: .timeCreated)
+        updated = try container.decodeIfPresent(Date.self, forKey: .updated) ?? timeCreated
+        metageneration = try container.decodeIfPresent(Int64.self, forKey: .metageneration) ?? 1
+        versioning = try container.decodeIfPresent(Bool.self, forKey: .versioning) ?? false
+    }
 }
 
 /// Why a store refused an operation.
 package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
-    package enum Kind: Sendable, Equatable { case invalidName, notFound, io, conditionNotMet }
+    package enum Kind: Sendable, Equatable { case invalidName, notFound, io, conditionNotMet, bucketNotEmpty }
     package let kind: Kind
     package let description: String
 
@@ -51,6 +79,9 @@ package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A write's condition did not hold for the object as it was when the store came to replace it.
     package static let conditionNotMet = StoreError(
         kind: .conditionNotMet, description: "At least one of the pre-conditions you specified did not hold.")
+    /// A bucket that still holds objects (live or noncurrent) cannot be deleted.
+    package static let bucketNotEmpty = StoreError(
+        kind: .bucketNotEmpty, description: "The bucket you tried to delete is not empty.")
 }
 
 /// Where buckets, objects and their metadata live.
@@ -65,11 +96,26 @@ package struct StoreError: Error, Sendable, Equatable, CustomStringConvertible {
 /// the write itself: the store evaluates it against the current version and
 /// replaces or deletes that version in one step, under its own lock, so that two
 /// writers conditioned on the same generation cannot both succeed.
+///
+/// In a bucket with versioning on (``BucketRecord/versioning``), the live version
+/// that a commit replaces, a move takes away or a delete without a generation
+/// removes is kept as a noncurrent version, with ``ObjectRecord/timeDeleted`` set;
+/// deleting a generation removes that version for good. Records and readers
+/// address any kept generation, live or noncurrent.
 package protocol ObjectStore: Sendable {
     /// Creates a bucket; returns false if it already existed.
     func createBucket(_ name: String) throws(StoreError) -> Bool
     /// The bucket, if it exists.
     func bucket(_ name: String) -> BucketRecord?
+    /// Every bucket, sorted by name.
+    func buckets() -> [BucketRecord]
+    /// Changes a bucket's settings under the store's lock; nil if there is no such bucket.
+    func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord?
+    /// Deletes a bucket that holds no object, live or noncurrent; false if there is no such bucket.
+    ///
+    /// - Parameter condition: Asked, atomically with the deletion, about the bucket.
+    /// - Throws: ``StoreError/bucketNotEmpty``, or ``StoreError/conditionNotMet`` when `condition` answers false.
+    func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool
     /// A fresh place to stream an object's bytes into, for an object of `bucket`.
     func makeStagingWriter(bucket: String) throws(StoreError) -> any StagingWriter
     /// Makes the staged bytes the current version of `record.bucket`/`record.name`.
@@ -86,26 +132,47 @@ package protocol ObjectStore: Sendable {
     ) throws(StoreError) -> ObjectRecord
     /// The current version of an object.
     func record(bucket: String, name: String) -> ObjectRecord?
+    /// One generation of an object, live or noncurrent.
+    func record(bucket: String, name: String, generation: Int64) -> ObjectRecord?
     /// Visits a bucket's objects in name order (the UTF-8 bytes of the names, as Cloud Storage
-    /// lists them) from the first whose name is at or after `start`, for as long as `visit` asks.
+    /// lists them) from the first whose name is at or after `start`, for as long as `visit` asks:
+    /// the live version of each name, or every version of it, noncurrent and live, in generation
+    /// order (see ``ScanVersions``).
     ///
-    /// After each object `visit` says whether to go on with the next, seek to the first name
+    /// After each version `visit` says whether to go on with the next, seek to the first name
     /// at or after a later one, or stop (see ``ScanStep``). Stores find each starting point in
     /// an ordered index (``ObjectIndex``) without looking at the names before it, so a listing
     /// page costs in proportion to what it visits, not to the bucket. `visit` runs under the
     /// store's lock: it must be quick and must not call the store. A missing bucket has no objects.
-    func scan(bucket: String, from start: ObjectKey, _ visit: (ObjectRecord) -> ScanStep)
-    /// Changes an object's metadata under the store's lock; nil if there is no such object.
+    func scan(bucket: String, from start: ObjectKey, versions: ScanVersions, _ visit: (ObjectRecord) -> ScanStep)
+    /// Changes the metadata of an object's live version, or of `generation` when given (which
+    /// may be noncurrent), under the store's lock; nil if there is no such version.
     func updateRecord(
-        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+        bucket: String, name: String, generation: Int64?, _ change: (inout ObjectRecord) throws -> Void
     ) throws -> ObjectRecord?
-    /// Deletes an object (only if its generation is `generation`, when given); false if nothing matched.
+    /// Deletes the live version of an object, or `generation` when given (live or noncurrent);
+    /// false if nothing matched.
+    ///
+    /// Without a generation, a versioned bucket keeps the live version as a noncurrent one;
+    /// a generation is removed for good.
     ///
     /// - Parameter condition: Asked, atomically with the deletion, about the version matched;
     ///   when it answers false nothing is deleted and the call throws ``StoreError/conditionNotMet``.
     func delete(
         bucket: String, name: String, generation: Int64?, if condition: (ObjectRecord) -> Bool
     ) throws(StoreError) -> Bool
+    /// Renames the live version of `source` to `destination` in one step: the destination
+    /// gets a new generation with the source's bytes and metadata, and the source is gone
+    /// (kept as noncurrent in a versioned bucket, as is a live destination it replaces).
+    ///
+    /// - Parameter condition: Asked, atomically with the move, about the source's live version
+    ///   and the destination's (nil when there is none); when it answers false nothing changes
+    ///   and the call throws ``StoreError/conditionNotMet``.
+    /// - Returns: The destination's new record; nil if the source has no live version.
+    func move(
+        bucket: String, from source: String, to destination: String,
+        if condition: (_ source: ObjectRecord, _ destination: ObjectRecord?) -> Bool
+    ) throws(StoreError) -> ObjectRecord?
     /// Opens the bytes of this version of an object for reading.
     func openReader(_ record: ObjectRecord) throws(StoreError) -> any ObjectReader
     /// Whether uploads into this store hash MD5 (`md5Hash`); CRC32C and the size are always computed.
@@ -123,13 +190,31 @@ extension ObjectStore {
         try delete(bucket: bucket, name: name, generation: generation, if: { _ in true })
     }
 
+    /// Changes the metadata of an object's live version.
+    package func updateRecord(
+        bucket: String, name: String, _ change: (inout ObjectRecord) throws -> Void
+    ) throws -> ObjectRecord? {
+        try updateRecord(bucket: bucket, name: name, generation: nil, change)
+    }
+
     /// Stores that keep objects report an `md5Hash` for each, as Cloud Storage does.
     package var computesMD5: Bool { true }
 
-    /// Every object of a bucket, in name order: a whole scan, for small buckets and tests.
+    /// The live version of every object of a bucket, in name order: a whole scan, for small
+    /// buckets and tests.
     package func records(bucket: String) -> [ObjectRecord] {
+        wholeScan(bucket: bucket, versions: .live)
+    }
+
+    /// Every version of every object of a bucket, noncurrent and live, by name and then by
+    /// generation (what `versions=true` lists): a whole scan, for small buckets and tests.
+    package func versions(bucket: String) -> [ObjectRecord] {
+        wholeScan(bucket: bucket, versions: .all(after: nil))
+    }
+
+    private func wholeScan(bucket: String, versions: ScanVersions) -> [ObjectRecord] {
         var records: [ObjectRecord] = []
-        scan(bucket: bucket, from: ObjectKey(bytes: [])) { record in
+        scan(bucket: bucket, from: ObjectKey(bytes: []), versions: versions) { record in
             records.append(record)
             return .next
         }
@@ -137,10 +222,20 @@ extension ObjectStore {
     }
 }
 
+/// Which versions of each name a scan visits (see ``ObjectStore/scan(bucket:from:versions:_:)``).
+package enum ScanVersions: Sendable, Equatable {
+    /// The live version of each name; names that only have noncurrent versions are passed over.
+    case live
+    /// Every version of each name, noncurrent ones and then the live one, in generation order
+    /// (what `versions=true` lists). Where a page resumes: of the name the scan starts at, only
+    /// the versions whose generation is after `after`, when given.
+    case all(after: Int64?)
+}
+
 /// What a scan of a bucket's objects in name order does after visiting one (see
-/// ``ObjectStore/scan(bucket:from:_:)``).
+/// ``ObjectStore/scan(bucket:from:versions:_:)``).
 package enum ScanStep: Sendable, Equatable {
-    /// Visit the next object.
+    /// Visit the next object (or, in a scan of versions, the next version).
     case next
     /// Skip to the first object whose name is at or after this key (if that is after the
     /// current one; otherwise the next): e.g. past every name under a common prefix.

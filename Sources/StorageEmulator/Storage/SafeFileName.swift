@@ -6,7 +6,8 @@
 /// one-to-one. A name whose encoding would exceed `maximumLength` (file systems
 /// allow 255 bytes; GCS names reach 1024 bytes) is replaced by the hex MD5 of
 /// the name, with a different prefix so the two forms can never collide; the
-/// real name lives in the metadata file either way.
+/// real name lives in the metadata file either way. Noncurrent versions add a
+/// `g<generation>-` prefix (at most 21 more bytes).
 package enum SafeFileName {
     /// The longest file name produced.
     package static let maximumLength = 200
@@ -18,6 +19,13 @@ package enum SafeFileName {
         return "h-" + MD5.digest(name.utf8).map { hex($0) }.joined()
     }
 
+    /// The file name of a noncurrent version's bytes (its metadata is this plus `.json`).
+    ///
+    /// The `g<generation>-` prefix keeps it apart from every live object's name (`o-…`, `h-…`).
+    package static func noncurrentObject(_ name: String, generation: Int64) -> String {
+        "g\(generation)-" + object(name)
+    }
+
     /// The directory name of a bucket.
     package static func bucket(_ name: String) -> String {
         "b-" + percentEncode(name)
@@ -26,7 +34,7 @@ package enum SafeFileName {
     /// Whether `fileName` could have come from ``object(_:)`` or ``bucket(_:)``.
     package static func isSafe(_ fileName: String) -> Bool {
         let bytes = Array(fileName.utf8)
-        return !bytes.isEmpty && bytes.count <= maximumLength + 5
+        return !bytes.isEmpty && bytes.count <= maximumLength + 26
             && bytes.allSatisfy { isUnreserved($0) || $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: ".") }
             && bytes.first != UInt8(ascii: ".")
     }
