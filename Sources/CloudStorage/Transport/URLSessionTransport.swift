@@ -126,16 +126,19 @@ final class URLSessionTransport: HTTPTransport {
         }
         let dataTask = session.dataTask(with: urlRequest)
         // URLSession knows only idle time-outs (and one per session for everything): the
-        // request's deadline cancels the task, which then completes as timed out.
-        let timer = request.deadline.map { deadline in
-            Task { [exchange] in
-                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+        // request's deadline cancels the task, which then completes as timed out. A dispatch
+        // timer, not a sleeping task, so that a busy cooperative pool cannot delay it; off that
+        // pool too because swift-corelibs-foundation's cancel() may wait for its queues.
+        let expiry = request.deadline.map { deadline in
+            let item = DispatchWorkItem {
                 exchange.expire()
-                // Off the cooperative pool: swift-corelibs-foundation's cancel() may wait for its queues.
-                DispatchQueue.global().async { dataTask.cancel() }
+                dataTask.cancel()
             }
+            let left = ContinuousClock.now.duration(to: deadline)
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, left.timeInterval), execute: item)
+            return item
         }
-        defer { timer?.cancel() }
+        defer { expiry?.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 exchange.begin(continuation)
