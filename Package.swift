@@ -29,7 +29,7 @@ let package = Package(
         // TLS as a stream layer over a connected socket, on the OpenSSL that CCloudStorage loads at run time.
         .target(
             name: "NativeTLS",
-            dependencies: ["CCloudStorage"],
+            dependencies: ["CCloudStorage", "POSIXSockets"],
             swiftSettings: strictSwift
         ),
         // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.

@@ -537,8 +537,9 @@ static void on_message(int write_p, int version, int content_type, const void *b
  * OpenSSL hands its write BIO one record (at most 16 KiB) at a time, so a plain socket
  * BIO makes one write(2) per record; the buffer gathers CS_TLS_WRITE_BUFFER bytes of
  * records per write(2) instead, which the receiver also reads in fewer, larger pieces.
- * OpenSSL flushes the BIO after each handshake flight and alert; cs_tls_conn_write
- * flushes after each SSL_write, so nothing stays buffered between calls. Each BIO has
+ * OpenSSL flushes the BIO after each handshake flight and alert (an alert's flush only
+ * as far as a non-blocking socket takes it); callers flush with cs_tls_conn_flush after
+ * each write and shutdown, so nothing stays buffered between calls. Each BIO has
  * its own socket BIO (BIO_NOCLOSE: the caller owns the descriptor), as SSL_free frees
  * the read and write chains separately.
  */
@@ -669,7 +670,12 @@ void cs_tls_conn_handshake(cs_tls_conn *conn, int server, cs_tls_io_result *resu
  */
 static size_t read_buffered(cs_tls_conn *conn, unsigned char *buffer, size_t capacity) {
     int flags = fcntl(conn->fd, F_GETFL);
-    if (flags < 0 || (flags & O_NONBLOCK) != 0 || fcntl(conn->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    if (flags < 0) {
+        return 0;
+    }
+    /* A non-blocking socket (the native client's) needs no switching back and forth. */
+    int switched = (flags & O_NONBLOCK) == 0;
+    if (switched && fcntl(conn->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
         return 0;
     }
     size_t total = 0;
@@ -681,7 +687,9 @@ static size_t read_buffered(cs_tls_conn *conn, unsigned char *buffer, size_t cap
         total += count;
     }
     F.ERR_clear_error();
-    fcntl(conn->fd, F_SETFL, flags);
+    if (switched) {
+        fcntl(conn->fd, F_SETFL, flags);
+    }
     return total;
 }
 
@@ -711,27 +719,33 @@ void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_t
     sigpipe_guard_begin(&guard);
     errno = 0;
     int ret = F.SSL_write_ex(conn->ssl, bytes, length, &count);
-    long flushed = 1;
-    if (ret == 1) {
-        /* The buffer keeps its place across an interrupted write, so a flush can simply go on. */
-        do {
-            errno = 0;
-            flushed = F.BIO_ctrl(conn->write_bio, BIO_CTRL_FLUSH_CMD, 0, NULL);
-        } while (flushed <= 0 && errno == EINTR);
-    }
-    if (flushed <= 0) {
-        /* SSL_write took the bytes, so they cannot be written again: a failed flush fails the stream. */
-        int flush_errno = errno;
-        sigpipe_guard_end(&guard, flush_errno);
-        capture(result, 0, CS_TLS_ERROR_SYSCALL, flush_errno, 0);
-        if (flush_errno == EAGAIN || flush_errno == EWOULDBLOCK) {
-            result->ssl_error = CS_TLS_ERROR_WANT_WRITE;
-        }
-        return;
-    }
     int saved = errno;
     sigpipe_guard_end(&guard, saved);
     capture(result, ret == 1, ret == 1 ? CS_TLS_ERROR_NONE : F.SSL_get_error(conn->ssl, ret), saved, count);
+}
+
+void cs_tls_conn_flush(cs_tls_conn *conn, cs_tls_io_result *result) {
+    if (!require_loaded(result)) {
+        return;
+    }
+    sigpipe_guard guard;
+    sigpipe_guard_begin(&guard);
+    long flushed;
+    int saved;
+    /* The buffer keeps its place across an interrupted or partial write, so a flush can simply go on. */
+    do {
+        errno = 0;
+        flushed = F.BIO_ctrl(conn->write_bio, BIO_CTRL_FLUSH_CMD, 0, NULL);
+        saved = errno;
+    } while (flushed <= 0 && saved == EINTR);
+    sigpipe_guard_end(&guard, saved);
+    if (flushed > 0) {
+        capture(result, 1, CS_TLS_ERROR_NONE, 0, 0);
+    } else if (saved == EAGAIN || saved == EWOULDBLOCK) {
+        capture(result, 0, CS_TLS_ERROR_WANT_WRITE, saved, 0);
+    } else {
+        capture(result, 0, CS_TLS_ERROR_SYSCALL, saved, 0);
+    }
 }
 
 void cs_tls_conn_shutdown(cs_tls_conn *conn, cs_tls_io_result *result) {
@@ -999,6 +1013,10 @@ void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_t
     (void)conn;
     (void)bytes;
     (void)length;
+    stub_result(result);
+}
+void cs_tls_conn_flush(cs_tls_conn *conn, cs_tls_io_result *result) {
+    (void)conn;
     stub_result(result);
 }
 void cs_tls_conn_shutdown(cs_tls_conn *conn, cs_tls_io_result *result) {

@@ -95,6 +95,17 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// How long a request may go without sending or receiving anything before
     /// it counts as failed (and is retried). Default 60 seconds.
     ///
+    /// A request that moves no object bytes — reading or updating metadata,
+    /// deleting, listing, starting or querying an upload, fetching an access
+    /// token — must moreover be over within this time altogether, however
+    /// steadily a slow server trickles its bytes; and once an operation has
+    /// failed and is retrying, none of these requests, nor a wait for a token,
+    /// goes on past the end of its retry time (``maxUploadRetryTime``,
+    /// ``maxDownloadRetryTime``, ``maxOperationRetryTime``). Uploads' bodies and
+    /// downloads are bounded by this time without progress only: their moving
+    /// bytes are progress. The SDK's own transport also lets connecting and the
+    /// TLS handshake take at most this long (and at most 30 seconds) together.
+    ///
     /// On Linux, `URLSession` counts its time-outs in whole seconds, so
     /// requests it sends (``StorageTransportChoice/urlSession``, and
     /// `https://` where OpenSSL 3 cannot be loaded) wait this long rounded up

@@ -138,11 +138,14 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let objectChanged = Self(kind: .objectChanged)
     /// The server's answer breaks the wire protocol. Either it is malformed
     /// (an HTTP head or body that cannot be parsed, JSON cut short or of the
-    /// wrong shape, a required header missing or unreadable) or it is
-    /// nonsensical (a number out of range, such as a negative size or a
+    /// wrong shape, a required header missing or unreadable; or, under TLS, a
+    /// stream that breaks TLS after the handshake: bytes that are no TLS
+    /// record, a record that fails decryption, one longer than TLS allows) or
+    /// it is nonsensical (a number out of range, such as a negative size or a
     /// `Range` past `Int64.max`; an upload's committed offset that goes back
     /// below what the server reported before in the same session, or beyond
-    /// the bytes sent).
+    /// the bytes sent; an answer longer than the 64 MiB any answer held in
+    /// memory may have, which is refused as soon as it is announced).
     ///
     /// What is retried: an answer whose HTTP framing cannot be parsed is
     /// retried like a lost connection, within the operation's retry time

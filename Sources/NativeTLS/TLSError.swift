@@ -3,8 +3,9 @@
 /// The layer knows nothing of storage; callers above it map these to their own errors.
 /// Certificate problems (``Kind-swift.struct/untrustedIssuer``, ``Kind-swift.struct/nameMismatch``,
 /// ``Kind-swift.struct/expired``, ``Kind-swift.struct/notYetValid``,
-/// ``Kind-swift.struct/certificateRejected``), protocol mismatches and a plain HTTP server
-/// are permanent: retrying cannot help, so callers should fail at once.
+/// ``Kind-swift.struct/certificateRejected``), protocol mismatches, a plain HTTP server and a
+/// ``Kind-swift.struct/corruptStream`` are permanent: retrying cannot help, so callers should
+/// fail at once.
 ///
 /// ```swift
 /// do {
@@ -18,7 +19,7 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     public struct Kind: Hashable, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
             case untrustedIssuer, nameMismatch, expired, notYetValid, certificateRejected
-            case protocolVersion, handshakeFailed, plainHTTPServer, peerClosed, timedOut
+            case protocolVersion, handshakeFailed, plainHTTPServer, peerClosed, corruptStream, timedOut
             case io, libraryUnavailable, invalidConfiguration, other
         }
 
@@ -46,9 +47,18 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
         /// that are no TLS record): an `https://` address points at a plain server.
         public static let plainHTTPServer = Kind(.plainHTTPServer)
         /// The peer closed the connection without a TLS close_notify (during the handshake,
-        /// or mid-stream: the data may be truncated).
+        /// or mid-stream, even inside a record: the data may be truncated).
         public static let peerClosed = Kind(.peerClosed)
-        /// The socket's send or receive time-out expired during a blocking call.
+        /// After the handshake, TLS itself failed on the stream: the peer sent bytes that are
+        /// no TLS record (garbage, a record header longer than TLS allows), a record that
+        /// fails decryption or authentication, a message out of place, or a fatal alert.
+        ///
+        /// Unlike a connection cut short (``peerClosed``, ``io``), this does not pass on a
+        /// retry: every record is authenticated, so the peer's TLS is broken or something on
+        /// the path alters the bytes.
+        public static let corruptStream = Kind(.corruptStream)
+        /// The socket's send or receive time-out expired during a blocking call, or the
+        /// deadline of a call on a non-blocking socket passed.
         public static let timedOut = Kind(.timedOut)
         /// A system call on the socket failed (``TLSError/systemError`` has the `errno`).
         public static let io = Kind(.io)
@@ -78,7 +88,7 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
     /// A human-readable explanation that names the cause (and the peer, where known).
     public let message: String
     /// The `errno` of the failing system call, for ``Kind-swift.struct/io`` and
-    /// ``Kind-swift.struct/timedOut``.
+    /// ``Kind-swift.struct/timedOut`` (`ETIMEDOUT` when a deadline passed).
     public let systemError: Int32?
 
     /// Creates an error.

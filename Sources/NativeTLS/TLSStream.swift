@@ -1,4 +1,5 @@
 internal import CCloudStorage
+internal import POSIXSockets
 
 #if canImport(Glibc)
 import Glibc
@@ -6,22 +7,30 @@ import Glibc
 import Darwin
 #endif
 
-/// TLS over an already-connected, blocking socket: a byte stream layer under an
-/// HTTP/1.1 exchange.
+/// TLS over an already-connected socket: a byte stream layer under an HTTP/1.1 exchange.
 ///
-/// Every method that touches the socket is **blocking** and must run on a dedicated I/O
+/// Every method that touches the socket may **block** and must run on a dedicated I/O
 /// thread, never on Swift's cooperative pool. A stream is not thread-safe: use it from one
 /// thread at a time (handing it from thread to thread is fine). It does not own the file
 /// descriptor: ``close()`` releases the TLS state and the caller closes the socket.
 ///
-/// The socket's `SO_RCVTIMEO`/`SO_SNDTIMEO`, if set, bound each blocking call (an expiry
-/// throws ``TLSError/Kind-swift.struct/timedOut``). Writing to a peer that has gone raises no
-/// `SIGPIPE`: the shim blocks it around each OpenSSL call, and the failure is an
-/// ``TLSError/Kind-swift.struct/io`` error with `EPIPE`.
+/// How long a call may take depends on the socket:
+/// - **Non-blocking** (what a client that must bound its calls uses): whenever OpenSSL
+///   cannot go on, the call waits in `poll(2)` for the socket, until the `deadline` it was
+///   given (none: as long as it takes). The deadline bounds the whole call, however the
+///   peer paces its bytes: a handshake or a record dripped one byte at a time ends there
+///   with ``TLSError/Kind-swift.struct/timedOut``.
+/// - **Blocking**: the socket's `SO_RCVTIMEO`/`SO_SNDTIMEO`, if set, bound each system call
+///   (an expiry throws ``TLSError/Kind-swift.struct/timedOut``), and every byte that arrives
+///   starts that time again; a `deadline` is not enforced.
+///
+/// Either way a `shutdown(2)` of the socket from another thread ends a blocked call.
+/// Writing to a peer that has gone raises no `SIGPIPE`: the shim blocks it around each
+/// OpenSSL call, and the failure is an ``TLSError/Kind-swift.struct/io`` error with `EPIPE`.
 ///
 /// ```swift
 /// let stream = try TLSStream(client: context, socket: fd, host: "example.com", port: 443)
-/// try stream.handshake()
+/// try stream.handshake(deadline: .now + .seconds(30))
 /// try request.withUnsafeBytes { try stream.write($0) }
 /// let count = try stream.read(into: buffer)  // 0: the server closed cleanly
 /// try stream.shutdown()
@@ -34,6 +43,8 @@ public final class TLSStream {
 
     private let context: TLSContext
     private var connection: OpaquePointer?
+    /// The socket, for waiting on it (the caller owns it).
+    private let socket: Int32
     private let isServer: Bool
     /// `host:port` for messages and the session cache (clients only).
     private let peer: String
@@ -54,6 +65,7 @@ public final class TLSStream {
             throw TLSError(.invalidConfiguration, "a client stream needs a client context")
         }
         self.context = context
+        self.socket = socket
         self.isServer = false
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         self.peer = bare.contains(":") ? "[\(bare)]:\(port)" : "\(bare):\(port)"
@@ -83,6 +95,7 @@ public final class TLSStream {
             throw TLSError(.invalidConfiguration, "a server stream needs a server context")
         }
         self.context = context
+        self.socket = socket
         self.isServer = true
         self.peer = "client"
         var result = cs_tls_io_result()
@@ -128,18 +141,20 @@ public final class TLSStream {
     /// A client verifies the server's certificate before sending anything else; on failure
     /// no application byte has been sent and the stream refuses any further I/O.
     ///
+    /// - Parameter deadline: On a non-blocking socket, when the whole handshake must be done
+    ///   (nil: no limit); see the type's discussion.
     /// - Throws: ``TLSError``: a certificate kind (``TLSError/Kind-swift.struct/untrustedIssuer``,
     ///   ``TLSError/Kind-swift.struct/nameMismatch``, ``TLSError/Kind-swift.struct/expired``, …),
     ///   ``TLSError/Kind-swift.struct/protocolVersion``,
     ///   ``TLSError/Kind-swift.struct/plainHTTPServer``, ``TLSError/Kind-swift.struct/peerClosed``,
     ///   ``TLSError/Kind-swift.struct/timedOut`` or ``TLSError/Kind-swift.struct/io``.
-    public func handshake() throws(TLSError) {
+    public func handshake(deadline: ContinuousClock.Instant? = nil) throws(TLSError) {
         let connection = try usable(allowing: .ready)
         var result = cs_tls_io_result()
         while true {
             cs_tls_conn_handshake(connection, isServer ? 1 : 0, &result)
             if result.ok == 1 { break }
-            if try shouldRetry(result) { continue }
+            if try shouldRetry(result, until: deadline) { continue }
             state = .failed
             if offeredSession { context.forgetSession(for: peer) }
             throw handshakeError(result, connection)
@@ -151,13 +166,20 @@ public final class TLSStream {
 
     /// Reads decrypted bytes into `buffer`, returning as soon as some arrive. Blocking.
     ///
-    /// - Parameter buffer: Where to put the bytes; must not be empty.
+    /// - Parameters:
+    ///   - buffer: Where to put the bytes; must not be empty.
+    ///   - deadline: On a non-blocking socket, when the read gives up waiting for the rest
+    ///     of a record (nil: no limit); see the type's discussion.
     /// - Returns: The number of bytes read, or 0 once the peer closed the stream cleanly
     ///   with a TLS close_notify (and on every read after that).
     /// - Throws: ``TLSError/Kind-swift.struct/peerClosed`` when the connection ended without
-    ///   close_notify (the data may be truncated); ``TLSError/Kind-swift.struct/timedOut``,
-    ///   ``TLSError/Kind-swift.struct/io`` or another kind for failures.
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(TLSError) -> Int {
+    ///   close_notify (the data may be truncated); ``TLSError/Kind-swift.struct/corruptStream``
+    ///   when what arrived is no valid TLS record of this connection;
+    ///   ``TLSError/Kind-swift.struct/timedOut``, ``TLSError/Kind-swift.struct/io`` or another
+    ///   kind for other failures.
+    public func read(
+        into buffer: UnsafeMutableRawBufferPointer, deadline: ContinuousClock.Instant? = nil
+    ) throws(TLSError) -> Int {
         precondition(!buffer.isEmpty, "TLSStream.read needs room for at least one byte")
         if state == .closedByPeer { return 0 }
         let connection = try usable(allowing: .established)
@@ -170,7 +192,7 @@ public final class TLSStream {
                 rememberSession()
                 return 0
             }
-            if try shouldRetry(result) { continue }
+            if try shouldRetry(result, until: deadline) { continue }
             state = .failed
             throw ioError(result, during: "reading")
         }
@@ -188,11 +210,14 @@ public final class TLSStream {
     ///
     /// Large buffers go to OpenSSL whole; it cuts them into records of up to 16 KiB.
     ///
-    /// - Parameter bytes: The bytes to send.
+    /// - Parameters:
+    ///   - bytes: The bytes to send.
+    ///   - deadline: On a non-blocking socket, when the write gives up waiting for room in
+    ///     the socket (nil: no limit); see the type's discussion.
     /// - Throws: ``TLSError``: ``TLSError/Kind-swift.struct/io`` (with `EPIPE` or
     ///   `ECONNRESET` when the peer went away), ``TLSError/Kind-swift.struct/timedOut``, or
     ///   ``TLSError/Kind-swift.struct/other`` before a successful handshake.
-    public func write(_ bytes: UnsafeRawBufferPointer) throws(TLSError) {
+    public func write(_ bytes: UnsafeRawBufferPointer, deadline: ContinuousClock.Instant? = nil) throws(TLSError) {
         let connection = try usable(allowing: .established, .closedByPeer)
         guard let base = bytes.baseAddress else { return }
         var offset = 0
@@ -204,10 +229,11 @@ public final class TLSStream {
                 offset += result.count
                 continue
             }
-            if try shouldRetry(result) { continue }
+            if try shouldRetry(result, until: deadline) { continue }
             state = .failed
             throw ioError(result, during: "writing")
         }
+        try flush(connection, until: deadline, during: "writing")
     }
 
     /// Sends a TLS close_notify (one-way: it does not wait for the peer's). Blocking.
@@ -215,18 +241,21 @@ public final class TLSStream {
     /// Clients also keep the session for resumption here, since TLS 1.3 servers send
     /// session tickets after the handshake.
     ///
+    /// - Parameter deadline: On a non-blocking socket, when to give up waiting for room in
+    ///   the socket (nil: no limit; `.now`: send only if it fits at once).
     /// - Throws: ``TLSError`` when the alert cannot be sent.
-    public func shutdown() throws(TLSError) {
+    public func shutdown(deadline: ContinuousClock.Instant? = nil) throws(TLSError) {
         let connection = try usable(allowing: .established, .closedByPeer)
         rememberSession()
         var result = cs_tls_io_result()
         while true {
             cs_tls_conn_shutdown(connection, &result)
-            if result.ok == 1 { return }
-            if try shouldRetry(result) { continue }
+            if result.ok == 1 { break }
+            if try shouldRetry(result, until: deadline) { continue }
             state = .failed
             throw ioError(result, during: "closing")
         }
+        try flush(connection, until: deadline, during: "closing")
     }
 
     /// Releases the TLS state without sending anything; the caller then closes the socket.
@@ -254,17 +283,59 @@ public final class TLSStream {
         return connection
     }
 
-    /// Whether a WANT_READ/WANT_WRITE result should simply be retried. On a blocking socket
-    /// those arise only when the socket's time-out expired (`EAGAIN`), which is an error.
-    private func shouldRetry(_ result: cs_tls_io_result) throws(TLSError) -> Bool {
-        guard result.ssl_error == CS_TLS_ERROR_WANT_READ || result.ssl_error == CS_TLS_ERROR_WANT_WRITE else {
-            return false
+    /// Writes out the records a write or shutdown left in the connection's write buffer.
+    private func flush(
+        _ connection: OpaquePointer, until deadline: ContinuousClock.Instant?, during operation: String
+    ) throws(TLSError) {
+        var result = cs_tls_io_result()
+        while true {
+            cs_tls_conn_flush(connection, &result)
+            if result.ok == 1 { return }
+            if try shouldRetry(result, until: deadline) { continue }
+            state = .failed
+            throw ioError(result, during: operation)
         }
-        if result.sys_errno == EAGAIN || result.sys_errno == EWOULDBLOCK {
+    }
+
+    /// Whether a call that OpenSSL could not finish should be repeated: true after waiting
+    /// for the socket it wants (WANT_READ/WANT_WRITE), false for any other failure.
+    ///
+    /// `EAGAIN` on a blocking socket means its own time-out expired; on a non-blocking one,
+    /// that the socket is not ready yet: the wait then lasts until `deadline`, whatever
+    /// arrives meanwhile, so a peer cannot stretch the call by pacing its bytes.
+    private func shouldRetry(
+        _ result: cs_tls_io_result, until deadline: ContinuousClock.Instant?
+    ) throws(TLSError) -> Bool {
+        let reading = result.ssl_error == CS_TLS_ERROR_WANT_READ
+        guard reading || result.ssl_error == CS_TLS_ERROR_WANT_WRITE else { return false }
+        // Anything else (EINTR) is simply tried again.
+        guard result.sys_errno == EAGAIN || result.sys_errno == EWOULDBLOCK else { return true }
+        guard POSIXSocket.isNonBlocking(socket) else {
             state = .failed
             throw TLSError(.timedOut, "the socket time-out expired talking to \(peer)", systemError: result.sys_errno)
         }
-        return true
+        while true {
+            // Slices only so that "no deadline" fits poll's time-out; a shutdown ends any wait.
+            var slice = Duration.seconds(3600)
+            if let deadline {
+                let left = ContinuousClock.now.duration(to: deadline)
+                guard left > .zero else {
+                    state = .failed
+                    throw TLSError(.timedOut, "the deadline passed waiting for \(peer)", systemError: ETIMEDOUT)
+                }
+                slice = min(slice, left)
+            }
+            do {
+                // Ready, hung up or failed: the repeated call finds out which.
+                if try POSIXSocket.poll(socket, readable: reading, writable: !reading, timeout: slice) != nil {
+                    return true
+                }
+            } catch {
+                state = .failed
+                let code: Int32 = if case .system(let code) = error { code } else { EINVAL }
+                throw TLSError(.io, "waiting for \(peer) failed: \(String(cString: strerror(code)))", systemError: code)
+            }
+        }
     }
 
     private func rememberSession() {
@@ -301,14 +372,17 @@ public final class TLSStream {
                 "no common TLS version or cipher with \(peer) (TLS 1.2 or newer is required): "
                     + result.message)
         }
-        let error = ioError(result, during: "the handshake")
+        let error = ioError(result, during: "the handshake", afterHandshake: false)
         if error.kind == .other {
             return TLSError(.handshakeFailed, "TLS handshake with \(peer) failed: \(result.message)")
         }
         return error
     }
 
-    private func ioError(_ result: cs_tls_io_result, during operation: String) -> TLSError {
+    /// The error of a failed call. After the handshake, a failure of TLS itself (not of the
+    /// socket, not the peer's silent close) is ``TLSError/Kind-swift.struct/corruptStream``.
+    private func ioError(_ result: cs_tls_io_result, during operation: String, afterHandshake: Bool = true) -> TLSError
+    {
         let code = result.error_code
         switch result.ssl_error {
         case CS_TLS_ERROR_SYSCALL where result.sys_errno == 0 && code == 0,
@@ -319,6 +393,9 @@ public final class TLSStream {
         case CS_TLS_ERROR_SYSCALL where result.sys_errno != 0:
             let text = String(cString: strerror(result.sys_errno))
             return TLSError(.io, "\(operation) with \(peer) failed: \(text)", systemError: result.sys_errno)
+        case CS_TLS_ERROR_SSL where afterHandshake:
+            let detail = result.message.isEmpty ? "OpenSSL error \(code)" : result.message
+            return TLSError(.corruptStream, "\(peer) broke the TLS stream during \(operation): \(detail)")
         default:
             let detail = result.message.isEmpty ? "OpenSSL error \(result.ssl_error)" : result.message
             return TLSError(.other, "\(operation) with \(peer) failed: \(detail)")

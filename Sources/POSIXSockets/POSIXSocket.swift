@@ -187,6 +187,12 @@ package enum POSIXSocket {
         _ = fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK)
     }
 
+    /// Whether `fd` is non-blocking (false also when it cannot be asked).
+    package static func isNonBlocking(_ fd: Int32) -> Bool {
+        let flags = fcntl(fd, F_GETFL, 0)
+        return flags >= 0 && flags & O_NONBLOCK != 0
+    }
+
     /// Not inherited by child processes.
     package static func setCloseOnExec(_ fd: Int32) {
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)

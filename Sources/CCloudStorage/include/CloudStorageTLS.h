@@ -129,20 +129,30 @@ cs_tls_session *cs_tls_conn_copy_resumable_session(cs_tls_conn *conn);
 /// Releases a reference from `cs_tls_conn_copy_resumable_session`.
 void cs_tls_session_free(cs_tls_session *session);
 
-/// Runs `SSL_connect` (`server` 0) or `SSL_accept` (`server` 1) once. Blocking.
+// Every call below runs its OpenSSL function once. On a blocking socket it blocks (up to
+// the socket's time-outs); on a non-blocking one it returns `CS_TLS_ERROR_WANT_READ` or
+// `CS_TLS_ERROR_WANT_WRITE` with `EAGAIN` when the socket is not ready, and is then
+// repeated, with the same arguments, once it is.
+
+/// Runs `SSL_connect` (`server` 0) or `SSL_accept` (`server` 1) once.
 void cs_tls_conn_handshake(cs_tls_conn *conn, int server, cs_tls_io_result *result);
 
-/// `SSL_read_ex` once (blocking), then, without waiting, every further record OpenSSL
+/// `SSL_read_ex` once, then, without waiting, every further record OpenSSL
 /// has already read ahead, as far as `capacity` allows.
 void cs_tls_conn_read(cs_tls_conn *conn, void *buffer, size_t capacity, cs_tls_io_result *result);
 
 /// Whether OpenSSL holds received bytes not yet returned by a read (it reads ahead).
 int cs_tls_conn_has_buffered_input(cs_tls_conn *conn);
 
-/// `SSL_write_ex` once, then a flush of the records it gathered into larger writes. Blocking.
+/// `SSL_write_ex` once: on success every byte is taken, encrypted into records that may
+/// still wait in the connection's write buffer (gathered into larger writes) until
+/// `cs_tls_conn_flush`.
 void cs_tls_conn_write(cs_tls_conn *conn, const void *bytes, size_t length, cs_tls_io_result *result);
 
-/// `SSL_shutdown` once: sends close_notify. Blocking.
+/// Writes the records still waiting in the write buffer (after a write or a shutdown).
+void cs_tls_conn_flush(cs_tls_conn *conn, cs_tls_io_result *result);
+
+/// `SSL_shutdown` once: puts close_notify into the write buffer (flush it after).
 void cs_tls_conn_shutdown(cs_tls_conn *conn, cs_tls_io_result *result);
 
 /// `SSL_get_verify_result` (0 is X509_V_OK).

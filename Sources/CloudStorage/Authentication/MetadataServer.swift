@@ -46,9 +46,11 @@ struct MetadataServer: Sendable {
     /// - Returns: Nil when it answered; else why not, for the "nothing found" message.
     func probe(using transport: any HTTPTransport) async -> String? {
         guard let url = url("") else { return "GCE_METADATA_HOST (\(host)) does not make a URL" }
-        let request = HTTPRequest(
+        var request = HTTPRequest(
             method: "GET", url: url, headers: ["Metadata-Flavor": "Google"], idleTimeout: Self.probeTimeout,
             isIdempotent: true)
+        // All of it, not only each wait: something at that address that trickles bytes is no metadata server.
+        request.deadline = .now + Self.probeTimeout
         do {
             let response = try await transport.execute(request, progress: nil)
             guard response.headers["Metadata-Flavor"] == "Google" else {

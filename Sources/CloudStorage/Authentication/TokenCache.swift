@@ -6,9 +6,11 @@ import Synchronization
 ///
 /// Single flight: the first caller that finds no fresh token starts an exchange as a task
 /// of its own; every caller until it ends waits for that exchange. A waiter whose task is
-/// cancelled leaves at once with ``StorageErrorCode/cancelled`` while the exchange goes on
-/// for the others; only when the last waiter has left is the exchange cancelled (nobody
-/// wants its token). Continuations are resumed outside the lock.
+/// cancelled leaves at once with ``StorageErrorCode/cancelled``, and one whose
+/// ``TokenRequestContext/deadline`` passes leaves then with an error carrying
+/// ``RetryTimeRanOut``, while the exchange goes on for the others; only when the last
+/// waiter has left is the exchange cancelled (nobody wants its token). Continuations are
+/// resumed outside the lock.
 final class TokenCache: Sendable {
     /// Performs one exchange with what the caller that started it brought (its transport,
     /// its retry time).
@@ -71,11 +73,21 @@ final class TokenCache: Sendable {
     ///     replaced it), that one is returned. So N operations refused at once for the same
     ///     token cause one exchange, not N.
     /// - Throws: The exchange's error; ``StorageErrorCode/cancelled`` when the calling task is
-    ///   cancelled (the exchange goes on for the other waiters).
+    ///   cancelled, and an error carrying ``RetryTimeRanOut`` when the context's deadline
+    ///   passes first (the exchange goes on for the other waiters).
     func token(
         context: TokenRequestContext, replacing stale: String? = nil
     ) async throws(StorageError) -> AccessToken {
         let id = state.withLock { $0.makeID() }
+        // Leaves at the deadline as a cancel would. Sleeping never ends early, so a timer that
+        // fires before the waiter is registered finds it past the deadline there (checked below).
+        let timer = context.deadline.map { deadline in
+            Task { [weak self] in
+                guard (try? await Task.sleep(until: deadline, clock: .continuous)) != nil else { return }
+                self?.leave(id, with: Self.deadlinePassed)
+            }
+        }
+        defer { timer?.cancel() }
         let result: Result<AccessToken, StorageError> = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: Waiter) in
                 let action = state.withLock { state -> Action in
@@ -83,8 +95,11 @@ final class TokenCache: Sendable {
                     if let token = state.token, token.isFresh(at: now()) {
                         return .resume(continuation, .success(token))
                     }
-                    // Checked under the lock: a cancellation handler that runs later finds the waiter.
+                    // Checked under the lock: a cancellation handler or timer that runs later finds the waiter.
                     if Task.isCancelled { return .resume(continuation, .failure(.cancelled())) }
+                    if let deadline = context.deadline, ContinuousClock.now >= deadline {
+                        return .resume(continuation, .failure(Self.deadlinePassed))
+                    }
                     if state.inFlight != nil {
                         state.inFlight?.waiters[id] = continuation
                         return .wait
@@ -104,9 +119,14 @@ final class TokenCache: Sendable {
                 }
             }
         } onCancel: {
-            leave(id)
+            leave(id, with: .cancelled())
         }
         return try result.get()
+    }
+
+    /// The error of a caller whose deadline passed while it waited.
+    private static var deadlinePassed: StorageError {
+        RetryTimeRanOut.error(during: "the wait for an access token")
     }
 
     /// Forgets the cached token (tests; a credential that learned it is revoked).
@@ -143,7 +163,9 @@ final class TokenCache: Sendable {
         for waiter in waiters { waiter.resume(returning: result) }
     }
 
-    private func leave(_ id: UInt64) {
+    /// Ends the wait of caller `id` with `error`, if it still waits; cancels the exchange when
+    /// nobody else does.
+    private func leave(_ id: UInt64, with error: StorageError) {
         let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
             guard let waiter = state.inFlight?.waiters.removeValue(forKey: id) else { return (nil, nil) }
             guard state.inFlight?.waiters.isEmpty == true else { return (waiter, nil) }
@@ -152,22 +174,32 @@ final class TokenCache: Sendable {
             return (waiter, task)
         }
         abandoned?.cancel()
-        waiter?.resume(returning: .failure(.cancelled()))
+        waiter?.resume(returning: .failure(error))
     }
 }
 
 /// What a token exchange borrows from the operation that starts it: the ``Storage``'s own
-/// transport (so `https://` uses its TLS settings and trust roots) and the operation's retry
-/// time, within which transient failures of the token endpoint are retried.
+/// transport (so `https://` uses its TLS settings and trust roots), its request time-out, and
+/// the operation's retry time, within which transient failures of the token endpoint are
+/// retried; and when the caller stops waiting.
 struct TokenRequestContext: Sendable {
     let transport: any HTTPTransport
+    /// The idle time-out of each token request, and how long one may take altogether.
     let requestTimeout: Duration
     let retryPolicy: RetryPolicy
+    /// When the caller stops waiting for a token, if ever: the end of its operation's retry
+    /// time once that runs. It bounds only this caller's wait (see ``TokenCache``), never an
+    /// exchange other callers may share.
+    let deadline: ContinuousClock.Instant?
 
-    init(transport: any HTTPTransport, requestTimeout: Duration, retryPolicy: RetryPolicy) {
+    init(
+        transport: any HTTPTransport, requestTimeout: Duration, retryPolicy: RetryPolicy,
+        deadline: ContinuousClock.Instant? = nil
+    ) {
         self.transport = transport
         self.requestTimeout = requestTimeout
         self.retryPolicy = retryPolicy
+        self.deadline = deadline
     }
 
     /// The context of an operation of `storage`.

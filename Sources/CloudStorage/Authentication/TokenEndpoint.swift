@@ -21,7 +21,8 @@ enum TokenEndpoint {
     ///   `error_description` as ``StorageError/serverMessage``) or the URL would send the secret
     ///   over plain HTTP to another machine; ``StorageErrorCode/retryLimitExceeded`` when
     ///   transient failures outlast the retry time; ``StorageErrorCode/protocolViolation``
-    ///   for an answer without a token; ``StorageErrorCode/tlsFailure``;
+    ///   for an answer without a token, one larger than any token answer, or a corrupt TLS
+    ///   stream (see ``TransportFailureVerdict``); ``StorageErrorCode/tlsFailure``;
     ///   ``StorageErrorCode/cancelled``.
     static func exchange(
         form: [(name: String, value: String)], at url: URL, grant: String, context: TokenRequestContext
@@ -45,8 +46,12 @@ enum TokenEndpoint {
         return try token(in: response, from: "The token endpoint \(url.absoluteString)")
     }
 
-    /// Sends `request`, retrying failures that may pass (no answer, 408, 429, 5xx) within the
-    /// context's retry time.
+    /// Sends `request`, retrying failures that may pass (408, 429, 5xx, and failures below
+    /// HTTP as ``TransportFailureVerdict`` sorts them) within the context's retry time.
+    ///
+    /// Each attempt must be over within the request time-out, and by the end of the retry
+    /// time once that runs, however slowly the server sends (see
+    /// ``RetryPolicy/Attempts/deadline(forAttemptAt:limit:policy:)``).
     ///
     /// - Parameter server: Names the server in messages ("the token endpoint https://…").
     /// - Returns: The first answer that is not worth retrying.
@@ -54,8 +59,11 @@ enum TokenEndpoint {
         _ request: HTTPRequest, to server: String, context: TokenRequestContext
     ) async throws(StorageError) -> HTTPResponse {
         var attempts = RetryPolicy.Attempts()
+        var request = request
         while true {
             if Task.isCancelled { throw .cancelled() }
+            request.deadline = attempts.deadline(
+                forAttemptAt: .now, limit: context.requestTimeout, policy: context.retryPolicy)
             let failure: StorageError
             do {
                 let response = try await context.transport.execute(request, progress: nil)
@@ -67,23 +75,31 @@ enum TokenEndpoint {
                     httpStatus: response.status, serverMessage: errorFields(in: response.body)?.description)
             } catch let error as HTTPTransportError {
                 if Task.isCancelled { throw .cancelled() }
-                if error.kind == .tlsFailure { throw StorageError(.tlsFailure, error.message, underlyingError: error) }
-                if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
-                failure = StorageError(
-                    .unknown, "No answer from \(server): \(error.kind).", underlyingError: error)
+                switch TransportFailureVerdict(error, server: server) {
+                case .retryable(let retryable):
+                    failure = attempts.marking(
+                        retryable, of: error, deadline: request.deadline, policy: context.retryPolicy, server: server)
+                case .final(let final):
+                    throw final
+                }
             } catch {
                 if Task.isCancelled || error is CancellationError { throw .cancelled() }
                 failure = StorageError(.unknown, "No answer from \(server).", underlyingError: error)
             }
             guard
                 let delay = attempts.recordFailure(
-                    at: .now, policy: context.retryPolicy, jitter: Double.random(in: 0..<1))
+                    failure, at: .now, policy: context.retryPolicy, jitter: Double.random(in: 0..<1))
             else {
+                let (reported, cutShort) = attempts.reported(failure)
                 let budget = "the retry time (\(context.retryPolicy.budgetName), \(context.retryPolicy.budget))"
+                let attached =
+                    cutShort
+                    ? "its end cut the last attempt short, and the failure before it is attached."
+                    : "the last failure is attached."
                 throw StorageError(
                     .retryLimitExceeded,
-                    "Fetching an access token from \(server) kept failing for longer than \(budget); the last failure is attached.",
-                    httpStatus: failure.httpStatus, serverMessage: failure.serverMessage, underlyingError: failure)
+                    "Fetching an access token from \(server) kept failing for longer than \(budget); \(attached)",
+                    httpStatus: reported.httpStatus, serverMessage: reported.serverMessage, underlyingError: reported)
             }
             do {
                 try await Task.sleep(for: delay)

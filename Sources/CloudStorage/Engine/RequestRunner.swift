@@ -36,6 +36,13 @@ struct RequestRunner: Sendable {
 
     /// Sends `request` once (twice after a 401 with a token provider).
     ///
+    /// A request that moves no object bytes — all but a body reported as `progress` (an
+    /// upload's) and an answer streamed to a response sink (a download's) — must be over
+    /// within the request time-out, and, once the retry time runs, by its end
+    /// (``RetryPolicy/Attempts/deadline(forAttemptAt:limit:policy:)``); so must waiting for a
+    /// token then. Transfers are bounded by the idle time-out only: their moving bytes are
+    /// progress, which the engines count between attempts.
+    ///
     /// - Parameters:
     ///   - accepted: Statuses returned as ``Outcome/answer(_:)``.
     ///   - subject: What a 404 is about.
@@ -43,9 +50,8 @@ struct RequestRunner: Sendable {
     ///     400 about it becomes ``StorageErrorCode/nonMatchingChecksum``.
     ///   - progress: Called with body bytes sent.
     /// - Returns: The answer, or a retryable failure: a retryable status, a failure below
-    ///   HTTP (code ``StorageErrorCode/unknown``), or an answer that is not valid HTTP
-    ///   (code ``StorageErrorCode/protocolViolation``, whose request's effect is as
-    ///   unknown as after a lost connection).
+    ///   HTTP that may pass (see ``TransportFailureVerdict``), or a request or a wait for a
+    ///   token that the end of the retry time cut short (``RetryTimeRanOut``).
     /// - Throws: Final errors, and ``StorageErrorCode/cancelled`` when the
     ///   task is cancelled.
     mutating func send(
@@ -57,9 +63,16 @@ struct RequestRunner: Sendable {
     ) async throws(StorageError) -> Outcome {
         var request = request
         request.idleTimeout = storage.configuration.requestTimeout
+        let isTransfer = progress != nil || request.responseSink != nil
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }
-            if let credential = try await credential(refreshing: refreshed) {
+            let credential: Credential?
+            do {
+                credential = try await self.credential(refreshing: refreshed)
+            } catch  where error.underlyingError is RetryTimeRanOut {
+                return .retryable(error)
+            }
+            if let credential {
                 guard !storage.authorization.isSecret || !request.url.isPlainHTTPToAnotherMachine else {
                     throw .invalidArgument(
                         "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
@@ -68,24 +81,24 @@ struct RequestRunner: Sendable {
                 request.headers.set("Authorization", "\(credential.scheme) \(credential.token)")
                 if let project = credential.quotaProject { request.headers.set("x-goog-user-project", project) }
             }
+            if !isTransfer {
+                request.deadline = attempts.deadline(
+                    forAttemptAt: .now, limit: storage.configuration.requestTimeout, policy: policy)
+            }
             let response: HTTPResponse
             do {
                 response = try await storage.transport.execute(request, progress: progress)
             } catch let error as HTTPTransportError {
                 if Task.isCancelled { throw .cancelled() }
-                if let own = Self.engineError(in: error) { throw own }
-                if error.kind == .tlsFailure {
-                    // Before any request byte: the message names the cause and the server, never the token.
-                    throw StorageError(.tlsFailure, error.message, underlyingError: error)
-                }
-                if error.permanent { throw StorageError(.invalidArgument, error.message, underlyingError: error) }
-                if error.kind == .malformedResponse {
-                    // Retried like a lost connection (the request's effect is unknown); if the
-                    // server keeps it up, the operation ends as a protocol violation.
+                let server = URLSessionTransport.serverName(request.url)
+                switch TransportFailureVerdict(error, server: server) {
+                case .retryable(let failure):
                     return .retryable(
-                        StorageError(.protocolViolation, "The server's answer is malformed.", underlyingError: error))
+                        attempts.marking(failure, of: error, deadline: request.deadline, policy: policy, server: server)
+                    )
+                case .final(let failure):
+                    throw failure
                 }
-                return .retryable(StorageError(.unknown, "The request failed: \(error.kind).", underlyingError: error))
             } catch {
                 if Task.isCancelled || error is CancellationError { throw .cancelled() }
                 return .retryable(StorageError(.unknown, "The request failed.", underlyingError: error))
@@ -173,11 +186,13 @@ struct RequestRunner: Sendable {
     /// - Parameter refreshing: The server refused the last token: fetch another (a Google
     ///   credential's cache does so only if it still holds that token, so that operations
     ///   refused together share one exchange).
+    /// - Throws: The exchange's error; once the retry time runs, an error carrying
+    ///   ``RetryTimeRanOut`` if the token has not come by its end.
     private mutating func credential(refreshing: Bool) async throws(StorageError) -> Credential? {
         if case .credential(let credential) = storage.authorization.kind {
             let context = TokenRequestContext(
                 transport: storage.transport, requestTimeout: storage.configuration.requestTimeout,
-                retryPolicy: policy)
+                retryPolicy: policy, deadline: attempts.retryTimeEnd(policy: policy))
             let fresh = try await credential.token(context: context, replacing: refreshing ? token : nil)
             token = fresh.value
             hasToken = true
@@ -207,22 +222,28 @@ struct RequestRunner: Sendable {
     ///   ``StorageErrorCode/quotaExceeded`` when the server was throttling)
     ///   with `failure` as the underlying error; ``StorageErrorCode/cancelled``.
     mutating func backOff(after failure: StorageError) async throws(StorageError) {
-        guard let delay = attempts.recordFailure(at: .now, policy: policy, jitter: Double.random(in: 0..<1)) else {
-            let throttled = failure.httpStatus == 429
-            let malformed = failure.code == .protocolViolation
+        let delay = attempts.recordFailure(failure, at: .now, policy: policy, jitter: Double.random(in: 0..<1))
+        guard let delay else {
+            let (reported, cutShort) = attempts.reported(failure)
+            let throttled = reported.httpStatus == 429
+            let malformed = reported.code == .protocolViolation
             let code: StorageErrorCode =
                 throttled ? .quotaExceeded : malformed ? .protocolViolation : .retryLimitExceeded
             let budget = "the retry time (\(policy.budgetName), \(policy.budget))"
+            let attached =
+                cutShort
+                ? "its end cut the last attempt short, and the failure before it is attached."
+                : "the last failure is attached."
             throw StorageError(
                 code,
                 throttled
-                    ? "The server kept throttling requests until \(budget) ran out."
+                    ? "The server kept throttling requests until \(budget) ran out; \(attached)"
                     : malformed
-                        ? "The server kept sending malformed answers until \(budget) ran out; the last is attached."
-                        : "Retries went on for longer than \(budget); the last failure is attached.",
-                httpStatus: failure.httpStatus,
-                serverMessage: failure.serverMessage,
-                underlyingError: failure
+                        ? "The server kept sending malformed answers until \(budget) ran out; \(attached)"
+                        : "Retries went on for longer than \(budget); \(attached)",
+                httpStatus: reported.httpStatus,
+                serverMessage: reported.serverMessage,
+                underlyingError: reported
             )
         }
         do {

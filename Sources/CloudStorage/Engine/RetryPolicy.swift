@@ -40,22 +40,71 @@ struct RetryPolicy: Sendable {
     ///
     /// The budget is a deadline that starts at the first failure recorded
     /// after creation or after ``reset()``: a retry is allowed only while its
-    /// wait ends within ``RetryPolicy/budget`` of that instant.
+    /// wait ends within ``RetryPolicy/budget`` of that instant, and nothing of
+    /// an attempt that does not move object bytes goes on past it
+    /// (``deadline(forAttemptAt:limit:policy:)``), so a peer that trickles its
+    /// bytes cannot stretch the operation beyond its retry time.
     struct Attempts: Sendable {
         private(set) var firstFailure: ContinuousClock.Instant?
         private(set) var failures = 0
+        /// The failure the last retry was for: what the operation reports when the end of the
+        /// retry time cuts the next attempt short (``RetryTimeRanOut``).
+        private(set) var lastRetriedFailure: StorageError?
+
+        /// When the retry time ends: ``RetryPolicy/budget`` after the first failure, or nil
+        /// while none is recorded (the clock has not started).
+        func retryTimeEnd(policy: RetryPolicy) -> ContinuousClock.Instant? {
+            firstFailure.map { $0 + policy.budget }
+        }
+
+        /// The instant by which a request that starts at `now` and moves no object bytes (all
+        /// but upload bodies and downloads, whose moving bytes are progress the engines count)
+        /// must be over, whatever the pace of its bytes (``HTTPRequest/deadline``): `limit`
+        /// after it starts (the request time-out), and never past the end of the retry time
+        /// once a failure started that clock.
+        func deadline(
+            forAttemptAt now: ContinuousClock.Instant, limit: Duration, policy: RetryPolicy
+        ) -> ContinuousClock.Instant {
+            let own = now + limit
+            guard let end = retryTimeEnd(policy: policy) else { return own }
+            return min(own, end)
+        }
+
+        /// `failure`, the verdict on `error` of a request sent with `deadline`; marked as cut
+        /// short (``RetryTimeRanOut``) when that deadline was the end of the retry time and it
+        /// ended the request.
+        func marking(
+            _ failure: StorageError, of error: HTTPTransportError, deadline: ContinuousClock.Instant?,
+            policy: RetryPolicy, server: String
+        ) -> StorageError {
+            guard error.kind == .timedOut, let deadline, let end = retryTimeEnd(policy: policy), deadline >= end,
+                ContinuousClock.now >= end
+            else { return failure }
+            return RetryTimeRanOut.error(during: "the request to \(server)", cause: error)
+        }
+
+        /// What an operation whose retry time ran out with `failure` reports: `failure`, or,
+        /// when the end of the retry time cut that attempt short, the failure the last retry
+        /// was for (what kept the operation retrying; the cut says nothing new about the
+        /// server). `cutShort` says which.
+        func reported(_ failure: StorageError) -> (failure: StorageError, cutShort: Bool) {
+            guard failure.underlyingError is RetryTimeRanOut, let lastRetriedFailure else { return (failure, false) }
+            return (lastRetriedFailure, true)
+        }
 
         /// Forgets past failures: the operation made progress.
         mutating func reset() {
             firstFailure = nil
             failures = 0
+            lastRetriedFailure = nil
         }
 
-        /// Records a failure at `now` and returns how long to wait before
+        /// Records `failure` at `now` and returns how long to wait before
         /// retrying, or nil when the wait would end past the budget.
         ///
         /// - Parameter jitter: A fraction in `0..<1` of the delay to add.
         mutating func recordFailure(
+            _ failure: StorageError,
             at now: ContinuousClock.Instant,
             policy: RetryPolicy,
             jitter: Double
@@ -70,8 +119,26 @@ struct RetryPolicy: Sendable {
             delay = min(delay, policy.maxDelay)
             delay += delay * (jitter * 0.5)
             // A zero (or negative) budget allows no retry at all, even one without a wait.
-            guard policy.budget > .zero else { return nil }
-            return (now - first) + delay <= policy.budget ? delay : nil
+            guard policy.budget > .zero, (now - first) + delay <= policy.budget else { return nil }
+            lastRetriedFailure = failure
+            return delay
         }
+    }
+}
+
+/// The end of an operation's retry time cut short what the operation was doing: a request
+/// whose deadline it was, or a wait for an access token. Not news about the server: the
+/// operation, now out of retry time, reports the failure before it instead
+/// (``RetryPolicy/Attempts/reported(_:)``). Carried as the
+/// ``StorageError/underlyingError`` of a ``StorageErrorCode/unknown`` error.
+struct RetryTimeRanOut: Error, Sendable, CustomStringConvertible {
+    let description: String
+
+    /// The error of an attempt the retry time's end cut short `during` something.
+    static func error(during what: String, cause: (any Error & Sendable)? = nil) -> StorageError {
+        let detail = cause.map { " (\($0))" } ?? ""
+        return StorageError(
+            .unknown, "The retry time ran out during \(what).",
+            underlyingError: RetryTimeRanOut(description: "the retry time ran out during \(what)\(detail)"))
     }
 }

@@ -13,6 +13,10 @@ import HTTP1
 /// - It throws ``HTTPTransportError`` for failures below HTTP (connect,
 ///   reset, time-out) and `CancellationError` when the calling task is
 ///   cancelled; cancellation aborts the request promptly.
+/// - It ends the request with ``HTTPTransportError/Kind/timedOut`` once
+///   ``HTTPRequest/idleTimeout`` passes without progress, and once
+///   ``HTTPRequest/deadline`` passes whatever the progress: a peer that
+///   trickles bytes can hold a request up to its deadline, never longer.
 /// - `progress` is called with the running total of body bytes handed to the
 ///   network, never decreasing, from any thread, at a bounded rate.
 /// - It performs no blocking system call on Swift's cooperative thread pool.
@@ -67,8 +71,15 @@ struct HTTPRequest: Sendable {
     var headers: HTTPHeaders
     var body: HTTPRequestBody
     /// How long the request may go without progress before it fails with
-    /// ``HTTPTransportError/timedOut``.
+    /// ``HTTPTransportError/Kind/timedOut``.
     var idleTimeout: Duration
+    /// The instant by which the whole exchange — connecting, a TLS handshake,
+    /// the request and its complete answer — must be over, or it fails with
+    /// ``HTTPTransportError/Kind/timedOut``; nil (the default) leaves only the
+    /// idle time-out. Unlike that time-out, no pace of bytes moves it. The
+    /// layer that builds the request sets it (the engine does, from its retry
+    /// rules); a transfer whose bytes keep moving has none.
+    var deadline: ContinuousClock.Instant?
     /// Where the response body goes instead of ``HTTPResponse/body``, for
     /// bodies too large to hold in memory (downloads).
     var responseSink: HTTPResponseSink?
@@ -96,6 +107,7 @@ struct HTTPRequest: Sendable {
         self.headers = headers
         self.body = body
         self.idleTimeout = idleTimeout
+        self.deadline = nil
         self.isIdempotent = isIdempotent
     }
 }
@@ -212,6 +224,18 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         /// the `TLSError` is ``HTTPTransportError/underlying``. Always
         /// ``HTTPTransportError/permanent``; no request byte was sent.
         case tlsFailure
+        /// After the TLS handshake the server's stream broke TLS: bytes that
+        /// are no TLS record, a record that fails decryption or authentication,
+        /// one longer than TLS allows, or a fatal alert; the `TLSError` is
+        /// ``HTTPTransportError/underlying``. A stream that merely ends early
+        /// (even inside a record, or with close_notify) is
+        /// ``connectionLost`` instead.
+        case corruptStream
+        /// The answer's body, collected into memory (no response sink took
+        /// it), is longer than the transport's limit for such answers; it was
+        /// refused as soon as that showed (an announced `Content-Length`
+        /// before any body byte), and the connection dropped.
+        case responseTooLarge
         /// Anything else the transport reports.
         case other
     }

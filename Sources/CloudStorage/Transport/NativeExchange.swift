@@ -25,7 +25,8 @@ import Darwin
 /// answers are skipped, and the body is read as ``HTTPBodyFraming`` says
 /// (length, chunked or until close), at most ``maxResponseBody`` bytes.
 ///
-/// Every wait is bounded by the request's idle time-out.
+/// Every wait is bounded by the request's idle time-out and, if it has one, by
+/// its deadline, which no pace of bytes moves (``NativeWaitLimit``).
 final class NativeExchange {
     private let socket: NativeSocket
     private let request: NativePreparedRequest
@@ -185,8 +186,8 @@ final class NativeExchange {
     }
 
     /// Writes `buffers` through TLS from their own storage, in slices of at most
-    /// ``tlsWriteSlice`` so progress and cancellation stay responsive. Blocking calls, each
-    /// bounded by the socket time-outs; a shutdown (cancellation) wakes them.
+    /// ``tlsWriteSlice`` so progress and cancellation stay responsive. Each slice must go
+    /// within the idle time-out (and by the deadline); a shutdown (cancellation) wakes it.
     ///
     /// An early answer from the server is not watched for here (a TLS write cannot be
     /// polled like a plain one); it is read after the body, or the write fails when the
@@ -198,7 +199,8 @@ final class NativeExchange {
             while offset < buffer.count {
                 if isCancelled() { throw NativeSocket.cancelledError }
                 let count = min(buffer.count - offset, Self.tlsWriteSlice)
-                try socket.tlsWrite(UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]))
+                try socket.tlsWrite(
+                    UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]), limit: request.waitLimit)
                 offset += count
                 let headPart = min(headLeft, count)
                 headLeft -= headPart
@@ -275,7 +277,7 @@ final class NativeExchange {
     private func waitWritable() throws(HTTPTransportError) -> Bool {
         while true {
             let ready = try socket.wait(
-                readable: true, writable: true, timeout: request.idleTimeout, isCancelled: isCancelled)
+                readable: true, writable: true, limit: request.waitLimit, isCancelled: isCancelled)
             if ready.readable {
                 guard let count = try readAvailable() else { continue }
                 if count == 0 {
@@ -349,7 +351,7 @@ final class NativeExchange {
                     let buffer = socket.tls.fileBufferForCopies()
                     let wanted = UnsafeMutableRawBufferPointer(
                         rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
-                    let count = try socket.tlsRead(into: wanted)
+                    let count = try socket.tlsRead(into: wanted, limit: request.waitLimit)
                     if count == 0 { throw truncated() }
                     receivedResponseBytes = true
                     let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
@@ -438,13 +440,13 @@ final class NativeExchange {
         return count
     }
 
-    /// Reads, waiting up to the idle time-out for bytes to arrive.
+    /// Reads, waiting for bytes to arrive within the request's wait limit.
     ///
     /// - Returns: The byte count; 0 at end of stream.
     private func readBlocking() throws(HTTPTransportError) -> Int {
         if socket.usesTLS {
             if isCancelled() { throw NativeSocket.cancelledError }
-            let count = try socket.tlsRead(into: scratch)
+            let count = try socket.tlsRead(into: scratch, limit: request.waitLimit)
             if count > 0 {
                 receivedResponseBytes = true
                 input.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
@@ -453,7 +455,7 @@ final class NativeExchange {
         }
         while true {
             if let count = try readAvailable() { return count }
-            _ = try socket.wait(readable: true, writable: false, timeout: request.idleTimeout, isCancelled: isCancelled)
+            _ = try socket.wait(readable: true, writable: false, limit: request.waitLimit, isCancelled: isCancelled)
         }
     }
 
@@ -471,7 +473,8 @@ final class NativeExchange {
 
     private func tooLarge() -> HTTPTransportError {
         HTTPTransportError(
-            kind: .other, message: "The response from \(socket.key) is larger than \(maxResponseBody) bytes.")
+            kind: .responseTooLarge,
+            message: "The response from \(socket.key) is larger than \(maxResponseBody) bytes.")
     }
 }
 

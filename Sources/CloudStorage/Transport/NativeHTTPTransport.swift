@@ -14,11 +14,12 @@ import Darwin
 /// and `https://` URLs (see DESIGN.md, decisions 1, 2 and 8).
 ///
 /// - **TLS** is a stream layer under the same exchange, not a second
-///   transport: an `https://` connection is a ``NativeSocket`` made blocking
-///   (each call bounded by `SO_RCVTIMEO`/`SO_SNDTIMEO`) with a `TLSStream`
-///   over it. The handshake (the URL's host for SNI and verification, port
-///   443 by default) runs right after connecting, bounded like the connect,
-///   and before any request byte: a server that fails verification never
+///   transport: an `https://` connection is the same non-blocking
+///   ``NativeSocket`` with a `TLSStream` over it, whose calls wait for the
+///   socket within the same limits as plain I/O. The handshake (the URL's
+///   host for SNI and verification, port 443 by default) runs right after
+///   connecting, within the connect's deadline, and before any request
+///   byte: a server that fails verification never
 ///   sees the head or the credential, and the failure is
 ///   ``HTTPTransportError/Kind/tlsFailure``, permanent. Plain and TLS
 ///   connections are pooled under different keys and never mix. File
@@ -57,10 +58,13 @@ import Darwin
 ///   ``HTTPTransportError/Kind/connectionLost`` instead, and the engine asks
 ///   the server what it has. Progress never goes back on a resend: it
 ///   resumes reporting once the new attempt passes what was reported.
-/// - **Time-outs**: connecting may take ``Configuration/connectTimeout`` (or
-///   the request's idle time-out if shorter); every other wait ends with
-///   ``HTTPTransportError/Kind/timedOut`` after the request's
-///   ``HTTPRequest/idleTimeout`` without progress.
+/// - **Time-outs**: connecting and the TLS handshake together may take
+///   ``Configuration/connectTimeout`` (or the request's idle time-out if
+///   shorter), counted from the start of connecting, so a server that sends
+///   its handshake a byte at a time cannot stretch them; every other wait
+///   ends with ``HTTPTransportError/Kind/timedOut`` after the request's
+///   ``HTTPRequest/idleTimeout`` without progress. Nothing of a request goes
+///   on past its ``HTTPRequest/deadline``.
 /// - **Cancellation** shuts the socket down (`shutdown(SHUT_RDWR)`), which
 ///   wakes the I/O thread at once from whatever it is blocked in; the request
 ///   throws `CancellationError` and its connection is closed, never pooled.
@@ -78,7 +82,8 @@ final class NativeHTTPTransport: HTTPTransport {
         var maxIdleConnectionsPerHost = 32
         /// How long a connection may wait unused in the pool.
         var maxIdleTime: Duration = .seconds(30)
-        /// The longest a connection attempt may take.
+        /// The longest connecting and the TLS handshake may take together (a deadline from the
+        /// start of connecting, not a time-out per read).
         var connectTimeout: Duration = .seconds(30)
         /// `SO_SNDBUF` to ask for (the kernel caps it at `net.core.wmem_max`); nil keeps auto-tuning.
         var sendBufferSize: Int? = 4 * 1024 * 1024
@@ -228,20 +233,31 @@ final class NativeHTTPTransport: HTTPTransport {
             }
             if socket == nil {
                 let context = request.usesTLS ? try clientContext() : nil
-                let timeout = min(configuration.connectTimeout, request.idleTimeout)
-                let fresh = try NativeSocket.connect(
-                    host: request.host,
-                    port: request.port,
-                    key: request.key,
-                    timeout: timeout,
-                    sendBufferSize: configuration.sendBufferSize,
-                    register: { state.attach($0) }
-                )
+                // One deadline for connecting and the handshake, fixed now: no pace of bytes moves it.
+                let setup = NativeWaitLimit(
+                    idle: min(configuration.connectTimeout, request.idleTimeout), deadline: request.deadline
+                ).end().instant
+                let fresh: NativeSocket
+                do {
+                    fresh = try NativeSocket.connect(
+                        host: request.host,
+                        port: request.port,
+                        key: request.key,
+                        deadline: setup,
+                        sendBufferSize: configuration.sendBufferSize,
+                        register: { state.attach($0) }
+                    )
+                } catch  where error.kind == .connectFailed && request.deadline.map({ .now >= $0 }) == true {
+                    // The request's deadline, not the server, ended it: a time-out like any other.
+                    throw HTTPTransportError(
+                        kind: .timedOut, message: "Connecting to \(request.key) was not over by the request's deadline."
+                    )
+                }
                 pool.noteOpened()
                 if let context {
                     do {
                         // Before any request byte: a server that fails verification never sees the head.
-                        try fresh.startTLS(context: context, host: request.host, port: request.port, timeout: timeout)
+                        try fresh.startTLS(context: context, host: request.host, port: request.port, deadline: setup)
                     } catch {
                         _ = state.detach()
                         fresh.close()
@@ -252,7 +268,6 @@ final class NativeHTTPTransport: HTTPTransport {
                 socket = fresh
             }
             guard let socket else { throw NativeSocket.cancelledError }
-            if socket.usesTLS { socket.setTimeouts(request.idleTimeout) }
             let exchange = NativeExchange(
                 socket: socket,
                 request: request,

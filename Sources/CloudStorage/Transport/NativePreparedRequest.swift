@@ -17,6 +17,10 @@ struct NativePreparedRequest: Sendable {
     let head: [UInt8]
     let body: HTTPRequestBody
     let idleTimeout: Duration
+    /// When the whole exchange must be over (``HTTPRequest/deadline``).
+    let deadline: ContinuousClock.Instant?
+    /// What bounds each wait of the exchange.
+    var waitLimit: NativeWaitLimit { NativeWaitLimit(idle: idleTimeout, deadline: deadline) }
     /// Where a streamed response body goes, if the request asked for one.
     let responseSink: HTTPResponseSink?
     /// Whether the request asked the server to close the connection after it.
@@ -60,6 +64,7 @@ struct NativePreparedRequest: Sendable {
         self.usesTLS = scheme == "https"
         self.body = request.body
         self.idleTimeout = request.idleTimeout
+        self.deadline = request.deadline
 
         var headers = request.headers
         if headers["Host"] == nil {

@@ -25,7 +25,7 @@ final class NativeSocket: Sendable {
     /// The pool key of the server this socket is connected to: `host:port`, or
     /// `https://host:port` once it carries TLS.
     let key: String
-    /// The TLS stream over this socket (after ``startTLS(context:host:port:timeout:)``).
+    /// The TLS stream over this socket (after ``startTLS(context:host:port:deadline:)``).
     let tls = NativeTLSLayer()
 
     /// Whether the connection is a TLS stream over the socket.
@@ -56,21 +56,22 @@ final class NativeSocket: Sendable {
     /// Closes a connection that is done but healthy (its response was read completely): a
     /// TLS one sends its close_notify first, without which OpenSSL marks the session as not
     /// resumable, and the next connection to the server would need a full handshake.
-    /// Blocking (one small write, bounded by the socket time-out): call it on an I/O thread.
+    /// Never waits: the alert goes only if the socket takes it at once (it nearly always
+    /// does, as both sides are done).
     func closeGracefully() {
-        if let stream = tls.stream { try? stream.shutdown() }
+        if let stream = tls.stream { try? stream.shutdown(deadline: .now) }
         close()
     }
 
     // MARK: - Connecting
 
-    /// Resolves `host`, then connects to each address in turn until one answers within `timeout`.
+    /// Resolves `host`, then connects to each address in turn until one answers by `deadline`.
     ///
     /// - Parameters:
     ///   - host: A host name or IP address (without brackets).
     ///   - port: The TCP port.
     ///   - key: The pool key the connection will have (`https://host:port` for one that will carry TLS).
-    ///   - timeout: How long each connection attempt may take.
+    ///   - deadline: When every attempt together must be over.
     ///   - sendBufferSize: `SO_SNDBUF` to ask for (best effort), or nil to keep the system's auto-tuning.
     ///   - register: Called with each socket before it blocks; returning false (the request was
     ///     cancelled) abandons the attempt.
@@ -80,7 +81,7 @@ final class NativeSocket: Sendable {
         host: String,
         port: Int,
         key: String,
-        timeout: Duration,
+        deadline: ContinuousClock.Instant,
         sendBufferSize: Int?,
         register: (NativeSocket) -> Bool
     ) throws(HTTPTransportError) -> NativeSocket {
@@ -92,6 +93,11 @@ final class NativeSocket: Sendable {
         }
         var lastError: Int32 = ECONNREFUSED
         for address in addresses {
+            let left = ContinuousClock.now.duration(to: deadline)
+            guard left > .zero else {
+                lastError = ETIMEDOUT
+                break
+            }
             let fd: Int32
             do {
                 fd = try POSIXSocket.makeSocket(for: address)
@@ -110,7 +116,7 @@ final class NativeSocket: Sendable {
                 socket.close()
                 throw Self.cancelledError
             }
-            let code = POSIXSocket.connect(fd, to: address, timeout: timeout)
+            let code = POSIXSocket.connect(fd, to: address, timeout: left)
             if code == 0 { return socket }
             socket.close()
             lastError = code
@@ -121,27 +127,25 @@ final class NativeSocket: Sendable {
 
     // MARK: - Waiting
 
-    /// Waits until the socket is ready for the events asked, for at most `timeout`.
+    /// Waits until the socket is ready for the events asked, within `limit`.
     ///
     /// The wait is cut into slices of at most half a second so a cancellation
     /// is noticed even if the shutdown that normally wakes it raced with it.
     ///
     /// - Throws: ``HTTPTransportError/Kind/timedOut`` when nothing happened
-    ///   within `timeout`; the cancellation marker when `isCancelled` says so.
+    ///   within the idle time-out or the deadline passed; the cancellation
+    ///   marker when `isCancelled` says so.
     func wait(
         readable: Bool,
         writable: Bool,
-        timeout: Duration,
+        limit: NativeWaitLimit,
         isCancelled: () -> Bool
     ) throws(HTTPTransportError) -> POSIXSocket.Readiness {
-        let deadline = ContinuousClock.now + timeout
+        let (end, isDeadline) = limit.end()
         while true {
             if isCancelled() { throw Self.cancelledError }
-            let left = ContinuousClock.now.duration(to: deadline)
-            guard left > .zero else {
-                throw HTTPTransportError(
-                    kind: .timedOut, message: "Nothing moved to or from \(key) for \(timeout).")
-            }
+            let left = ContinuousClock.now.duration(to: end)
+            guard left > .zero else { throw limit.expired(key, isDeadline: isDeadline) }
             do {
                 let slice = min(.milliseconds(500), left)
                 if let ready = try POSIXSocket.poll(fd, readable: readable, writable: writable, timeout: slice) {
@@ -198,72 +202,73 @@ final class NativeSocket: Sendable {
 
     // MARK: - TLS
 
-    /// Makes the socket blocking, bounded by `timeout` per call, and runs the TLS handshake
-    /// as a client of `host` (SNI and verification) before any request byte is sent.
+    /// Runs the TLS handshake as a client of `host` (SNI and verification) before any request
+    /// byte is sent, on the socket as it is (non-blocking): the handshake must be over by
+    /// `deadline`, however the server paces its bytes, and a shutdown wakes it.
     ///
     /// - Throws: ``HTTPTransportError/Kind/tlsFailure`` (permanent) when the server cannot be
     ///   verified or speaks no usable TLS; ``HTTPTransportError/Kind/timedOut`` or
     ///   ``HTTPTransportError/Kind/connectionLost`` for a stalled or broken connection.
-    func startTLS(context: TLSContext, host: String, port: Int, timeout: Duration) throws(HTTPTransportError) {
-        // TLS runs on blocking calls; the socket time-outs bound each one, and a shutdown wakes them.
-        POSIXSocket.setNonBlocking(fd, false)
-        setTimeouts(timeout)
+    func startTLS(
+        context: TLSContext, host: String, port: Int, deadline: ContinuousClock.Instant
+    ) throws(HTTPTransportError) {
         do {
             let stream = try TLSStream(client: context, socket: fd, host: host, port: port)
             tls.stream = stream
-            try stream.handshake()
+            try stream.handshake(deadline: deadline)
         } catch {
             tls.close()
             throw handshakeFailure(error)
         }
     }
 
-    /// Bounds each blocking TLS read and write by `timeout` (`SO_RCVTIMEO`/`SO_SNDTIMEO`).
-    func setTimeouts(_ timeout: Duration) {
-        let (seconds, attoseconds) = timeout.components
-        let microseconds = max(1, min(seconds, 365 * 86_400) * 1_000_000 + attoseconds / 1_000_000_000_000)
-        var value = timeval()
-        value.tv_sec = .init(microseconds / 1_000_000)
-        value.tv_usec = .init(microseconds % 1_000_000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
-    }
-
-    /// Writes all of `bytes` through TLS. Blocking, bounded by the socket time-outs.
-    func tlsWrite(_ bytes: UnsafeRawBufferPointer) throws(HTTPTransportError) {
+    /// Writes all of `bytes` through TLS, waiting for room in the socket within `limit`.
+    func tlsWrite(_ bytes: UnsafeRawBufferPointer, limit: NativeWaitLimit) throws(HTTPTransportError) {
         guard let stream = tls.stream else { throw HTTPTransportError(kind: .other, message: "No TLS stream.") }
+        let (end, isDeadline) = limit.end()
         do {
-            try stream.write(bytes)
+            try stream.write(bytes, deadline: end)
         } catch {
-            throw streamFailure(error)
+            throw streamFailure(error, limit, isDeadline)
         }
     }
 
-    /// Reads decrypted bytes. Blocking, bounded by the socket time-outs.
+    /// Reads decrypted bytes, waiting for a whole record within `limit`.
     ///
     /// - Returns: The byte count; 0 when the server closed the stream.
-    func tlsRead(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPTransportError) -> Int {
+    func tlsRead(into buffer: UnsafeMutableRawBufferPointer, limit: NativeWaitLimit) throws(HTTPTransportError) -> Int {
         guard let stream = tls.stream else { throw HTTPTransportError(kind: .other, message: "No TLS stream.") }
+        let (end, isDeadline) = limit.end()
         do {
-            return try stream.read(into: buffer)
+            return try stream.read(into: buffer, deadline: end)
         } catch {
             if error.kind == .peerClosed { return 0 }
-            throw streamFailure(error)
+            throw streamFailure(error, limit, isDeadline)
         }
     }
 
-    private func streamFailure(_ error: TLSError) -> HTTPTransportError {
-        if error.kind == .timedOut {
-            return HTTPTransportError(kind: .timedOut, message: "Nothing moved to or from \(key) (TLS).")
+    /// The transport's failure for a TLS failure after the handshake: a time-out, a stream
+    /// that broke TLS (``HTTPTransportError/Kind/corruptStream``), or else a lost connection.
+    private func streamFailure(_ error: TLSError, _ limit: NativeWaitLimit, _ isDeadline: Bool) -> HTTPTransportError {
+        switch error.kind {
+        case .timedOut:
+            return limit.expired(key, isDeadline: isDeadline)
+        case .corruptStream:
+            return HTTPTransportError(
+                kind: .corruptStream, message: "The TLS stream from \(key) is corrupt (\(error.message)).",
+                underlying: error)
+        default:
+            return HTTPTransportError(
+                kind: .connectionLost, message: "The TLS connection to \(key) broke (\(error.message)).")
         }
-        return HTTPTransportError(
-            kind: .connectionLost, message: "The TLS connection to \(key) broke (\(error.message)).")
     }
 
     private func handshakeFailure(_ error: TLSError) -> HTTPTransportError {
         switch error.kind {
         case .timedOut:
-            return HTTPTransportError(kind: .timedOut, message: "The TLS handshake with \(key) stalled.")
+            return HTTPTransportError(
+                kind: .timedOut,
+                message: "The TLS handshake with \(key) was not over by its deadline (however steadily bytes moved).")
         case .peerClosed, .io:
             return HTTPTransportError(
                 kind: .connectionLost,

@@ -125,6 +125,20 @@ final class URLSessionTransport: HTTPTransport {
             #endif
         }
         let dataTask = session.dataTask(with: urlRequest)
+        // URLSession knows only idle time-outs (and one per session for everything): the
+        // request's deadline cancels the task, which then completes as timed out. A dispatch
+        // timer, not a sleeping task, so that a busy cooperative pool cannot delay it; off that
+        // pool too because swift-corelibs-foundation's cancel() may wait for its queues.
+        let expiry = request.deadline.map { deadline in
+            let item = DispatchWorkItem {
+                exchange.expire()
+                dataTask.cancel()
+            }
+            let left = ContinuousClock.now.duration(to: deadline)
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, left.timeInterval), execute: item)
+            return item
+        }
+        defer { expiry?.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
                 exchange.begin(continuation)
@@ -162,7 +176,8 @@ private struct ResponseLimit: Sendable {
 
     /// The error the native transport throws for the same response.
     var exceeded: HTTPTransportError {
-        HTTPTransportError(kind: .other, message: "The response from \(server) is larger than \(bytes) bytes.")
+        HTTPTransportError(
+            kind: .responseTooLarge, message: "The response from \(server) is larger than \(bytes) bytes.")
     }
 
     /// Whether a `Content-Length` header announces more than the limit: refused before reading.
@@ -197,6 +212,8 @@ private final class Exchange: Sendable {
         var tooLarge = false
         /// Whether the task's cancellation was asked for on the delegate's behalf.
         var aborting = false
+        /// Whether the request's deadline passed (and the task is being cancelled for it).
+        var expired = false
     }
 
     let requestBody: HTTPRequestBody
@@ -239,6 +256,13 @@ private final class Exchange: Sendable {
     func cancel() {
         state.withLock { $0.cancelled = true }
     }
+
+    /// Marks the request as past its deadline; the caller cancels the task.
+    func expire() {
+        state.withLock { $0.expired = true }
+    }
+
+    var isExpired: Bool { state.withLock { $0.expired } }
 
     /// True the first time only: whoever gets it cancels the task.
     func takeAbort() -> Bool {
@@ -435,6 +459,14 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
             exchange.complete(.failure(limitError))
         } else if exchange.isCancelled {
             exchange.complete(.failure(CancellationError()))
+        } else if error != nil, exchange.isExpired {
+            exchange.complete(
+                .failure(
+                    HTTPTransportError(
+                        kind: .timedOut,
+                        message:
+                            "The exchange with \(exchange.limit.server) was not over by its deadline (however steadily bytes moved)."
+                    )))
         } else if let error {
             exchange.complete(.failure(HTTPTransportError(error, server: exchange.limit.server)))
         } else {

@@ -183,6 +183,41 @@ struct TokenCacheTests {
         #expect(try await cache.token(context: Self.context).value == "token-2")
     }
 
+    /// The deadline of a waiter that is in its operation's retry time: it leaves then, as a
+    /// cancelled one would, and the exchange goes on for the waiters still there. The
+    /// exchange is parked until the test opens it, so only the deadline can end the wait.
+    @Test("a waiter whose deadline passes leaves then; the exchange goes on for the others")
+    func waiterDeadlinePasses() async throws {
+        let exchange = ScriptedExchange(gated: true)
+        let cache = Self.cache(exchange)
+        let staying = Task { try await cache.token(context: Self.context).value }
+        try await Self.waitUntil { cache.waiterCount == 1 }
+        let hurried = TokenRequestContext(
+            transport: URLSessionTransport.shared, requestTimeout: .seconds(5),
+            retryPolicy: RetryPolicy(configuration: StorageConfiguration(), operation: .other),
+            deadline: .now + .milliseconds(50))
+        let error = await #expect(throws: StorageError.self) { try await cache.token(context: hurried) }
+        #expect(error?.underlyingError is RetryTimeRanOut, "\(String(describing: error))")
+        #expect(cache.waiterCount == 1)
+        exchange.open()
+        #expect(try await staying.value == "token-1")
+        #expect(exchange.cancelledExchanges.load(ordering: .relaxed) == 0)
+        #expect(exchange.calls == 1)
+    }
+
+    @Test("a waiter whose deadline passed before it asked never waits")
+    func waiterDeadlineAlreadyPassed() async throws {
+        let exchange = ScriptedExchange(gated: true)
+        let cache = Self.cache(exchange)
+        let late = TokenRequestContext(
+            transport: URLSessionTransport.shared, requestTimeout: .seconds(5),
+            retryPolicy: RetryPolicy(configuration: StorageConfiguration(), operation: .other),
+            deadline: .now - .seconds(1))
+        let error = await #expect(throws: StorageError.self) { try await cache.token(context: late) }
+        #expect(error?.underlyingError is RetryTimeRanOut)
+        #expect(exchange.calls == 0)
+    }
+
     @Test("a caller cancelled before it asks never waits")
     func cancelledBeforeAsking() async throws {
         let exchange = ScriptedExchange(gated: true)

@@ -200,7 +200,7 @@ struct URLSessionTransportTests {
             sent: sent)
         let error = await Self.failedGET(port: server.port)
         server.stop()
-        #expect(error?.kind == .other)
+        #expect(error?.kind == .responseTooLarge)
         #expect(error?.message == "The response from 127.0.0.1:\(server.port) is larger than \(Self.limit) bytes.")
         // The client hung up on its own, far short of the 10 GB it was promised.
         let hungUp = sent.clientHungUp.load(ordering: .acquiring)
@@ -215,7 +215,7 @@ struct URLSessionTransportTests {
             chunked: true, awaitingClose: true, sent: sent)
         let error = await Self.failedGET(port: server.port)
         server.stop()
-        #expect(error?.kind == .other)
+        #expect(error?.kind == .responseTooLarge)
         #expect(error?.message.contains("is larger than \(Self.limit) bytes") == true)
         let hungUp = sent.clientHungUp.load(ordering: .acquiring)
         #expect(hungUp)

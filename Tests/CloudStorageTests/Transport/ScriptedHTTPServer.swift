@@ -203,20 +203,39 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
         }
     }
 
-    func write(_ text: String) {
+    /// Writes `text` (through TLS over `https`); false once the peer is gone.
+    @discardableResult
+    func write(_ text: String) -> Bool {
         write(Array(text.utf8))
     }
 
-    func write(_ bytes: [UInt8]) {
+    /// Writes `bytes` (through TLS over `https`); false once the peer is gone.
+    @discardableResult
+    func write(_ bytes: [UInt8]) -> Bool {
         if let tls {
-            _ = bytes.withUnsafeBytes { raw in (try? tls.write(raw)) != nil }
-            return
+            return bytes.withUnsafeBytes { raw in (try? tls.write(raw)) != nil }
         }
+        return writeBelowTLS(bytes)
+    }
+
+    /// Writes `bytes` straight to the socket, under TLS if there is any (bytes that are no
+    /// record of it); false once the peer is gone.
+    @discardableResult
+    func writeBelowTLS(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags) }
-            if sent <= 0 { return }
+            if sent < 0 && errno == EINTR { continue }
+            if sent <= 0 { return false }
             offset += sent
+        }
+        return true
+    }
+
+    /// Ends the server's direction with a FIN (and no TLS close_notify), keeping the socket open.
+    func finishSendingBelowTLS() {
+        lifecycle.withLock { closed in
+            if !closed { _ = systemShutdownWrite(fd) }
         }
     }
 
@@ -271,8 +290,10 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
 private let sendFlags = Int32(MSG_NOSIGNAL)
 private func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
 private func systemShutdown(_ fd: Int32) -> Int32 { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
+private func systemShutdownWrite(_ fd: Int32) -> Int32 { Glibc.shutdown(fd, Int32(SHUT_WR)) }
 #else
 private let sendFlags: Int32 = 0
 private func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
 private func systemShutdown(_ fd: Int32) -> Int32 { Darwin.shutdown(fd, SHUT_RDWR) }
+private func systemShutdownWrite(_ fd: Int32) -> Int32 { Darwin.shutdown(fd, SHUT_WR) }
 #endif

@@ -44,6 +44,31 @@ struct TLSHandshakeStallTests {
         #expect(transportError?.description.contains("handshake") == true)
     }
 
+    /// A server that sends its handshake a byte at a time (the start of a 16 KiB record, then a
+    /// byte every 10 ms) keeps every read of the handshake short of the time-out: connecting
+    /// and the handshake must end at their deadline instead, while the bytes still come.
+    @Test func aHandshakeDrippedByteByByteTimesOut() async throws {
+        let peer = DrippingPeer()
+        let server = try ScriptedHTTPServer { connection, _ in
+            peer.run(on: connection, prefix: ExchangeDeadlineTests.handshakeRecordStart, belowTLS: true)
+        }
+        defer { server.stop() }
+        let storage = Self.storage(server) {
+            $0.requestTimeout = .seconds(1)
+            $0.maxOperationRetryTime = .zero
+        }
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "o").getMetadata()
+        }
+        #expect(error?.code == .retryLimitExceeded)
+        let transportError = (error?.underlyingError as? StorageError)?.underlyingError as? HTTPTransportError
+        #expect(transportError?.kind == .timedOut, "\(String(describing: error))")
+        #expect(transportError?.description.contains("handshake") == true)
+        if server.acceptedConnections == 1 {
+            #expect(try await peer.ended() == .clientGone, "the client gave up while bytes still came")
+        }
+    }
+
     @Test func cancellingDuringTheHandshakeEndsTheOperation() async throws {
         let server = try Self.silentServer()
         defer { server.stop() }
