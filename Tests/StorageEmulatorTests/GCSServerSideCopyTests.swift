@@ -13,7 +13,7 @@ struct GCSServerSideCopyTests {
             headers: ["Content-Type": "text/x-test"], body: bytes)
     }
 
-    @Test("copyTo: a new generation in another bucket with the source's bytes, and the body's metadata over its own")
+    @Test("copyTo: a new generation in another bucket with the source's bytes, and the body's metadata instead of its own")
     func copy() throws {
         let harness = try Harness()
         let bytes = testBytes(300_000)
@@ -22,8 +22,12 @@ struct GCSServerSideCopyTests {
             "POST", "/storage/v1/b/bkt/o/a%2Fsrc/copyTo/b/other/o/a%2Fdst", json: ["metadata": ["k": "v"]])
         #expect(copied.status == 200)
         #expect(copied.json["bucket"] as? String == "other")
-        #expect(copied.json["contentType"] as? String == "text/x-test")
+        // Metadata given with a copy replaces the source's: the content type is not carried over.
+        #expect(copied.json["contentType"] as? String != "text/x-test")
         #expect((copied.json["metadata"] as? [String: String]) == ["k": "v"])
+        // Without any, the source's metadata is kept.
+        let kept = harness.send("POST", "/storage/v1/b/bkt/o/a%2Fsrc/copyTo/b/other/o/a%2Fkept")
+        #expect(kept.json["contentType"] as? String == "text/x-test")
         #expect(copied.json["md5Hash"] as? String == md5Base64(bytes))
         #expect(copied.json["generation"] as? String != source["generation"] as? String)
         #expect(harness.object("other", "a/dst") == Data(bytes))

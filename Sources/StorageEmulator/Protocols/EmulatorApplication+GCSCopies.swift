@@ -106,16 +106,15 @@ extension EmulatorApplication {
         return record
     }
 
-    /// The destination's metadata: the source's, with the fields of the request body's object
-    /// resource (if any) over them. `name` and `bucket` in the body are the path's business.
+    /// The destination's metadata: the source's when the request body's object resource sets no
+    /// writable field, otherwise that resource's alone, as Cloud Storage does: metadata given with
+    /// a copy replaces the source's rather than merging with it, so a field the body leaves out is
+    /// not set. `name` and `bucket` in the body are the path's business.
     private func destinationAttributes(_ body: BodyReader, source: ObjectRecord) throws -> ObjectAttributes {
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-        var attributes = source.attributes
-        try ObjectJSON.apply(patch: json, to: &attributes)
-        if let tokens = attributes.metadata.removeValue(forKey: "firebaseStorageDownloadTokens") {
-            attributes.downloadTokens = tokens.split(separator: ",").map(String.init)
-        }
-        return attributes
+        let attributes = try ObjectJSON.attributes(from: json)
+        let setsAField = json.keys.contains { $0 != "name" && $0 != "bucket" && $0 != "kind" }
+        return setsAField ? attributes : source.attributes
     }
 
     /// `rewriteTo`: copies in calls of at most `maxBytesRewrittenPerCall` bytes, each call but

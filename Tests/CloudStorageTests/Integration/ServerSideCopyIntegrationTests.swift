@@ -11,8 +11,7 @@ import Testing
 ///
 /// fake-gcs-server copies in one rewrite call, ignores preconditions on copies and composes, and
 /// has no `moveTo` (moves there take the copy-then-delete path), so the scenarios that need a
-/// strict server run only against the emulator, whose cases wait for
-/// ``EmulatorFeatures/serverSideCopies``.
+/// strict server run only against the emulator.
 @Suite("Server-side copies", .timeLimit(.minutes(5)))
 struct ServerSideCopyIntegrationTests {
     enum Server: String, Sendable, CustomTestStringConvertible {
@@ -85,7 +84,7 @@ struct ServerSideCopyIntegrationTests {
         try await Self.withContext(.fakeGCS, route) { try await Self.run(scenario, $0) }
     }
 
-    @Test(.enabled(if: EmulatorFeatures.serverSideCopies), arguments: Scenario.allCases, TestRoute.all)
+    @Test(arguments: Scenario.allCases, TestRoute.all)
     func onEmulator(scenario: Scenario, route: TestRoute) async throws {
         try await Self.withContext(.emulator, route) { try await Self.run(scenario, $0) }
     }
