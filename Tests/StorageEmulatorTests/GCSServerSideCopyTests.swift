@@ -13,7 +13,9 @@ struct GCSServerSideCopyTests {
             headers: ["Content-Type": "text/x-test"], body: bytes)
     }
 
-    @Test("copyTo: a new generation in another bucket with the source's bytes, and the body's metadata instead of its own")
+    @Test(
+        "copyTo: a new generation in another bucket with the source's bytes, and the body's metadata instead of its own"
+    )
     func copy() throws {
         let harness = try Harness()
         let bytes = testBytes(300_000)
