@@ -40,13 +40,20 @@ struct ApplicationDefaultCredentialsTests {
     }
 
     /// A loopback port nothing listens on: connections to it are refused at once.
+    ///
+    /// The port stays bound (never listening) for the life of the test process, so no
+    /// server another test starts can be given it: a client still retrying against it
+    /// could otherwise reach that server and become a stray connection there.
     static func closedPort() throws -> Int {
+        try reservedClosedPort.get()
+    }
+
+    private static let reservedClosedPort = Result { () throws -> Int in
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
         let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
@@ -56,7 +63,10 @@ struct ApplicationDefaultCredentialsTests {
                 bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        guard bound else { throw ScriptFailure("bind: \(errno)") }
+        guard bound else {
+            close(fd)
+            throw ScriptFailure("bind: \(errno)")
+        }
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
