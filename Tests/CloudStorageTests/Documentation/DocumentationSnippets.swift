@@ -455,6 +455,46 @@ enum DocumentationSnippets {
         // end snippet
     }
 
+    static func copyingAcrossBuckets(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#1
+        let archive = storage.bucket("archive")
+        var metadata = StorageMetadata()
+        metadata.storageClass = "COLDLINE"
+        metadata.contentType = "application/pdf"
+        let source = storage.reference(withPath: "2024/report.pdf")
+        let current = try await source.getMetadata()
+        let copied = try await source.copy(
+            to: archive.reference(withPath: "2024/report.pdf"),
+            metadata: metadata,  // replaces the source's metadata, as Cloud Storage does
+            preconditions: .doesNotExist,  // never replace an archived copy
+            sourcePreconditions: StoragePreconditions(ifGenerationMatch: current.generation)  // exactly this version
+        ) { progress in
+            print("\(progress.completedUnitCount) of \(progress.totalUnitCount) bytes")
+        }
+        print(copied.generation ?? 0)
+        // end snippet
+    }
+
+    static func composingParts(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#2
+        let parts = (0..<3).map { storage.reference(withPath: "upload/part-\($0)") }
+        var metadata = StorageMetadata()
+        metadata.contentType = "video/mp4"
+        let whole = try await storage.reference(withPath: "videos/full.mp4")
+            .compose(from: parts, metadata: metadata, preconditions: .doesNotExist)
+        print(whole.size, whole.componentCount ?? 0)
+        for part in parts { try await part.delete() }
+        // end snippet
+    }
+
+    static func movingWithinABucket(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#3
+        let moved = try await storage.reference(withPath: "inbox/scan.pdf")
+            .move(to: storage.reference(withPath: "done/scan.pdf"), preconditions: .doesNotExist)
+        print(moved.path ?? "")  // "done/scan.pdf"
+        // end snippet
+    }
+
     static func emulatorInTests() async throws {
         // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#1
         let emulator = try StorageEmulator.start()  // in memory, on a free loopback port
