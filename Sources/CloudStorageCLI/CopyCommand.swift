@@ -65,8 +65,8 @@ struct CopyCommand {
         \(StorageOptions.tokenUsage)
         \(ObjectWriteOptions.metadataUsage)
         \(ObjectWriteOptions.preconditionUsage)
-                              (with -r only the metadata options; a download takes only -n,
-                              which then keeps an existing local file)
+          With -r only the metadata options apply; a download takes only -n, which then
+          keeps an existing local file (checked before the download starts).
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):

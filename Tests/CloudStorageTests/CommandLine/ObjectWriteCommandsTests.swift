@@ -299,6 +299,17 @@ struct ObjectWriteCommandsTests {
         #expect(down == .success)
         #expect(try Data(contentsOf: file) == Data("up".utf8))
         #expect(try await Self.bytes(emulator, "up.txt") == nil)
+
+        // A move skipped by -n removes nothing, in either direction.
+        _ = try await Self.put("up.txt", Data("server".utf8), in: emulator)
+        let (keptFile, _) = try await Self.run(["mv", "-n", "--quiet", file.path, "gs://demo/up.txt"], emulator)
+        #expect(keptFile == .success)
+        #expect(try Data(contentsOf: file) == Data("up".utf8))
+        #expect(try await Self.bytes(emulator, "up.txt") == Data("server".utf8))
+        let (keptObject, _) = try await Self.run(["mv", "-n", "--quiet", "gs://demo/up.txt", file.path], emulator)
+        #expect(keptObject == .success)
+        #expect(try Data(contentsOf: file) == Data("up".utf8))
+        #expect(try await Self.bytes(emulator, "up.txt") == Data("server".utf8))
     }
 
     /// A download whose object cannot be deleted afterwards leaves the object, says so, and
