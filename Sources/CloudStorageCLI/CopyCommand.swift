@@ -427,11 +427,14 @@ struct CopyCommand {
         cancelled: String, success: (Task.Output) -> String, then: ((Task.Output) async -> ExitCode)? = nil
     ) async -> ExitCode {
         let showsProgress = showsProgress
+        let skips = write.noClobber && skipping != nil
         let (ending, signal) = await Interruptibly.run { () -> Result<Task.Output, StorageError> in
             let task = await start()
             return await withTaskCancellationHandler {
                 var bar = ProgressBar()
                 for await snapshot in task.snapshots where showsProgress {
+                    // A destination -n skips is no failure: its line says so instead of the bar.
+                    if skips && snapshot.error?.code == .preconditionFailed { continue }
                     bar.show(snapshot)
                 }
                 do throws(StorageError) {
