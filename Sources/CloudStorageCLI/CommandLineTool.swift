@@ -6,7 +6,14 @@ let usage = """
 
     Commands:
       cp SOURCE DESTINATION      copy a file, - (standard input/output) or, with -r, a directory to or
-                                 from gs://BUCKET/PATH (with no endpoint configured, the built-in emulator)
+                                 from gs://BUCKET/PATH (with no endpoint configured, the built-in emulator),
+                                 or an object to another on the server
+      mv SOURCE DESTINATION      move a file or an object (as cp, then the source is deleted)
+      compose gs://B/SRC... gs://B/DST
+                                 concatenate up to 32 objects into one, on the server
+      update gs://BUCKET/PATH... change objects' metadata
+      hash FILE|gs://BUCKET/PATH...
+                                 print CRC32C and MD5 digests
       ls [-l] [-r] gs://BUCKET[/PREFIX]
                                  list objects and folders (-l: sizes, times, a total; -r: all below)
       stat gs://BUCKET/PATH...   show objects' metadata
@@ -17,12 +24,15 @@ let usage = """
       sign gs://BUCKET/PATH      print a V4 signed URL for an object
       help [COMMAND]             show help
 
-    Run `cloud-storage help COMMAND` (cp, ls, stat, cat, rm, emulator, sign) for its options.
+    Run `cloud-storage help COMMAND` (cp, mv, compose, update, hash, ls, stat, cat, rm, emulator, sign)
+    for its options.
     """
 
 /// The usage of the commands that work on stored objects, by name.
 let objectCommandUsage = [
     "ls": ListCommand.usage, "stat": StatCommand.usage, "cat": CatCommand.usage, "rm": RemoveCommand.usage,
+    "mv": CopyCommand.moveUsage, "compose": ComposeCommand.usage, "update": UpdateCommand.usage,
+    "hash": HashCommand.usage,
 ]
 
 /// Runs `body` with a writer to standard output, stopped afterwards.
@@ -78,7 +88,7 @@ package func runCommandLine(
                 return .success
             }
             return try await SignCommand(words, environment: environment).run()
-        case "ls", "stat", "cat", "rm":
+        case "ls", "stat", "cat", "rm", "mv", "compose", "update", "hash":
             if words.contains("--help") || words.contains("-h") {
                 print(objectCommandUsage[command] ?? usage)
                 return .success
@@ -93,6 +103,18 @@ package func runCommandLine(
                 return await withStandardOutput { await parsed.run(output: $0) }
             case "cat":
                 let parsed = try CatCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "mv":
+                let parsed = try CopyCommand(words, environment: environment, moving: true)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "compose":
+                let parsed = try ComposeCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "update":
+                let parsed = try UpdateCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "hash":
+                let parsed = try HashCommand(words, environment: environment)
                 return await withStandardOutput { await parsed.run(output: $0) }
             default:
                 let parsed = try RemoveCommand(words, environment: environment)

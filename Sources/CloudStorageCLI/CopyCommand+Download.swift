@@ -20,14 +20,32 @@ extension CopyCommand {
             report(problem.message)
             return .localFile
         }
+        // Checked before the download (the file may still appear while it runs; it is then replaced).
+        if write.noClobber, await LocalDestination.offThePool({ LocalDestination.kind(of: target.path) != nil }) {
+            _ = try? await output.write(Self.skipLine(target.path) + "\n")
+            return .success
+        }
         return await withConnection(bucket: address.bucket) { connection in
             let reference = address.reference(in: connection.storage)
-            return await runTask(
-                { reference.write(toFile: target) }, output: output,
-                cancelled: "cancelled; nothing was written (the partial download was deleted)"
-            ) { _ in
-                "Copied \(reference) to \(target.path)"
+            // mv pins the generation it downloads, and deletes only that one: a newer write is kept.
+            var pinned = StoragePreconditions()
+            if moves {
+                do throws(StorageError) {
+                    pinned.ifGenerationMatch = try await reference.getMetadata().generation
+                } catch {
+                    Self.reportFailure(error)
+                    return ExitCode(error)
+                }
+                guard pinned.ifGenerationMatch != nil else {
+                    report("\(reference): the server reported no generation, which mv pins; nothing was moved")
+                    return .failure
+                }
             }
+            return await runTask(
+                { [pinned] in reference.write(toFile: target, preconditions: pinned) }, output: output,
+                cancelled: "cancelled; nothing was written (the partial download was deleted)",
+                success: { _ in "Copied \(reference) to \(target.path)" },
+                then: moves ? { _ in await Self.removeMovedObject(reference, pinned: pinned) } : nil)
         }
     }
 

@@ -17,11 +17,15 @@ extension CopyCommand {
         let size = Self.regularFileRemainder(input)
         return await withConnection(bucket: address.bucket) { connection in
             let reference = address.reference(in: connection.storage)
-            var metadata = StorageMetadata()
-            metadata.contentType = contentType ?? "application/octet-stream"
+            var metadata = write.metadata ?? StorageMetadata()
+            if metadata.contentType == nil { metadata.contentType = "application/octet-stream" }
             let blocks = FileDescriptorBlocks(fd: input)
+            let preconditions = write.preconditions
             return await runTask(
-                { [metadata] in reference.putStream(blocks, size: size, metadata: metadata) }, output: output,
+                { [metadata] in
+                    reference.putStream(blocks, size: size, metadata: metadata, preconditions: preconditions)
+                },
+                output: output, skipping: reference,
                 cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
             ) { stored in
                 "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"

@@ -20,6 +20,10 @@ struct CopyCommand {
                cloud-storage cp [options] gs://BUCKET/PATH -          download to standard output
                cloud-storage cp -r [options] DIR gs://BUCKET/[PREFIX] upload a directory
                cloud-storage cp -r [options] gs://BUCKET/[PREFIX] DIR download a prefix
+               cloud-storage cp [options] gs://BUCKET/PATH gs://BUCKET2/[PATH2]
+                                                                 copy an object on the server
+               cloud-storage cp -r [options] gs://BUCKET/[PREFIX] gs://BUCKET2/[PREFIX2]
+                                                                 copy a prefix on the server
 
         Uploads FILE, a regular file or a link to one (FIFOs, devices, sockets
         and directories are refused with status 3), to the object PATH (or,
@@ -30,6 +34,14 @@ struct CopyCommand {
         (size unknown unless it is a file; content type application/octet-stream
         unless --content-type) or writes standard output (progress only when
         standard error is a terminal).
+
+        Between two gs:// URLs (the same bucket or two) the copy runs on the server
+        (a rewrite, repeated until done for large objects): no byte passes through
+        this machine. When PATH2 is empty or ends in /, the source's last name is
+        appended. The copy keeps the source's metadata, unless a metadata option is
+        given: then the options' metadata replaces the source's as a whole (Cloud
+        Storage's rule for a copy with metadata): `--custom-metadata k=v` alone
+        leaves the copy without the source's content type and other keys.
 
         With -r the copy is recursive. The destination is taken as a folder to
         copy into, under the source's last name, when it ends in /, is the bucket
@@ -51,7 +63,10 @@ struct CopyCommand {
           -r, -R              copy a directory or a prefix, recursively
           --jobs N            with -r, copy up to N files at a time (default 8, at most 256)
         \(StorageOptions.tokenUsage)
-          --content-type T    the object's content type (default: from the extension)
+        \(ObjectWriteOptions.metadataUsage)
+        \(ObjectWriteOptions.preconditionUsage)
+          With -r only the metadata options apply; a download takes only -n, which then
+          keeps an existing local file (checked before the download starts).
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):
@@ -76,10 +91,10 @@ struct CopyCommand {
         credentials, so the directory is the owner's only (0700, records 0600).
         The built-in emulator keeps open sessions in its directory and listens again
         on the port it used last (recorded in DIR/port) so that they can be resumed.
-        Exit status: 0 copied, 2 usage (also a bucket or object name that breaks the
+        Exit status: 0 copied (or skipped by -n), 2 usage (also a bucket or object name that breaks the
         rules, refused before anything is contacted), 3 local file problem, 4 credentials
         refused, 5 bucket or object not found, 6 retries ran out, 7 integrity failure,
-        130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 1 other (no credentials
+        8 a condition (--if-generation-match, --if-metageneration-match) did not hold, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM), 1 other (no credentials
         found or none could be fetched, a server whose certificate does not verify, or
         that does not speak TLS at an https:// address, among them). With -r, the
         highest status among the failures.
@@ -99,12 +114,20 @@ struct CopyCommand {
         case uploadDirectory(URL, to: ObjectAddress)
         /// `-r gs://… DIR`; the directory as given (a trailing `/` matters).
         case downloadPrefix(ObjectAddress, to: String)
+        /// An object to another, on the server; the destination's path has the source's name
+        /// appended where due.
+        case copyObject(ObjectAddress, to: ObjectAddress)
+        /// `-r gs://… gs://…`, on the server, object by object.
+        case copyPrefix(ObjectAddress, to: ObjectAddress)
     }
 
     let direction: Direction
     /// Where the objects are, and as whom.
     let storage: StorageOptions
-    let contentType: String?
+    /// The written object's metadata and the conditions on the one it replaces.
+    let write: ObjectWriteOptions
+    /// Whether this is `mv`: the source goes once the copy is stored and verified.
+    let moves: Bool
     let chunkSize: Int64?
     let verifiesChecksums: Bool
     let quiet: Bool
@@ -119,20 +142,40 @@ struct CopyCommand {
     /// The most entries per listing request; small in tests, to make many pages.
     var pageSize = StorageReference.maximumListResults
 
-    init(_ words: [String], environment: [String: String]) throws(UsageError) {
+    /// Parses `cp`'s words, or `mv`'s.
+    ///
+    /// - Parameter moving: Whether the command is `mv`, which moves one file or object (no -r,
+    ///   no standard input or output) and always verifies what it copied before removing the source.
+    init(_ words: [String], environment: [String: String], moving: Bool = false) throws(UsageError) {
+        let verb = moving ? "mv" : "cp"
         let arguments = try CommandLineArguments(
-            ShortFlags.expand(words, letters: "rR"),
-            valued: StorageOptions.valued.union(["--content-type", "--chunk-size", "--jobs", "--retry-time"]),
+            ShortFlags.expand(words, letters: "rRn"),
+            valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time"])
+                .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R"])
+                .union(ObjectWriteOptions.noClobberFlags)
         )
         guard arguments.positional.count == 2 else {
-            throw UsageError("cp needs a SOURCE and a DESTINATION, one of them gs://BUCKET/PATH")
+            throw UsageError("\(verb) needs a SOURCE and a DESTINATION, one of them gs://BUCKET/PATH")
         }
         let recursive = arguments.has("-r") || arguments.has("-R")
-        direction = try Self.direction(arguments.positional[0], arguments.positional[1], recursive: recursive)
+        let (source, destination) = (arguments.positional[0], arguments.positional[1])
+        if moving {
+            guard !recursive else { throw UsageError("mv moves one file or object; -r is not supported") }
+            guard source != "-", destination != "-" else {
+                throw UsageError("mv moves a file or an object; it cannot read standard input or write standard output")
+            }
+            // The source goes only once its copy is known to be whole.
+            guard !arguments.has("--no-checksum") else {
+                throw UsageError("mv always verifies the copy before removing the source; --no-checksum is refused")
+            }
+        }
+        direction = try Self.direction(source, destination, recursive: recursive)
+        moves = moving
 
         storage = try StorageOptions(arguments, environment: environment)
-        contentType = arguments.value("--content-type")
+        write = try ObjectWriteOptions(arguments)
+        try Self.check(write, arguments: arguments, for: direction, verb: verb)
         if let text = arguments.value("--chunk-size") {
             guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
             // Checked here so a typo fails before any server is started or contacted.
@@ -172,7 +215,24 @@ struct CopyCommand {
         }
         switch (remote(source), remote(destination)) {
         case (true, true):
-            throw UsageError("cp copies between local files and objects; copying between objects is not supported")
+            let from = try ObjectAddress(source, role: "the source")
+            let to = try ObjectAddress(destination, role: "the destination")
+            if recursive {
+                try from.validate(needsObject: false)
+                try to.validate(needsObject: false)
+                return .copyPrefix(from, to: to)
+            }
+            guard !from.path.isEmpty, !from.endsInSlash else {
+                throw UsageError("\(source) names no object (to copy everything under it, use -r)")
+            }
+            try from.validate(needsObject: true)
+            var path = to.path
+            if path.isEmpty || to.endsInSlash {
+                path += from.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+            }
+            let named = ObjectAddress(bucket: to.bucket, path: path)
+            try named.validate(needsObject: true)
+            return .copyObject(from, to: named)
         case (false, false):
             throw UsageError(
                 "one of SOURCE and DESTINATION must be gs://BUCKET/PATH (both are local: \(source), \(destination))")
@@ -210,6 +270,36 @@ struct CopyCommand {
             }
             try address.validate(needsObject: true)
             return destination == "-" ? .downloadToStandardOutput(address) : .download(address, to: destination)
+        }
+    }
+
+    /// Refuses the write options where they cannot apply: on what writes no object (a download
+    /// takes only `-n`, for its local file), the conditions with `-r` (one generation names one
+    /// object), and metadata on `mv` between objects (a move keeps the object's metadata).
+    static func check(
+        _ write: ObjectWriteOptions, arguments: CommandLineArguments, for direction: Direction, verb: String
+    ) throws(UsageError) {
+        switch direction {
+        case .download, .downloadToStandardOutput, .downloadPrefix:
+            if let option = ObjectWriteOptions.firstValued(in: arguments) {
+                throw UsageError("\(option) applies to objects \(verb) writes; a download writes a local file")
+            }
+            let toFile: Bool
+            if case .download = direction { toFile = true } else { toFile = false }
+            if write.noClobber && !toFile {
+                throw UsageError("-n applies to a single download to a file, not to standard output or -r")
+            }
+        case .uploadDirectory, .copyPrefix:
+            if write.hasPreconditions {
+                throw UsageError(
+                    "-r copies many objects: -n, --if-generation-match and --if-metageneration-match name one")
+            }
+        case .copyObject where verb == "mv":
+            if write.metadata != nil {
+                throw UsageError("mv keeps the object's metadata; change it afterwards with `cloud-storage update`")
+            }
+        case .upload, .uploadStandardInput, .copyObject:
+            break
         }
     }
 
@@ -260,6 +350,10 @@ struct CopyCommand {
             return await RecursiveCopy(command: self).upload(directory, to: address, output: output)
         case .downloadPrefix(let address, let directory):
             return await RecursiveCopy(command: self).download(address, into: directory, output: output)
+        case .copyObject(let source, let destination):
+            return await copyObject(source, to: destination, output: output)
+        case .copyPrefix(let source, let destination):
+            return await RecursiveCopy(command: self).copy(source, to: destination, output: output)
         }
     }
 
@@ -282,12 +376,11 @@ struct CopyCommand {
     /// file's upload, so what every upload of a file needs (such as a record of its session
     /// for resuming) goes here.
     static func startUpload(
-        of file: URL, to reference: StorageReference, contentType: String?, resuming uploads: ResumableUploads
+        of file: URL, to reference: StorageReference, metadata: StorageMetadata?,
+        preconditions: StoragePreconditions = .none, resuming uploads: ResumableUploads
     ) async -> StorageUploadTask {
         await uploads.start(file, to: reference) {
-            var metadata = StorageMetadata()
-            metadata.contentType = contentType
-            return reference.putFile(from: file, metadata: contentType == nil ? nil : metadata)
+            reference.putFile(from: file, metadata: metadata, preconditions: preconditions)
         }
     }
 
@@ -299,17 +392,21 @@ struct CopyCommand {
         }
         return await withConnection(bucket: address.bucket) { connection in
             let reference = address.reference(in: connection.storage)
-            let contentType = contentType
+            let (metadata, preconditions) = (write.metadata, write.preconditions)
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: storage.environment), connection: connection)
             let status = await runTask(
-                { await Self.startUpload(of: file, to: reference, contentType: contentType, resuming: uploads) },
-                output: output,
-                cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)"
-            ) { stored in
-                "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
-                    + " \(connection.location)"
-            }
+                {
+                    await Self.startUpload(
+                        of: file, to: reference, metadata: metadata, preconditions: preconditions, resuming: uploads)
+                },
+                output: output, skipping: reference,
+                cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)",
+                success: { stored in
+                    "Stored \(reference) (\(stored.size) bytes, \(stored.contentType ?? "no content type"))"
+                        + " \(connection.location)"
+                },
+                then: moves ? { _ in await Self.removeMovedFile(file) } : nil)
             await uploads.settle()
             return status
         }
@@ -320,18 +417,24 @@ struct CopyCommand {
     /// - Parameters:
     ///   - start: Starts the task; called once the signals are taken over, so none can end
     ///     the process without the task being cancelled.
+    ///   - skipping: The object written, when the task writes one: with `-n`, a failed
+    ///     condition is then a skip of that object (status 0), not a failure.
     ///   - cancelled: What to say when a signal cancelled it.
     ///   - success: The line to print on success.
+    ///   - then: What to do after a success (`mv` removes the source); its status is the command's.
     func runTask<Task: StorageTask>(
-        _ start: @escaping @Sendable () async -> Task, output: OutputWriter, cancelled: String,
-        success: (Task.Output) -> String
+        _ start: @escaping @Sendable () async -> Task, output: OutputWriter, skipping: StorageReference? = nil,
+        cancelled: String, success: (Task.Output) -> String, then: ((Task.Output) async -> ExitCode)? = nil
     ) async -> ExitCode {
         let showsProgress = showsProgress
+        let skips = write.noClobber && skipping != nil
         let (ending, signal) = await Interruptibly.run { () -> Result<Task.Output, StorageError> in
             let task = await start()
             return await withTaskCancellationHandler {
                 var bar = ProgressBar()
                 for await snapshot in task.snapshots where showsProgress {
+                    // A destination -n skips is no failure: its line says so instead of the bar.
+                    if skips && snapshot.error?.code == .preconditionFailed { continue }
                     bar.show(snapshot)
                 }
                 do throws(StorageError) {
@@ -343,29 +446,55 @@ struct CopyCommand {
                 _Concurrency.Task { await task.cancel() }
             }
         }
-        let outcome: Result<Task.Output, StorageError>
+        return await Self.conclude(
+            ending, signal: signal, output: output, skipping: write.noClobber ? skipping : nil, cancelled: cancelled,
+            abandoned: "interrupted; the server did not confirm the cancellation in time, so an upload session may"
+                + " remain open until it expires (nothing is stored unless the server had all the bytes)",
+            success: success, then: then)
+    }
+
+    /// Reports how a transfer run by ``Interruptibly`` ended, and gives the command's status.
+    ///
+    /// - Parameters:
+    ///   - skipping: The object written, given with `-n` only: a failed condition is then a skip.
+    ///   - abandoned: What to say when the command stopped waiting after a signal.
+    ///   - success: The line to print on success.
+    ///   - then: What to do after a success; its status is the command's.
+    static func conclude<Value: Sendable>(
+        _ ending: Interruptibly.Ending<Result<Value, StorageError>>, signal: Int32?, output: OutputWriter,
+        skipping: StorageReference?, cancelled: String, abandoned: String, success: (Value) -> String,
+        then: ((Value) async -> ExitCode)?
+    ) async -> ExitCode {
+        let outcome: Result<Value, StorageError>
         switch ending {
         case .finished(let finished):
             outcome = finished
         case .abandoned(let signal):
-            report(
-                "interrupted; the server did not confirm the cancellation in time, so an upload session may remain"
-                    + " open until it expires (nothing is stored unless the server had all the bytes)")
+            report(abandoned)
             return ExitCode(signal: signal)
         }
         do {
             let value = try outcome.get()
             _ = try? await output.write(success(value) + "\n")
-            return .success
+            return await then?(value) ?? .success
         } catch {
             if error.code == .cancelled {
                 report(cancelled)
                 if let signal { return ExitCode(signal: signal) }
+            } else if error.code == .preconditionFailed, let skipping {
+                // gcloud's words, so that scripts written for it read the same line.
+                _ = try? await output.write(Self.skipLine(skipping) + "\n")
+                return .success
             } else {
-                Self.reportFailure(error)
+                reportFailure(error)
             }
             return ExitCode(error)
         }
+    }
+
+    /// What `-n` prints for a destination that exists (as `gcloud storage cp -n` does).
+    static func skipLine(_ destination: some CustomStringConvertible) -> String {
+        "Skipping existing destination item (no-clobber): \(destination)"
     }
 
     /// Reports a transfer's failure on standard error, with advice where there is some.

@@ -24,6 +24,9 @@ package enum ExitCode: Int32 {
     case unavailable = 6
     /// The stored object did not match what was sent, or changed during a download.
     case integrity = 7
+    /// A condition on the object (`--if-generation-match`, `--if-metageneration-match`, or a
+    /// generation the command pinned) did not hold: nothing was written or deleted.
+    case precondition = 8
     /// Interrupted by Ctrl-C (128 + SIGINT, as shells report it).
     case interrupted = 130
     /// Stopped by SIGTERM (128 + SIGTERM).
@@ -41,6 +44,7 @@ package enum ExitCode: Int32 {
         case .bucketNotFound, .projectNotFound, .objectNotFound: self = .notFound
         case .retryLimitExceeded, .quotaExceeded: self = .unavailable
         case .nonMatchingChecksum, .objectChanged: self = .integrity
+        case .preconditionFailed: self = .precondition
         case .invalidArgument, .pathError, .bucketMismatch: self = .usage
         case .cancelled: self = .interrupted
         default: self = .failure

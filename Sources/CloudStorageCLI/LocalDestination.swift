@@ -78,7 +78,7 @@ enum LocalDestination {
         return info.st_mode & S_IFMT
     }
 
-    private static func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    static func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: body()) }
         }

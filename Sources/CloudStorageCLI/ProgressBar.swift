@@ -34,6 +34,15 @@ struct ProgressBar {
         show(finished ? .success : .progress, TaskProgress(completedUnitCount: bytes, totalUnitCount: 0))
     }
 
+    /// Shows a server-side copy's progress: the bytes the server copied so far, of the object's size.
+    ///
+    /// - Parameters:
+    ///   - progress: The copy's progress, as the SDK reports it after each call.
+    ///   - finished: Whether the copy is done (the line is then ended).
+    mutating func show(copied progress: TaskProgress, finished: Bool) {
+        show(finished ? .success : .progress, progress)
+    }
+
     private mutating func show(_ status: TaskStatus, _ progress: TaskProgress) {
         let now = ContinuousClock.now
         rate.record(bytes: progress.completedUnitCount, at: now)

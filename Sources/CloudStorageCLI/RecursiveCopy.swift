@@ -75,7 +75,7 @@ struct RecursiveCopy {
                     return ExitCode(error)
                 }
             }
-            let contentType = command.contentType
+            let metadata = command.write.metadata
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
             let jobs = tree.files.map { file in
@@ -84,7 +84,7 @@ struct RecursiveCopy {
                     name: file.url.path, size: file.size,
                     run: Self.runner {
                         await CopyCommand.startUpload(
-                            of: file.url, to: reference, contentType: contentType, resuming: uploads)
+                            of: file.url, to: reference, metadata: metadata, resuming: uploads)
                     })
             }
             let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
@@ -249,7 +249,7 @@ struct RecursiveCopy {
     }
 
     /// Runs `jobs`, `--jobs` at a time, then prints the summary.
-    private func transfer(
+    func transfer(
         _ jobs: [Job], failures: [Failure], totalBytes: Int64?, output: OutputWriter, destination: String
     ) async -> ExitCode {
         let progress = OverallProgress(files: jobs.count + failures.count, bytes: totalBytes, quiet: command.quiet)

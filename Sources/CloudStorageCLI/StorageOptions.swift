@@ -239,12 +239,9 @@ struct StorageOptions {
             return "at \(endpoint)"
         }
 
-        /// A storage for `bucket` on the same server, with the same credentials and settings.
+        /// A storage for `bucket` on the same server, sharing the connections, credentials and settings.
         func storage(for bucket: String) -> Storage {
-            guard bucket != storage.bucket else { return storage }
-            return Storage(
-                bucket: bucket, endpoint: endpoint, authorization: storage.authorization,
-                configuration: storage.configuration)
+            bucket == storage.bucket ? storage : storage.bucket(bucket)
         }
 
         /// Stops the built-in emulator, if one was started.

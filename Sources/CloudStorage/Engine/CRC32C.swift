@@ -3,13 +3,16 @@ import Foundation
 
 /// A running CRC32C (Castagnoli) checksum, the one Cloud Storage keeps for
 /// every object.
-struct CRC32C: Sendable, Equatable {
-    private(set) var value: UInt32 = 0
+package struct CRC32C: Sendable, Equatable {
+    package private(set) var value: UInt32 = 0
+
+    /// The checksum of no bytes; feed it with ``update(_:)-(UnsafeRawBufferPointer)``.
+    package init() {}
 
     /// Whether this machine computes it with CPU instructions.
     static var isHardwareAccelerated: Bool { cs_crc32c_is_hardware_accelerated() != 0 }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         value = cs_crc32c_update(value, base, bytes.count)
     }

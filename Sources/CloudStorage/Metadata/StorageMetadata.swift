@@ -131,7 +131,7 @@ public struct StorageMetadata: Sendable, Hashable {
 
     /// ``crc32c`` as a number, whichever of the two forms the server sent, or
     /// nil when absent or unreadable.
-    var crc32cValue: UInt32? {
+    package var crc32cValue: UInt32? {
         crc32c.flatMap(CRC32CEncoding.parse)
     }
 
@@ -221,13 +221,13 @@ extension StorageMetadata {
 }
 
 /// The text forms of a CRC32C checksum on the wire.
-enum CRC32CEncoding {
+package enum CRC32CEncoding {
     /// Base64 of the four big-endian bytes: the form of `x-goog-hash` and of
     /// the `crc32c` field in Cloud Storage.
     ///
     /// - Parameter value: The checksum.
     /// - Returns: Eight characters of base64, such as `4waSgw==`.
-    static func base64(_ value: UInt32) -> String {
+    package static func base64(_ value: UInt32) -> String {
         let bytes: [UInt8] = [
             UInt8(truncatingIfNeeded: value >> 24), UInt8(truncatingIfNeeded: value >> 16),
             UInt8(truncatingIfNeeded: value >> 8), UInt8(truncatingIfNeeded: value),

@@ -110,7 +110,7 @@ struct CommandLineParsingTests {
         ["a.txt", "s3://bucket/c"],
         ["a.txt", "gs:///c"],
         ["a.txt", "b.txt"],
-        ["gs://bucket/a", "gs://bucket/b"],
+        ["gs://bucket/dir/", "gs://bucket/b"],
         ["-r", "-", "gs://bucket/c"],
         ["-r", "gs://bucket/c", "-"],
         ["-", "gs://bucket/"],
@@ -141,11 +141,11 @@ struct CommandLineParsingTests {
 
     @Test func flagsSetContentTypeChecksumsAndQuiet() throws {
         let defaults = try CopyCommand(["a", "gs://bkt/c"], environment: Self.home)
-        #expect(defaults.contentType == nil && defaults.verifiesChecksums && !defaults.quiet)
+        #expect(defaults.write.metadata == nil && defaults.verifiesChecksums && !defaults.quiet)
         let set = try CopyCommand(
             ["--content-type", "text/plain", "--no-checksum", "--quiet", "a", "gs://bkt/c"], environment: Self.home
         )
-        #expect(set.contentType == "text/plain" && !set.verifiesChecksums && set.quiet)
+        #expect(set.write.metadata?.contentType == "text/plain" && !set.verifiesChecksums && set.quiet)
     }
 
     /// The endpoint a command line chose, or the built-in emulator's directory.

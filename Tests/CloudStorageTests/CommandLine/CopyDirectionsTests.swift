@@ -394,7 +394,7 @@ struct CopyDirectionsTests {
     }
 
     @Test(arguments: [
-        ["cp", "a", "b"], ["cp", "gs://demo/a", "gs://demo/b"], ["cp", "-r", "-", "gs://demo/a"],
+        ["cp", "a", "b"], ["cp", "gs://demo/a/", "gs://demo/b"], ["cp", "-r", "-", "gs://demo/a"],
         ["cp", "-r", "gs://demo/a", "-"], ["cp", "-r", "/etc/hostname", "gs://demo/a"], ["cp", "-", "gs://demo/"],
         ["cp", "gs://demo/", "out"], ["cp", "-r", "gs://Bad/p", "out"],
         ["cp", "--jobs", "300", "-r", "a", "gs://demo"],
