@@ -208,7 +208,7 @@ struct CopyCommand {
             guard !address.path.isEmpty, !address.endsInSlash else {
                 throw UsageError("\(source) names no object (to copy everything under it, use -r)")
             }
-            try address.validate(needsObject: true)
+            try address.validate(needsObject: true, allowsGeneration: true)
             return destination == "-" ? .downloadToStandardOutput(address) : .download(address, to: destination)
         }
     }
