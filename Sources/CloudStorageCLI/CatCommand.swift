@@ -4,14 +4,15 @@ import Foundation
 /// `cloud-storage cat gs://BUCKET/PATH...`: writes objects' bytes to standard output.
 struct CatCommand {
     static let usage = """
-        usage: cloud-storage cat [options] gs://BUCKET/PATH...
+        usage: cloud-storage cat [options] gs://BUCKET/PATH[#GENERATION]...
 
         Writes each object's bytes to standard output, in order, as they arrive
         (memory stays bounded whatever the size). The CRC32C of a whole object is
         checked after its last byte: a mismatch exits 7, after the bytes were
         written, so treat the output as unverified unless the status is 0. A reader
         that stops early (cloud-storage cat ... | head -c 10) ends the command
-        quietly with status 0.
+        quietly with status 0. PATH#GENERATION (digits after the last #, as gcloud
+        reads them) writes that generation of the object, live or noncurrent.
 
           -r RANGE            only bytes START-END (inclusive, from 0) or START- (to the end)
 
@@ -37,7 +38,7 @@ struct CatCommand {
         guard !arguments.positional.isEmpty else { throw UsageError("cat needs a gs://BUCKET/PATH") }
         addresses = try arguments.positional.map { text throws(UsageError) in
             let address = try ObjectAddress(text, role: "the object")
-            try address.validate(needsObject: true)
+            try address.validate(needsObject: true, allowsGeneration: true)
             return address
         }
         range = try arguments.value("-r").map(Self.range)

@@ -238,6 +238,8 @@ struct CopyCommand {
                 "one of SOURCE and DESTINATION must be gs://BUCKET/PATH (both are local: \(source), \(destination))")
         case (false, true):
             let address = try ObjectAddress(destination, role: "the destination")
+            // An upload writes a new generation: `#GEN` is refused here, before the name is rebuilt without it.
+            try address.validate(needsObject: false)
             if source == "-" {
                 guard !recursive else { throw UsageError("-r copies a directory; it cannot read standard input (-)") }
                 guard !address.path.isEmpty, !address.endsInSlash else {
@@ -268,7 +270,7 @@ struct CopyCommand {
             guard !address.path.isEmpty, !address.endsInSlash else {
                 throw UsageError("\(source) names no object (to copy everything under it, use -r)")
             }
-            try address.validate(needsObject: true)
+            try address.validate(needsObject: true, allowsGeneration: true)
             return destination == "-" ? .downloadToStandardOutput(address) : .download(address, to: destination)
         }
     }

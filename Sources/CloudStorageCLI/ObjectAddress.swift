@@ -1,11 +1,17 @@
 import CloudStorage
 
-/// A `gs://BUCKET/PATH` argument: the bucket, and the path after it ("" when there is none).
+/// A `gs://BUCKET/PATH` argument: the bucket, the path after it ("" when there is none), and the
+/// generation a `#GENERATION` suffix names.
 struct ObjectAddress {
     let bucket: String
     let path: String
+    /// The generation `gs://BUCKET/PATH#GENERATION` names; nil for the live object.
+    var generation: Int64? = nil
 
     /// Splits `text`, refusing anything but `gs://` with a bucket.
+    ///
+    /// A `#` followed by digits at the end of a non-empty path names a generation, as gcloud reads
+    /// it (and ``StorageReference/description`` prints it); any other `#` is part of the name.
     ///
     /// - Parameter role: What the argument is, for messages ("the destination", "the object").
     init(_ text: String, role: String) throws(UsageError) {
@@ -14,7 +20,19 @@ struct ObjectAddress {
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         bucket = String(rest[..<slash])
         guard !bucket.isEmpty else { throw UsageError("\(role) names no bucket: \(text)") }
-        path = slash < rest.endIndex ? String(rest[rest.index(after: slash)...]) : ""
+        var path = slash < rest.endIndex ? rest[rest.index(after: slash)...] : ""
+        if let hash = path.lastIndex(of: "#"), hash > path.startIndex {
+            let digits = path[path.index(after: hash)...]
+            if !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                guard let generation = Int64(digits), generation > 0 else {
+                    throw UsageError(
+                        "\(role) names the generation \(digits), which is not a positive 64-bit number: \(text)")
+                }
+                self.generation = generation
+                path = path[..<hash]
+            }
+        }
+        self.path = String(path)
     }
 }
 
@@ -26,11 +44,19 @@ extension ObjectAddress {
     /// The path is an object name taken exactly, as gsutil and gcloud take it: `a//b`, `dir/`
     /// and `/lead` are legal names of other objects than `a/b`, `dir` and `lead`.
     ///
-    /// - Parameter needsObject: Whether the path must name an object (not be empty).
-    func validate(needsObject: Bool) throws(UsageError) {
+    /// - Parameters:
+    ///   - needsObject: Whether the path must name an object (not be empty).
+    ///   - allowsGeneration: Whether the command acts on one object and can take its generation
+    ///     (`gs://BUCKET/PATH#GENERATION`); when not, an address with one is refused.
+    func validate(needsObject: Bool, allowsGeneration: Bool = false) throws(UsageError) {
+        if let generation, !allowsGeneration {
+            throw UsageError(
+                "\(url): a generation (#\(generation)) names one version of one object, which this does not take",
+                showsUsage: false)
+        }
         do {
             try Storage.validateBucketName(bucket)
-            if needsObject || !path.isEmpty {
+            if needsObject || !path.isEmpty || generation != nil {
                 try StorageReference.validateObjectName(path)
             }
         } catch {
@@ -38,12 +64,13 @@ extension ObjectAddress {
         }
     }
 
-    /// The address as given back to people: `gs://BUCKET/PATH`.
-    var url: String { "gs://\(bucket)/\(path)" }
+    /// The address as given back to people: `gs://BUCKET/PATH`, and `#GENERATION` when it names one.
+    var url: String { "gs://\(bucket)/\(path)" + (generation.map { "#\($0)" } ?? "") }
 
-    /// The object the path names, byte for byte; the bucket's root when there is no path.
+    /// The object the path names, byte for byte, at the generation the address names; the
+    /// bucket's root when there is no path.
     func reference(in storage: Storage) -> StorageReference {
-        path.isEmpty ? storage.reference() : storage.reference(objectName: path)
+        path.isEmpty ? storage.reference() : storage.reference(objectName: path, generation: generation)
     }
 
     /// The name whose "folder" a listing of the address walks: the path without one final

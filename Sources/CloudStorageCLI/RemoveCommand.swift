@@ -4,10 +4,12 @@ import Foundation
 /// `cloud-storage rm [-r] gs://BUCKET/PATH...`: deletes objects.
 struct RemoveCommand {
     static let usage = """
-        usage: cloud-storage rm [options] gs://BUCKET/PATH...
+        usage: cloud-storage rm [options] gs://BUCKET/PATH[#GENERATION]...
 
         Deletes each object, printing "Removed gs://BUCKET/PATH" for each. Names are
         exact: gs://BUCKET/a//b is the object a//b, gs://BUCKET/dir/ the object dir/.
+        PATH#GENERATION (digits after the last #, as gcloud reads them) deletes only
+        that generation: removing a noncurrent one leaves the live object (not with -r).
 
           -r                  delete every object whose name starts with PATH/ (and the
                               object PATH itself, if there is one); a PATH that ends in /
@@ -45,7 +47,7 @@ struct RemoveCommand {
         addresses = try arguments.positional.map { [recursive] text throws(UsageError) in
             let address = try ObjectAddress(text, role: "the object")
             // `rm -r gs://BUCKET` empties the bucket; without -r a name is needed.
-            try address.validate(needsObject: !recursive)
+            try address.validate(needsObject: !recursive, allowsGeneration: !recursive)
             return address
         }
         if let text = arguments.value("--jobs") {

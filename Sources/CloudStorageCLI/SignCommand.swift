@@ -4,10 +4,11 @@ import Foundation
 /// `cloud-storage sign gs://BUCKET/PATH`: prints a V4 signed URL for the object.
 struct SignCommand {
     static let usage = """
-        usage: cloud-storage sign [options] gs://BUCKET/[PATH]
+        usage: cloud-storage sign [options] gs://BUCKET/[PATH[#GENERATION]]
 
         Prints a V4 signed URL: anyone holding it may perform METHOD on the object
-        (on the bucket when PATH is empty) without credentials until it expires.
+        (on the bucket when PATH is empty; on that generation of it, for GET and
+        DELETE, with #GENERATION) without credentials until it expires.
         With --key-file the URL is signed here with that service account's key and
         nothing is contacted. Without it, Application Default Credentials sign: a key
         file they find signs here; on Compute Engine, Cloud Run or GKE the metadata
@@ -32,6 +33,8 @@ struct SignCommand {
 
     let bucket: String
     let path: String
+    /// The generation `#GENERATION` names; nil for the live object.
+    let generation: Int64?
     let method: SignedURLMethod
     let expiresIn: Duration
     let headers: [String: String]
@@ -48,6 +51,7 @@ struct SignCommand {
         let target = try ObjectAddress(arguments.positional[0], role: "the object")
         bucket = target.bucket
         path = target.path
+        generation = target.generation
 
         let methodText = arguments.value("--method") ?? "GET"
         guard let method = SignedURLMethod(rawValue: methodText.uppercased()) else {
@@ -114,7 +118,8 @@ struct SignCommand {
     func signedURL() async throws(StorageError) -> URL {
         let storage = Storage(bucket: bucket, endpoint: endpoint, authorization: authorization)
         // No signer: the Storage's credential signs (a key file's key, or IAM for the metadata server's account).
-        return try await ObjectAddress(bucket: bucket, path: path).reference(in: storage).signedURL(
+        let reference = ObjectAddress(bucket: bucket, path: path).reference(in: storage).atGeneration(generation)
+        return try await reference.signedURL(
             method: method, expiresIn: expiresIn, headers: headers, style: style)
     }
 

@@ -4,12 +4,14 @@ import Foundation
 /// `cloud-storage stat gs://BUCKET/PATH...`: prints objects' metadata.
 struct StatCommand {
     static let usage = """
-        usage: cloud-storage stat [options] gs://BUCKET/PATH...
+        usage: cloud-storage stat [options] gs://BUCKET/PATH[#GENERATION]...
 
         Prints each object's metadata, one block per object: name, size, content type,
         generation, metageneration, creation and update times (RFC 3339, UTC), MD5 and
         CRC32C (base64, as the server gives them) and custom metadata. A missing object
-        is reported on standard error and the others are still shown.
+        is reported on standard error and the others are still shown. PATH#GENERATION
+        (digits after the last #, as gcloud reads them) is that generation of the
+        object, live or noncurrent; one that does not exist is a missing object.
 
         \(StorageOptions.destinationUsage)
 
@@ -31,7 +33,7 @@ struct StatCommand {
         guard !arguments.positional.isEmpty else { throw UsageError("stat needs a gs://BUCKET/PATH") }
         addresses = try arguments.positional.map { text throws(UsageError) in
             let address = try ObjectAddress(text, role: "the object")
-            try address.validate(needsObject: true)
+            try address.validate(needsObject: true, allowsGeneration: true)
             return address
         }
         storage = try StorageOptions(arguments, environment: environment)

@@ -43,6 +43,8 @@ final class DownloadCheckpoint: Sendable {
 struct DownloadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
+    /// The generation the reference is pinned to; nil for the live object.
+    var generation: Int64? = nil
     let destination: any DownloadDestination
     /// The most bytes the download may hold (``StorageReference/getData(maxSize:preconditions:)``).
     let maxSize: Int64?
@@ -65,7 +67,8 @@ struct DownloadEngine: Sendable {
         checkpoint: DownloadCheckpoint,
         progress: @escaping @Sendable (_ received: Int64, _ total: Int64?) -> Void
     ) async throws(StorageError) -> Int64 {
-        let name = try path.validatedObjectName()
+        let (name, generation) = try StorageReference.validatedObject(
+            path, generation: generation, on: storage.endpoint)
         try preconditions.validate(for: storage.endpoint)
         let wire = storage.endpoint.objectProtocol
         var runner = RequestRunner(storage: storage, operation: .download)
@@ -82,7 +85,8 @@ struct DownloadEngine: Sendable {
             let start = range?.start ?? 0
             let (conditions, pinned) = requestPreconditions(checkpoint)
             var request = wire.media(
-                bucket: storage.bucket, name: name, offset: start + received, preconditions: conditions)
+                bucket: storage.bucket, name: name, generation: generation, offset: start + received,
+                preconditions: conditions)
             if let end = range?.end {
                 // The wire protocols ask for the rest of the object; a range with an end narrows it.
                 request.headers.set("Range", "bytes=\(start + received)-\(end)")
@@ -135,13 +139,15 @@ struct DownloadEngine: Sendable {
 
     /// The caller's preconditions for the next request, plus, when it continues a
     /// download of a known generation, `ifGenerationMatch` on that generation, so the
-    /// server refuses rather than serve another object's tail.
+    /// server refuses rather than serve another object's tail. A download of a pinned
+    /// reference asks for its generation by number in every request, and needs no more.
     ///
     /// - Returns: The conditions, and whether the generation was pinned here
     ///   (so its failure means "the object changed", not the caller's precondition).
     private func requestPreconditions(_ checkpoint: DownloadCheckpoint) -> (StoragePreconditions, pinned: Bool) {
         let (received, generation) = checkpoint.state.withLock { ($0.received, $0.generation) }
-        guard received > 0, preconditions.ifGenerationMatch == nil, storage.endpoint.wireProtocol == .gcsJSON,
+        guard received > 0, self.generation == nil, preconditions.ifGenerationMatch == nil,
+            storage.endpoint.wireProtocol == .gcsJSON,
             let generation = generation.flatMap({ Int64($0) }), generation > 0
         else { return (preconditions, false) }
         var pinned = preconditions
@@ -157,6 +163,7 @@ struct DownloadEngine: Sendable {
         let destination = destination
         let maxSize = maxSize
         let range = range
+        let pinned = generation
         let changed = StorageError(
             .objectChanged,
             "The object changed on the server during the download (another generation, size or CRC32C).")
@@ -168,7 +175,8 @@ struct DownloadEngine: Sendable {
                     let discard = state.discardWritten
                     state.discardWritten = false
                     let restart = try Self.begin(
-                        &state, status: status, headers: headers, range: range, rewindable: destination.isRewindable)
+                        &state, status: status, headers: headers, range: range, pinnedGeneration: pinned,
+                        rewindable: destination.isRewindable)
                     return (restart ? nil : Self.expectedLength(state, range: range), restart, discard)
                 }
                 // The bytes of a generation that was replaced go before the new one's arrive.
@@ -226,16 +234,28 @@ struct DownloadEngine: Sendable {
     /// Reads a successful answer's head: checks that it continues where the
     /// download stands, and learns the size, generation and checksum.
     ///
+    /// - Parameter pinnedGeneration: The generation every request asked for, if any.
     /// - Returns: Whether the object changed under the download, which then
     ///   starts over (the state is reset and `restartRequested` set when `rewindable`).
+    /// - Throws: ``StorageErrorCode/protocolViolation`` for an answer that breaks the protocol,
+    ///   such as bytes of another generation than `pinnedGeneration`.
     static func begin(
         _ state: inout DownloadCheckpoint.State,
         status: Int,
         headers: HTTPHeaders,
         range: ByteRange?,
+        pinnedGeneration: Int64? = nil,
         rewindable: Bool = true
     ) throws(StorageError) -> Bool {
         let generation = headers["x-goog-generation"]
+        if let pinnedGeneration, let generation,
+            Int64(generation.trimmingCharacters(in: .whitespaces)) != pinnedGeneration
+        {
+            // Not "the object changed": the server was asked for one generation's bytes and sent others.
+            throw .protocolViolation(
+                "The server was asked for generation \(pinnedGeneration) and answered with the bytes of generation \(generation)."
+            )
+        }
         let start = range?.start ?? 0
         // The absolute offset of the next byte wanted; both terms are bounded by sizes a response stated.
         let (wanted, overflow) = start.addingReportingOverflow(state.received)

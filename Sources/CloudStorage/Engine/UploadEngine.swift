@@ -25,6 +25,9 @@ import Foundation
 struct UploadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
+    /// The generation of the reference uploaded to: an upload writes a new generation, so one to a
+    /// reference pinned to a generation is refused before it starts.
+    var generation: Int64? = nil
     let source: UploadSource
     let metadata: StorageMetadata
     /// Conditions on the object the upload may replace, sent with the request
@@ -134,7 +137,7 @@ struct UploadEngine: Sendable {
         checkpoint: UploadCheckpoint,
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
-        let name = try path.validatedObjectName()
+        let name = try StorageReference.validatedWriteTarget(path, generation: generation, "An upload")
         try preconditions.validate(for: storage.endpoint)
         try metadata.validate(for: storage.endpoint)
         let configuration = storage.configuration

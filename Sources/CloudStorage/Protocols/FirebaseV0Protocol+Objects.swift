@@ -9,20 +9,26 @@ import Foundation
 /// is not marked so (each one bumps the metageneration, and adding a download
 /// token twice would leave two), so a transport never resends one on its own.
 extension FirebaseV0Protocol: ObjectWireProtocol {
-    func getMetadata(bucket: String, name: String) -> HTTPRequest {
+    /// v0 has no generations; callers refuse a pinned reference before building a request
+    /// (``StorageReference/validatedObject(_:generation:on:)``), so `generation` is always nil here.
+    func getMetadata(bucket: String, name: String, generation: Int64? = nil) -> HTTPRequest {
         HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
     /// v0 has no preconditions; callers refuse any before building a request
-    /// (``StoragePreconditions/validate(for:)``), so `preconditions` is always empty here.
+    /// (``StoragePreconditions/validate(for:)``), so `preconditions` is always empty here, and
+    /// no generations (see ``getMetadata(bucket:name:generation:)``).
     func updateMetadata(
-        bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
+        bucket: String, name: String, generation: Int64? = nil, _ update: StorageMetadataUpdate,
+        preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
         patch(bucket: bucket, name: name, body: update.patchBody)
     }
 
-    /// v0 has no preconditions (see ``updateMetadata(bucket:name:_:preconditions:)``).
-    func delete(bucket: String, name: String, preconditions: StoragePreconditions = .none) -> HTTPRequest {
+    /// v0 has no preconditions or generations (see ``updateMetadata(bucket:name:generation:_:preconditions:)``).
+    func delete(
+        bucket: String, name: String, generation: Int64? = nil, preconditions: StoragePreconditions = .none
+    ) -> HTTPRequest {
         HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
@@ -41,9 +47,10 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         try ObjectListPage(listJSON: response.body)
     }
 
-    /// v0 has no preconditions (see ``updateMetadata(bucket:name:_:preconditions:)``).
+    /// v0 has no preconditions or generations (see ``updateMetadata(bucket:name:generation:_:preconditions:)``).
     func media(
-        bucket: String, name: String, offset: Int64, preconditions: StoragePreconditions = .none
+        bucket: String, name: String, generation: Int64? = nil, offset: Int64,
+        preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
         var request = HTTPRequest(
             method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil), isIdempotent: true)
@@ -53,7 +60,7 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
 
     /// `…/v0/b/{bucket}/o/{object}?alt=media&token={first token}`; nil when the
     /// object has no download token.
-    func downloadURL(bucket: String, name: String, metadata: StorageMetadata) -> URL? {
+    func downloadURL(bucket: String, name: String, generation: Int64? = nil, metadata: StorageMetadata) -> URL? {
         guard let token = metadata.downloadTokens.first else { return nil }
         return mediaURL(bucket: bucket, name: name, token: token)
     }

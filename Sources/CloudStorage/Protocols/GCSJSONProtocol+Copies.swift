@@ -10,6 +10,7 @@ extension GCSJSONProtocol {
     func rewrite(_ copy: ServerSideCopy, rewriteToken: String?) -> HTTPRequest? {
         var query: [(String, String)] = []
         if let rewriteToken { query.append(("rewriteToken", rewriteToken)) }
+        if let generation = copy.sourceGeneration { query.append(("sourceGeneration", String(generation))) }
         query += copy.preconditions.queryItems + copy.sourcePreconditions.sourceQueryItems
         if let limit = copy.maxBytesRewrittenPerCall { query.append(("maxBytesRewrittenPerCall", String(limit))) }
         let path =
@@ -25,10 +26,15 @@ extension GCSJSONProtocol {
         preconditions: StoragePreconditions
     ) -> HTTPRequest? {
         let sourceObjects = sources.map { source in
-            JSONText.Value.object([
-                ("name", .string(source.name)),
-                ("objectPreconditions", .object([("ifGenerationMatch", .string(String(source.generation)))])),
-            ])
+            // A pinned source names its generation, which may be noncurrent; any other must still be
+            // the live generation that was read.
+            JSONText.Value.object(
+                source.isPinned
+                    ? [("name", .string(source.name)), ("generation", .string(String(source.generation)))]
+                    : [
+                        ("name", .string(source.name)),
+                        ("objectPreconditions", .object([("ifGenerationMatch", .string(String(source.generation)))])),
+                    ])
         }
         let body = JSONText.Value.object([
             ("destination", .object(metadata.resourceFields)), ("sourceObjects", .array(sourceObjects)),

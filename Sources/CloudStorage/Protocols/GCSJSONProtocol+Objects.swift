@@ -8,14 +8,17 @@ import Foundation
 /// is not marked so (each one bumps the metageneration, and it carries no
 /// precondition), so a transport never resends one on its own.
 extension GCSJSONProtocol: ObjectWireProtocol {
-    func getMetadata(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
+    func getMetadata(bucket: String, name: String, generation: Int64? = nil) -> HTTPRequest {
+        HTTPRequest(
+            method: "GET", url: objectURL(bucket: bucket, name: name, query: Self.generationItem(generation)),
+            isIdempotent: true)
     }
 
     func updateMetadata(
-        bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
+        bucket: String, name: String, generation: Int64? = nil, _ update: StorageMetadataUpdate,
+        preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
-        var query = preconditions.queryItems
+        var query = Self.generationItem(generation) + preconditions.queryItems
         if update.overrideUnlockedRetention { query.append(("overrideUnlockedRetention", "true")) }
         var request = HTTPRequest(
             method: "PATCH", url: objectURL(bucket: bucket, name: name, query: query),
@@ -24,9 +27,13 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         return request
     }
 
-    func delete(bucket: String, name: String, preconditions: StoragePreconditions = .none) -> HTTPRequest {
+    func delete(
+        bucket: String, name: String, generation: Int64? = nil, preconditions: StoragePreconditions = .none
+    ) -> HTTPRequest {
         HTTPRequest(
-            method: "DELETE", url: objectURL(bucket: bucket, name: name, query: preconditions.queryItems),
+            method: "DELETE",
+            url: objectURL(
+                bucket: bucket, name: name, query: Self.generationItem(generation) + preconditions.queryItems),
             isIdempotent: true)
     }
 
@@ -50,9 +57,12 @@ extension GCSJSONProtocol: ObjectWireProtocol {
     }
 
     func media(
-        bucket: String, name: String, offset: Int64, preconditions: StoragePreconditions = .none
+        bucket: String, name: String, generation: Int64? = nil, offset: Int64,
+        preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
-        let url = objectURL(bucket: bucket, name: name, query: [("alt", "media")] + preconditions.queryItems)
+        let url = objectURL(
+            bucket: bucket, name: name,
+            query: [("alt", "media")] + Self.generationItem(generation) + preconditions.queryItems)
         var request = HTTPRequest(method: "GET", url: url, isIdempotent: true)
         if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
         return request
@@ -60,16 +70,17 @@ extension GCSJSONProtocol: ObjectWireProtocol {
 
     /// The object's media URL on this endpoint: it needs no token, and serves
     /// whoever the bucket's access rules allow.
-    func downloadURL(bucket: String, name: String, metadata: StorageMetadata) -> URL? {
-        mediaURL(bucket: bucket, name: name)
+    func downloadURL(bucket: String, name: String, generation: Int64? = nil, metadata: StorageMetadata) -> URL? {
+        objectURL(bucket: bucket, name: name, query: [("alt", "media")] + Self.generationItem(generation))
     }
 
     func addDownloadToken(bucket: String, name: String, token: String) -> HTTPRequest? {
         nil
     }
 
-    private func mediaURL(bucket: String, name: String) -> URL {
-        objectURL(bucket: bucket, name: name, query: [("alt", "media")])
+    /// `generation=N` when a generation is named; nothing for the live object.
+    static func generationItem(_ generation: Int64?) -> [(String, String)] {
+        generation.map { [("generation", String($0))] } ?? []
     }
 
     func objectURL(bucket: String, name: String, query: [(String, String)] = []) -> URL {

@@ -10,9 +10,13 @@ import Foundation
 ///   query value percent-encoded, and never puts a credential in a URL.
 /// - Readers throw ``StorageErrorCode/protocolViolation`` for an answer that
 ///   breaks the protocol, never crash on one.
+/// - A `generation` addresses that generation of the object (live or noncurrent); nil the
+///   live object. Callers check generations first
+///   (``StorageReference/validatedObject(_:generation:on:)``), so a protocol without
+///   generations is only ever given nil.
 protocol ObjectWireProtocol: Sendable {
     /// Reads an object's metadata.
-    func getMetadata(bucket: String, name: String) -> HTTPRequest
+    func getMetadata(bucket: String, name: String, generation: Int64?) -> HTTPRequest
 
     /// Changes only the fields `update` names, if `preconditions` hold; the
     /// answer is the object's new metadata.
@@ -20,11 +24,12 @@ protocol ObjectWireProtocol: Sendable {
     /// `preconditions` were validated for the endpoint (``StoragePreconditions/validate(for:)``):
     /// a protocol without conditions is only ever given none.
     func updateMetadata(
-        bucket: String, name: String, _ update: StorageMetadataUpdate, preconditions: StoragePreconditions
+        bucket: String, name: String, generation: Int64?, _ update: StorageMetadataUpdate,
+        preconditions: StoragePreconditions
     ) -> HTTPRequest
 
-    /// Deletes the live object, if `preconditions` hold.
-    func delete(bucket: String, name: String, preconditions: StoragePreconditions) -> HTTPRequest
+    /// Deletes the live object, or the generation named, if `preconditions` hold.
+    func delete(bucket: String, name: String, generation: Int64?, preconditions: StoragePreconditions) -> HTTPRequest
 
     /// Lists one page of the objects and `/`-delimited prefixes under `prefix`.
     func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest
@@ -34,12 +39,14 @@ protocol ObjectWireProtocol: Sendable {
 
     /// The bytes of an object, from `offset` on when it is above 0 (a `Range`
     /// request whose answer is 206), if `preconditions` hold.
-    func media(bucket: String, name: String, offset: Int64, preconditions: StoragePreconditions) -> HTTPRequest
+    func media(
+        bucket: String, name: String, generation: Int64?, offset: Int64, preconditions: StoragePreconditions
+    ) -> HTTPRequest
 
-    /// The URL anyone holding it can download the object from, given its
-    /// metadata; nil when the protocol needs a download token and the
+    /// The URL anyone holding it can download the object (of `generation`, when not nil) from,
+    /// given its metadata; nil when the protocol needs a download token and the
     /// metadata has none (see ``addDownloadToken(bucket:name:token:)``).
-    func downloadURL(bucket: String, name: String, metadata: StorageMetadata) -> URL?
+    func downloadURL(bucket: String, name: String, generation: Int64?, metadata: StorageMetadata) -> URL?
 
     /// A request that gives the object a download token, or nil when the
     /// protocol's download URLs need none.

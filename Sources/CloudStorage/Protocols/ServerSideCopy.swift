@@ -3,6 +3,8 @@
 struct ServerSideCopy: Sendable, Equatable {
     var sourceBucket: String
     var sourceName: String
+    /// The generation of the source to copy; nil for the live object.
+    var sourceGeneration: Int64? = nil
     var destinationBucket: String
     var destinationName: String
     /// The metadata the copy gets instead of the source's; nil keeps the source's.
@@ -22,4 +24,7 @@ struct ComposeSource: Sendable, Equatable {
     var name: String
     /// The generation the object must still have (`objectPreconditions.ifGenerationMatch`).
     var generation: Int64
+    /// Whether the source names `generation` itself (the source object's `generation`), which may
+    /// be noncurrent, rather than the live object, which must still be of that generation.
+    var isPinned = false
 }

@@ -35,6 +35,21 @@ extension Storage {
     /// from a host name is lowercased first, as host names are
     /// case-insensitive.
     ///
+    /// A URL can name a generation of the object (see ``StorageReference/atGeneration(_:)``),
+    /// and the reference is then pinned to it:
+    /// - `gs://BUCKET/PATH#GENERATION`: a `#` followed by one or more ASCII digits at the end
+    ///   of a non-empty path is a generation, as `gcloud storage` reads it, and as
+    ///   ``StorageReference/description`` prints a pinned reference. Any other `#` is part of
+    ///   the name: `gs://my-bucket/notes#draft` and `gs://my-bucket/#12` name the objects
+    ///   `notes#draft` and `#12`. An object whose name itself ends in `#` and digits cannot be
+    ///   named by a `gs://` URL (nor in gcloud); use ``Storage/reference(objectName:)``.
+    /// - `generation=GENERATION` in the query of a JSON API, path-style or virtual-host style
+    ///   URL (`…/o/notes.txt?generation=1712345678901234&alt=media`, the object resource's
+    ///   `mediaLink`); Firebase download URLs name no generation.
+    ///
+    /// A generation must be a positive decimal number that fits in `Int64`, given once;
+    /// anything else is a ``StorageErrorCode/pathError``.
+    ///
     /// The path is checked against the name rules only when an operation uses
     /// it. Error messages never repeat a URL's query, which may hold a download
     /// token.
@@ -53,8 +68,8 @@ extension Storage {
     /// - Throws: ``StorageErrorCode/bucketMismatch`` when the URL names another
     ///   bucket; ``StorageErrorCode/pathError`` when the text is not one of the
     ///   forms above (no or unknown scheme, unknown host for the path style,
-    ///   empty or malformed bucket, malformed percent escapes, or escapes that
-    ///   are not UTF-8).
+    ///   empty or malformed bucket, malformed percent escapes, escapes that
+    ///   are not UTF-8, or a malformed generation).
     public func reference(forURL url: String) throws(StorageError) -> StorageReference {
         let location = try StorageURLParser.parse(url)
         guard location.bucket == bucket else {
@@ -63,7 +78,7 @@ extension Storage {
                 "The URL names the bucket \"\(location.bucket)\", but this Storage is for the bucket \"\(bucket)\"."
             )
         }
-        return StorageReference(storage: self, path: location.path)
+        return StorageReference(storage: self, path: location.path, generation: location.generation)
     }
 
     /// A reference to the object a `gs://` or `http(s)://` URL names.
@@ -107,10 +122,12 @@ extension Storage {
 /// `%2F` into `/` before the path can be split, and which differ between
 /// platforms in what they accept.
 enum StorageURLParser {
-    /// What a URL names: a bucket and the exact path in it (the root when the URL has none).
+    /// What a URL names: a bucket, the exact path in it (the root when the URL has none), and
+    /// the generation it names, if any.
     struct Location: Hashable, Sendable {
         var bucket: String
         var path: StoragePath
+        var generation: Int64? = nil
     }
 
     /// Hosts that serve buckets path-style: `https://HOST/BUCKET/PATH`.
@@ -152,7 +169,47 @@ enum StorageURLParser {
             bucket = rest
             rawPath = ""
         }
-        return Location(bucket: try validatedBucket(bucket, original: original), path: exactPath(String(rawPath)))
+        var name = rawPath
+        var generation: Int64?
+        // gcloud's rule: a name of at least one character, `#`, and digits to the end.
+        if let hash = rawPath.lastIndex(of: "#"), hash > rawPath.startIndex {
+            let digits = rawPath[rawPath.index(after: hash)...]
+            if !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }) {
+                generation = try parsedGeneration(digits, original: original)
+                name = rawPath[..<hash]
+            }
+        }
+        return Location(
+            bucket: try validatedBucket(bucket, original: original), path: exactPath(String(name)),
+            generation: generation)
+    }
+
+    /// A generation's digits: a positive number that fits in `Int64`.
+    private static func parsedGeneration(_ digits: Substring, original: String) throws(StorageError) -> Int64 {
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let value = Int64(digits),
+            value > 0
+        else {
+            throw .pathError(
+                "\"\(redacted(original))\" names the generation \"\(digits)\"; a generation is a positive decimal number below 2^63."
+            )
+        }
+        return value
+    }
+
+    /// The `generation` parameter of an http(s) URL's query, if it has one.
+    private static func queryGeneration(_ rest: Substring, original: String) throws(StorageError) -> Int64? {
+        guard let question = rest.firstIndex(of: "?") else { return nil }
+        let query = rest[rest.index(after: question)...].prefix(while: { $0 != "#" })
+        var found: Int64?
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts[0] == "generation" else { continue }
+            guard found == nil else {
+                throw .pathError("\"\(redacted(original))\" names a generation more than once.")
+            }
+            found = try parsedGeneration(parts.count == 2 ? parts[1] : "", original: original)
+        }
+        return found
     }
 
     /// `http(s)://HOST/…` in the Firebase, JSON API, path and virtual-host forms.
@@ -170,21 +227,25 @@ enum StorageURLParser {
         // slashes inside an object path must survive until decoding.
         let segments = encodedPath.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
 
+        // The JSON and XML APIs take `generation` in the query; Firebase's v0 has none.
+        let generation = { () throws(StorageError) -> Int64? in try queryGeneration(afterAuthority, original: original)
+        }
         if host.hasSuffix(virtualHostSuffix) && host.count > virtualHostSuffix.count {
             let bucket = host.dropLast(virtualHostSuffix.count)
             return Location(
                 bucket: try validatedBucket(bucket, original: original),
-                path: try decodedPath(segments[...], original: original)
+                path: try decodedPath(segments[...], original: original),
+                generation: try generation()
             )
         }
         if let location = try apiLocation(segments, prefix: ["v0"], original: original) {
             return location
         }
-        if let location = try apiLocation(segments, prefix: ["storage", "v1"], original: original) {
-            return location
-        }
-        if let location = try apiLocation(segments, prefix: ["download", "storage", "v1"], original: original) {
-            return location
+        for prefix in [["storage", "v1"], ["download", "storage", "v1"]] {
+            if var location = try apiLocation(segments, prefix: prefix, original: original) {
+                location.generation = try generation()
+                return location
+            }
         }
         if pathStyleHosts.contains(host) {
             guard let first = segments.first else {
@@ -193,7 +254,8 @@ enum StorageURLParser {
             let bucket = try percentDecoded(first, original: original)
             return Location(
                 bucket: try validatedBucket(Substring(bucket), original: original),
-                path: try decodedPath(segments.dropFirst(), original: original)
+                path: try decodedPath(segments.dropFirst(), original: original),
+                generation: try generation()
             )
         }
         throw .pathError(

@@ -72,7 +72,8 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
             buffer.finish(.failure(error))
         case .success(let range):
             var engine = DownloadEngine(
-                storage: reference.storage, path: reference.path, destination: buffer, maxSize: nil)
+                storage: reference.storage, path: reference.path, generation: reference.generation,
+                destination: buffer, maxSize: nil)
             engine.range = range
             engine.preconditions = preconditions
             buffer.attach(

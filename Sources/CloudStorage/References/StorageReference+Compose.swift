@@ -13,7 +13,8 @@ extension StorageReference {
     /// fails with ``StorageErrorCode/nonMatchingChecksum`` and the wrong object is deleted
     /// (when some source, or the result, reports no CRC32C, nothing can be compared and only the
     /// size is checked). A source replaced after it was read fails the compose with
-    /// ``StorageErrorCode/preconditionFailed``; read and compose again.
+    /// ``StorageErrorCode/preconditionFailed``; read and compose again. A source pinned to a
+    /// generation (``atGeneration(_:)``) contributes that generation, live or noncurrent.
     ///
     /// ```swift
     /// let parts = (0..<3).map { storage.reference(withPath: "upload/part-\($0)") }
@@ -37,14 +38,15 @@ extension StorageReference {
     ///   combined; ``StorageErrorCode/protocolViolation`` when its size is not theirs summed;
     ///   ``StorageErrorCode/invalidArgument`` for no sources or more than
     ///   ``maximumComposeSources``, a source in another bucket or on another endpoint, a root
-    ///   reference, `ifGenerationNotMatch` or `ifMetagenerationNotMatch`, or a Firebase
+    ///   reference or one pinned to a generation as the destination, `ifGenerationNotMatch` or
+    ///   `ifMetagenerationNotMatch`, or a Firebase
     ///   endpoint, which has no compose; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func compose(
         from sources: [StorageReference],
         metadata: StorageMetadata = StorageMetadata(),
         preconditions: StoragePreconditions = .none
     ) async throws(StorageError) -> StorageMetadata {
-        let name = try path.validatedObjectName()
+        let name = try validatedWriteTarget("A compose")
         let wire = storage.endpoint.objectProtocol
         guard
             wire.compose(bucket: storage.bucket, name: name, sources: [], metadata: metadata, preconditions: .none)
@@ -61,7 +63,14 @@ extension StorageReference {
             throw .invalidArgument(
                 "\(source) is not in the bucket of \(self): a compose takes sources of its destination's bucket.")
         }
-        let names = try sources.map { source throws(StorageError) in try validatedPair(with: source).1 }
+        let names = try sources.map { source throws(StorageError) in
+            guard source.storage.endpoint == storage.endpoint else {
+                throw .invalidArgument(
+                    "\(source) is on \(source.storage.endpoint), not on \(storage.endpoint) like \(self): "
+                        + "a compose takes sources on its destination's endpoint.")
+            }
+            return try source.validatedObject().name
+        }
         guard preconditions.ifGenerationNotMatch == nil, preconditions.ifMetagenerationNotMatch == nil else {
             // Sent anyway, they would be ignored, and the compose would run unconditionally.
             throw .invalidArgument(
@@ -79,7 +88,8 @@ extension StorageReference {
                 throw .protocolViolation(
                     "The server did not report the generation of \(names[index]), which a compose pins.")
             }
-            parts.append(ComposeSource(name: names[index], generation: generation))
+            parts.append(
+                ComposeSource(name: names[index], generation: generation, isPinned: sources[index].generation != nil))
             if let crc = source.crc32cValue, let sum = combined {
                 combined = CRC32C.combine(sum, crc, secondLength: source.size)
             } else {

@@ -36,7 +36,11 @@ extension StorageReference {
     /// ```
     ///
     /// - Parameters:
-    ///   - destination: Where the copy goes; a reference on the same endpoint.
+    ///   - destination: Where the copy goes; a reference on the same endpoint, not pinned to a
+    ///     generation (a copy writes a new one). When this reference is pinned
+    ///     (``atGeneration(_:)``), the copy is of that generation (the JSON API's
+    ///     `sourceGeneration`), live or noncurrent: copying a noncurrent generation onto its own
+    ///     name restores it.
     ///   - metadata: The copy's metadata, replacing the source's (as an upload's would: fields
     ///     left nil are not set); nil, or metadata with no writable field set, keeps the source's.
     ///   - preconditions: Conditions on the destination, such as ``StoragePreconditions/doesNotExist``.
@@ -46,9 +50,10 @@ extension StorageReference {
     ///     object's size.
     /// - Returns: The copy's metadata.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when the source (or the
-    ///   destination bucket) does not exist; ``StorageErrorCode/preconditionFailed`` when a
-    ///   condition does not hold (nothing is written); ``StorageErrorCode/invalidArgument`` on a
-    ///   root reference, a destination on another endpoint, or a Firebase endpoint, which has no
+    ///   destination bucket, or the source's pinned generation) does not exist;
+    ///   ``StorageErrorCode/preconditionFailed`` when a condition does not hold (nothing is
+    ///   written); ``StorageErrorCode/invalidArgument`` on a root reference, a destination on
+    ///   another endpoint or pinned to a generation, or a Firebase endpoint, which has no
     ///   server-side copy; ``StorageErrorCode/protocolViolation`` when the server's answers break
     ///   the protocol or it answers 10 calls in a row (`maxRewriteCallsWithoutProgress`) without
     ///   copying more; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
@@ -59,9 +64,9 @@ extension StorageReference {
         sourcePreconditions: StoragePreconditions = .none,
         progress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        let (sourceName, destinationName) = try validatedPair(with: destination)
+        let (sourceName, destinationName) = try validatedPair(with: destination, writing: "A copy")
         let copy = ServerSideCopy(
-            sourceBucket: storage.bucket, sourceName: sourceName,
+            sourceBucket: storage.bucket, sourceName: sourceName, sourceGeneration: generation,
             destinationBucket: destination.storage.bucket, destinationName: destinationName,
             metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions)
         return try await rewrite(copy, progress: progress)
@@ -131,6 +136,11 @@ extension StorageReference {
     /// to it, so a source replaced in between is never deleted, but for a moment both objects
     /// exist, and a failure between the steps leaves both.
     ///
+    /// A reference pinned to a generation (``atGeneration(_:)``) moves that generation, live or
+    /// noncurrent, always by copy then delete (`moveTo` moves only the live object): the
+    /// destination gets its bytes, and only that generation is deleted, so moving a noncurrent
+    /// generation leaves the live object as it is.
+    ///
     /// ```swift
     /// let moved = try await storage.reference(withPath: "inbox/scan.pdf")
     ///     .move(to: storage.reference(withPath: "done/scan.pdf"), preconditions: .doesNotExist)
@@ -138,7 +148,8 @@ extension StorageReference {
     /// ```
     ///
     /// - Parameters:
-    ///   - destination: Where the object goes; a reference on the same endpoint, with another name.
+    ///   - destination: Where the object goes; a reference on the same endpoint, with another name,
+    ///     not pinned to a generation.
     ///   - preconditions: Conditions on the destination, such as ``StoragePreconditions/doesNotExist``.
     ///   - sourcePreconditions: Conditions on the source (`ifSourceGenerationMatch` and the like).
     /// - Returns: The destination's metadata.
@@ -154,13 +165,13 @@ extension StorageReference {
         preconditions: StoragePreconditions = .none,
         sourcePreconditions: StoragePreconditions = .none
     ) async throws(StorageError) -> StorageMetadata {
-        let (sourceName, destinationName) = try validatedPair(with: destination)
-        guard destination != self else {
+        let (sourceName, destinationName) = try validatedPair(with: destination, writing: "A move")
+        guard destination.storage.bucket != storage.bucket || destination.path != path else {
             throw .invalidArgument("An object cannot be moved onto itself (\(self)).")
         }
         let wire = storage.endpoint.objectProtocol
         let copy = ServerSideCopy(
-            sourceBucket: storage.bucket, sourceName: sourceName,
+            sourceBucket: storage.bucket, sourceName: sourceName, sourceGeneration: generation,
             destinationBucket: destination.storage.bucket, destinationName: destinationName,
             preconditions: preconditions, sourcePreconditions: sourcePreconditions)
         // Every protocol with a move has a copy, so one that cannot build a copy cannot move at all.
@@ -171,7 +182,7 @@ extension StorageReference {
         }
         try preconditions.validate(for: storage.endpoint)
         try sourcePreconditions.validate(for: storage.endpoint)
-        if copy.sourceBucket == copy.destinationBucket,
+        if copy.sourceBucket == copy.destinationBucket, generation == nil,
             let request = wire.move(
                 bucket: storage.bucket, from: sourceName, to: destinationName, preconditions: preconditions,
                 sourcePreconditions: sourcePreconditions)
@@ -215,7 +226,8 @@ extension StorageReference {
         _ copy: ServerSideCopy, to destination: StorageReference
     ) async throws(StorageError) -> StorageMetadata {
         var copy = copy
-        if copy.sourcePreconditions.ifGenerationMatch == nil {
+        // A pinned source names its generation in both steps already.
+        if copy.sourceGeneration == nil, copy.sourcePreconditions.ifGenerationMatch == nil {
             let current = try await getMetadata()
             if !copy.sourcePreconditions.holds(for: current) {
                 throw StorageError(
@@ -230,8 +242,10 @@ extension StorageReference {
         }
         let moved = try await rewrite(copy)
         do {
+            // On a pinned reference, the delete is of that generation only.
             try await delete(
-                preconditions: StoragePreconditions(ifGenerationMatch: copy.sourcePreconditions.ifGenerationMatch))
+                preconditions: StoragePreconditions(
+                    ifGenerationMatch: generation == nil ? copy.sourcePreconditions.ifGenerationMatch : nil))
         } catch let error where error.code == .preconditionFailed {
             throw StorageError(
                 .preconditionFailed,
@@ -245,13 +259,16 @@ extension StorageReference {
     }
 
     /// The object names of this reference and `destination`, checked for a server-side operation
-    /// between them.
+    /// between them that reads this reference (at its generation, if pinned) and writes `destination`.
     ///
-    /// - Throws: ``StorageErrorCode/invalidArgument`` when `destination` is on another endpoint;
-    ///   what ``StoragePath/validatedObjectName()`` throws for either path.
-    func validatedPair(with destination: StorageReference) throws(StorageError) -> (String, String) {
-        let sourceName = try path.validatedObjectName()
-        let destinationName = try destination.path.validatedObjectName()
+    /// - Parameter operation: What writes `destination`, for messages ("A copy").
+    /// - Throws: ``StorageErrorCode/invalidArgument`` when `destination` is on another endpoint or
+    ///   pinned to a generation; what ``validatedObject()`` throws for this reference.
+    func validatedPair(
+        with destination: StorageReference, writing operation: String
+    ) throws(StorageError) -> (String, String) {
+        let sourceName = try validatedObject().name
+        let destinationName = try destination.validatedWriteTarget(operation)
         guard destination.storage.endpoint == storage.endpoint else {
             throw .invalidArgument(
                 "\(destination) is on \(destination.storage.endpoint), not on \(storage.endpoint) like \(self): "

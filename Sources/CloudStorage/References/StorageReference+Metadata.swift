@@ -10,16 +10,36 @@ extension StorageReference {
     /// print(metadata.contentType ?? "", metadata.size, metadata.customMetadata)
     /// ```
     ///
+    /// On a reference pinned to a generation (``atGeneration(_:)``), the metadata of that
+    /// generation, live or noncurrent.
+    ///
     /// - Returns: The object's metadata as the server reports it.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
-    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
-    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    ///   object (or no such generation) exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   reference, or one pinned to a generation on a Firebase endpoint;
+    ///   ``StorageErrorCode/protocolViolation`` when the server answers with another generation
+    ///   than the one pinned; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func getMetadata() async throws(StorageError) -> StorageMetadata {
-        let name = try path.validatedObjectName()
+        let (name, generation) = try validatedObject()
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = storage.endpoint.objectProtocol.getMetadata(bucket: storage.bucket, name: name)
+        let request = storage.endpoint.objectProtocol.getMetadata(
+            bucket: storage.bucket, name: name, generation: generation)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
-        return try StorageMetadata(objectResource: response.body)
+        return try checkedGeneration(StorageMetadata(objectResource: response.body))
+    }
+
+    /// `metadata`, when it is of the generation this reference is pinned to (or the reference
+    /// is not pinned).
+    ///
+    /// - Throws: ``StorageErrorCode/protocolViolation`` when the server answered about another
+    ///   generation than the one asked for: acting on it would act on another version.
+    func checkedGeneration(_ metadata: StorageMetadata) throws(StorageError) -> StorageMetadata {
+        if let generation, let answered = metadata.generation, answered != generation {
+            throw .protocolViolation(
+                "The server was asked about generation \(generation) of \(path.string) and answered about generation \(answered)."
+            )
+        }
+        return metadata
     }
 
     /// Changes some of the object's metadata, leaving every field the update
@@ -56,7 +76,8 @@ extension StorageReference {
     ///   - update: The fields to set and to remove.
     ///   - preconditions: Conditions the object must meet (Google Cloud Storage endpoints only;
     ///     see ``StoragePreconditions``). An update that names nothing checks them against the
-    ///     metadata it reads.
+    ///     metadata it reads. On a reference pinned to a generation (``atGeneration(_:)``),
+    ///     the update changes that generation, and the conditions are judged against it.
     /// - Returns: The object's metadata after the change.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
     ///   object exists; ``StorageErrorCode/preconditionFailed`` when a precondition
@@ -66,7 +87,7 @@ extension StorageReference {
     public func updateMetadata(
         _ update: StorageMetadataUpdate, preconditions: StoragePreconditions = .none
     ) async throws(StorageError) -> StorageMetadata {
-        let name = try path.validatedObjectName()
+        let (name, generation) = try validatedObject()
         try preconditions.validate(for: storage.endpoint)
         try update.validate(for: storage.endpoint)
         if update.isEmpty {
@@ -81,9 +102,9 @@ extension StorageReference {
         }
         var runner = RequestRunner(storage: storage, operation: .other)
         let request = storage.endpoint.objectProtocol.updateMetadata(
-            bucket: storage.bucket, name: name, update, preconditions: preconditions)
+            bucket: storage.bucket, name: name, generation: generation, update, preconditions: preconditions)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
-        return try StorageMetadata(objectResource: response.body)
+        return try checkedGeneration(StorageMetadata(objectResource: response.body))
     }
 
     /// Sets the metadata fields that `metadata` gives a value, as the Firebase
@@ -124,18 +145,22 @@ extension StorageReference {
     /// try await ref.delete(preconditions: StoragePreconditions(ifGenerationMatch: seen.generation))
     /// ```
     ///
+    /// On a reference pinned to a generation (``atGeneration(_:)``), only that generation is
+    /// deleted: deleting a noncurrent generation leaves the live object as it is.
+    ///
     /// - Parameter preconditions: Conditions the object must meet (Google Cloud Storage
     ///   endpoints only; see ``StoragePreconditions``).
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
-    ///   object exists; ``StorageErrorCode/preconditionFailed`` when a precondition does
-    ///   not hold (the object stays); ``StorageErrorCode/invalidArgument`` on the root
-    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    ///   object (or no such generation) exists; ``StorageErrorCode/preconditionFailed`` when a
+    ///   precondition does not hold (the object stays); ``StorageErrorCode/invalidArgument`` on
+    ///   the root reference, or one pinned to a generation on a Firebase endpoint;
+    ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func delete(preconditions: StoragePreconditions = .none) async throws(StorageError) {
-        let name = try path.validatedObjectName()
+        let (name, generation) = try validatedObject()
         try preconditions.validate(for: storage.endpoint)
         var runner = RequestRunner(storage: storage, operation: .other)
         let request = storage.endpoint.objectProtocol.delete(
-            bucket: storage.bucket, name: name, preconditions: preconditions)
+            bucket: storage.bucket, name: name, generation: generation, preconditions: preconditions)
         _ = try await runner.sendRetrying(request, accepting: [200, 204], about: .object(name))
     }
 
@@ -147,7 +172,8 @@ extension StorageReference {
     /// token yet, one is created first, as Firebase does. On a Google Cloud
     /// Storage endpoint it is the object's media URL
     /// (`…/storage/v1/b/{bucket}/o/{path}?alt=media`), which serves whoever
-    /// the bucket's access rules allow.
+    /// the bucket's access rules allow; on a reference pinned to a generation
+    /// (``atGeneration(_:)``), the media URL of that generation (`…&generation=N`).
     ///
     /// ```swift
     /// let url = try await storage.reference(withPath: "images/space.jpg").downloadURL()
@@ -156,25 +182,30 @@ extension StorageReference {
     ///
     /// - Returns: The download URL.
     /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when no
-    ///   object exists; ``StorageErrorCode/invalidArgument`` on the root
-    ///   reference; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    ///   object (or no such generation) exists; ``StorageErrorCode/invalidArgument`` on the root
+    ///   reference, or one pinned to a generation on a Firebase endpoint;
+    ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func downloadURL() async throws(StorageError) -> URL {
-        let name = try path.validatedObjectName()
+        let (name, generation) = try validatedObject()
         let wire = storage.endpoint.objectProtocol
         var runner = RequestRunner(storage: storage, operation: .other)
         // Read first even where no token is needed, so a missing object fails here, not at download.
-        let current = try StorageMetadata(
-            objectResource: try await runner.sendRetrying(
-                wire.getMetadata(bucket: storage.bucket, name: name), accepting: [200], about: .object(name)
-            ).body)
-        if let url = wire.downloadURL(bucket: storage.bucket, name: name, metadata: current) { return url }
+        let current = try checkedGeneration(
+            StorageMetadata(
+                objectResource: try await runner.sendRetrying(
+                    wire.getMetadata(bucket: storage.bucket, name: name, generation: generation),
+                    accepting: [200], about: .object(name)
+                ).body))
+        if let url = wire.downloadURL(bucket: storage.bucket, name: name, generation: generation, metadata: current) {
+            return url
+        }
         let token = UUID().uuidString.lowercased()
         guard let request = wire.addDownloadToken(bucket: storage.bucket, name: name, token: token) else {
             throw .internalError("The endpoint's protocol needs download tokens but cannot create one.")
         }
         let updated = try StorageMetadata(
             objectResource: try await runner.sendRetrying(request, accepting: [200], about: .object(name)).body)
-        guard let url = wire.downloadURL(bucket: storage.bucket, name: name, metadata: updated) else {
+        guard let url = wire.downloadURL(bucket: storage.bucket, name: name, generation: nil, metadata: updated) else {
             throw .internalError("The server did not keep the download token it was given.")
         }
         return url

@@ -48,25 +48,42 @@
 /// The characters `#`, `[`, `]`, `*` and `?` are allowed but discouraged:
 /// other tools read them as URL or wildcard syntax.
 ///
+/// ## Generations
+///
+/// A reference names the live object unless it is pinned to one
+/// ``generation`` with ``atGeneration(_:)``: then reads, metadata updates,
+/// deletes and server-side copies act on that generation, live or
+/// noncurrent (see ``atGeneration(_:)``).
+///
 /// ## Equality
 ///
 /// Two references are equal when they have the same bucket, the same
-/// ``Storage/endpoint`` and the same path, compared byte for byte as Cloud
+/// ``Storage/endpoint``, the same path, compared byte for byte as Cloud
 /// Storage compares names (`é` precomposed and `e` with a combining accent
-/// are two objects). Credentials and configuration are not compared.
+/// are two objects), and the same ``generation``. Credentials and
+/// configuration are not compared.
 public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     /// The service handle this reference came from: its bucket, endpoint,
     /// credentials and settings are the ones operations on the reference use.
     public let storage: Storage
     /// The path inside the bucket.
     let path: StoragePath
+    /// The generation of the object this reference is pinned to; nil for the live object.
+    ///
+    /// Set it with ``atGeneration(_:)``, ``Storage/reference(objectName:generation:)`` or a URL
+    /// that names one (`gs://my-bucket/notes.txt#1712345678901234`).
+    public let generation: Int64?
 
-    init(storage: Storage, path: StoragePath) {
+    init(storage: Storage, path: StoragePath, generation: Int64? = nil) {
         self.storage = storage
         self.path = path
+        self.generation = generation
     }
 
     /// A reference to a path below this one.
+    ///
+    /// The child names another object, so it is never pinned to a generation,
+    /// even when this reference is.
     ///
     /// The path may hold several segments; it is normalized (leading,
     /// trailing and repeated slashes removed), and an empty path or `/` gives
@@ -93,6 +110,7 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     ///
     /// The path is cut at its last slash, keeping empty segments (see
     /// "Paths" above): the parent of `a//b` is `a/`, which lists `a//b`.
+    /// The parent is never pinned to a generation.
     ///
     /// ```swift
     /// let spaceRef = storage.reference(withPath: "images/space.jpg")
@@ -106,7 +124,7 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
         path.parent.map { StorageReference(storage: storage, path: $0) }
     }
 
-    /// A reference to the root of the bucket.
+    /// A reference to the root of the bucket, which is never pinned to a generation.
     ///
     /// ```swift
     /// let rootRef = spaceRef.root()
@@ -131,32 +149,39 @@ public struct StorageReference: Sendable, Hashable, CustomStringConvertible {
     public var bucket: String { storage.bucket }
 
     /// The reference as a `gs://` URL, such as `gs://my-bucket/images/space.jpg`
-    /// (`gs://my-bucket/` at the root), with the path exactly as it is.
+    /// (`gs://my-bucket/` at the root), with the path exactly as it is, and
+    /// `#GENERATION` after it when the reference is pinned to a generation
+    /// (`gs://my-bucket/images/space.jpg#1712345678901234`), as `gcloud storage` prints one.
     ///
     /// ``Storage/reference(forURL:)-(String)`` reads this form back to the same
     /// reference, for every path but the exact empty one, which prints as the
-    /// root does.
-    public var description: String { "gs://\(storage.bucket)/\(path.string)" }
+    /// root does, and names that themselves end in `#` and digits, which it reads
+    /// as a generation (as gcloud does).
+    public var description: String {
+        "gs://\(storage.bucket)/\(path.string)" + (generation.map { "#\($0)" } ?? "")
+    }
 
-    /// Whether two references name the same path in the same bucket on the
-    /// same endpoint.
+    /// Whether two references name the same path and generation in the same
+    /// bucket on the same endpoint.
     ///
     /// - Parameters:
     ///   - lhs: A reference.
     ///   - rhs: Another reference.
-    /// - Returns: True when bucket, endpoint and path are equal.
+    /// - Returns: True when bucket, endpoint, path and generation are equal.
     public static func == (lhs: StorageReference, rhs: StorageReference) -> Bool {
         lhs.storage.bucket == rhs.storage.bucket
             && lhs.storage.endpoint == rhs.storage.endpoint
             && lhs.path == rhs.path
+            && lhs.generation == rhs.generation
     }
 
-    /// Hashes the bucket, endpoint and path: the parts equality compares.
+    /// Hashes the bucket, endpoint, path and generation: the parts equality compares.
     ///
     /// - Parameter hasher: The hasher to feed.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(storage.bucket)
         hasher.combine(storage.endpoint)
         hasher.combine(path)
+        hasher.combine(generation)
     }
 }

@@ -31,7 +31,10 @@ extension StorageReference {
     ///
     /// - Parameters:
     ///   - method: What the URL allows; ``SignedURLMethod/get`` by default. The bucket's
-    ///     root reference signs the bucket itself (`GET` lists it).
+    ///     root reference signs the bucket itself (`GET` lists it). A reference pinned to a
+    ///     generation (``atGeneration(_:)``) signs `generation=N` into the URL, so that a `GET`
+    ///     or `DELETE` acts on that generation; `PUT` and `POST` write a new generation and are
+    ///     refused for it.
     ///   - expiresIn: How long the URL stays valid from now: whole seconds, from 1 second to
     ///     7 days.
     ///   - headers: Headers the request must carry, signed; names are case-insensitive
@@ -87,7 +90,27 @@ extension StorageReference {
         queryParameters: [String: String], style: SignedURLStyle, email: String, at timestamp: Date
     ) throws(StorageError) -> V4SignedURLRequest {
         // The root names the bucket itself; anything else must be a valid object name.
-        let object = path.isRoot ? nil : try path.validatedObjectName()
+        var queryParameters = queryParameters
+        let object: String?
+        if path.isRoot {
+            guard generation == nil else {
+                throw .invalidArgument("The root reference names no object, so it cannot be pinned to a generation.")
+            }
+            object = nil
+        } else if method == .put || method == .post {
+            object = try validatedWriteTarget("A signed \(method.rawValue) URL")
+        } else {
+            let (name, generation) = try validatedObject()
+            object = name
+            if let generation {
+                // The XML API reads `generation` as the JSON API does; the signature covers it.
+                if queryParameters.keys.contains(where: { $0.lowercased() == "generation" }) {
+                    throw .invalidArgument(
+                        "\(self) is pinned to a generation, which the URL carries; do not pass generation again.")
+                }
+                queryParameters["generation"] = String(generation)
+            }
+        }
         return try V4SignedURLRequest(
             method: method.rawValue, target: try signedURLTarget(object: object, style: style), email: email,
             timestamp: timestamp, expiresIn: expiresIn, headers: headers, queryParameters: queryParameters)

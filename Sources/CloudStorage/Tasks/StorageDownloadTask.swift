@@ -53,8 +53,8 @@ public actor StorageDownloadTask<Output: Sendable & Equatable>: StorageTask {
         complete: @escaping @Sendable () async throws(StorageError) -> Output
     ) -> StorageDownloadTask<Output> {
         let engine = DownloadEngine(
-            storage: reference.storage, path: reference.path, destination: destination, maxSize: maxSize,
-            preconditions: preconditions, range: range)
+            storage: reference.storage, path: reference.path, generation: reference.generation,
+            destination: destination, maxSize: maxSize, preconditions: preconditions, range: range)
         let job = DownloadJob(engine: engine, prepare: prepare, complete: complete)
         return StorageDownloadTask(driver: TaskRunner(job).driver(for: reference))
     }

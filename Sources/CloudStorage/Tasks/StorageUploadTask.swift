@@ -122,7 +122,8 @@ public actor StorageUploadTask: StorageTask {
         resuming: StorageUploadSession? = nil
     ) -> StorageUploadTask {
         let engine = UploadEngine(
-            storage: reference.storage, path: reference.path, source: source, metadata: metadata,
+            storage: reference.storage, path: reference.path, generation: reference.generation, source: source,
+            metadata: metadata,
             preconditions: preconditions, resuming: resuming)
         let job = UploadJob(engine: engine)
         return StorageUploadTask(

@@ -86,7 +86,8 @@ extension EmulatorApplication {
     }
 
     /// The version a request addresses: `generation` (live or noncurrent), or the live one.
-    private func gcsRecord(_ request: any ServerRequest, bucket: String, name: String) throws -> ObjectRecord {
+    /// The JSON API and, for signed URLs, the XML API read `generation` alike.
+    func gcsRecord(_ request: any ServerRequest, bucket: String, name: String) throws -> ObjectRecord {
         guard let generation = try generationParameter(request) else { return try requireObject(bucket, name) }
         guard store.bucket(bucket) != nil || settings.autoCreateBuckets else {
             throw HTTPError(404, "The specified bucket does not exist.")
@@ -97,7 +98,7 @@ extension EmulatorApplication {
         return record
     }
 
-    private func generationParameter(_ request: any ServerRequest) throws -> Int64? {
+    func generationParameter(_ request: any ServerRequest) throws -> Int64? {
         guard let text = request.query("generation") else { return nil }
         return try RequestNumber.nonNegative(text, field: "generation")
     }

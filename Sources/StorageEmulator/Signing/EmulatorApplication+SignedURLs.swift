@@ -63,7 +63,8 @@ extension EmulatorApplication {
         let name = String(parts[1])
         switch request.method {
         case "GET", "HEAD":
-            return try mediaReply(request, try requireObject(bucket, name))
+            // A signed `generation=` serves that generation or nothing, never the live object instead.
+            return try mediaReply(request, try gcsRecord(request, bucket: bucket, name: name))
         case "PUT":
             var attributes = ObjectAttributes()
             attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
@@ -93,9 +94,10 @@ extension EmulatorApplication {
             reply.headers.set("x-goog-hash", "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))")
             return reply
         case "DELETE":
+            let generation = try generationParameter(request)
             let deleted: Bool
             do {
-                deleted = try store.delete(bucket: bucket, name: name, generation: nil)
+                deleted = try store.delete(bucket: bucket, name: name, generation: generation)
             } catch {
                 throw httpError(error)
             }

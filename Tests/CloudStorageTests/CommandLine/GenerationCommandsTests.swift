@@ -1,0 +1,84 @@
+import CloudStorage
+import Foundation
+import StorageEmulator
+import Testing
+
+@testable import CloudStorageCLI
+
+/// `gs://BUCKET/PATH#GENERATION` in the single-object commands, against a versioned bucket of
+/// the emulator.
+@Suite("cloud-storage with #GENERATION", .timeLimit(.minutes(2)))
+struct GenerationCommandsTests {
+    /// A versioned bucket `demo` holding `o` twice ("one", then "two"); the two generations.
+    static func versions(_ emulator: StorageEmulator) async throws -> (Int64, Int64) {
+        let created = try await SignedURLEmulatorTests.send(
+            "POST", emulator.baseURL.appendingPathComponent("storage/v1/b"),
+            headers: ["Content-Type": "application/json"],
+            body: Data(#"{"name": "demo", "versioning": {"enabled": true}}"#.utf8))
+        try #require(created.status == 200)
+        let ref = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL)).reference(withPath: "o")
+        let first = try #require(try await ref.putDataAsync(Data("one".utf8)).generation)
+        let second = try #require(try await ref.putDataAsync(Data("two".utf8)).generation)
+        return (first, second)
+    }
+
+    @Test func statCatCpAndRmActOnTheGenerationNamed() async throws {
+        let emulator = try ObjectCommandsTests.emulator()
+        defer { emulator.stop() }
+        let (first, second) = try await Self.versions(emulator)
+
+        let (statStatus, stat) = try await ObjectCommandsTests.run(["stat", "gs://demo/o#\(first)"], emulator)
+        #expect(statStatus == .success)
+        #expect(stat.hasPrefix("gs://demo/o#\(first):\n"), "\(stat)")
+        #expect(stat.contains("Generation:          \(first)\n"), "\(stat)")
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o#\(first)"], emulator) == (.success, "one"))
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o"], emulator) == (.success, "two"))
+
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gen-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("o.txt")
+        let copy = try CopyCommand(
+            ["gs://demo/o#\(first)", file.path, "--quiet", "--endpoint", emulator.baseURL.absoluteString],
+            environment: [:])
+        let (copyStatus, copied) = try await ObjectCommandsTests.capture { await copy.run(output: $0) }
+        #expect(copyStatus == .success)
+        #expect(copied.contains("gs://demo/o#\(first)"), "\(copied)")
+        #expect(try Data(contentsOf: file) == Data("one".utf8))
+
+        // Removing the noncurrent generation leaves the live object.
+        let (rmStatus, removed) = try await ObjectCommandsTests.run(["rm", "gs://demo/o#\(first)"], emulator)
+        #expect(rmStatus == .success && removed == "Removed gs://demo/o#\(first)\n")
+        #expect(try await ObjectCommandsTests.run(["stat", "gs://demo/o#\(first)"], emulator).0 == .notFound)
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o#\(first)"], emulator).0 == .notFound)
+        #expect(try await ObjectCommandsTests.run(["rm", "gs://demo/o#\(first)"], emulator).0 == .notFound)
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o#\(second)"], emulator) == (.success, "two"))
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o"], emulator) == (.success, "two"))
+    }
+
+    @Test(arguments: [
+        ["ls", "gs://demo/o#5"], ["rm", "-r", "gs://demo/o#5"], ["cat", "gs://demo/o#0"],
+        ["stat", "gs://demo/o#99999999999999999999"],
+    ])
+    func commandsThatWalkOrNamesThatCannotBeGenerationsAreUsageErrors(words: [String]) {
+        let command = Array(words.dropFirst()) + ["--endpoint", "http://127.0.0.1:9"]
+        #expect(throws: UsageError.self) {
+            switch words[0] {
+            case "ls": _ = try ListCommand(command, environment: [:])
+            case "rm": _ = try RemoveCommand(command, environment: [:])
+            case "cat": _ = try CatCommand(command, environment: [:])
+            default: _ = try StatCommand(command, environment: [:])
+            }
+        }
+    }
+
+    @Test func anUploadToAGenerationIsAUsageErrorAndOtherHashesArePartOfTheName() throws {
+        #expect(throws: UsageError.self) {
+            try CopyCommand(["/etc/hostname", "gs://demo/o#5", "--endpoint", "http://127.0.0.1:9"], environment: [:])
+        }
+        let address = try ObjectAddress("gs://demo/notes#draft", role: "the object")
+        #expect(address.path == "notes#draft" && address.generation == nil)
+        let pinned = try ObjectAddress("gs://demo/a#1#2", role: "the object")
+        #expect(pinned.path == "a#1" && pinned.generation == 2 && pinned.url == "gs://demo/a#1#2")
+    }
+}
