@@ -225,7 +225,9 @@ struct CopyCommand {
             guard !from.path.isEmpty, !from.endsInSlash else {
                 throw UsageError("\(source) names no object (to copy everything under it, use -r)")
             }
-            try from.validate(needsObject: true)
+            try from.validate(needsObject: true, allowsGeneration: true)
+            // The copy writes a new generation: `#GEN` is refused here, before the name is rebuilt without it.
+            try to.validate(needsObject: false)
             var path = to.path
             if path.isEmpty || to.endsInSlash {
                 path += from.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""

@@ -56,6 +56,29 @@ struct GenerationCommandsTests {
         #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o"], emulator) == (.success, "two"))
     }
 
+    @Test func copiesAndMovesBetweenObjectsTakeTheSourcesGeneration() async throws {
+        let emulator = try ObjectCommandsTests.emulator()
+        defer { emulator.stop() }
+        let (first, second) = try await Self.versions(emulator)
+        let endpoint = ["--quiet", "--endpoint", emulator.baseURL.absoluteString]
+
+        let copy = try CopyCommand(["gs://demo/o#\(first)", "gs://demo/copied"] + endpoint, environment: [:])
+        #expect(try await ObjectCommandsTests.capture { await copy.run(output: $0) }.0 == .success)
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/copied"], emulator) == (.success, "one"))
+
+        // Moving a noncurrent generation copies it and deletes exactly that generation.
+        let move = try CopyCommand(["gs://demo/o#\(first)", "gs://demo/moved"] + endpoint, environment: [:], moving: true)
+        #expect(try await ObjectCommandsTests.capture { await move.run(output: $0) }.0 == .success)
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/moved"], emulator) == (.success, "one"))
+        #expect(try await ObjectCommandsTests.run(["stat", "gs://demo/o#\(first)"], emulator).0 == .notFound)
+        #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o#\(second)"], emulator) == (.success, "two"))
+
+        // A copy writes a new generation: one cannot be named for the destination.
+        #expect(throws: UsageError.self) {
+            try CopyCommand(["gs://demo/o", "gs://demo/copied#\(first)"] + endpoint, environment: [:])
+        }
+    }
+
     @Test(arguments: [
         ["ls", "gs://demo/o#5"], ["rm", "-r", "gs://demo/o#5"], ["cat", "gs://demo/o#0"],
         ["stat", "gs://demo/o#99999999999999999999"],
