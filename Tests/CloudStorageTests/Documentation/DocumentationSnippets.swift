@@ -495,6 +495,20 @@ enum DocumentationSnippets {
         // end snippet
     }
 
+    static func generationsReadCopyDelete(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ObjectGenerations.md#1
+        let ref = storage.reference(withPath: "config.json")
+        let first = try await ref.putDataAsync(Data("{\"v\":1}".utf8))
+        _ = try await ref.putDataAsync(Data("{\"v\":2}".utf8))  // first is now noncurrent
+        let old = ref.atGeneration(first.generation)
+        print(old)  // gs://my-bucket/config.json#1712345678901234
+        let bytes = try await old.data(maxSize: 1024)  // {"v":1}
+        _ = try await old.copy(to: ref)  // restores it as the live object
+        try await old.delete()  // only that generation goes
+        print(bytes.count)
+        // end snippet
+    }
+
     static func emulatorInTests() async throws {
         // snippet: DocsCatalog/CloudStorage.docc/Emulators.md#1
         let emulator = try StorageEmulator.start()  // in memory, on a free loopback port
