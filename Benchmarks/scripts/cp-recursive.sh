@@ -11,13 +11,9 @@ files=${1:-1000}
 size=${2:-65536}
 jobs=${3:-8}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-tool=${CLOUD_STORAGE:-}
-if [[ -z "$tool" ]]; then
-    for candidate in "$root/.build/release/cloud-storage" "$root/.build/debug/cloud-storage"; do
-        if [[ -x "$candidate" ]]; then tool=$candidate; break; fi
-    done
-fi
-[[ -x "$tool" ]] || { echo "no cloud-storage executable; build it first" >&2; exit 1; }
+# shellcheck source=Benchmarks/scripts/common.sh
+source "$root/Benchmarks/scripts/common.sh"
+find_tool "$root"
 
 work=$(mktemp -d)
 emulator_pid=
@@ -32,14 +28,7 @@ for ((i = 0; i < files; i++)); do
     head -c "$size" /dev/urandom > "$work/tree/f$(printf %05d "$i").bin"
 done
 
-"$tool" emulator --port 0 > "$work/emulator.log" 2>&1 &
-emulator_pid=$!
-for _ in $(seq 100); do
-    grep -q "listening on" "$work/emulator.log" 2>/dev/null && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$work/emulator.log")
-[[ -n "$endpoint" ]] || { cat "$work/emulator.log" >&2; exit 1; }
+start_emulator "$work/emulator.log"
 
 now() { date +%s.%N; }
 rate() { awk -v n="$files" -v a="$1" -v b="$2" 'BEGIN { printf "%.1f files/s (%.2f s)", n / (b - a), b - a }'; }

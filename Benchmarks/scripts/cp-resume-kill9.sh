@@ -35,14 +35,9 @@ size=$((size_mib * 1024 * 1024))
 kill_at=$(awk -v s="$size" -v f="$fraction" 'BEGIN { printf "%d", s * f }')
 head -c "$size" /dev/urandom > "$work/file.bin"
 
-"$tool" emulator --port 0 --dir "$work/emulator" > "$work/emulator.log" 2>&1 &
-emulator_pid=$!
-for _ in $(seq 100); do
-    grep -q "listening on" "$work/emulator.log" 2>/dev/null && break
-    sleep 0.1
-done
-endpoint=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$work/emulator.log")
-[[ -n "$endpoint" ]] || { cat "$work/emulator.log" >&2; exit 1; }
+# shellcheck source=Benchmarks/scripts/common.sh
+source "$root/Benchmarks/scripts/common.sh"
+start_emulator "$work/emulator.log" --dir "$work/emulator"
 
 export XDG_STATE_HOME="$work/state"
 copy=("$tool" cp --quiet --endpoint "$endpoint" "$work/file.bin" gs://bench/resume.bin)
