@@ -121,7 +121,9 @@ struct ObjectListingTests {
             for try await _ in storage.reference(withPath: "x").pages(maxResults: 10) {}
         }
         #expect(pagesError?.code == .protocolViolation)
-        let allError = await #expect(throws: StorageError.self) { _ = try await storage.reference(withPath: "x").listAll() }
+        let allError = await #expect(throws: StorageError.self) {
+            _ = try await storage.reference(withPath: "x").listAll()
+        }
         #expect(allError?.code == .protocolViolation)
 
         // One page asked for at a token, answered with that token again.
@@ -160,7 +162,9 @@ struct ObjectListingTests {
         #expect(placeholder == storage.reference(objectName: "p/d/"))
         #expect(metadata.size == 1 && metadata.generation == 1)
         // Page by page, the pages are as the server sent them, merged in name order.
-        let pages = try await storage.objects(query).pages.reduce(into: [[String]]()) { $0.append($1.entries.map(\.name)) }
+        let pages = try await storage.objects(query).pages.reduce(into: [[String]]()) {
+            $0.append($1.entries.map(\.name))
+        }
         #expect(pages == [["p/a/", "p/b", "p/d/", "p/d/"], ["p/d/", "p/e"]])
     }
 
