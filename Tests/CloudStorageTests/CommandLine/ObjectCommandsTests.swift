@@ -220,6 +220,40 @@ struct ObjectCommandsTests {
         #expect(lines[count + 1] == "TOTAL: \(count) objects, \((0..<count).reduce(0, +)) bytes")
     }
 
+    /// `ls -r` and `rm -r` walk a tree with one flat listing a page, not a listing per folder
+    /// (which cost 1 + 12 requests here); Firebase v0, which lists a level at a time, still
+    /// gets the same lines.
+    @Test func recursiveWalksSendOneListingAPageWhateverTheDepth() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        var objects: [String: Data] = ["top": Self.bytes("t")]
+        for folder in 0..<4 {
+            for sub in 0..<2 { objects["f\(folder)/s\(sub)/leaf"] = Self.bytes("x") }
+            objects["f\(folder)/file"] = Self.bytes("y")
+        }
+        try await Self.put(objects, in: emulator)
+        let expected = objects.keys.sorted().map { "gs://demo/\($0)\n" }.joined()
+
+        var before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["ls", "-r", "gs://demo"], emulator, pageSize: 5)
+        #expect(status == .success)
+        #expect(output == expected)
+        // 13 objects, 5 a page: 3 listing requests.
+        #expect(emulator.requestsReceived - before == 3)
+
+        var firebase = try ListCommand(
+            ["-r", "gs://demo", "--firebase", emulator.baseURL.absoluteString], environment: [:])
+        firebase.pageSize = 5
+        let ls = firebase
+        #expect(try await Self.capture { await ls.run(output: $0) } == (.success, expected))
+
+        before = emulator.requestsReceived
+        let (removed, _) = try await Self.run(["rm", "-r", "gs://demo/f1/"], emulator)
+        #expect(removed == .success)
+        // One listing, three deletions.
+        #expect(emulator.requestsReceived - before == 1 + 3)
+    }
+
     @Test func lsOfAPrefixThatMatchesNothingExits5AndAnEmptyBucketExits0() async throws {
         let emulator = try Self.emulator()
         defer { emulator.stop() }
