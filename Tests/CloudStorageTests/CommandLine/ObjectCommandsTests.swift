@@ -5,6 +5,10 @@ import Testing
 
 @testable import CloudStorageCLI
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -252,6 +256,37 @@ struct ObjectCommandsTests {
         #expect(removed == .success)
         // One listing, three deletions.
         #expect(emulator.requestsReceived - before == 1 + 3)
+    }
+
+    /// `ls -a` lists every generation as `gs://b/o#GEN`, from the listing alone.
+    @Test func lsAListsEveryGenerationWithItsNumber() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        var request = URLRequest(url: emulator.baseURL.appendingPathComponent("storage/v1/b"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"name":"demo","versioning":{"enabled":true}}"#.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        _ = try await URLSession.shared.data(for: request)
+        let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
+        var generations: [Int64] = []
+        for body in ["one", "two"] {
+            generations.append(
+                try #require(try await storage.reference(withPath: "d/o").putDataAsync(Self.bytes(body)).generation))
+        }
+        _ = try await storage.reference(withPath: "d/p").putDataAsync(Self.bytes("p"))
+        let expected = generations.map { "gs://demo/d/o#\($0)\n" }.joined()
+
+        let before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["ls", "-a", "gs://demo/d/"], emulator)
+        #expect(status == .success)
+        #expect(emulator.requestsReceived - before == 1)
+        #expect(output.hasPrefix(expected) && output.hasSuffix("gs://demo/d/p#") == false, "\(output)")
+        #expect(output.split(separator: "\n").count == 3)
+        #expect(try await Self.run(["ls", "-a", "gs://demo/d/o"], emulator) == (.success, expected))
+        let (_, long) = try await Self.run(["ls", "-la", "gs://demo/d/o"], emulator)
+        #expect(long.contains("gs://demo/d/o#\(generations[0])  metageneration=1\n"), "\(long)")
+        // Without -a, only the live one.
+        #expect(try await Self.run(["ls", "gs://demo/d/o"], emulator).1 == "gs://demo/d/o\n")
     }
 
     @Test func lsOfAPrefixThatMatchesNothingExits5AndAnEmptyBucketExits0() async throws {
