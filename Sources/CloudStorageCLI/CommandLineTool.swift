@@ -13,16 +13,19 @@ let usage = """
       cat gs://BUCKET/PATH...    write objects' bytes to standard output (-r START-END: a range)
       rm [-r] gs://BUCKET/PATH...
                                  delete objects (-r: everything under PATH/)
+      du [-s] [-c] [-a] gs://BUCKET[/PREFIX]...
+                                 sizes of objects (-s: a sum per URL; -c: a total)
       emulator                   run the built-in emulator until Ctrl-C
       sign gs://BUCKET/PATH      print a V4 signed URL for an object
       help [COMMAND]             show help
 
-    Run `cloud-storage help COMMAND` (cp, ls, stat, cat, rm, emulator, sign) for its options.
+    Run `cloud-storage help COMMAND` (cp, ls, stat, cat, rm, du, emulator, sign) for its options.
     """
 
 /// The usage of the commands that work on stored objects, by name.
 let objectCommandUsage = [
     "ls": ListCommand.usage, "stat": StatCommand.usage, "cat": CatCommand.usage, "rm": RemoveCommand.usage,
+    "du": DiskUsageCommand.usage,
 ]
 
 /// Runs `body` with a writer to standard output, stopped afterwards.
@@ -78,7 +81,7 @@ package func runCommandLine(
                 return .success
             }
             return try await SignCommand(words, environment: environment).run()
-        case "ls", "stat", "cat", "rm":
+        case "ls", "stat", "cat", "rm", "du":
             if words.contains("--help") || words.contains("-h") {
                 print(objectCommandUsage[command] ?? usage)
                 return .success
@@ -93,6 +96,9 @@ package func runCommandLine(
                 return await withStandardOutput { await parsed.run(output: $0) }
             case "cat":
                 let parsed = try CatCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "du":
+                let parsed = try DiskUsageCommand(words, environment: environment)
                 return await withStandardOutput { await parsed.run(output: $0) }
             default:
                 let parsed = try RemoveCommand(words, environment: environment)

@@ -76,6 +76,11 @@ struct ObjectCommandsTests {
         case "cat":
             let parsed = try CatCommand(command, environment: [:])
             return try await capture { await parsed.run(output: $0) }
+        case "du":
+            var parsed = try DiskUsageCommand(command, environment: [:])
+            if let pageSize { parsed.pageSize = pageSize }
+            let du = parsed
+            return try await capture { await du.run(output: $0) }
         default:
             var parsed = try RemoveCommand(command, environment: [:])
             if let pageSize { parsed.pageSize = pageSize }
@@ -287,6 +292,32 @@ struct ObjectCommandsTests {
         #expect(long.contains("gs://demo/d/o#\(generations[0])  metageneration=1\n"), "\(long)")
         // Without -a, only the live one.
         #expect(try await Self.run(["ls", "gs://demo/d/o"], emulator).1 == "gs://demo/d/o\n")
+    }
+
+    /// `du` sums sizes from the flat listing: a request a page, none per object.
+    @Test func duCountsBytesFromTheListing() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        try await Self.put(
+            [
+                "logs/a": Data(count: 10), "logs/b/c": Data(count: 20), "logs/b/d/e": Data(count: 2000),
+                "x": Data(count: 1),
+            ],
+            in: emulator)
+        let before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["du", "gs://demo/logs/"], emulator, pageSize: 2)
+        #expect(status == .success)
+        #expect(emulator.requestsReceived - before == 2)
+        #expect(
+            output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+                == [["10", "gs://demo/logs/a"], ["20", "gs://demo/logs/b/c"], ["2000", "gs://demo/logs/b/d/e"]])
+        let (_, summary) = try await Self.run(["du", "-sc", "gs://demo/logs/", "gs://demo/x"], emulator)
+        #expect(
+            summary.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+                == [["2030", "gs://demo/logs/"], ["1", "gs://demo/x"], ["2031", "total"]])
+        let (_, readable) = try await Self.run(["du", "-s", "--readable-sizes", "gs://demo/logs/"], emulator)
+        #expect(readable.hasPrefix("1.98 KiB "), "\(readable)")
+        #expect(try await Self.run(["du", "gs://demo/none/"], emulator).0 == .notFound)
     }
 
     @Test func lsOfAPrefixThatMatchesNothingExits5AndAnEmptyBucketExits0() async throws {
