@@ -130,7 +130,7 @@ struct ListCommand {
                             buffer += line(for: object, metadata, totals: &totals)
                         } else {
                             totals.objects += 1
-                            buffer += name(of: object, details[index]) + "\n"
+                            buffer += name(of: object, details.isEmpty ? nil : details[index]) + "\n"
                         }
                     }
                 }
