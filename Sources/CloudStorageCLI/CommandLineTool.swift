@@ -14,25 +14,28 @@ let usage = """
       update gs://BUCKET/PATH... change objects' metadata
       hash FILE|gs://BUCKET/PATH...
                                  print CRC32C and MD5 digests
-      ls [-l] [-r] gs://BUCKET[/PREFIX]
-                                 list objects and folders (-l: sizes, times, a total; -r: all below)
+      ls [-l] [-r] [-a] gs://BUCKET[/PREFIX]
+                                 list objects and folders (-l: sizes, times, a total; -r: all below;
+                                 -a: every generation, as gs://BUCKET/PATH#GENERATION)
       stat gs://BUCKET/PATH...   show objects' metadata
       cat gs://BUCKET/PATH...    write objects' bytes to standard output (-r START-END: a range)
       rm [-r] gs://BUCKET/PATH...
                                  delete objects (-r: everything under PATH/)
+      du [-s] [-c] [-a] gs://BUCKET[/PREFIX]...
+                                 sizes of objects (-s: a sum per URL; -c: a total)
       emulator                   run the built-in emulator until Ctrl-C
       sign gs://BUCKET/PATH      print a V4 signed URL for an object
       help [COMMAND]             show help
 
-    Run `cloud-storage help COMMAND` (cp, mv, compose, update, hash, ls, stat, cat, rm, emulator, sign)
-    for its options.
+    Run `cloud-storage help COMMAND` (cp, mv, compose, update, hash, ls, stat, cat, rm, du, emulator,
+    sign) for its options.
     """
 
 /// The usage of the commands that work on stored objects, by name.
 let objectCommandUsage = [
     "ls": ListCommand.usage, "stat": StatCommand.usage, "cat": CatCommand.usage, "rm": RemoveCommand.usage,
     "mv": CopyCommand.moveUsage, "compose": ComposeCommand.usage, "update": UpdateCommand.usage,
-    "hash": HashCommand.usage,
+    "hash": HashCommand.usage, "du": DiskUsageCommand.usage,
 ]
 
 /// Runs `body` with a writer to standard output, stopped afterwards.
@@ -88,7 +91,7 @@ package func runCommandLine(
                 return .success
             }
             return try await SignCommand(words, environment: environment).run()
-        case "ls", "stat", "cat", "rm", "mv", "compose", "update", "hash":
+        case "ls", "stat", "cat", "rm", "mv", "compose", "update", "hash", "du":
             if words.contains("--help") || words.contains("-h") {
                 print(objectCommandUsage[command] ?? usage)
                 return .success
@@ -115,6 +118,9 @@ package func runCommandLine(
                 return await withStandardOutput { await parsed.run(output: $0) }
             case "hash":
                 let parsed = try HashCommand(words, environment: environment)
+                return await withStandardOutput { await parsed.run(output: $0) }
+            case "du":
+                let parsed = try DiskUsageCommand(words, environment: environment)
                 return await withStandardOutput { await parsed.run(output: $0) }
             default:
                 let parsed = try RemoveCommand(words, environment: environment)

@@ -1,7 +1,7 @@
 import CloudStorage
 import Foundation
 
-/// `cloud-storage ls [-l] [-r] gs://BUCKET[/PREFIX]...`: lists objects, as `gsutil ls` does.
+/// `cloud-storage ls [-l] [-r] [-a] gs://BUCKET[/PREFIX]...`: lists objects, as `gsutil ls` does.
 struct ListCommand {
     static let usage = """
         usage: cloud-storage ls [options] gs://BUCKET[/PREFIX]...
@@ -15,7 +15,11 @@ struct ListCommand {
 
           -l                  also each object's size in bytes and the time it was last
                               updated (RFC 3339, UTC), and a final TOTAL line
-          -r                  every object below, however deep (no folders)
+          -r                  every object below, however deep (no folders), one
+                              listing request a page whatever the depth
+          -a                  every generation of each object, noncurrent ones too,
+                              as gs://BUCKET/NAME#GENERATION (with -l, also each one's
+                              metageneration); Google Cloud Storage only
 
         \(StorageOptions.destinationUsage)
 
@@ -31,14 +35,16 @@ struct ListCommand {
     let addresses: [ObjectAddress]
     let long: Bool
     let recursive: Bool
+    /// Every generation (`-a`).
+    let allVersions: Bool
     let storage: StorageOptions
     /// The most entries per listing request; small in tests, to make many pages.
     var pageSize = StorageReference.maximumListResults
 
     init(_ words: [String], environment: [String: String]) throws(UsageError) {
         let arguments = try CommandLineArguments(
-            ShortFlags.expand(words, letters: "lr"), valued: StorageOptions.valued,
-            flags: StorageOptions.flags.union(["-l", "-r", "-R"]))
+            ShortFlags.expand(words, letters: "lra"), valued: StorageOptions.valued,
+            flags: StorageOptions.flags.union(["-l", "-r", "-R", "-a"]))
         guard !arguments.positional.isEmpty else { throw UsageError("ls needs a gs://BUCKET[/PREFIX]") }
         addresses = try arguments.positional.map { text throws(UsageError) in
             let address = try ObjectAddress(text, role: "a listing")
@@ -47,6 +53,7 @@ struct ListCommand {
         }
         long = arguments.has("-l")
         recursive = arguments.has("-r") || arguments.has("-R")
+        allVersions = arguments.has("-a")
         storage = try StorageOptions(arguments, environment: environment)
     }
 
@@ -81,9 +88,19 @@ struct ListCommand {
         if !address.path.isEmpty && !address.endsInSlash {
             let reference = address.reference(in: storage)
             do {
-                let metadata = try await reference.getMetadata()
-                found = true
-                buffer += line(for: reference, metadata, totals: &totals)
+                if allVersions {
+                    // Its versions are the listed names equal to it, each page's first ones.
+                    let query = StorageObjectQuery(prefix: address.path, delimiter: "/", includesVersions: true)
+                    for try await case .object(let object, let metadata?) in storage.objects(query)
+                    where object == reference {
+                        found = true
+                        buffer += line(for: object, metadata, totals: &totals)
+                    }
+                } else {
+                    let metadata = try await reference.getMetadata()
+                    found = true
+                    buffer += line(for: reference, metadata, totals: &totals)
+                }
             } catch  where error.code == .objectNotFound {
                 // Then it is a prefix, or matches nothing.
             } catch {
@@ -92,7 +109,8 @@ struct ListCommand {
         }
         var listed: [ObjectWalker.Entry] = []
         var closed = false
-        let walker = ObjectWalker(root: address.folder(in: storage), recursive: recursive, pageSize: pageSize)
+        var walker = ObjectWalker(root: address.folder(in: storage), recursive: recursive, pageSize: pageSize)
+        walker.versions = allVersions
         do {
             try await walker.walk { entry in
                 found = true
@@ -100,7 +118,7 @@ struct ListCommand {
             } pageDone: {
                 // -l needs each object's size and time: a GCS listing carries them; only objects
                 // listed without them (Firebase v0) cost a metadata request each.
-                let details = long ? await Self.metadata(of: listed) : []
+                let details = long || allVersions ? await Self.metadata(of: listed) : []
                 for (index, entry) in listed.enumerated() {
                     switch entry {
                     case .prefix(let prefix):
@@ -112,7 +130,7 @@ struct ListCommand {
                             buffer += line(for: object, metadata, totals: &totals)
                         } else {
                             totals.objects += 1
-                            buffer += "\(object)\n"
+                            buffer += name(of: object, details.isEmpty ? nil : details[index]) + "\n"
                         }
                     }
                 }
@@ -142,11 +160,18 @@ struct ListCommand {
     ) -> String {
         totals.objects += 1
         totals.bytes += metadata.size
-        guard long else { return "\(reference)\n" }
+        guard long else { return name(of: reference, metadata) + "\n" }
         let size = String(metadata.size)
         let padded = String(repeating: " ", count: max(0, 10 - size.count)) + size
         let updated = metadata.updated.map(Self.timestamp) ?? "-"
-        return "\(padded)  \(updated)  \(reference)\n"
+        let version = allVersions ? "  metageneration=\(metadata.metageneration ?? 0)" : ""
+        return "\(padded)  \(updated)  \(name(of: reference, metadata))\(version)\n"
+    }
+
+    /// `gs://BUCKET/NAME`, with `#GENERATION` under `-a`.
+    private func name(of reference: StorageReference, _ metadata: StorageMetadata?) -> String {
+        guard allVersions, let generation = metadata?.generation else { return "\(reference)" }
+        return "\(reference)#\(generation)"
     }
 
     /// RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z`.

@@ -2,7 +2,10 @@ import CloudStorage
 
 /// Walks the listing below a reference page by page, in name order: one level
 /// (objects and the prefixes directly below), or, recursively, every object
-/// below (descending into each prefix where it falls in name order).
+/// below. A recursive walk is one flat listing (``Storage/objects(_:)`` without a
+/// delimiter) where the endpoint has it, a request per page whatever the depth; on
+/// Firebase v0, which lists one level at a time, it descends into each prefix where
+/// it falls in name order, the same objects in the same order.
 ///
 /// Memory is bounded by one page per level of depth: nothing is collected
 /// beyond the pages being walked, so output can go out as pages arrive.
@@ -29,6 +32,8 @@ struct ObjectWalker {
     let recursive: Bool
     /// The most entries a page holds (1 to 1000).
     let pageSize: Int
+    /// Every generation of each object, noncurrent ones too (Google Cloud Storage only).
+    var versions = false
 
     private struct Level {
         var pages: StorageListPages.Iterator
@@ -48,6 +53,27 @@ struct ObjectWalker {
     func walk(
         entry: (Entry) -> Void, pageDone: () async -> Bool
     ) async throws(StorageError) {
+        // The names below `root`: its path and a slash, or everything at the root.
+        let prefix = root.parent() == nil ? "" : root.fullPath + "/"
+        var flat = StorageObjectQuery(prefix: prefix, includesVersions: versions, pageSize: pageSize)
+        if !recursive { flat.delimiter = "/" }
+        if recursive || versions, versions || (try? flat.validate(for: root.storage.endpoint)) != nil {
+            // A prefix can come back at the start of the next page: give it once.
+            var lastPrefix: [UInt8] = []
+            for try await page in root.storage.objects(flat).pages {
+                for listed in page.entries {
+                    switch listed {
+                    case .object(let object, let metadata): entry(.object(object, listed: metadata))
+                    case .prefix(let text, let folder?) where lastPrefix.lexicographicallyPrecedes(text.utf8):
+                        lastPrefix = Array(text.utf8)
+                        entry(.prefix(folder))
+                    case .prefix: continue
+                    }
+                }
+                guard await pageDone() else { return }
+            }
+            return
+        }
         var stack = [Self.level(root, pageSize: pageSize)]
         var pagesFetched = 0
         while let top = stack.indices.last {

@@ -32,12 +32,16 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         HTTPRequest(method: "DELETE", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }
 
-    func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
-        var query = [("prefix", prefix), ("delimiter", "/"), ("maxResults", String(maxResults))]
-        if let pageToken { query.append(("pageToken", pageToken)) }
+    /// v0 takes a prefix, the delimiter and a page size, as the Firebase SDKs send them (the
+    /// query was validated to hold no more).
+    func list(bucket: String, _ query: StorageObjectQuery, pageToken: String?) -> HTTPRequest {
+        var items = [
+            ("prefix", query.prefix), ("delimiter", query.delimiter ?? "/"), ("maxResults", String(query.pageSize)),
+        ]
+        if let pageToken { items.append(("pageToken", pageToken)) }
         return HTTPRequest(
             method: "GET",
-            url: WireURL.make(base: baseURL, path: "/v0/b/\(WireURL.pathSegment(bucket))/o", query: query),
+            url: WireURL.make(base: baseURL, path: "/v0/b/\(WireURL.pathSegment(bucket))/o", query: items),
             isIdempotent: true
         )
     }

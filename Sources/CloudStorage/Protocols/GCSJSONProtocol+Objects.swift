@@ -37,17 +37,24 @@ extension GCSJSONProtocol: ObjectWireProtocol {
             isIdempotent: true)
     }
 
-    func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest {
-        var query = [("delimiter", "/"), ("maxResults", String(maxResults))]
-        if !prefix.isEmpty { query.append(("prefix", prefix)) }
-        if let pageToken { query.append(("pageToken", pageToken)) }
+    func list(bucket: String, _ query: StorageObjectQuery, pageToken: String?) -> HTTPRequest {
+        var items = [("maxResults", String(query.pageSize))]
+        if !query.prefix.isEmpty { items.append(("prefix", query.prefix)) }
+        if let delimiter = query.delimiter { items.append(("delimiter", delimiter)) }
+        if let glob = query.matchGlob { items.append(("matchGlob", glob)) }
+        if let start = query.startOffset { items.append(("startOffset", start)) }
+        if let end = query.endOffset { items.append(("endOffset", end)) }
+        if query.includesVersions { items.append(("versions", "true")) }
+        if query.includesTrailingDelimiter { items.append(("includeTrailingDelimiter", "true")) }
+        if query.includesFoldersAsPrefixes { items.append(("includeFoldersAsPrefixes", "true")) }
+        if let pageToken { items.append(("pageToken", pageToken)) }
         // Each item's resource, so a listing answers what `ls -l` or a sync needs without a
         // request per object; but only the fields StorageMetadata reads: `selfLink`,
         // `mediaLink`, `id`, `etag`, `kind` and the storage class would about double it.
-        query.append(("fields", "items(\(StorageMetadata.gcsResourceFields)),prefixes,nextPageToken"))
+        items.append(("fields", "items(\(StorageMetadata.gcsResourceFields)),prefixes,nextPageToken"))
         return HTTPRequest(
             method: "GET",
-            url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query),
+            url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: items),
             isIdempotent: true
         )
     }

@@ -31,10 +31,12 @@ protocol ObjectWireProtocol: Sendable {
     /// Deletes the live object, or the generation named, if `preconditions` hold.
     func delete(bucket: String, name: String, generation: Int64?, preconditions: StoragePreconditions) -> HTTPRequest
 
-    /// Lists one page of the objects and `/`-delimited prefixes under `prefix`.
-    func list(bucket: String, prefix: String, maxResults: Int, pageToken: String?) -> HTTPRequest
+    /// Lists one page of what `query` selects, from the page `pageToken` names (the first when
+    /// nil). `query` was validated for the endpoint (``StorageObjectQuery/validate(for:)``): a
+    /// protocol is only given options it has.
+    func list(bucket: String, _ query: StorageObjectQuery, pageToken: String?) -> HTTPRequest
 
-    /// Reads an answer to ``list(bucket:prefix:maxResults:pageToken:)``.
+    /// Reads an answer to ``list(bucket:_:pageToken:)``.
     func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage
 
     /// The bytes of an object, from `offset` on when it is above 0 (a `Range`

@@ -3,7 +3,9 @@
 /// Created by ``StorageReference/pages(maxResults:)``. Each `next()` sends one
 /// request, so a bucket of any size is listed in bounded memory. The sequence
 /// ends after the page without a ``StorageListResult/pageToken``; an error
-/// ends it by being thrown. Cancelling the iterating task cancels the request
+/// ends it by being thrown, and a page token the server gave before in the
+/// listing (which would list the same pages for ever) is
+/// ``StorageErrorCode/protocolViolation``. Cancelling the iterating task cancels the request
 /// in flight. Iterating the sequence again starts the listing over.
 ///
 /// ```swift
@@ -34,8 +36,7 @@ public struct StorageListPages: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         let reference: StorageReference
         let maxResults: Int
-        private var pageToken: String?
-        private var finished = false
+        private var tokens = ListingPageTokens()
 
         init(reference: StorageReference, maxResults: Int) {
             self.reference = reference
@@ -60,14 +61,13 @@ public struct StorageListPages: AsyncSequence, Sendable {
         ) async throws(StorageError)
             -> StorageListResult?
         {
-            guard !finished else { return nil }
+            guard !tokens.finished else { return nil }
             do throws(StorageError) {
-                let page = try await reference.list(maxResults: maxResults, pageToken: pageToken)
-                pageToken = page.pageToken
-                finished = page.pageToken == nil
+                let page = try await reference.list(maxResults: maxResults, pageToken: tokens.next)
+                try tokens.advance(to: page.pageToken)
                 return page
             } catch {
-                finished = true
+                tokens.finish()
                 throw error
             }
         }

@@ -32,7 +32,8 @@ extension StorageReference {
     ///   `maxResults` is outside 1…1000; ``StorageErrorCode/bucketNotFound``
     ///   when the bucket does not exist; ``StorageErrorCode/protocolViolation``
     ///   when the server lists a name that is not below this reference, or a
-    ///   prefix that is not one level below it; ``StorageErrorCode/cancelled``
+    ///   prefix that is not one level below it, or `pageToken` itself as the next page's token;
+    ///   ``StorageErrorCode/cancelled``
     ///   when the calling task is cancelled.
     public func list(maxResults: Int, pageToken: String? = nil) async throws(StorageError) -> StorageListResult {
         guard (1...Self.maximumListResults).contains(maxResults) else {
@@ -41,9 +42,12 @@ extension StorageReference {
         let wire = storage.endpoint.objectProtocol
         let prefix = path.listingPrefix
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = wire.list(bucket: storage.bucket, prefix: prefix, maxResults: maxResults, pageToken: pageToken)
+        let query = StorageObjectQuery(prefix: prefix, delimiter: "/", pageSize: maxResults)
+        let request = wire.list(bucket: storage.bucket, query, pageToken: pageToken)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .bucket(storage.bucket))
         let page = try wire.listPage(from: response)
+        var tokens = ListingPageTokens(startingAt: pageToken)
+        try tokens.advance(to: page.nextPageToken)
         // Names from the server are taken exactly: normalizing them would list `a//b` as the
         // object `a/b`, and make the prefix `a//` the reference `a`, listed again for ever.
         var items: [StorageReference] = []

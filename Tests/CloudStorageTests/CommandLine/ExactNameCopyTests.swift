@@ -58,7 +58,8 @@ extension CopyDirectionsTests {
     /// A listing that names an object with a NUL byte (which no file name can hold) is refused
     /// saying so, not as a `.` or `..` segment.
     @Test func rDownloadRefusesANameWithANulByteForWhatItIs() async throws {
-        let server = try ExactNameTests.listingServer(#"{"items": [{"name": "p/a\u0000b"}]}"#)
+        let server = try ExactNameTests.listingServer(
+            #"{"items": [{"name": "p/a\u0000b", "size": "1", "generation": "1"}]}"#)
         defer { server.stop() }
         let root = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }

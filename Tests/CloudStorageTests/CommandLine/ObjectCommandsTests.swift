@@ -5,6 +5,10 @@ import Testing
 
 @testable import CloudStorageCLI
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -72,6 +76,11 @@ struct ObjectCommandsTests {
         case "cat":
             let parsed = try CatCommand(command, environment: [:])
             return try await capture { await parsed.run(output: $0) }
+        case "du":
+            var parsed = try DiskUsageCommand(command, environment: [:])
+            if let pageSize { parsed.pageSize = pageSize }
+            let du = parsed
+            return try await capture { await du.run(output: $0) }
         default:
             var parsed = try RemoveCommand(command, environment: [:])
             if let pageSize { parsed.pageSize = pageSize }
@@ -218,6 +227,97 @@ struct ObjectCommandsTests {
         }
         #expect(lines[count] == String(repeating: " ", count: 34) + "gs://demo/logs/sub/")
         #expect(lines[count + 1] == "TOTAL: \(count) objects, \((0..<count).reduce(0, +)) bytes")
+    }
+
+    /// `ls -r` and `rm -r` walk a tree with one flat listing a page, not a listing per folder
+    /// (which cost 1 + 12 requests here); Firebase v0, which lists a level at a time, still
+    /// gets the same lines.
+    @Test func recursiveWalksSendOneListingAPageWhateverTheDepth() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        var objects: [String: Data] = ["top": Self.bytes("t")]
+        for folder in 0..<4 {
+            for sub in 0..<2 { objects["f\(folder)/s\(sub)/leaf"] = Self.bytes("x") }
+            objects["f\(folder)/file"] = Self.bytes("y")
+        }
+        try await Self.put(objects, in: emulator)
+        let expected = objects.keys.sorted().map { "gs://demo/\($0)\n" }.joined()
+
+        var before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["ls", "-r", "gs://demo"], emulator, pageSize: 5)
+        #expect(status == .success)
+        #expect(output == expected)
+        // 13 objects, 5 a page: 3 listing requests.
+        #expect(emulator.requestsReceived - before == 3)
+
+        var firebase = try ListCommand(
+            ["-r", "gs://demo", "--firebase", emulator.baseURL.absoluteString], environment: [:])
+        firebase.pageSize = 5
+        let ls = firebase
+        #expect(try await Self.capture { await ls.run(output: $0) } == (.success, expected))
+
+        before = emulator.requestsReceived
+        let (removed, _) = try await Self.run(["rm", "-r", "gs://demo/f1/"], emulator)
+        #expect(removed == .success)
+        // One listing, three deletions.
+        #expect(emulator.requestsReceived - before == 1 + 3)
+    }
+
+    /// `ls -a` lists every generation as `gs://b/o#GEN`, from the listing alone.
+    @Test func lsAListsEveryGenerationWithItsNumber() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        var request = URLRequest(url: emulator.baseURL.appendingPathComponent("storage/v1/b"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"name":"demo","versioning":{"enabled":true}}"#.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        _ = try await URLSession.shared.data(for: request)
+        let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
+        var generations: [Int64] = []
+        for body in ["one", "two"] {
+            generations.append(
+                try #require(try await storage.reference(withPath: "d/o").putDataAsync(Self.bytes(body)).generation))
+        }
+        _ = try await storage.reference(withPath: "d/p").putDataAsync(Self.bytes("p"))
+        let expected = generations.map { "gs://demo/d/o#\($0)\n" }.joined()
+
+        let before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["ls", "-a", "gs://demo/d/"], emulator)
+        #expect(status == .success)
+        #expect(emulator.requestsReceived - before == 1)
+        #expect(output.hasPrefix(expected) && output.hasSuffix("gs://demo/d/p#") == false, "\(output)")
+        #expect(output.split(separator: "\n").count == 3)
+        #expect(try await Self.run(["ls", "-a", "gs://demo/d/o"], emulator) == (.success, expected))
+        let (_, long) = try await Self.run(["ls", "-la", "gs://demo/d/o"], emulator)
+        #expect(long.contains("gs://demo/d/o#\(generations[0])  metageneration=1\n"), "\(long)")
+        // Without -a, only the live one.
+        #expect(try await Self.run(["ls", "gs://demo/d/o"], emulator).1 == "gs://demo/d/o\n")
+    }
+
+    /// `du` sums sizes from the flat listing: a request a page, none per object.
+    @Test func duCountsBytesFromTheListing() async throws {
+        let emulator = try Self.emulator()
+        defer { emulator.stop() }
+        try await Self.put(
+            [
+                "logs/a": Data(count: 10), "logs/b/c": Data(count: 20), "logs/b/d/e": Data(count: 2000),
+                "x": Data(count: 1),
+            ],
+            in: emulator)
+        let before = emulator.requestsReceived
+        let (status, output) = try await Self.run(["du", "gs://demo/logs/"], emulator, pageSize: 2)
+        #expect(status == .success)
+        #expect(emulator.requestsReceived - before == 2)
+        #expect(
+            output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+                == [["10", "gs://demo/logs/a"], ["20", "gs://demo/logs/b/c"], ["2000", "gs://demo/logs/b/d/e"]])
+        let (_, summary) = try await Self.run(["du", "-sc", "gs://demo/logs/", "gs://demo/x"], emulator)
+        #expect(
+            summary.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+                == [["2030", "gs://demo/logs/"], ["1", "gs://demo/x"], ["2031", "total"]])
+        let (_, readable) = try await Self.run(["du", "-s", "--readable-sizes", "gs://demo/logs/"], emulator)
+        #expect(readable.hasPrefix("1.98 KiB "), "\(readable)")
+        #expect(try await Self.run(["du", "gs://demo/none/"], emulator).0 == .notFound)
     }
 
     @Test func lsOfAPrefixThatMatchesNothingExits5AndAnEmptyBucketExits0() async throws {

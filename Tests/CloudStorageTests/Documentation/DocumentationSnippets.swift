@@ -876,6 +876,32 @@ extension DocumentationSnippets {
         }
         // end snippet
     }
+
+    static func listingObjects(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ListingFiles.md#5
+        var query = StorageObjectQuery(prefix: "logs/2024-")
+        query.includesVersions = true
+        var bytes: Int64 = 0
+        for try await entry in storage.objects(query) {
+            if case .object(let object, let metadata?) = entry {
+                print(object.fullPath, metadata.generation ?? 0)
+                bytes += metadata.size
+            }
+        }
+        print(bytes, "bytes in every version")
+        // end snippet
+    }
+
+    static func listingObjectPages(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/ListingFiles.md#6
+        let listing = storage.objects(StorageObjectQuery(prefix: "photos/", delimiter: "/", pageSize: 100))
+        let first = try await listing.page()
+        if let token = first.nextPageToken {
+            let next = try await listing.page(token: token)
+            print(next.entries.map(\.name))
+        }
+        // end snippet
+    }
 }
 
 /// HTTPS on Linux: trusting a private certificate authority (the same block in both places).

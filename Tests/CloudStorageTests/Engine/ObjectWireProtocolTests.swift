@@ -48,15 +48,37 @@ struct ObjectWireProtocolTests {
     }
 
     @Test func listingsAskForOneLevelBelowThePrefix() {
-        let gcs = GCSJSONProtocol(baseURL: Self.base).list(bucket: "b", prefix: "p/", maxResults: 10, pageToken: "t+/")
+        let gcs = GCSJSONProtocol(baseURL: Self.base).list(
+            bucket: "b", StorageObjectQuery(prefix: "p/", delimiter: "/", pageSize: 10), pageToken: "t+/")
         let query = URLComponents(url: gcs.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
         #expect(query.first { $0.name == "delimiter" }?.value == "/")
         #expect(query.first { $0.name == "prefix" }?.value == "p/")
         #expect(query.first { $0.name == "maxResults" }?.value == "10")
         #expect(query.first { $0.name == "pageToken" }?.value == "t+/")
         #expect(gcs.url.absoluteString.contains("pageToken=t%2B%2F"))
-        let v0 = FirebaseV0Protocol(baseURL: Self.base).list(bucket: "b", prefix: "", maxResults: 5, pageToken: nil)
+        let v0 = FirebaseV0Protocol(baseURL: Self.base).list(
+            bucket: "b", StorageObjectQuery(delimiter: "/", pageSize: 5), pageToken: nil)
         #expect(v0.url.absoluteString == "https://example.test/v0/b/b/o?prefix=&delimiter=%2F&maxResults=5")
+    }
+
+    @Test func gcsListingsSendEveryQueryOptionPercentEncoded() {
+        let query = StorageObjectQuery(
+            prefix: "a b/2024-", delimiter: "&", matchGlob: "**/*.{jpg,png}", startOffset: "a b/2024-01+",
+            endOffset: "a b/2024-03=", includesVersions: true, includesTrailingDelimiter: true,
+            includesFoldersAsPrefixes: true, pageSize: 7)
+        let request = GCSJSONProtocol(baseURL: Self.base).list(bucket: "b", query, pageToken: "t/=")
+        let url = request.url.absoluteString
+        for encoded in [
+            "maxResults=7", "prefix=a%20b%2F2024-", "delimiter=%26", "matchGlob=%2A%2A%2F%2A.%7Bjpg%2Cpng%7D",
+            "startOffset=a%20b%2F2024-01%2B", "endOffset=a%20b%2F2024-03%3D", "versions=true",
+            "includeTrailingDelimiter=true", "includeFoldersAsPrefixes=true", "pageToken=t%2F%3D",
+        ] {
+            #expect(url.contains("&\(encoded)") || url.contains("?\(encoded)"), "\(encoded) in \(url)")
+        }
+        // A flat listing sends no delimiter, and no option that is not set.
+        let flat = GCSJSONProtocol(baseURL: Self.base).list(bucket: "b", StorageObjectQuery(), pageToken: nil)
+        let names = (URLComponents(url: flat.url, resolvingAgainstBaseURL: false)?.queryItems ?? []).map(\.name)
+        #expect(names == ["maxResults", "fields"])
     }
 
     @Test func listPagesAreRead() throws {
@@ -68,7 +90,8 @@ struct ObjectWireProtocolTests {
     }
 
     @Test func gcsListingsAskForEachItemsResourceButOnlyTheFieldsMetadataReads() throws {
-        let request = GCSJSONProtocol(baseURL: Self.base).list(bucket: "b", prefix: "", maxResults: 5, pageToken: nil)
+        let request = GCSJSONProtocol(baseURL: Self.base).list(
+            bucket: "b", StorageObjectQuery(pageSize: 5), pageToken: nil)
         let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
         let fields = try #require(query.first { $0.name == "fields" }?.value)
         #expect(fields.hasPrefix("items(") && fields.hasSuffix("),prefixes,nextPageToken"))
