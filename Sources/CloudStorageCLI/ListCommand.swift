@@ -92,7 +92,7 @@ struct ListCommand {
                     // Its versions are the listed names equal to it, each page's first ones.
                     let query = StorageObjectQuery(prefix: address.path, delimiter: "/", includesVersions: true)
                     for try await case .object(let object, let metadata?) in storage.objects(query)
-                    where object == reference {
+                    where object.atGeneration(nil) == reference {
                         found = true
                         buffer += line(for: object, metadata, totals: &totals)
                     }
@@ -118,7 +118,7 @@ struct ListCommand {
             } pageDone: {
                 // -l needs each object's size and time: a GCS listing carries them; only objects
                 // listed without them (Firebase v0) cost a metadata request each.
-                let details = long || allVersions ? await Self.metadata(of: listed) : []
+                let details = long ? await Self.metadata(of: listed) : []
                 for (index, entry) in listed.enumerated() {
                     switch entry {
                     case .prefix(let prefix):
@@ -130,7 +130,7 @@ struct ListCommand {
                             buffer += line(for: object, metadata, totals: &totals)
                         } else {
                             totals.objects += 1
-                            buffer += name(of: object, details.isEmpty ? nil : details[index]) + "\n"
+                            buffer += "\(object)\n"  // Under -a, pinned: gs://BUCKET/NAME#GENERATION.
                         }
                     }
                 }
@@ -160,19 +160,14 @@ struct ListCommand {
     ) -> String {
         totals.objects += 1
         totals.bytes += metadata.size
-        guard long else { return name(of: reference, metadata) + "\n" }
+        guard long else { return "\(reference)" + "\n" }
         let size = String(metadata.size)
         let padded = String(repeating: " ", count: max(0, 10 - size.count)) + size
         let updated = metadata.updated.map(Self.timestamp) ?? "-"
         let version = allVersions ? "  metageneration=\(metadata.metageneration ?? 0)" : ""
-        return "\(padded)  \(updated)  \(name(of: reference, metadata))\(version)\n"
+        return "\(padded)  \(updated)  \("\(reference)")\(version)\n"
     }
 
-    /// `gs://BUCKET/NAME`, with `#GENERATION` under `-a`.
-    private func name(of reference: StorageReference, _ metadata: StorageMetadata?) -> String {
-        guard allVersions, let generation = metadata?.generation else { return "\(reference)" }
-        return "\(reference)#\(generation)"
-    }
 
     /// RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z`.
     static func timestamp(_ date: Date) -> String {

@@ -21,9 +21,12 @@ public enum StorageListEntry: Sendable, Hashable {
     ///
     /// On Google Cloud Storage the metadata is always there (a listing item without a
     /// well-formed object resource fails the listing with
-    /// ``StorageErrorCode/protocolViolation``); its ``StorageMetadata/generation`` tells which
-    /// version this is when the query ``StorageObjectQuery/includesVersions``. It is nil on
-    /// Firebase Storage v0, whose listings carry only names.
+    /// ``StorageErrorCode/protocolViolation``). When the query
+    /// ``StorageObjectQuery/includesVersions``, each entry is one version: the reference is
+    /// pinned to its ``StorageMetadata/generation`` (``StorageReference/atGeneration(_:)``), so
+    /// reading, copying or deleting through it acts on that version; otherwise the reference
+    /// names the live object. The metadata is nil on Firebase Storage v0, whose listings carry
+    /// only names.
     case object(StorageReference, StorageMetadata?)
     /// A common prefix: the query's prefix, then names' text up to and including the first
     /// delimiter after it (`photos/2024/`). `folder` is the reference whose

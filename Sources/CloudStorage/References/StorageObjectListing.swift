@@ -112,7 +112,10 @@ public struct StorageObjectListing: AsyncSequence, Sendable {
                 throw .protocolViolation(
                     "The server listed the object \"\(name)\" without a complete, well-formed object resource.")
             }
-            let object = StorageReference(storage: storage, path: StoragePath(exact: name))
+            // In a listing of versions each item is one generation, and its reference names that one.
+            let object = StorageReference(
+                storage: storage, path: StoragePath(exact: name),
+                generation: query.includesVersions ? metadata?.generation : nil)
             keyed.append((bytes, index, .object(object, metadata)))
         }
         if delimiter == nil, let listed = page.prefixes.first {

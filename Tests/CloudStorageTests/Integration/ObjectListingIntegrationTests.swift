@@ -120,12 +120,17 @@ struct ObjectListingIntegrationTests {
             let reference = storage.reference(objectName: "dir/x")
             let second = try await reference.putDataAsync(Data("dir/y".utf8))
             var generations: [Int64] = []
+            var contents: [Data] = []
             for try await case .object(let object, let metadata?) in storage.objects(
                 StorageObjectQuery(prefix: "dir/x", includesVersions: true))
             {
-                #expect(object == reference)
+                // Each listed version's reference is pinned to it, and reads that version's bytes.
+                #expect(object == reference.atGeneration(metadata.generation))
+                #expect(object.generation != nil)
                 generations.append(try #require(metadata.generation))
+                contents.append(try await object.data(maxSize: 100))
             }
+            #expect(Set(contents) == [Data("dir/x".utf8), Data("dir/y".utf8)])
             #expect(Set(generations) == Set(generations.count == 2 ? generations : []))
             #expect(generations.contains(try #require(second.generation)))
             if server == .emulator {
