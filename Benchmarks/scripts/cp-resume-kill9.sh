@@ -48,7 +48,10 @@ staged() { stat -c %s "$work"/emulator/.upload-sessions/*.data 2>/dev/null | awk
 start=$(now)
 "${copy[@]}" > "$work/first.log" 2>&1 &
 client_pid=$!
-while (($(staged) < kill_at)) && kill -0 "$client_pid" 2>/dev/null; do sleep 0.005; done
+# Running, and not a zombie: an unreaped client that already ended still answers kill -0.
+running() { [[ "$(ps -o stat= -p "$client_pid" 2>/dev/null)" =~ ^[^Z] ]]; }
+while (($(staged) < kill_at)) && running; do sleep 0.005; done
+running || { echo "cp ended before it was killed; try a larger size" >&2; exit 1; }
 kill -9 "$client_pid" 2>/dev/null || { echo "cp ended before it was killed" >&2; exit 1; }
 wait "$client_pid" 2>/dev/null || true
 client_pid=
