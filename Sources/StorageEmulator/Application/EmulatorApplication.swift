@@ -5,6 +5,11 @@ import Synchronization
 /// The emulator's request handling: routing, authentication, fault injection
 /// and both wire protocols over an ``ObjectStore``.
 ///
+/// Every request takes the same steps: the route table (``routes``, the whole API surface by
+/// protocol) matches it to a route or to a 404/405; its fault plan acts; ``perform(_:_:)``
+/// checks what the route declares it needs (credentials, an upload session's own rule, a V4
+/// signature) and calls the route's handler in `EmulatorApplication+<Protocol>.swift`.
+///
 /// Safe to call from many connection threads at once; all shared state is
 /// behind locks and each upload session serialises its own requests.
 package final class EmulatorApplication: ServerApplication {

@@ -169,37 +169,7 @@ extension EmulatorApplication {
             }
             if case .finalized(let record) = state.phase { return finalReply(record) }
             let snapshot = state.checksums
-            if upload {
-                guard let text = request.headers["X-Goog-Upload-Offset"] else {
-                    throw HTTPError.badRequest("An upload command needs a valid X-Goog-Upload-Offset.")
-                }
-                let offset = try RequestNumber.byteCount(text, field: "X-Goog-Upload-Offset")
-                // Bounded like every other number, so `offset + length` below cannot overflow.
-                if let length = request.contentLength, length > RequestNumber.maxObjectSize {
-                    throw HTTPError.badRequest(
-                        "Invalid Content-Length: \(length) exceeds the largest object size (\(RequestNumber.maxObjectSize) bytes)."
-                    )
-                }
-                guard offset <= state.committed else {
-                    throw HTTPError.badRequest(
-                        "X-Goog-Upload-Offset is \(offset) but only \(state.committed) byte(s) have been received.")
-                }
-                if !finalize, let length = request.contentLength, length % UploadSession.granularity != 0 {
-                    throw HTTPError.badRequest(
-                        "Chunks other than the last must be a multiple of \(UploadSession.granularity) bytes; this one has \(length)."
-                    )
-                }
-                if let declared = session.declaredSize, let length = request.contentLength, offset + length > declared {
-                    throw HTTPError.badRequest("The upload would exceed the declared size of \(declared) bytes.")
-                }
-                let received = try UploadSession.receive(body, start: offset, into: &state)
-                let lengthIsValid =
-                    finalize || received % UploadSession.granularity == 0
-                if !lengthIsValid || (session.declaredSize.map { offset + received > $0 } ?? false) {
-                    UploadSession.rollBack(&state, to: snapshot)
-                    throw HTTPError.badRequest("The chunk of \(received) bytes is not acceptable here.")
-                }
-            }
+            if upload { try receiveChunk(request, body, session, &state, finalize: finalize) }
             guard finalize else { return uploadStatus("active", state) }
             if let declared = session.declaredSize, declared != state.committed {
                 UploadSession.rollBack(&state, to: snapshot)
@@ -214,6 +184,44 @@ extension EmulatorApplication {
                 UploadSession.rollBack(&state, to: snapshot)
                 throw error
             }
+        }
+    }
+
+    /// An `upload` command's bytes, at `X-Goog-Upload-Offset`; a chunk that is not acceptable
+    /// leaves the session as it was.
+    private func receiveChunk(
+        _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession, _ state: inout UploadSession.State,
+        finalize: Bool
+    ) throws {
+        let snapshot = state.checksums
+        guard let text = request.headers["X-Goog-Upload-Offset"] else {
+            throw HTTPError.badRequest("An upload command needs a valid X-Goog-Upload-Offset.")
+        }
+        let offset = try RequestNumber.byteCount(text, field: "X-Goog-Upload-Offset")
+        // Bounded like every other number, so `offset + length` below cannot overflow.
+        if let length = request.contentLength, length > RequestNumber.maxObjectSize {
+            throw HTTPError.badRequest(
+                "Invalid Content-Length: \(length) exceeds the largest object size (\(RequestNumber.maxObjectSize) bytes)."
+            )
+        }
+        guard offset <= state.committed else {
+            throw HTTPError.badRequest(
+                "X-Goog-Upload-Offset is \(offset) but only \(state.committed) byte(s) have been received.")
+        }
+        if !finalize, let length = request.contentLength, length % UploadSession.granularity != 0 {
+            throw HTTPError.badRequest(
+                "Chunks other than the last must be a multiple of \(UploadSession.granularity) bytes; this one has \(length)."
+            )
+        }
+        if let declared = session.declaredSize, let length = request.contentLength, offset + length > declared {
+            throw HTTPError.badRequest("The upload would exceed the declared size of \(declared) bytes.")
+        }
+        let received = try UploadSession.receive(body, start: offset, into: &state)
+        let lengthIsValid =
+            finalize || received % UploadSession.granularity == 0
+        if !lengthIsValid || (session.declaredSize.map { offset + received > $0 } ?? false) {
+            UploadSession.rollBack(&state, to: snapshot)
+            throw HTTPError.badRequest("The chunk of \(received) bytes is not acceptable here.")
         }
     }
 }

@@ -278,6 +278,24 @@ extension EmulatorApplication {
         return reply
     }
 
+    /// A request without bytes: `bytes */*` asks; `bytes */N` with N == committed finalises.
+    private func gcsSessionStatus(
+        _ session: UploadSession, _ state: inout UploadSession.State, total: Int64?, extra: ExpectedHashes,
+        base: String
+    ) throws -> Reply {
+        guard let total else { return incomplete(state) }
+        if total == state.committed {
+            let record = try session.finalize(
+                &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        }
+        if total < state.committed {
+            throw HTTPError.badRequest(
+                "The total size \(total) is smaller than the \(state.committed) byte(s) already uploaded.")
+        }
+        return incomplete(state)
+    }
+
     private func gcsSessionPut(
         _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession, _ state: inout UploadSession.State
     ) throws -> Reply {
@@ -295,18 +313,7 @@ extension EmulatorApplication {
                 "The total size \(total) in Content-Range does not match X-Upload-Content-Length \(declared).")
         }
         guard let first = range.first, let last = range.last else {
-            // `bytes */*` asks; `bytes */N` with N == committed finalises.
-            guard let total = range.total else { return incomplete(state) }
-            if total == state.committed {
-                let record = try session.finalize(
-                    &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
-                return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
-            }
-            if total < state.committed {
-                throw HTTPError.badRequest(
-                    "The total size \(total) is smaller than the \(state.committed) byte(s) already uploaded.")
-            }
-            return incomplete(state)
+            return try gcsSessionStatus(session, &state, total: range.total, extra: extra, base: base)
         }
         // Both bounds are at most RequestNumber.maxObjectSize, so this cannot overflow.
         let length = last - first + 1
