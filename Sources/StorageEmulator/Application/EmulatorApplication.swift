@@ -5,6 +5,11 @@ import Synchronization
 /// The emulator's request handling: routing, authentication, fault injection
 /// and both wire protocols over an ``ObjectStore``.
 ///
+/// Every request takes the same steps: the route table (``routes``, the whole API surface by
+/// protocol) matches it to a route or to a 404/405; its fault plan acts; ``perform(_:_:)``
+/// checks what the route declares it needs (credentials, an upload session's own rule, a V4
+/// signature) and calls the route's handler in `EmulatorApplication+<Protocol>.swift`.
+///
 /// Safe to call from many connection threads at once; all shared state is
 /// behind locks and each upload session serialises its own requests.
 package final class EmulatorApplication: ServerApplication {
@@ -127,69 +132,102 @@ package final class EmulatorApplication: ServerApplication {
 
     // MARK: - Entry point
 
-    /// Which protocol's error JSON a request gets.
-    enum Flavor { case gcs, firebase }
+    /// Which error format a request's failures are answered in.
+    enum Flavor { case gcs, firebase, xml }
 
+    /// Answers a request: matches it to a route (see ``routes``), lets its fault plan act,
+    /// checks what the route needs (``perform(_:_:)``), and runs the route's handler.
     package func handle(_ request: any ServerRequest, _ responder: any ServerResponder) {
         requests.add(1, ordering: .relaxed)
-        let path = request.path
-        if path.hasPrefix("/_emulator/") {
-            let reader = BodyReader(request: request, instruction: .pass, counter: counter)
+        let match = Self.routes.match(request, servesAuthentication: settings.authentication != nil)
+        let flavor = match.group.flavor
+        guard match.group.injectsFaults else {
+            let body = BodyReader(request: request, instruction: .pass, counter: counter)
+            let reply: Reply
             do {
-                send(try handleControl(request, reader), to: responder)
-            } catch let error as HTTPError {
-                send(errorReply(error, .gcs), to: responder)
-            } catch ServerIOError.malformedBody(let error) {
-                send(errorReply(Self.malformedBody(error), .gcs), to: responder)
+                reply = try perform(match, body)
             } catch {
-                responder.closeConnection()
+                guard let answer = errorAnswer(error, flavor, responder) else { return }
+                reply = answer
             }
+            send(reply, to: responder)
             return
         }
-        let flavor: Flavor = path.hasPrefix("/v0/") ? .firebase : .gcs
-
         let instruction: FaultInstruction
         do {
             instruction = try faultInstruction(for: request)
-        } catch let error as HTTPError {
-            send(errorReply(error, flavor), to: responder)
-            return
         } catch {
-            responder.closeConnection()
+            if let answer = errorAnswer(error, flavor, responder) { send(answer, to: responder) }
             return
         }
         if case .respond(let status) = instruction {
             send(errorReply(injectedError(status), flavor), to: responder)
             return
         }
+        handle(match, request, instruction, responder)
+    }
+
+    /// Answers a request its fault plan lets through (perhaps to act later, on its body or answer).
+    private func handle(
+        _ match: RouteTable.Match, _ request: any ServerRequest, _ instruction: FaultInstruction,
+        _ responder: any ServerResponder
+    ) {
         let body = BodyReader(request: request, instruction: instruction, counter: counter)
         // A media download's reset or stall acts on the response body instead (see FaultInstruction).
-        var responseFault = actsOnResponseBody(instruction) && isMediaDownload(request) ? instruction : nil
+        var responseFault =
+            actsOnResponseBody(instruction) && match.route?.sendsMedia(request) == true ? instruction : nil
         var reply: Reply
         do {
-            if responseFault != nil {
-                do {
-                    reply = try route(request, body)
-                } catch {
-                    // No body to fault (an error answer): the fault comes before it, as for other requests.
-                    responseFault = nil
-                    try body.fireNow()
-                    throw error
-                }
-                if reply.stream == nil {
-                    // An empty object has no body bytes: the fault comes before the answer.
-                    responseFault = nil
-                    try body.fireNow()
-                }
-            } else {
-                if ["GET", "HEAD", "DELETE"].contains(request.method) || request.contentLength == 0 {
-                    try body.fireNow()
-                }
-                reply = try route(request, body)
-                // A fault waiting for bytes the handler never read still happens.
+            reply = try faultedReply(match, body, request, responseFault: &responseFault)
+        } catch {
+            guard let answer = errorAnswer(error, match.group.flavor, responder) else { return }
+            reply = answer
+        }
+        if case .dropResponse = instruction {
+            reply.stream?.reader.close()
+            responder.closeConnection()
+            return
+        }
+        send(reply, to: responder, responseFault: responseFault)
+    }
+
+    /// Runs the route, with the fault firing where its plan says: before the handler for a request
+    /// without a body, as the handler reads the body, or (`responseFault`) on the answer's body.
+    private func faultedReply(
+        _ match: RouteTable.Match, _ body: BodyReader, _ request: any ServerRequest,
+        responseFault: inout FaultInstruction?
+    ) throws -> Reply {
+        guard responseFault != nil else {
+            if ["GET", "HEAD", "DELETE"].contains(request.method) || request.contentLength == 0 {
                 try body.fireNow()
             }
-        } catch let fault as InjectedFault {
+            let reply = try perform(match, body)
+            // A fault waiting for bytes the handler never read still happens.
+            try body.fireNow()
+            return reply
+        }
+        let reply: Reply
+        do {
+            reply = try perform(match, body)
+        } catch {
+            // No body to fault (an error answer): the fault comes before it, as for other requests.
+            responseFault = nil
+            try body.fireNow()
+            throw error
+        }
+        if reply.stream == nil {
+            // An empty object has no body bytes: the fault comes before the answer.
+            responseFault = nil
+            try body.fireNow()
+        }
+        return reply
+    }
+
+    /// The answer to a failure, in the request's error format; nil when there is none to send
+    /// (a fault ended the connection, or the connection broke), the responder told so already.
+    private func errorAnswer(_ error: any Error, _ flavor: Flavor, _ responder: any ServerResponder) -> Reply? {
+        switch error {
+        case let fault as InjectedFault:
             switch fault.instruction {
             case .resetAfter:
                 responder.resetConnection()
@@ -200,27 +238,21 @@ package final class EmulatorApplication: ServerApplication {
             default:
                 responder.closeConnection()
             }
-            return
-        } catch let error as HTTPError {
-            reply = errorReply(error, flavor)
-        } catch let error as StoreError {
-            reply = errorReply(httpError(error), flavor)
-        } catch let error as FaultPlanError {
-            reply = errorReply(HTTPError.badRequest(error.message), flavor)
-        } catch ServerIOError.malformedBody(let error) {
+            return nil
+        case let error as HTTPError:
+            return errorReply(error, flavor)
+        case let error as StoreError:
+            return errorReply(httpError(error), flavor)
+        case let error as FaultPlanError:
+            return errorReply(HTTPError.badRequest(error.message), flavor)
+        case ServerIOError.malformedBody(let error):
             // The server closes after this answer (the body is broken), but the client learns why.
-            reply = errorReply(Self.malformedBody(error), flavor)
-        } catch {
+            return errorReply(Self.malformedBody(error), flavor)
+        default:
             // The connection broke while reading: nobody to answer.
             responder.closeConnection()
-            return
+            return nil
         }
-        if case .dropResponse = instruction {
-            reply.stream?.reader.close()
-            responder.closeConnection()
-            return
-        }
-        send(reply, to: responder, responseFault: responseFault)
     }
 
     /// The answer to a request body whose chunked framing is broken.
@@ -234,15 +266,6 @@ package final class EmulatorApplication: ServerApplication {
         case .resetAfter, .stall, .hold: true
         case .pass, .respond, .respondAfter, .dropResponse: false
         }
-    }
-
-    /// A GET for an object's bytes: GCS `alt=media` or `/download/...`, Firebase v0 `alt=media`.
-    private func isMediaDownload(_ request: any ServerRequest) -> Bool {
-        guard request.method == "GET" else { return false }
-        let path = request.path
-        if path.hasPrefix("/download/storage/v1/b/") { return true }
-        guard path.hasPrefix("/storage/v1/b/") || path.hasPrefix("/v0/b/") else { return false }
-        return path.contains("/o/") && request.query("alt") == "media"
     }
 
     private func faultInstruction(for request: any ServerRequest) throws -> FaultInstruction {
@@ -329,12 +352,14 @@ package final class EmulatorApplication: ServerApplication {
         }
     }
 
-    /// The protocol's error JSON.
+    /// The protocol's error document: JSON, or the XML API's XML for signed URLs.
     func errorReply(_ error: HTTPError, _ flavor: Flavor) -> Reply {
         // A failed "not match" precondition on a read: 304 has no body by definition.
         if error.status == 304 { return Reply(status: 304) }
         var object: [String: Any]
         switch flavor {
+        case .xml:
+            return Self.xmlError(error)
         case .gcs:
             object = [
                 "error": [
@@ -353,88 +378,31 @@ package final class EmulatorApplication: ServerApplication {
 
     // MARK: - Routing
 
-    private func route(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
-        // A V4 signed URL (XML-API path, signature in the query): see EmulatorApplication+SignedURLs.
-        if V4SignatureVerifier.isSigned(request.queryItems) { return try signedRequest(request, body) }
-        let segments = request.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        let parts = Array(segments)
-        func matches(_ prefix: [String]) -> Bool {
-            parts.count >= prefix.count && zip(parts, prefix).allSatisfy { $0.0 == $0.1 || $0.1 == "*" }
+    /// Runs a matched route: checks what its action needs, here and nowhere else, then calls its
+    /// handler with what that check yields (an upload session, a signature's body hash).
+    private func perform(_ match: RouteTable.Match, _ body: BodyReader) throws -> Reply {
+        let (route, parameters) = try match.outcome.get()
+        let call = RoutedRequest(request: body.request, body: body, parameters: parameters)
+        switch route.action {
+        case .request(let access, let handler):
+            try authorize(call.request, access)
+            return try handler(self, call)
+        case .session(let unknown, let handler):
+            let id = call.request.query("upload_id") ?? ""
+            return try handler(self, call, try authorizedSession(call.request, id: id, unknown: unknown))
+        case .signed(let handler):
+            let request = call.request
+            let signed = try signedURLVerifier.verify(
+                V4SignatureVerifier.Request(
+                    method: request.method, path: request.path, queryItems: request.queryItems,
+                    headers: request.headers),
+                now: settings.now())
+            return try handler(self, call, signed.payloadHash)
         }
-        // Object names may contain unencoded slashes: everything after `/o/` is the name.
-        func objectName(after index: Int) throws -> String {
-            try URLText.decode(parts[index...].joined(separator: "/")[...])
-        }
-        let method = request.method
-        // Google's authentication servers, on this port (see StorageEmulator.Authentication).
-        if request.path == "/token" { return try tokenEndpoint(request, body) }
-        if request.path.hasPrefix(Self.metadataPrefix) { return try metadataServer(request) }
-        if request.path == "/", settings.authentication?.metadataServerAccount != nil {
-            return try metadataServer(request)
-        }
-        if request.path.hasPrefix(Self.signBlobPrefix) { return try signBlob(request, body) }
-        if matches(["upload", "storage", "v1", "b", "*", "o"]), parts.count == 6 {
-            let bucket = try URLText.decode(parts[4])
-            return try gcsUpload(request, body, bucket: bucket)
-        }
-        // Where gcloud starts resumable uploads; Cloud Storage serves both paths.
-        if matches(["resumable", "upload", "storage", "v1", "b", "*", "o"]), parts.count == 7 {
-            let bucket = try URLText.decode(parts[5])
-            return try gcsUpload(request, body, bucket: bucket)
-        }
-        if matches(["storage", "v1", "b"]) {
-            if parts.count == 3 || (parts.count == 4 && parts[3].isEmpty) {
-                try authorizeGCS(request)
-                return try gcsBuckets(request, body)
-            }
-            let bucket = try URLText.decode(parts[3])
-            if parts.count == 4 {
-                try authorizeGCS(request)
-                return try gcsBucket(request, body, bucket: bucket)
-            }
-            if parts.count == 5, let listing = GCSBucketListing(rawValue: String(parts[4])) {
-                guard method == "GET" else { throw methodNotAllowed }
-                try authorizeGCS(request)
-                return try gcsBucketListing(bucket, listing)
-            }
-            // copyTo, rewriteTo, compose and moveTo: POSTs under an object's path.
-            if method == "POST", parts.count >= 7, parts[4] == "o", let operation = try GCSObjectOperation(parts[5...])
-            {
-                try authorizeGCS(request)
-                return try gcsObjectOperation(request, body, bucket: bucket, operation)
-            }
-            if parts.count == 5, parts[4] == "o" {
-                guard method == "GET" else { throw methodNotAllowed }
-                try authorizeGCS(request)
-                return try gcsList(request, bucket: bucket)
-            }
-            if parts.count >= 6, parts[4] == "o" {
-                try authorizeGCS(request)
-                return try gcsObject(request, body, bucket: bucket, name: try objectName(after: 5))
-            }
-        }
-        if matches(["download", "storage", "v1", "b", "*", "o"]), parts.count >= 7, method == "GET" {
-            try authorizeGCS(request)
-            let bucket = try URLText.decode(parts[4])
-            return try gcsDownload(request, bucket: bucket, name: try objectName(after: 6))
-        }
-        if matches(["v0", "b", "*", "o"]) {
-            let bucket = try URLText.decode(parts[2])
-            if parts.count == 4 {
-                switch method {
-                case "POST": return try firebaseUpload(request, body, bucket: bucket)
-                case "GET":
-                    try authorizeFirebase(request)
-                    return try firebaseList(request, bucket: bucket)
-                default: throw methodNotAllowed
-                }
-            }
-            return try firebaseObject(request, body, bucket: bucket, name: try objectName(after: 4))
-        }
-        throw HTTPError(404, "Not Found")
     }
 
-    var methodNotAllowed: HTTPError { HTTPError(405, "Method not allowed.", reason: "methodNotAllowed") }
+    /// The answer to a method that a path's routes do not serve.
+    static let methodNotAllowed = HTTPError(405, "Method not allowed.", reason: "methodNotAllowed")
 
     // MARK: - Shared helpers
 
@@ -610,23 +578,8 @@ package final class EmulatorApplication: ServerApplication {
     {
         let prefixKey = ObjectKey(prefix)
         let endKey = filter.endOffset.map(ObjectKey.init)
-        var start = max(prefixKey, ObjectKey(filter.startOffset ?? ""))
-        // Listing versions: of the name at `start`, only the generations after this one.
-        var resumeGeneration: Int64?
-        if let pageToken, !pageToken.isEmpty {
-            let after = try Self.decodePageToken(pageToken)
-            if after.isPrefix {
-                // After a common prefix the page resumes past every name under it.
-                guard let end = after.key.prefixEnd else { return ListPage() }
-                start = max(start, end)
-            } else if filter.versions, let generation = after.generation, start <= after.key {
-                // After a version, past it: the name's later generations come first.
-                start = after.key
-                resumeGeneration = generation
-            } else {
-                // After an item, past that name (every version of it, for an `i:` token).
-                start = max(start, after.key.successor)
-            }
+        guard let (start, resumeGeneration) = try Self.pageStart(prefixKey, pageToken, filter) else {
+            return ListPage()
         }
         let delimiterBytes = Array((delimiter ?? "").utf8)
         var page = ListPage()
@@ -667,6 +620,27 @@ package final class EmulatorApplication: ServerApplication {
         }
         listingVisits.add(visited, ordering: .relaxed)
         return page
+    }
+
+    /// Where a listing page starts: the furthest of the prefix, `startOffset` and just past the
+    /// token's entry; and, listing versions, the generation of the name at the start after which
+    /// the page resumes. Nil when nothing can follow the token's entry.
+    private static func pageStart(
+        _ prefixKey: ObjectKey, _ pageToken: String?, _ filter: ListFilter
+    ) throws -> (start: ObjectKey, resumeGeneration: Int64?)? {
+        let start = max(prefixKey, ObjectKey(filter.startOffset ?? ""))
+        guard let pageToken, !pageToken.isEmpty else { return (start, nil) }
+        let after = try decodePageToken(pageToken)
+        if after.isPrefix {
+            // After a common prefix the page resumes past every name under it.
+            guard let end = after.key.prefixEnd else { return nil }
+            return (max(start, end), nil)
+        } else if filter.versions, let generation = after.generation, start <= after.key {
+            // After a version, past it: the name's later generations come first.
+            return (after.key, generation)
+        }
+        // After an item, past that name (every version of it, for an `i:` token).
+        return (max(start, after.key.successor), nil)
     }
 
     /// A page token: `p:<prefix>`, `i:<name>` or `v:<generation>:<name>`, base64; the
@@ -726,14 +700,29 @@ package final class EmulatorApplication: ServerApplication {
         return authentication
     }
 
+    /// Checks a request's credentials against what its route needs (see ``Route/Access``).
+    private func authorize(_ request: any ServerRequest, _ access: Route.Access) throws {
+        switch access {
+        case .open: return
+        case .control: try authorizeFirebase(request, storageRequest: false)
+        case .gcs: try authorizeGCS(request)
+        case .firebase: try authorizeFirebase(request)
+        case .firebaseOrDownloadToken:
+            // The handler checks the token against the object's own: a wrong one is refused.
+            if request.query("token") == nil { try authorizeFirebase(request) }
+        }
+    }
+
     /// The upload session a request names, once the request is authorized for it.
     ///
     /// What a session request needs is decided here, by the session (how its start was
     /// authorized, see ``UploadSession/Access``), never by the URL that reached it: every route
-    /// to a session comes through here, so no query parameter can route around the check.
+    /// to a session (``Route/Action/session``) comes through here, and its handler gets the
+    /// session only from here, so no query parameter can route around the check.
     ///
     /// - Parameter unknown: The protocol's answer for a session that does not exist.
-    func authorizedSession(_ request: any ServerRequest, id: String, unknown: HTTPError) throws -> UploadSession {
+    private func authorizedSession(_ request: any ServerRequest, id: String, unknown: HTTPError) throws -> UploadSession
+    {
         guard let session = sessions.session(id) else { throw unknown }
         switch session.access {
         case .signedURL: break
@@ -747,7 +736,7 @@ package final class EmulatorApplication: ServerApplication {
     ///
     /// - Parameter sessionRequest: A request to a resumable upload session the JSON API started:
     ///   its URL is a capability, so only issued tokens (when required) are checked on it.
-    func authorizeGCS(_ request: any ServerRequest, sessionRequest: Bool = false) throws {
+    private func authorizeGCS(_ request: any ServerRequest, sessionRequest: Bool = false) throws {
         let issuedTokens = issuedTokens
         if sessionRequest && issuedTokens == nil { return }
         guard settings.requiredToken != nil || issuedTokens != nil else { return }
@@ -767,7 +756,7 @@ package final class EmulatorApplication: ServerApplication {
     ///
     /// - Parameter storageRequest: False for the control endpoint: issued tokens govern storage
     ///   requests, so there only the configured token counts.
-    func authorizeFirebase(_ request: any ServerRequest, storageRequest: Bool = true) throws {
+    private func authorizeFirebase(_ request: any ServerRequest, storageRequest: Bool = true) throws {
         let issuedTokens = storageRequest ? issuedTokens : nil
         guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
@@ -828,12 +817,8 @@ package final class EmulatorApplication: ServerApplication {
 
     // MARK: - Control
 
-    private func handleControl(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
-        guard request.path == "/_emulator/v1/faults" else { throw HTTPError(404, "Not Found") }
-        guard request.method == "POST" else { throw methodNotAllowed }
-        // Fault plans change what every client sees: they need the token too (either scheme).
-        // Issued tokens are for storage requests; a test installs plans without asking for one.
-        try authorizeFirebase(request, storageRequest: false)
+    /// Installs the fault plan a control request's JSON body holds (`{"instructions": […]}`).
+    func postFaultPlan(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         if let length = request.contentLength, length > Int64(Self.maxFaultPlanBody) {
             throw HTTPError(
                 413, "A fault plan body may have at most \(Self.maxFaultPlanBody) bytes.", reason: "uploadTooLarge")

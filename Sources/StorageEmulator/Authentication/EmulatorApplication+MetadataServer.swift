@@ -4,8 +4,6 @@ import HTTP1
 /// The Compute Engine metadata server's credential paths (`/computeMetadata/v1/…`), served
 /// on the emulator's port so that `GCE_METADATA_HOST=127.0.0.1:<port>` points clients at it.
 extension EmulatorApplication {
-    static let metadataPrefix = "/computeMetadata/"
-
     func metadataServer(_ request: any ServerRequest) throws -> Reply {
         guard let authentication = settings.authentication, let account = authentication.metadataServerAccount
         else { throw HTTPError(404, "Not Found") }

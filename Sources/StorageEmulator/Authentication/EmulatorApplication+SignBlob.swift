@@ -4,7 +4,6 @@ import HTTP1
 /// IAM Credentials `signBlob`: signs bytes with a service account's private key for a caller
 /// holding that account's access token (how V4 URLs are signed on a VM, which has no key).
 extension EmulatorApplication {
-    static let signBlobPrefix = "/v1/projects/"
     /// The largest signBlob request body read.
     static let maxSignBlobBody = 1024 * 1024
     /// Scopes that allow calling IAM Credentials.

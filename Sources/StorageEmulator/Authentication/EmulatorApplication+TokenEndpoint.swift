@@ -11,7 +11,6 @@ extension EmulatorApplication {
 
     func tokenEndpoint(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         guard let authentication = settings.authentication else { throw HTTPError(404, "Not Found") }
-        guard request.method == "POST" else { throw methodNotAllowed }
         do {
             let mediaType = request.headers["Content-Type"]?.split(separator: ";").first?
                 .trimmingCharacters(in: .whitespaces).lowercased()

@@ -21,72 +21,57 @@ extension EmulatorApplication {
         return Reply.json(200, json)
     }
 
-    func firebaseObject(
+    /// An object's metadata, or with `alt=media` its bytes.
+    func firebaseGetObject(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
+        guard let record = store.record(bucket: bucket, name: name) else { throw HTTPError(404, "Not Found.") }
+        // A `token` parameter stood in for credentials (see Route.Access.firebaseOrDownloadToken):
+        // it must be one of the object's download tokens; a wrong one is refused even with auth.
+        if let token = request.query("token"), !record.attributes.downloadTokens.contains(token) {
+            throw HTTPError(403, "Permission denied. Invalid download token.")
+        }
+        if request.query("alt") == "media" { return try mediaReply(request, record) }
+        return Reply.json(200, ObjectJSON.firebaseResource(record))
+    }
+
+    /// Updates an object's metadata (PATCH, or PUT alike).
+    func firebaseUpdateObject(
         _ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String
-    ) throws
-        -> Reply
+    )
+        throws -> Reply
     {
-        switch request.method {
-        case "GET", "HEAD":
-            let record = try requireObjectAllowingToken(request, bucket: bucket, name: name)
-            if request.query("alt") == "media" { return try mediaReply(request, record) }
-            return Reply.json(200, ObjectJSON.firebaseResource(record))
-        case "PATCH", "PUT":
-            try authorizeFirebase(request)
-            let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-            let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
-                try ObjectJSON.apply(patch: patch, to: &attributes)
-                // As Firebase Storage: `downloadTokens` (comma-separated) replaces the tokens; null removes them.
-                if let tokens = patch["downloadTokens"] {
-                    if tokens is NSNull {
-                        attributes.downloadTokens = []
-                    } else if let text = tokens as? String {
-                        attributes.downloadTokens = text.split(separator: ",").map {
-                            $0.trimmingCharacters(in: .whitespaces)
-                        }.filter { !$0.isEmpty }
-                    } else {
-                        throw HTTPError.badRequest("Invalid value for field 'downloadTokens'.")
-                    }
+        let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
+            try ObjectJSON.apply(patch: patch, to: &attributes)
+            // As Firebase Storage: `downloadTokens` (comma-separated) replaces the tokens; null removes them.
+            if let tokens = patch["downloadTokens"] {
+                if tokens is NSNull {
+                    attributes.downloadTokens = []
+                } else if let text = tokens as? String {
+                    attributes.downloadTokens = text.split(separator: ",").map {
+                        $0.trimmingCharacters(in: .whitespaces)
+                    }.filter { !$0.isEmpty }
+                } else {
+                    throw HTTPError.badRequest("Invalid value for field 'downloadTokens'.")
                 }
             }
-            return Reply.json(200, ObjectJSON.firebaseResource(record))
-        case "DELETE":
-            try authorizeFirebase(request)
-            let deleted: Bool
-            do {
-                deleted = try store.delete(bucket: bucket, name: name, generation: nil)
-            } catch {
-                throw httpError(error)
-            }
-            guard deleted else { throw HTTPError(404, "Not Found.") }
-            return Reply(status: 204)
-        default:
-            throw methodNotAllowed
         }
+        return Reply.json(200, ObjectJSON.firebaseResource(record))
     }
 
-    /// A `token` query parameter that is one of the object's download tokens
-    /// stands in for authentication; a wrong one is refused even with auth.
-    private func requireObjectAllowingToken(
-        _ request: any ServerRequest, bucket: String, name: String
-    ) throws
-        -> ObjectRecord
-    {
-        if let token = request.query("token") {
-            guard let record = store.record(bucket: bucket, name: name) else { throw HTTPError(404, "Not Found.") }
-            guard record.attributes.downloadTokens.contains(token) else {
-                throw HTTPError(403, "Permission denied. Invalid download token.")
-            }
-            return record
+    /// Deletes an object.
+    func firebaseDeleteObject(bucket: String, name: String) throws -> Reply {
+        let deleted: Bool
+        do {
+            deleted = try store.delete(bucket: bucket, name: name, generation: nil)
+        } catch {
+            throw httpError(error)
         }
-        try authorizeFirebase(request)
-        guard let record = store.record(bucket: bucket, name: name) else { throw HTTPError(404, "Not Found.") }
-        return record
+        guard deleted else { throw HTTPError(404, "Not Found.") }
+        return Reply(status: 204)
     }
 
+    /// An upload: `X-Goog-Upload-Protocol` `resumable` (a session's start), `multipart`, or `raw`.
     func firebaseUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
-        if let uploadID = request.query("upload_id") { return try firebaseSessionCommand(request, body, id: uploadID) }
-        try authorizeFirebase(request)
         let protocolName = request.headers["X-Goog-Upload-Protocol"]?.lowercased()
         switch protocolName {
         case "resumable":
@@ -151,15 +136,21 @@ extension EmulatorApplication {
         return reply
     }
 
-    private func firebaseSessionCommand(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
-        let session = try authorizedSession(request, id: id, unknown: HTTPError(404, "Upload not found."))
-        guard request.method == "POST" || request.method == "PUT" else { throw methodNotAllowed }
+    /// The answer to a session id that names no session.
+    static let unknownFirebaseSession = HTTPError(404, "Upload not found.")
+
+    /// A session's `X-Goog-Upload-Command`: `upload`, `finalize` (or both), `query` or `cancel`.
+    func firebaseSessionCommand(
+        _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession
+    ) throws
+        -> Reply
+    {
         let commands = Set(
             (request.headers["X-Goog-Upload-Command"] ?? "").lowercased().split(separator: ",").map {
                 $0.trimmingCharacters(in: .whitespaces)
             })
         if commands == ["cancel"] {
-            sessions.remove(id)?.cancel()
+            sessions.remove(session.id)?.cancel()
             var reply = Reply(status: 200)
             reply.headers.set("X-Goog-Upload-Status", "cancelled")
             return reply
@@ -178,37 +169,7 @@ extension EmulatorApplication {
             }
             if case .finalized(let record) = state.phase { return finalReply(record) }
             let snapshot = state.checksums
-            if upload {
-                guard let text = request.headers["X-Goog-Upload-Offset"] else {
-                    throw HTTPError.badRequest("An upload command needs a valid X-Goog-Upload-Offset.")
-                }
-                let offset = try RequestNumber.byteCount(text, field: "X-Goog-Upload-Offset")
-                // Bounded like every other number, so `offset + length` below cannot overflow.
-                if let length = request.contentLength, length > RequestNumber.maxObjectSize {
-                    throw HTTPError.badRequest(
-                        "Invalid Content-Length: \(length) exceeds the largest object size (\(RequestNumber.maxObjectSize) bytes)."
-                    )
-                }
-                guard offset <= state.committed else {
-                    throw HTTPError.badRequest(
-                        "X-Goog-Upload-Offset is \(offset) but only \(state.committed) byte(s) have been received.")
-                }
-                if !finalize, let length = request.contentLength, length % UploadSession.granularity != 0 {
-                    throw HTTPError.badRequest(
-                        "Chunks other than the last must be a multiple of \(UploadSession.granularity) bytes; this one has \(length)."
-                    )
-                }
-                if let declared = session.declaredSize, let length = request.contentLength, offset + length > declared {
-                    throw HTTPError.badRequest("The upload would exceed the declared size of \(declared) bytes.")
-                }
-                let received = try UploadSession.receive(body, start: offset, into: &state)
-                let lengthIsValid =
-                    finalize || received % UploadSession.granularity == 0
-                if !lengthIsValid || (session.declaredSize.map { offset + received > $0 } ?? false) {
-                    UploadSession.rollBack(&state, to: snapshot)
-                    throw HTTPError.badRequest("The chunk of \(received) bytes is not acceptable here.")
-                }
-            }
+            if upload { try receiveChunk(request, body, session, &state, finalize: finalize) }
             guard finalize else { return uploadStatus("active", state) }
             if let declared = session.declaredSize, declared != state.committed {
                 UploadSession.rollBack(&state, to: snapshot)
@@ -223,6 +184,44 @@ extension EmulatorApplication {
                 UploadSession.rollBack(&state, to: snapshot)
                 throw error
             }
+        }
+    }
+
+    /// An `upload` command's bytes, at `X-Goog-Upload-Offset`; a chunk that is not acceptable
+    /// leaves the session as it was.
+    private func receiveChunk(
+        _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession, _ state: inout UploadSession.State,
+        finalize: Bool
+    ) throws {
+        let snapshot = state.checksums
+        guard let text = request.headers["X-Goog-Upload-Offset"] else {
+            throw HTTPError.badRequest("An upload command needs a valid X-Goog-Upload-Offset.")
+        }
+        let offset = try RequestNumber.byteCount(text, field: "X-Goog-Upload-Offset")
+        // Bounded like every other number, so `offset + length` below cannot overflow.
+        if let length = request.contentLength, length > RequestNumber.maxObjectSize {
+            throw HTTPError.badRequest(
+                "Invalid Content-Length: \(length) exceeds the largest object size (\(RequestNumber.maxObjectSize) bytes)."
+            )
+        }
+        guard offset <= state.committed else {
+            throw HTTPError.badRequest(
+                "X-Goog-Upload-Offset is \(offset) but only \(state.committed) byte(s) have been received.")
+        }
+        if !finalize, let length = request.contentLength, length % UploadSession.granularity != 0 {
+            throw HTTPError.badRequest(
+                "Chunks other than the last must be a multiple of \(UploadSession.granularity) bytes; this one has \(length)."
+            )
+        }
+        if let declared = session.declaredSize, let length = request.contentLength, offset + length > declared {
+            throw HTTPError.badRequest("The upload would exceed the declared size of \(declared) bytes.")
+        }
+        let received = try UploadSession.receive(body, start: offset, into: &state)
+        let lengthIsValid =
+            finalize || received % UploadSession.granularity == 0
+        if !lengthIsValid || (session.declaredSize.map { offset + received > $0 } ?? false) {
+            UploadSession.rollBack(&state, to: snapshot)
+            throw HTTPError.badRequest("The chunk of \(received) bytes is not acceptable here.")
         }
     }
 }

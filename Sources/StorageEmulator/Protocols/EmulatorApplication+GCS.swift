@@ -39,44 +39,49 @@ extension EmulatorApplication {
         return Reply.json(200, json)
     }
 
-    func gcsObject(_ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String) throws -> Reply {
-        switch request.method {
-        case "GET", "HEAD":
-            let record = try gcsRecord(request, bucket: bucket, name: name)
-            try ObjectPreconditions(request).check(record, read: true)
-            if request.query("alt") == "media" { return try mediaReply(request, record) }
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
-        case "PATCH", "PUT":
-            let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-            let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
-                if request.method == "PUT" {
-                    // `update` replaces every writable field.
-                    var replaced = ObjectAttributes()
-                    replaced.downloadTokens = attributes.downloadTokens
-                    attributes = replaced
-                }
-                try ObjectJSON.apply(patch: patch, to: &attributes)
-                if let tokens = attributes.metadata.removeValue(forKey: "firebaseStorageDownloadTokens") {
-                    attributes.downloadTokens = tokens.split(separator: ",").map(String.init)
-                }
+    /// `objects.get`: the resource, or with `alt=media` the bytes.
+    func gcsGetObject(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
+        let record = try gcsRecord(request, bucket: bucket, name: name)
+        try ObjectPreconditions(request).check(record, read: true)
+        if request.query("alt") == "media" { return try mediaReply(request, record) }
+        return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+    }
+
+    /// `objects.patch` (PATCH) and `objects.update` (PUT, which replaces every writable field).
+    func gcsUpdateObject(
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String
+    ) throws
+        -> Reply
+    {
+        let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        let record = try patchRecord(request, bucket: bucket, name: name) { attributes in
+            if request.method == "PUT" {
+                var replaced = ObjectAttributes()
+                replaced.downloadTokens = attributes.downloadTokens
+                attributes = replaced
             }
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
-        case "DELETE":
-            let generation = try generationParameter(request)
-            let preconditions = try ObjectPreconditions(request)
-            settings.beforeStoreWrite?()
-            let deleted: Bool
-            do {
-                // The store checks the conditions against the version it deletes, in one step.
-                deleted = try store.delete(bucket: bucket, name: name, generation: generation, if: preconditions.holds)
-            } catch {
-                throw httpError(error)
+            try ObjectJSON.apply(patch: patch, to: &attributes)
+            if let tokens = attributes.metadata.removeValue(forKey: "firebaseStorageDownloadTokens") {
+                attributes.downloadTokens = tokens.split(separator: ",").map(String.init)
             }
-            guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)") }
-            return Reply(status: 204)
-        default:
-            throw methodNotAllowed
         }
+        return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+    }
+
+    /// `objects.delete`: the live version, or `generation`.
+    func gcsDeleteObject(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
+        let generation = try generationParameter(request)
+        let preconditions = try ObjectPreconditions(request)
+        settings.beforeStoreWrite?()
+        let deleted: Bool
+        do {
+            // The store checks the conditions against the version it deletes, in one step.
+            deleted = try store.delete(bucket: bucket, name: name, generation: generation, if: preconditions.holds)
+        } catch {
+            throw httpError(error)
+        }
+        guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)") }
+        return Reply(status: 204)
     }
 
     func gcsDownload(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
@@ -124,10 +129,8 @@ extension EmulatorApplication {
 
     // MARK: Uploads
 
+    /// `objects.insert` with `uploadType` `media`, `multipart` or `resumable` (a session's start).
     func gcsUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
-        if let uploadID = request.query("upload_id") { return try gcsSession(request, body, id: uploadID) }
-        guard request.method == "POST" else { throw methodNotAllowed }
-        try authorizeGCS(request)
         switch request.query("uploadType") {
         case "media":
             guard let name = request.query("name"), !name.isEmpty else {
@@ -253,20 +256,18 @@ extension EmulatorApplication {
 
     // MARK: Resumable sessions
 
-    /// A request to a session, whichever URL reached it (the JSON API's, or a signed URL's).
-    func gcsSession(_ request: any ServerRequest, _ body: BodyReader, id: String) throws -> Reply {
-        let session = try authorizedSession(
-            request, id: id, unknown: HTTPError(404, "No such upload session.", reason: "notFound"))
-        switch request.method {
-        case "DELETE":
-            sessions.remove(id)?.cancel()
+    /// The answer to a session id that names no session.
+    static let unknownGCSSession = HTTPError(404, "No such upload session.", reason: "notFound")
+
+    /// A request to a session, whichever URL reached it (the JSON API's, or a signed URL's):
+    /// `DELETE` cancels it, `PUT` (or `POST`) sends bytes or asks how many it has.
+    func gcsSession(_ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession) throws -> Reply {
+        if request.method == "DELETE" {
+            sessions.remove(session.id)?.cancel()
             return Reply.json(499, ["error": ["code": 499, "message": "Client Closed Request"] as [String: Any]])
-        case "PUT", "POST":
-            return try session.withRequest { state in
-                try gcsSessionPut(request, body, session, &state)
-            }
-        default:
-            throw methodNotAllowed
+        }
+        return try session.withRequest { state in
+            try gcsSessionPut(request, body, session, &state)
         }
     }
 
@@ -275,6 +276,24 @@ extension EmulatorApplication {
         if state.committed > 0 { reply.headers.set("Range", "bytes=0-\(state.committed - 1)") }
         if let md5 = state.checksums.md5Digest { reply.headers.set("X-Range-MD5", md5.base64EncodedString()) }
         return reply
+    }
+
+    /// A request without bytes: `bytes */*` asks; `bytes */N` with N == committed finalises.
+    private func gcsSessionStatus(
+        _ session: UploadSession, _ state: inout UploadSession.State, total: Int64?, extra: ExpectedHashes,
+        base: String
+    ) throws -> Reply {
+        guard let total else { return incomplete(state) }
+        if total == state.committed {
+            let record = try session.finalize(
+                &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        }
+        if total < state.committed {
+            throw HTTPError.badRequest(
+                "The total size \(total) is smaller than the \(state.committed) byte(s) already uploaded.")
+        }
+        return incomplete(state)
     }
 
     private func gcsSessionPut(
@@ -294,18 +313,7 @@ extension EmulatorApplication {
                 "The total size \(total) in Content-Range does not match X-Upload-Content-Length \(declared).")
         }
         guard let first = range.first, let last = range.last else {
-            // `bytes */*` asks; `bytes */N` with N == committed finalises.
-            guard let total = range.total else { return incomplete(state) }
-            if total == state.committed {
-                let record = try session.finalize(
-                    &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
-                return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
-            }
-            if total < state.committed {
-                throw HTTPError.badRequest(
-                    "The total size \(total) is smaller than the \(state.committed) byte(s) already uploaded.")
-            }
-            return incomplete(state)
+            return try gcsSessionStatus(session, &state, total: range.total, extra: extra, base: base)
         }
         // Both bounds are at most RequestNumber.maxObjectSize, so this cannot overflow.
         let length = last - first + 1

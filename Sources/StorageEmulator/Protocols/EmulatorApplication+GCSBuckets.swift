@@ -4,53 +4,47 @@ import HTTP1
 /// The GCS JSON API's bucket calls that Google's clients make: insert, get, list, patch
 /// (versioning), delete, and the storage layout gcloud reads before `mv` and `rm -r`.
 extension EmulatorApplication {
-    /// `/storage/v1/b`: list (GET) or insert (POST).
-    func gcsBuckets(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
-        switch request.method {
-        case "GET": return try gcsListBuckets(request)
-        case "POST": return try gcsCreateBucket(request, body)
-        default: throw methodNotAllowed
-        }
+    /// `buckets.get`.
+    func gcsGetBucket(_ request: any ServerRequest, bucket name: String) throws -> Reply {
+        let preconditions = try BucketPreconditions(request)
+        guard let bucket = store.bucket(name) else { throw noSuchBucket }
+        try preconditions.check(bucket)
+        return Reply.json(200, bucketResource(bucket, base: base(request)))
     }
 
-    /// `/storage/v1/b/{bucket}`: get, patch or update (versioning), delete.
-    func gcsBucket(_ request: any ServerRequest, _ body: BodyReader, bucket name: String) throws -> Reply {
+    /// `buckets.patch` (PATCH) and `buckets.update` (PUT): versioning is the one writable setting.
+    func gcsUpdateBucket(_ request: any ServerRequest, _ body: BodyReader, bucket name: String) throws -> Reply {
         let preconditions = try BucketPreconditions(request)
-        switch request.method {
-        case "GET", "HEAD":
-            guard let bucket = store.bucket(name) else { throw noSuchBucket }
+        let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
+        let versioning = try Self.versioning(in: patch)
+        settings.beforeStoreWrite?()
+        let updated = try store.updateBucket(name) { bucket in
             try preconditions.check(bucket)
-            return Reply.json(200, bucketResource(bucket, base: base(request)))
-        case "PATCH", "PUT":
-            let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-            let versioning = try Self.versioning(in: patch)
-            settings.beforeStoreWrite?()
-            let updated = try store.updateBucket(name) { bucket in
-                try preconditions.check(bucket)
-                // `update` replaces every writable setting: versioning is off unless the body says otherwise.
-                if let versioning {
-                    bucket.versioning = versioning
-                } else if request.method == "PUT" {
-                    bucket.versioning = false
-                }
-                bucket.metageneration += 1
-                bucket.updated = Date()
+            // `update` replaces every writable setting: versioning is off unless the body says otherwise.
+            if let versioning {
+                bucket.versioning = versioning
+            } else if request.method == "PUT" {
+                bucket.versioning = false
             }
-            guard let updated else { throw noSuchBucket }
-            return Reply.json(200, bucketResource(updated, base: base(request)))
-        case "DELETE":
-            settings.beforeStoreWrite?()
-            let deleted: Bool
-            do {
-                deleted = try store.deleteBucket(name, if: preconditions.holds)
-            } catch {
-                throw httpError(error)
-            }
-            guard deleted else { throw noSuchBucket }
-            return Reply(status: 204)
-        default:
-            throw methodNotAllowed
+            bucket.metageneration += 1
+            bucket.updated = Date()
         }
+        guard let updated else { throw noSuchBucket }
+        return Reply.json(200, bucketResource(updated, base: base(request)))
+    }
+
+    /// `buckets.delete`: only an empty bucket.
+    func gcsDeleteBucket(_ request: any ServerRequest, bucket name: String) throws -> Reply {
+        let preconditions = try BucketPreconditions(request)
+        settings.beforeStoreWrite?()
+        let deleted: Bool
+        do {
+            deleted = try store.deleteBucket(name, if: preconditions.holds)
+        } catch {
+            throw httpError(error)
+        }
+        guard deleted else { throw noSuchBucket }
+        return Reply(status: 204)
     }
 
     /// `GET /storage/v1/b/{bucket}/storageLayout` or `…/managedFolders`.
@@ -73,7 +67,8 @@ extension EmulatorApplication {
 
     private var noSuchBucket: HTTPError { HTTPError(404, "The specified bucket does not exist.") }
 
-    private func gcsCreateBucket(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
+    /// `buckets.insert`.
+    func gcsCreateBucket(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
         guard let name = json["name"] as? String else { throw HTTPError(400, "Required", reason: "required") }
         let versioning = try Self.versioning(in: json)
@@ -92,8 +87,8 @@ extension EmulatorApplication {
         return Reply.json(200, bucketResource(bucket, base: base(request)))
     }
 
-    /// Buckets in name order, `prefix`, `maxResults` and `pageToken` (the last name returned).
-    private func gcsListBuckets(_ request: any ServerRequest) throws -> Reply {
+    /// `buckets.list`: buckets in name order, `prefix`, `maxResults` and `pageToken` (the last name returned).
+    func gcsListBuckets(_ request: any ServerRequest) throws -> Reply {
         let prefix = Array((request.query("prefix") ?? "").utf8)
         let maxResults = try maxResults(request)
         var after: [UInt8]?

@@ -21,35 +21,13 @@ extension EmulatorApplication {
         return V4SignatureVerifier { email in accounts?.publicKey(for: email) }
     }
 
-    /// Serves a request that carries `X-Goog-Signature`.
-    func signedRequest(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
-        do {
-            if let uploadID = request.query("upload_id") {
-                // The session, not this URL, says what the request needs: the session id alone for
-                // one a signed URL started (that URL may have expired meanwhile), credentials otherwise.
-                return try gcsSession(request, body, id: uploadID)
-            }
-            let verified = V4SignatureVerifier.Request(
-                method: request.method, path: request.path, queryItems: request.queryItems, headers: request.headers)
-            let signed = try signedURLVerifier.verify(verified, now: settings.now())
-            return try signedObjectRequest(request, body, payloadHash: signed.payloadHash)
-        } catch let error as HTTPError {
-            return Self.xmlError(error)
-        } catch let error as StoreError {
-            return Self.xmlError(httpError(error))
-        }
-    }
-
-    /// - Parameter payloadHash: The body's SHA-256 the signature covers, if it covers one.
-    private func signedObjectRequest(
-        _ request: any ServerRequest, _ body: BodyReader, payloadHash: String?
-    ) throws -> Reply {
+    /// The object a signed request names: path style, `/<bucket>/<object>`; or virtual-hosted,
+    /// `<bucket>.localhost` and `/<object>` (`.localhost` names this machine, RFC 6761, so no
+    /// other host is taken for a bucket). The object name keeps its slashes.
+    private func signedObject(_ request: any ServerRequest) throws -> (bucket: String, name: String) {
         guard let decoded = V4PercentEncoding.decode(request.path) else {
             throw HTTPError(400, "The path's percent-encoding is malformed.", reason: "InvalidURI")
         }
-        // Path style, `/<bucket>/<object>`; or virtual-hosted, `<bucket>.localhost` and
-        // `/<object>` (`.localhost` names this machine, RFC 6761, so no other host is taken
-        // for a bucket). The object name keeps its slashes.
         var parts = decoded.dropFirst().split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         if let bucket = Self.virtualHostedBucket(request.headers["Host"]) {
             parts = [Substring(bucket), decoded.dropFirst()]
@@ -59,70 +37,81 @@ extension EmulatorApplication {
                 400, "The emulator serves signed requests for objects (/<bucket>/<object>) only.",
                 reason: "InvalidRequest")
         }
-        let bucket = String(parts[0])
-        let name = String(parts[1])
-        switch request.method {
-        case "GET", "HEAD":
-            // A signed `generation=` serves that generation or nothing, never the live object instead.
-            return try mediaReply(request, try gcsRecord(request, bucket: bucket, name: name))
-        case "PUT":
-            var attributes = ObjectAttributes()
-            attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
-            var expected = ExpectedHashes()
-            try expected.merge(googHash: request.headers.values("x-goog-hash"))
-            let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: expected) {
-                sink in
-                guard let payloadHash else {
-                    _ = try body.stream(into: sink)
-                    return
-                }
-                // The signature covers the body: a different body is refused, and nothing is stored.
-                var digest = SHA256Stream()
-                _ = try body.stream { bytes in
-                    digest.update(bytes)
-                    try sink(bytes)
-                }
-                guard digest.hexDigest() == payloadHash.lowercased() else {
-                    throw HTTPError(
-                        400, "The body's SHA-256 does not match the signed x-goog-content-sha256.",
-                        reason: "BadDigest")
-                }
+        return (String(parts[0]), String(parts[1]))
+    }
+
+    /// `GET`/`HEAD`: the object's bytes, ranges too.
+    func signedGet(_ request: any ServerRequest) throws -> Reply {
+        let (bucket, name) = try signedObject(request)
+        // A signed `generation=` serves that generation or nothing, never the live object instead.
+        return try mediaReply(request, try gcsRecord(request, bucket: bucket, name: name))
+    }
+
+    /// `PUT`: the body becomes the object.
+    ///
+    /// - Parameter payloadHash: The body's SHA-256 the signature covers, if it covers one.
+    func signedPut(_ request: any ServerRequest, _ body: BodyReader, payloadHash: String?) throws -> Reply {
+        let (bucket, name) = try signedObject(request)
+        var attributes = ObjectAttributes()
+        attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+        var expected = ExpectedHashes()
+        try expected.merge(googHash: request.headers.values("x-goog-hash"))
+        let record = try storeObject(bucket: bucket, name: name, attributes: attributes, expected: expected) { sink in
+            guard let payloadHash else {
+                _ = try body.stream(into: sink)
+                return
             }
-            var reply = Reply(status: 200)
-            reply.headers.set("ETag", "\"\(ObjectJSON.etag(record))\"")
-            reply.headers.set("x-goog-generation", String(record.generation))
-            reply.headers.set("x-goog-hash", "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))")
-            return reply
-        case "DELETE":
-            let generation = try generationParameter(request)
-            let deleted: Bool
-            do {
-                deleted = try store.delete(bucket: bucket, name: name, generation: generation)
-            } catch {
-                throw httpError(error)
+            // The signature covers the body: a different body is refused, and nothing is stored.
+            var digest = SHA256Stream()
+            _ = try body.stream { bytes in
+                digest.update(bytes)
+                try sink(bytes)
             }
-            guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)", reason: "NoSuchKey") }
-            return Reply(status: 204)
-        case "POST":
-            guard request.headers["x-goog-resumable"]?.lowercased() == "start" else {
+            guard digest.hexDigest() == payloadHash.lowercased() else {
                 throw HTTPError(
-                    400, "A signed POST starts a resumable upload: it needs x-goog-resumable: start.",
-                    reason: "InvalidArgument")
+                    400, "The body's SHA-256 does not match the signed x-goog-content-sha256.", reason: "BadDigest")
             }
-            var attributes = ObjectAttributes()
-            attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
-            let session = try startSession(
-                bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes(), declaredSize: nil,
-                access: .signedURL)
-            var reply = Reply(status: 201)
-            // The signed URL itself plus the session id, as GCS answers (origin-form target or not).
-            let target = request.target.hasPrefix("/") ? base(request) + request.target : request.target
-            reply.headers.set("Location", "\(target)&upload_id=\(session.id)")
-            reply.headers.set("X-GUploader-UploadID", session.id)
-            return reply
-        default:
-            throw HTTPError(405, "Signed URLs serve GET, HEAD, PUT, POST and DELETE.", reason: "MethodNotAllowed")
         }
+        var reply = Reply(status: 200)
+        reply.headers.set("ETag", "\"\(ObjectJSON.etag(record))\"")
+        reply.headers.set("x-goog-generation", String(record.generation))
+        reply.headers.set("x-goog-hash", "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))")
+        return reply
+    }
+
+    /// `DELETE`: the live version, or `generation`.
+    func signedDelete(_ request: any ServerRequest) throws -> Reply {
+        let (bucket, name) = try signedObject(request)
+        let generation = try generationParameter(request)
+        let deleted: Bool
+        do {
+            deleted = try store.delete(bucket: bucket, name: name, generation: generation)
+        } catch {
+            throw httpError(error)
+        }
+        guard deleted else { throw HTTPError(404, "No such object: \(bucket)/\(name)", reason: "NoSuchKey") }
+        return Reply(status: 204)
+    }
+
+    /// `POST` with `x-goog-resumable: start`: a resumable upload session (201, `Location` its URL).
+    func signedStartSession(_ request: any ServerRequest) throws -> Reply {
+        let (bucket, name) = try signedObject(request)
+        guard request.headers["x-goog-resumable"]?.lowercased() == "start" else {
+            throw HTTPError(
+                400, "A signed POST starts a resumable upload: it needs x-goog-resumable: start.",
+                reason: "InvalidArgument")
+        }
+        var attributes = ObjectAttributes()
+        attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+        let session = try startSession(
+            bucket: bucket, name: name, attributes: attributes, expected: ExpectedHashes(), declaredSize: nil,
+            access: .signedURL)
+        var reply = Reply(status: 201)
+        // The signed URL itself plus the session id, as GCS answers (origin-form target or not).
+        let target = request.target.hasPrefix("/") ? base(request) + request.target : request.target
+        reply.headers.set("Location", "\(target)&upload_id=\(session.id)")
+        reply.headers.set("X-GUploader-UploadID", session.id)
+        return reply
     }
 
     /// The bucket of a virtual-hosted request's `Host`, `<bucket>.localhost[:port]`; nil otherwise.
@@ -157,6 +146,7 @@ extension EmulatorApplication {
         case 401: "AuthenticationRequired"
         case 403: "AccessDenied"
         case 404: "NoSuchKey"
+        case 405: "MethodNotAllowed"
         case 412: "PreconditionFailed"
         case 416: "InvalidRange"
         case 500...599: "InternalError"
