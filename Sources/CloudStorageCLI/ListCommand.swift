@@ -160,14 +160,13 @@ struct ListCommand {
     ) -> String {
         totals.objects += 1
         totals.bytes += metadata.size
-        guard long else { return "\(reference)" + "\n" }
+        guard long else { return "\(reference)\n" }
         let size = String(metadata.size)
         let padded = String(repeating: " ", count: max(0, 10 - size.count)) + size
         let updated = metadata.updated.map(Self.timestamp) ?? "-"
         let version = allVersions ? "  metageneration=\(metadata.metageneration ?? 0)" : ""
-        return "\(padded)  \(updated)  \("\(reference)")\(version)\n"
+        return "\(padded)  \(updated)  \(reference)\(version)\n"
     }
-
 
     /// RFC 3339 in UTC, to the second: `2024-05-01T12:00:00Z`.
     static func timestamp(_ date: Date) -> String {

@@ -67,7 +67,8 @@ struct GenerationCommandsTests {
         #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/copied"], emulator) == (.success, "one"))
 
         // Moving a noncurrent generation copies it and deletes exactly that generation.
-        let move = try CopyCommand(["gs://demo/o#\(first)", "gs://demo/moved"] + endpoint, environment: [:], moving: true)
+        let move = try CopyCommand(
+            ["gs://demo/o#\(first)", "gs://demo/moved"] + endpoint, environment: [:], moving: true)
         #expect(try await ObjectCommandsTests.capture { await move.run(output: $0) }.0 == .success)
         #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/moved"], emulator) == (.success, "one"))
         #expect(try await ObjectCommandsTests.run(["stat", "gs://demo/o#\(first)"], emulator).0 == .notFound)
