@@ -80,6 +80,7 @@ final class NativeConnectionPool: Sendable {
         var idle: [String: [Idle]] = [:]
         var leases: [String: Leases] = [:]
         var opened = 0
+        var dropped = DroppedConnections()
         /// The most leases of one host ever out at once (for tests: the limit held).
         var peakLeasesOut = 0
         var nextWaiterID: UInt64 = 0
@@ -115,6 +116,26 @@ final class NativeConnectionPool: Sendable {
 
     /// Connections opened so far (for tests: N sequential requests should open one).
     var connectionsOpened: Int { state.withLock { $0.opened } }
+
+    /// Why connections were not reused, by reason.
+    struct DroppedConnections: Sendable, Equatable, CustomStringConvertible {
+        /// Idle longer than ``maxIdleTime`` when a request looked for one.
+        var expired = 0
+        /// Closed by the server, or holding bytes nobody asked for, when a request took it.
+        var unusable = 0
+        /// Not put back after a response (not read completely, or either side asked to close).
+        var notReusable = 0
+
+        var description: String { "expired \(expired), unusable \(unusable), not reusable \(notReusable)" }
+    }
+
+    /// Why connections were not reused so far (for tests: says why a request opened another).
+    var dropped: DroppedConnections { state.withLock { $0.dropped } }
+
+    /// Counts a connection closed after its response instead of being put back.
+    func noteNotReusable() {
+        state.withLock { $0.dropped.notReusable += 1 }
+    }
 
     /// Idle connections currently held, over all hosts.
     var idleCount: Int { state.withLock { $0.idle.values.reduce(0) { $0 + $1.count } } }
@@ -187,12 +208,14 @@ final class NativeConnectionPool: Sendable {
                 list.removeFirst(stale.count)
                 let newest = list.popLast()?.socket
                 state.idle[key] = list.isEmpty ? nil : list
+                state.dropped.expired += stale.count
                 return (newest, stale)
             }
             for socket in expired { socket.closeGracefully() }
             guard let candidate else { return nil }
             if candidate.isIdleAndOpen { return candidate }
             // The server closed it (EOF) or sent something unasked: either way it is done.
+            state.withLock { $0.dropped.unusable += 1 }
             candidate.closeGracefully()
         }
     }

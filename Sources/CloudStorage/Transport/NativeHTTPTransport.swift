@@ -281,7 +281,12 @@ final class NativeHTTPTransport: HTTPTransport {
                 let (response, reusable) = try exchange.run()
                 // After detaching, a cancel can no longer touch the socket; if one came first it is shut down.
                 if state.detach() {
-                    if reusable { pool.put(socket) } else { socket.closeGracefully() }
+                    if reusable {
+                        pool.put(socket)
+                    } else {
+                        pool.noteNotReusable()
+                        socket.closeGracefully()
+                    }
                 } else {
                     socket.close()
                 }

@@ -117,6 +117,7 @@ struct NativeHTTPTransportTests {
         defer { server.stop() }
         var configuration = NativeHTTPTransport.Configuration()
         configuration.maxConnectionsPerHost = 1
+        configuration.maxIdleTime = .seconds(3600)  // Reuse is judged here, not ageing (see above).
         let transport = NativeHTTPTransport(configuration: configuration)
         let holder = Task {
             try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port, "/hold")), progress: nil)

@@ -98,7 +98,9 @@ struct NativeTLSBufferingTests {
     ) {
         let text = String(decoding: second.body, as: UTF8.self)
         #expect(text == (keptConnection ? "same connection" : "another connection"), sourceLocation: sourceLocation)
-        #expect(transport.connectionsOpened == (keptConnection ? 1 : 2), sourceLocation: sourceLocation)
+        #expect(
+            transport.connectionsOpened == (keptConnection ? 1 : 2), "dropped: \(transport.pool.dropped)",
+            sourceLocation: sourceLocation)
     }
 
     /// Without a sink the body goes through the exchange's input, where bytes past it were
@@ -252,7 +254,7 @@ struct NativeTLSBufferingTests {
             #expect(sink.received.count == payload.count)
             #expect(sink.received == payload)
         }
-        #expect(transport.connectionsOpened == 1)
+        #expect(transport.connectionsOpened == 1, "dropped: \(transport.pool.dropped)")
         #expect(server.acceptedConnections == 1)
     }
 
