@@ -4,6 +4,13 @@ import Foundation
 /// request (small objects) or through a resumable session, retrying and
 /// resuming from the server's committed offset, and verifies what was stored.
 ///
+/// The engine never interprets an answer itself. The wire protocol
+/// (``UploadWireProtocol``) builds each request and turns each answer into a
+/// verdict; for a session, ``ResumableUploadStateMachine`` turns the verdicts,
+/// the committed offset and the chunk plan into the next step, and enforces the
+/// protocol's invariants. The engine performs the steps: it sends, waits, reads
+/// the source, reports progress, and feeds back what came of each.
+///
 /// ``run(checkpoint:stop:progress:)`` may be called again after it stopped
 /// for a pause: it continues from the ``UploadCheckpoint`` — the same
 /// session, from the offset the server reports — rather than starting over.
@@ -19,9 +26,9 @@ import Foundation
 /// success answer whose body cannot be read counts as such a failure (the
 /// object may be stored): a session is queried, a one-request upload's object
 /// is read back and kept if its size and CRC32C match, and nothing is deleted.
-/// Committed offsets that shrink within a session or pass the bytes sent, and
-/// any other answer that breaks the protocol, end the upload at once with
-/// ``StorageErrorCode/protocolViolation``.
+/// Committed offsets that shrink within a session or pass the bytes sent (the
+/// machine's checks), and any other answer that breaks the protocol (the wire
+/// protocol's), end the upload at once with ``StorageErrorCode/protocolViolation``.
 struct UploadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
@@ -182,7 +189,9 @@ struct UploadEngine: Sendable {
     /// the transport's body limit, and a stream's buffer, whichever is smallest.
     private func plan(for prepared: PreparedSource) -> ResumableUploadStateMachine.Plan {
         let granularity = StorageConfiguration.chunkGranularity
-        let transportChunk = storage.transport.maximumBodyLength.map { max(granularity, $0 / granularity * granularity) }
+        let transportChunk = storage.transport.maximumBodyLength.map {
+            max(granularity, $0 / granularity * granularity)
+        }
         // A stream's request size is also its buffer's: memory stays near it whatever the object's size.
         let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
         let chunkSize = [storage.configuration.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk]

@@ -39,7 +39,8 @@ final class UploadSessionDescriber: Sendable {
         _ checkpoint: UploadCheckpoint, storage: Storage, path: StoragePath, resuming: StorageUploadSession?
     ) -> StorageUploadSession? {
         let state = checkpoint.session
-        guard let session = state.url, !state.mayBeFinalized, let prepared = checkpoint.source, let file = prepared.file,
+        guard let session = state.url, !state.mayBeFinalized, let prepared = checkpoint.source,
+            let file = prepared.file,
             // A session elsewhere could not be read back (credentials go to the session's host).
             StorageUploadSession.sameOrigin(session, storage.endpoint.baseURL)
         else { return nil }
