@@ -196,9 +196,11 @@ struct UploadEngine: Sendable {
         let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
         let chunkSize = [storage.configuration.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk]
             .compactMap { $0 }.min()
+        // A stream of unknown size tells it when it ends.
+        let sizeIsUnknown = prepared.stream.map { $0.declaredSize == nil } ?? false
         return ResumableUploadStateMachine.Plan(
             chunkSize: chunkSize,
-            size: prepared.stream.map { $0.declaredSize == nil } == true ? nil : prepared.size,
+            size: sizeIsUnknown ? nil : prepared.size,
             finalCarriesChecksum: prepared.hasChecksum && wire.checksFinalChecksum,
             checksumMayLag: prepared.stream == nil)
     }
@@ -301,6 +303,7 @@ struct UploadEngine: Sendable {
                 let request = wire.send(
                     session: chunk.session, offset: chunk.offset,
                     body: await prepared.body(from: chunk.offset, length: chunk.length),
+                    // A finalizing chunk ends at the object's size; the protocols ignore it on the others.
                     isFinal: chunk.finalizes, totalSize: chunk.end, crc32c: chunk.crc32c)
                 event = try await ask(
                     request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
