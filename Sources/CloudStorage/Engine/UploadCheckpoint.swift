@@ -1,17 +1,14 @@
 import Foundation
 import Synchronization
 
-/// What an upload has achieved so far, kept across the pauses and retries of
-/// one task: the opened source, the server session, and the bytes the server
-/// has committed. Written and read by the engine only.
+/// What an upload has achieved so far, kept across the pauses and retries of one task: the
+/// opened source, and the server session as ``ResumableUploadStateMachine`` left it after its
+/// last step (one value, read whole). Written by the engine only; read by the engine's next run
+/// and by ``UploadSessionDescriber`` (from any thread, hence the lock).
 final class UploadCheckpoint: Sendable {
     private struct State {
         var source: PreparedSource?
-        var session: URL?
-        var committedBytes: Int64 = 0
-        var sentBytes: Int64 = 0
-        var sessionMayBeFinalized = false
-        var sessionIsAdopted = false
+        var session = ResumableUploadStateMachine.Session()
     }
 
     /// Holds the description of a session a failure left open (see
@@ -32,44 +29,16 @@ final class UploadCheckpoint: Sendable {
     /// The session the upload's failure left open for ``Storage/resumeUpload(_:from:)``, if any.
     let leftOpen = LeftOpen()
 
+    /// The opened source, once the first run opened it.
     var source: PreparedSource? {
         get { state.withLock { $0.source } }
         set { state.withLock { $0.source = newValue } }
     }
 
-    /// The resumable session's URL, once the server opened one.
-    var session: URL? {
+    /// The resumable session: its URL once the server opened one, what it committed, and
+    /// whether it may be deleted.
+    var session: ResumableUploadStateMachine.Session {
         get { state.withLock { $0.session } }
         set { state.withLock { $0.session = newValue } }
-    }
-
-    /// The bytes the server last reported committed in the current session;
-    /// it may never report fewer in that session.
-    var committedBytes: Int64 {
-        get { state.withLock { $0.committedBytes } }
-        set { state.withLock { $0.committedBytes = newValue } }
-    }
-
-    /// The end of the furthest request sent in the current session: the server
-    /// cannot have committed more.
-    var sentBytes: Int64 {
-        get { state.withLock { $0.sentBytes } }
-        set { state.withLock { $0.sentBytes = newValue } }
-    }
-
-    /// Whether the server answered a finalizing request of the current session with
-    /// success and an unreadable body: the object may be stored, so the session is
-    /// never deleted (that could delete the object's upload), only forgotten.
-    var sessionMayBeFinalized: Bool {
-        get { state.withLock { $0.sessionMayBeFinalized } }
-        set { state.withLock { $0.sessionMayBeFinalized = newValue } }
-    }
-
-    /// Whether the session came from a ``StorageUploadSession`` (another process opened it):
-    /// the upload cannot open a new one in its place (it lacks the metadata and preconditions
-    /// the first start sent), so losing it ends the upload.
-    var sessionIsAdopted: Bool {
-        get { state.withLock { $0.sessionIsAdopted } }
-        set { state.withLock { $0.sessionIsAdopted = newValue } }
     }
 }

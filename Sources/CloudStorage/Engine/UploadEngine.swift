@@ -4,6 +4,13 @@ import Foundation
 /// request (small objects) or through a resumable session, retrying and
 /// resuming from the server's committed offset, and verifies what was stored.
 ///
+/// The engine never interprets an answer itself. The wire protocol
+/// (``UploadWireProtocol``) builds each request and turns each answer into a
+/// verdict; for a session, ``ResumableUploadStateMachine`` turns the verdicts,
+/// the committed offset and the chunk plan into the next step, and enforces the
+/// protocol's invariants. The engine performs the steps: it sends, waits, reads
+/// the source, reports progress, and feeds back what came of each.
+///
 /// ``run(checkpoint:stop:progress:)`` may be called again after it stopped
 /// for a pause: it continues from the ``UploadCheckpoint`` — the same
 /// session, from the offset the server reports — rather than starting over.
@@ -19,9 +26,9 @@ import Foundation
 /// success answer whose body cannot be read counts as such a failure (the
 /// object may be stored): a session is queried, a one-request upload's object
 /// is read back and kept if its size and CRC32C match, and nothing is deleted.
-/// Committed offsets that shrink within a session or pass the bytes sent, and
-/// any other answer that breaks the protocol, end the upload at once with
-/// ``StorageErrorCode/protocolViolation``.
+/// Committed offsets that shrink within a session or pass the bytes sent (the
+/// machine's checks), and any other answer that breaks the protocol (the wire
+/// protocol's), end the upload at once with ``StorageErrorCode/protocolViolation``.
 struct UploadEngine: Sendable {
     let storage: Storage
     let path: StoragePath
@@ -41,10 +48,6 @@ struct UploadEngine: Sendable {
     private var wire: any UploadWireProtocol {
         storage.endpoint.uploadProtocol
     }
-
-    /// How many times a session the server forgot is replaced by a new one
-    /// before the upload fails.
-    private static let maxSessionRestarts = 3
 
     /// The bytes one request of a streamed upload carries at most (unless
     /// ``StorageConfiguration/chunkSize`` is smaller), and so about the most a stream's
@@ -74,16 +77,17 @@ struct UploadEngine: Sendable {
         } catch {
             // The upload ends here (unless paused): stop reading a streamed source.
             if stop.reason != .pause, let stream = checkpoint.source?.stream { await stream.cancel() }
-            if stop.reason != .pause, let session = checkpoint.session {
+            let ended = checkpoint.session
+            if stop.reason != .pause, let session = ended.url {
                 if let leftOpen = sessionLeftOpen(after: error, stop: stop, checkpoint) {
                     // Described before the checkpoint forgets it, so `resumableSession` never reads nil in between.
                     checkpoint.leftOpen.session = leftOpen
-                    checkpoint.session = nil
+                    checkpoint.session.url = nil
                     throw Self.sayingSessionIsKept(error)
                 }
-                checkpoint.session = nil
+                checkpoint.session.url = nil
                 // Deleting a session whose object may be stored would be worse than leaving it to expire.
-                if !checkpoint.sessionMayBeFinalized {
+                if !ended.mayBeFinalized {
                     // The upload cannot finish: let the server discard what it holds. The run's
                     // task may be cancelled, so the request goes from a task of its own.
                     let runner = RequestRunner(storage: storage, operation: .upload)
@@ -156,7 +160,7 @@ struct UploadEngine: Sendable {
             if let resuming { try await adopt(resuming, prepared, checkpoint) }
             checkpoint.source = prepared
         }
-        progress(checkpoint.committedBytes)  // observers learn the size before the first byte goes out
+        progress(checkpoint.session.committedBytes)  // observers learn the size before the first byte goes out
         var upload = UploadDescription(
             bucket: storage.bucket,
             objectName: name,
@@ -168,24 +172,37 @@ struct UploadEngine: Sendable {
             preconditions: preconditions
         )
         var runner = RequestRunner(storage: storage, operation: .upload)
-        let requestLimit = storage.transport.maximumBodyLength
         // A single request also carries the metadata: leave it room under the transport's limit.
-        let fitsOneRequest = requestLimit.map { prepared.size <= $0 - 1024 * 1024 } ?? true
+        let fitsOneRequest = storage.transport.maximumBodyLength.map { prepared.size <= $0 - 1024 * 1024 } ?? true
         // A stream always goes through a session: its bytes come one bounded buffer at a time.
-        if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest && checkpoint.session == nil
-            && prepared.stream == nil
+        if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest
+            && checkpoint.session.url == nil && prepared.stream == nil
         {
             upload.crc32c = try await prepared.crc32c()
             return try await sendInOneRequest(upload, prepared, &runner, progress)
         }
-        // The most bytes one request of the session carries, if anything bounds it.
+        let machine = ResumableUploadStateMachine(plan: plan(for: prepared), session: checkpoint.session)
+        return try await sendResumably(upload, prepared, checkpoint, machine, &runner, progress)
+    }
+
+    /// How a session's requests cut `prepared`: at most the configured (or resumed) chunk size,
+    /// the transport's body limit, and a stream's buffer, whichever is smallest.
+    private func plan(for prepared: PreparedSource) -> ResumableUploadStateMachine.Plan {
         let granularity = StorageConfiguration.chunkGranularity
-        let transportChunk = requestLimit.map { max(granularity, $0 / granularity * granularity) }
+        let transportChunk = storage.transport.maximumBodyLength.map {
+            max(granularity, $0 / granularity * granularity)
+        }
         // A stream's request size is also its buffer's: memory stays near it whatever the object's size.
         let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
-        let chunk = [configuration.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk].compactMap { $0 }
-            .min()
-        return try await sendResumably(upload, prepared, checkpoint, chunk, &runner, progress)
+        let chunkSize = [storage.configuration.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk]
+            .compactMap { $0 }.min()
+        // A stream of unknown size tells it when it ends.
+        let sizeIsUnknown = prepared.stream.map { $0.declaredSize == nil } ?? false
+        return ResumableUploadStateMachine.Plan(
+            chunkSize: chunkSize,
+            size: sizeIsUnknown ? nil : prepared.size,
+            finalCarriesChecksum: prepared.hasChecksum && wire.checksFinalChecksum,
+            checksumMayLag: prepared.stream == nil)
     }
 
     private func sendInOneRequest(
@@ -253,193 +270,110 @@ struct UploadEngine: Sendable {
         return stored
     }
 
+    /// Carries the upload through a resumable session: performs what `machine` decides, and feeds
+    /// it what came of each step (the wire protocol's verdict on an answer, never the answer),
+    /// publishing the session to `checkpoint` after every step so that a pause, a cancel or a
+    /// describer sees it as it stands.
     private func sendResumably(
         _ upload: UploadDescription,
         _ prepared: PreparedSource,
         _ checkpoint: UploadCheckpoint,
-        _ chunkSize: Int64?,
+        _ machine: ResumableUploadStateMachine,
         _ runner: inout RequestRunner,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
-        // `Int64.max` for a stream of unknown size until the sequence ends.
-        var size = prepared.size
-        var restarts = 0
-        // The most bytes the server has committed in this run: reaching past it is progress,
-        // which restarts the retry deadline; regaining lost ground is not.
-        var high = checkpoint.committedBytes
-        // A session from an earlier run may have more (or less) than we know: ask first.
-        var mustQuery = checkpoint.session != nil
+        var machine = machine
+        var event = ResumableUploadStateMachine.Event.began
         while true {
-            guard let session = checkpoint.session else {
-                // Shielded: once the server opens a session, its URL must arrive, or
-                // a pause could not continue it and a cancel could not delete it.
-                let start = wire.startSession(upload)
-                switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
-                case .answer(let response):
-                    checkpoint.session = try wire.sessionURL(from: response)
-                    checkpoint.sessionMayBeFinalized = false
-                    checkpoint.committedBytes = 0
-                    checkpoint.sentBytes = 0
-                    mustQuery = false
-                    if Task.isCancelled { throw .cancelled() }
-                case .retryable(let failure):
-                    try await runner.backOff(after: failure)
-                }
-                continue
-            }
-            let accepted = wire.sessionAnswerStatuses
-            let before = checkpoint.committedBytes
-            let outcome: RequestRunner.Outcome
-            let queried = mustQuery
-            let step: UploadSessionStep
-            var sentEverything = false
-            if queried {
-                step = .query
-                outcome = try await runner.send(
-                    wire.query(session: session), accepting: accepted, about: .object(upload.objectName))
-            } else {
-                try await prepared.checkUnchanged()
-                var end = chunkSize.map { min(before + $0, size) } ?? size
-                if let stream = prepared.stream {
-                    // Bytes the server committed are no longer needed; the final request also
-                    // waits for the sequence's end, so that one that yields more fails instead.
-                    try await stream.discard(below: before)
-                    // One byte past `end` shows whether the sequence ends there (then this
-                    // request finalizes, with the total it tells).
-                    let filled = try await stream.fill(to: end == size ? size + 1 : end + 1)
-                    if filled.finished && stream.declaredSize == nil {
-                        size = filled.end
-                        end = min(end, size)
-                    }
-                    guard filled.end >= end else {
-                        throw .internalError("The stream ended at \(filled.end) bytes, before the \(end) to send.")
-                    }
-                }
-                var isFinal = end == size
-                var crc32c: UInt32?
-                if isFinal && prepared.hasChecksum && wire.checksFinalChecksum {
-                    if let known = prepared.knownCRC32C {
-                        crc32c = known
-                    } else if prepared.stream == nil, let aligned = Self.lastAlignedOffset(after: before, before: size)
-                    {
-                        // Still hashing: send all but the tail without finalizing, then wait for the
-                        // checksum and finalize with the tail, so that the pass and the transfer overlap.
-                        end = aligned
-                        isFinal = false
-                    } else {
-                        crc32c = try await prepared.crc32c()
-                    }
-                }
-                sentEverything = isFinal
-                step = .send(offset: before, length: end - before)
-                checkpoint.sentBytes = max(checkpoint.sentBytes, end)
+            let action = machine.next(event)
+            checkpoint.session = machine.session
+            // The start is shielded, so it ends even when the run was cancelled meanwhile: stop
+            // now, with the session recorded for the pause to keep or the cancel to delete.
+            if case .sessionStarted = event, Task.isCancelled { throw .cancelled() }
+            switch action {
+            case .startSession:
+                event = try await startSession(upload, &runner)
+            case .query(let session):
+                event = try await ask(wire.query(session: session), .query, upload, &runner, progress: nil)
+            case .prepareSource(let offset, let through):
+                event = try await prepare(prepared, from: offset, through: through)
+            case .readChecksum(let wait):
+                event = .checksumRead(wait ? try await prepared.crc32c() : prepared.knownCRC32C)
+            case .send(let chunk):
                 let request = wire.send(
-                    session: session,
-                    offset: before,
-                    body: await prepared.body(from: before, length: end - before),
-                    isFinal: isFinal,
-                    totalSize: size,
-                    crc32c: crc32c
-                )
-                outcome = try await runner.send(
-                    request,
-                    accepting: accepted,
-                    about: .object(upload.objectName),
-                    sentChecksum: crc32c != nil,
-                    progress: { sent in progress(before + sent) }
-                )
-            }
-            let response: HTTPResponse
-            switch outcome {
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
-                mustQuery = true
-                continue
-            case .answer(let answer):
-                response = answer
-            }
-            var state = try wire.sessionState(from: response, after: step)
-            if case .completeUnreadable(let failure) = state {
-                guard queried else {
-                    // Treated as a failed request: ask the session what it holds.
-                    checkpoint.sessionMayBeFinalized = true
-                    try await runner.backOff(after: failure)
-                    mustQuery = true
-                    continue
-                }
-                state = .completeWithoutMetadata  // the session is final: read the object instead
-            }
-            if state == .completeWithoutMetadata {
-                state = .complete(try await storedMetadata(upload, &runner))
-            }
-            switch state {
-            case .gone where checkpoint.sessionIsAdopted:
-                // No new session can replace it: the first start's metadata and preconditions are unknown here.
-                checkpoint.session = nil
-                throw StorageError(
-                    .uploadSessionExpired,
-                    "The server no longer knows the upload session being resumed (it expired or was cancelled); upload the file again.",
-                    httpStatus: response.status, serverMessage: response.serverMessage)
-            case .gone:
-                // The server forgot the session (expired or deleted): start a new one, unless
-                // the bytes it held came from a stream and were dropped (dataLoss).
-                try await prepared.stream?.discard(below: 0)
-                try restartSession(&restarts, checkpoint, progress, because: "lost the upload session", response)
-                continue
-            case .completeWithoutMetadata, .completeUnreadable:
-                throw .internalError("The object's metadata could not be read after the upload.")
-            case .complete(let stored) where stored.size != size && !sentEverything:
-                // The server finalized the object before it had every byte (lenient
-                // servers do so on a status query): remove the truncated object and
-                // upload again in a new session, rather than report a wrong object.
-                await deleteObject(stored, upload, &runner)
-                try await prepared.stream?.discard(below: 0)
-                try restartSession(
-                    &restarts, checkpoint, progress, because: "finalized an incomplete object", response)
-                continue
-            case .complete(let stored):
-                checkpoint.session = nil  // finalized: nothing left to discard
-                return try await verify(stored, upload, prepared, &runner)
-            case .active(let committed):
-                try Self.checkCommitted(committed, reported: before, sent: checkpoint.sentBytes, response)
-                checkpoint.sessionMayBeFinalized = false  // the session says it is still open
-                checkpoint.committedBytes = committed
+                    session: chunk.session, offset: chunk.offset,
+                    body: await prepared.body(from: chunk.offset, length: chunk.length),
+                    // A finalizing chunk ends at the object's size; the protocols ignore it on the others.
+                    isFinal: chunk.finalizes, totalSize: chunk.end, crc32c: chunk.crc32c)
+                event = try await ask(
+                    request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
+                    sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
+            case .report(let committed, let newHigh):
                 progress(committed)
-                mustQuery = false
-                if committed > high {
-                    high = committed
-                    runner.madeProgress()
-                } else if committed == before && !queried {
-                    // Bytes went out and none were kept: count it as a failure, so a
-                    // server that never commits cannot keep the upload looping.
-                    try await runner.backOff(
-                        after: StorageError(
-                            .unknown, "The server committed none of the bytes sent.", httpStatus: response.status)
-                    )
-                }
+                if newHigh { runner.madeProgress() }
+                event = .done
+            case .backOff(let failure):
+                try await runner.backOff(after: failure)
+                event = .done
+            case .readStoredObject:
+                event = .storedObjectRead(try await storedMetadata(upload, &runner))
+            case .deleteObject(let stored):
+                await deleteObject(stored, upload, &runner)
+                event = .done
+            case .rewindSource:
+                try await prepared.stream?.discard(below: 0)
+                event = .done
+            case .finish(let stored):
+                return try await verify(stored, upload, prepared, &runner)
+            case .fail(let error):
+                throw error
             }
         }
     }
 
-    /// Checks a committed offset the server reported against what it reported before in the
-    /// session and what was sent: a session's committed bytes never shrink (a `308` without
-    /// `Range` after a positive offset included), and never exceed the bytes sent.
-    ///
-    /// - Throws: ``StorageErrorCode/protocolViolation``, which is not retried: a server that
-    ///   loses committed bytes, or claims bytes it never got, cannot be trusted with the rest.
-    static func checkCommitted(
-        _ committed: Int64, reported: Int64, sent: Int64, _ response: HTTPResponse
-    ) throws(StorageError) {
-        let problem: String
-        if committed < reported {
-            problem = "The server's committed offset went back from \(reported) to \(committed) bytes."
-        } else if committed > sent {
-            problem = "The server claims to have committed \(committed) bytes, but only \(sent) were sent."
-        } else {
-            return
+    /// Opens a session. Shielded: once the server opens one, its URL must arrive, or a pause
+    /// could not continue it and a cancel could not delete it.
+    private func startSession(
+        _ upload: UploadDescription, _ runner: inout RequestRunner
+    ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
+        let start = wire.startSession(upload)
+        switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
+        case .answer(let response): return .sessionStarted(try wire.sessionURL(from: response))
+        case .retryable(let failure): return .retryableFailure(failure)
         }
-        throw StorageError(
-            .protocolViolation, problem, httpStatus: response.status, serverMessage: response.serverMessage)
+    }
+
+    /// Sends a query or a chunk to the session, and returns the wire protocol's verdict on the answer.
+    private func ask(
+        _ request: HTTPRequest,
+        _ step: UploadSessionStep,
+        _ upload: UploadDescription,
+        _ runner: inout RequestRunner,
+        sentChecksum: Bool = false,
+        progress: (@Sendable (Int64) -> Void)?
+    ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
+        let outcome = try await runner.send(
+            request, accepting: wire.sessionAnswerStatuses, about: .object(upload.objectName),
+            sentChecksum: sentChecksum, progress: progress)
+        switch outcome {
+        case .retryable(let failure):
+            return .retryableFailure(failure)
+        case .answer(let response):
+            let state = try wire.sessionState(from: response, after: step)
+            return .answered(.init(state: state, httpStatus: response.status, serverMessage: response.serverMessage))
+        }
+    }
+
+    /// Checks that the source is unchanged and, for a stream, that it holds the bytes from
+    /// `offset` up to `through` (what the server committed below `offset` is no longer needed).
+    private func prepare(
+        _ prepared: PreparedSource, from offset: Int64, through: Int64
+    ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
+        try await prepared.checkUnchanged()
+        guard let stream = prepared.stream else { return .sourceReady(end: prepared.size, finished: true) }
+        try await stream.discard(below: offset)
+        let filled = try await stream.fill(to: through)
+        return .sourceReady(end: filled.end, finished: filled.finished)
     }
 
     /// Takes over the session `resuming` describes, once the opened source proves to be the file it
@@ -481,47 +415,7 @@ struct UploadEngine: Sendable {
                 .fileChanged,
                 "The file at \(file.path) is not the one the upload session was opened for: its CRC32C differs.")
         }
-        checkpoint.session = resuming.sessionURL
-        checkpoint.sessionIsAdopted = true
-        checkpoint.sessionMayBeFinalized = false
-        checkpoint.committedBytes = 0
-        checkpoint.sentBytes = prepared.size
-    }
-
-    /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
-    /// after `offset` (where a request that does not finalize may end), or nil when there is none.
-    static func lastAlignedOffset(after offset: Int64, before size: Int64) -> Int64? {
-        let granularity = StorageConfiguration.chunkGranularity
-        guard size - offset > granularity else { return nil }
-        return offset + (size - offset - 1) / granularity * granularity
-    }
-
-    private func restartSession(
-        _ restarts: inout Int,
-        _ checkpoint: UploadCheckpoint,
-        _ progress: @Sendable (Int64) -> Void,
-        because reason: String,
-        _ response: HTTPResponse
-    ) throws(StorageError) {
-        restarts += 1
-        checkpoint.sentBytes = 0
-        if checkpoint.sessionIsAdopted {
-            throw StorageError(
-                .uploadSessionExpired,
-                "The server \(reason) of the upload session being resumed; upload the file again.",
-                httpStatus: response.status, serverMessage: response.serverMessage)
-        }
-        guard restarts <= Self.maxSessionRestarts else {
-            throw StorageError(
-                .internalError,
-                "The server \(reason) \(restarts) times; giving up.",
-                httpStatus: response.status,
-                serverMessage: response.serverMessage
-            )
-        }
-        checkpoint.session = nil
-        checkpoint.committedBytes = 0
-        progress(0)
+        checkpoint.session = .adopted(resuming.sessionURL, size: prepared.size)
     }
 
     /// Reads the metadata of the object a session reported complete without

@@ -38,8 +38,9 @@ final class UploadSessionDescriber: Sendable {
     static func describe(
         _ checkpoint: UploadCheckpoint, storage: Storage, path: StoragePath, resuming: StorageUploadSession?
     ) -> StorageUploadSession? {
-        guard let session = checkpoint.session, !checkpoint.sessionMayBeFinalized,
-            let prepared = checkpoint.source, let file = prepared.file,
+        let state = checkpoint.session
+        guard let session = state.url, !state.mayBeFinalized, let prepared = checkpoint.source,
+            let file = prepared.file,
             // A session elsewhere could not be read back (credentials go to the session's host).
             StorageUploadSession.sameOrigin(session, storage.endpoint.baseURL)
         else { return nil }

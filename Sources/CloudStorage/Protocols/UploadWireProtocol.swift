@@ -1,15 +1,15 @@
 import Foundation
 
 /// The steps of an upload in one wire protocol, as requests to build and
-/// responses to read. It performs no I/O: the engine sends the requests,
-/// retries them and keeps the session's state.
+/// responses to read. It performs no I/O: the engine sends the requests and
+/// retries them, and ``ResumableUploadStateMachine`` keeps the session's state.
 ///
 /// An implementation must guarantee:
 /// - Every request it builds targets the endpoint's base URL or the session
 ///   URL the server handed out, and never puts a credential in a URL.
 /// - ``sessionState(from:after:)`` decides from the protocol's own signals
 ///   (an HTTP status, a header) whether the session is active, complete or
-///   gone; the engine never interprets a session answer's status itself.
+///   gone; neither the engine nor the state machine reads a session answer itself.
 /// - Error messages never contain a session URL (it is a bearer capability).
 protocol UploadWireProtocol: Sendable {
     /// Whether the server checks the CRC32C that the request finalizing a session carries
