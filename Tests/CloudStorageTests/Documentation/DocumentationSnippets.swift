@@ -122,7 +122,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeEmulatorsFromCode() throws {
-        // snippet: README.md#9
+        // snippet: README.md#10
         // fake-gcs-server, `cloud-storage emulator`, or any server of the JSON API:
         let gcs = Storage.gcsEmulator(bucket: "test-bucket", baseURL: URL(string: "http://127.0.0.1:4443")!)
 
@@ -137,7 +137,7 @@ enum DocumentationSnippets {
     }
 
     static func readmeFirebase(user: some FirebaseUser) {
-        // snippet: README.md#10, DocsCatalog/CloudStorage.docc/Authenticating.md#6
+        // snippet: README.md#11, DocsCatalog/CloudStorage.docc/Authenticating.md#6
         let storage = Storage(
             bucket: "my-app.appspot.com",
             endpoint: .firebaseStorage,
@@ -722,11 +722,24 @@ extension DocumentationSnippets {
         // end snippet
     }
 
+    static func readmeCopiesListingsGenerations(storage: Storage) async throws {
+        // snippet: README.md#8
+        let report = storage.reference(withPath: "reports/2024.pdf")
+        _ = try await report.copy(to: storage.bucket("archive").reference(withPath: "2024.pdf"))  // on the server
+        _ = try await report.move(to: storage.reference(withPath: "reports/old/2024.pdf"))
+        let versions = StorageObjectQuery(prefix: "logs/2024-", includesVersions: true)  // any prefix, no folders
+        for try await case .object(let object, let metadata?) in storage.objects(versions) {
+            print(object, metadata.size)  // gs://my-bucket/logs/2024-01.txt#1712345678901234
+            if metadata.timeDeleted != nil { try await object.delete() }  // a noncurrent generation, only it
+        }
+        // end snippet
+    }
+
     static func readmeServer(
         storage: Storage, id: String, body: some AsyncSequence<Data, any Error> & Sendable, contentLength: Int64?,
         send: (Data) async throws -> Void
     ) async throws {
-        // snippet: README.md#8
+        // snippet: README.md#9
         // A request body (any AsyncSequence of byte collections), in at most 8 MiB of memory;
         // the handler's cancellation (the client went away) cancels the upload.
         let stored = try await storage.reference(withPath: "uploads/\(id)")
@@ -907,7 +920,7 @@ extension DocumentationSnippets {
 /// HTTPS on Linux: trusting a private certificate authority (the same block in both places).
 extension DocumentationSnippets {
     static func privateCA() -> Storage {
-        // snippet: README.md#13, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
+        // snippet: README.md#14, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
         var configuration = StorageConfiguration()
         configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
         let storage = Storage(
@@ -923,7 +936,7 @@ extension DocumentationSnippets {
 /// Authenticating: signed URLs and testing them against the emulator.
 extension DocumentationSnippets {
     static func readmeSignedURL(storage: Storage, clientEmail: String, privateKeyPEM: String) async throws {
-        // snippet: README.md#12
+        // snippet: README.md#13
         let signer = try SignedURLSigner.privateKey(email: clientEmail, pem: privateKeyPEM)  // from its JSON key file
         let url = try await storage.reference(withPath: "reports/2026.pdf")
             .signedURL(expiresIn: .seconds(15 * 60), signer: signer)  // a GET for whoever holds it, for 15 minutes
@@ -990,7 +1003,7 @@ extension DocumentationSnippets {
 /// gcloud logins, the metadata server) and testing them against the emulator.
 extension DocumentationSnippets {
     static func readmeGoogleCredentials() throws {
-        // snippet: README.md#11
+        // snippet: README.md#12
         let storage = Storage(bucket: "my-bucket", authorization: .applicationDefault)  // gcloud login, key file or metadata server
         let fromKeyFile = Storage(
             bucket: "my-bucket",
