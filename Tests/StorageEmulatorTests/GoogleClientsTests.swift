@@ -79,7 +79,7 @@ struct PythonClientTests {
 @Suite("gcloud storage runs against the emulator", .timeLimit(.minutes(10)))
 struct GCloudTests {
     @Test(
-        "cp both ways (multipart, resumable, parallel composite), cp -r, ls, cat, objects describe/update/compose, gs-to-gs cp, mv, hash, du, rsync, rm -r",
+        "cp 1 KB, 3 MB and 20 MB both ways (multipart, resumable, parallel composite), cp -r, ls, cat, objects describe/update/compose, gs-to-gs cp, mv, hash, du, rsync, rm -r",
         .enabled(
             if: GoogleClients.gcloud != nil, "gcloud is not installed: the Google Cloud CLI's commands are not run"))
     func commands() async throws {
@@ -96,6 +96,6 @@ struct GCloudTests {
             }
         }
         #expect(outcome.status == 0, "\(outcome.output)")
-        #expect(outcome.output.hasSuffix("all 7 steps passed\n"), "\(outcome.output)")
+        #expect(outcome.output.hasSuffix("all 8 steps passed\n"), "\(outcome.output)")
     }
 }

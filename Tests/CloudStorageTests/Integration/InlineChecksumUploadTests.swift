@@ -20,7 +20,7 @@ struct InlineChecksumUploadTests {
     }
 
     @Test func theTransportReadsFileRegionsThroughTheBodyFileOnlyOverTLS() throws {
-        let native = NativeHTTPTransport()
+        let native = NativeHTTPTransport(configuration: .forTests())
         #expect(native.readsFileRegionsThroughBodyFile(forScheme: "https"))
         #if os(Linux)
         #expect(!native.readsFileRegionsThroughBodyFile(forScheme: "http"), "sendfile copies in the kernel")

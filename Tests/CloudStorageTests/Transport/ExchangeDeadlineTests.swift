@@ -26,7 +26,7 @@ struct ExchangeDeadlineTests {
             peer.run(on: connection, prefix: Self.handshakeRecordStart, belowTLS: true)
         }
         defer { server.stop() }
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.additionalTrustRoots = [.file(TLSTestPKI.path("test-ca.pem"))]
         configuration.trustsSystemRoots = false
         // A deadline for connecting and the handshake together, not a time-out per read.

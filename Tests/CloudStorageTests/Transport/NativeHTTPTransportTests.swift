@@ -47,11 +47,7 @@ struct NativeHTTPTransportTests {
     @Test func sequentialRequestsReuseOneConnection() async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
-        // An idle connection ages out after maxIdleTime, which a starved machine can exceed
-        // between two requests; only reuse is checked here, so ageing is kept out of it.
-        var configuration = NativeHTTPTransport.Configuration()
-        configuration.maxIdleTime = .seconds(3600)
-        let transport = NativeHTTPTransport(configuration: configuration)
+        let transport = NativeHTTPTransport(configuration: .forTests())
         for index in 0..<10 {
             let payload = Data("object number \(index)".utf8)
             let upload = try await transport.execute(
@@ -73,7 +69,7 @@ struct NativeHTTPTransportTests {
     @Test func aBurstToOneHostUsesAtMostTheLimitOfConnectionsAndFewThreads() async throws {
         let emulator = try StorageEmulator.start()
         defer { emulator.stop() }
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.maxConnectionsPerHost = 4
         let transport = NativeHTTPTransport(configuration: configuration)
         let payloads = (0..<200).map { Data("burst object \($0)".utf8) }
@@ -115,9 +111,8 @@ struct NativeHTTPTransportTests {
             }
         }
         defer { server.stop() }
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.maxConnectionsPerHost = 1
-        configuration.maxIdleTime = .seconds(3600)  // Reuse is judged here, not ageing (see above).
         let transport = NativeHTTPTransport(configuration: configuration)
         let holder = Task {
             try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port, "/hold")), progress: nil)
@@ -186,7 +181,7 @@ struct NativeHTTPTransportTests {
             connection.write(Self.ok(extra: "Connection: close\r\n"))
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         for _ in 0..<3 {
             let response = try await transport.execute(
                 HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
@@ -202,7 +197,7 @@ struct NativeHTTPTransportTests {
             while connection.readRequest() != nil { connection.write(Self.ok()) }
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         var request = HTTPRequest(method: "GET", url: Self.url(server.port))
         request.headers.set("Connection", "close")
         _ = try await transport.execute(request, progress: nil)
@@ -219,7 +214,7 @@ struct NativeHTTPTransportTests {
             }
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         for _ in 0..<2 {
             let response = try await transport.execute(
                 HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
@@ -236,7 +231,7 @@ struct NativeHTTPTransportTests {
             connection.write("the end")
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         for _ in 0..<2 {
             let response = try await transport.execute(
                 HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
@@ -257,7 +252,7 @@ struct NativeHTTPTransportTests {
             }
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         let payload = TestSupport.payload(size: 4 * .mebibyte, seed: 3)
         for _ in 0..<2 {
             let response = try await transport.execute(
@@ -285,7 +280,7 @@ struct NativeHTTPTransportTests {
         let body = HTTPRequestBody(segments: [
             .fileRegion(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
         ])
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         let started = ContinuousClock.now
         let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600))
         let response = try await transport.execute(request, progress: nil)
@@ -302,7 +297,7 @@ struct NativeHTTPTransportTests {
             connection.write(Self.ok())  // keep-alive promised, then closed
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         try await Task.sleep(for: .milliseconds(100))
         let response = try await transport.execute(
@@ -320,7 +315,7 @@ struct NativeHTTPTransportTests {
             _ = connection.readHead()
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         let response = try await transport.execute(
             HTTPRequest(method: "GET", url: Self.url(server.port), isIdempotent: true), progress: nil)
@@ -340,7 +335,7 @@ struct NativeHTTPTransportTests {
             _ = connection.readHead()
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         let second = HTTPRequest(method: method, url: Self.url(server.port), isIdempotent: idempotent)
         if idempotent {
@@ -366,7 +361,7 @@ struct NativeHTTPTransportTests {
             connection.reset()
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         _ = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
         let payload = TestSupport.payload(size: 16 * .mebibyte, seed: 1)
         let error = await #expect(throws: HTTPTransportError.self) {
@@ -388,7 +383,7 @@ struct NativeHTTPTransportTests {
         let fileURL = try TestSupport.file(containing: payload)
         defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
         let file = try ReadOnlyFile(path: fileURL.path)
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.usesSendfile = usesSendfile
         let transport = NativeHTTPTransport(configuration: configuration)
         let length = 2 * Int64(Int.mebibyte) + 5
@@ -432,7 +427,7 @@ struct NativeHTTPTransportTests {
         expected += payload[(2 * .mebibyte)...]
         expected += payload[0..<1]
         expected += memory[199_000...]
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.usesSendfile = usesSendfile
         let transport = NativeHTTPTransport(configuration: configuration)
         let upload = try await transport.execute(
@@ -460,7 +455,7 @@ struct NativeHTTPTransportTests {
             connection.drainUntilClosed()
         }
         defer { server.stop() }
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.usesSendfile = usesSendfile
         let transport = NativeHTTPTransport(configuration: configuration)
         let file = try ReadOnlyFile(path: path)
@@ -483,7 +478,7 @@ struct NativeHTTPTransportTests {
             _ = connection.readHead()  // never answers; returns when the client closes
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         let started = ContinuousClock.now
         let error = await #expect(throws: HTTPTransportError.self) {
             _ = try await transport.execute(
@@ -509,7 +504,7 @@ struct NativeHTTPTransportTests {
         let fileURL = try Self.sparseFile(size: size)
         defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
         let file = try ReadOnlyFile(path: fileURL.path)
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         let error = await #expect(throws: HTTPTransportError.self) {
             _ = try await transport.execute(
                 HTTPRequest(
@@ -539,7 +534,7 @@ struct NativeHTTPTransportTests {
             closedByClient.withLock { $0 = true }
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         let body: HTTPRequestBody =
             whileReceiving
             ? .data(Data(count: 1024)) : .data(TestSupport.payload(size: 256 * .mebibyte, seed: 4))
@@ -573,7 +568,7 @@ struct NativeHTTPTransportTests {
     @Test func aCancelBeforeTheRequestStartsSendsNothing() async throws {
         let server = try ScriptedHTTPServer { connection, _ in _ = connection.readRequest() }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         let task = Task {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
@@ -585,7 +580,7 @@ struct NativeHTTPTransportTests {
     @Test func aRefusedConnectionIsAConnectFailureThatDoesNotNameTheURL() async throws {
         let url = URL(string: "http://127.0.0.1:1/upload?upload_id=SECRET-SESSION")!
         let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await NativeHTTPTransport().execute(
+            _ = try await NativeHTTPTransport(configuration: .forTests()).execute(
                 HTTPRequest(method: "PUT", url: url, body: .data(Data("x".utf8))), progress: nil)
         }
         #expect(error?.kind == .connectFailed)
@@ -604,7 +599,7 @@ struct NativeHTTPTransportTests {
         defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
         let file = try ReadOnlyFile(path: fileURL.path)
         let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await NativeHTTPTransport().execute(
+            _ = try await NativeHTTPTransport(configuration: .forTests()).execute(
                 HTTPRequest(
                     method: "PUT", url: Self.url(server.port),
                     body: HTTPRequestBody(segments: [.fileRegion(file, offset: 0, length: size)])),
@@ -616,7 +611,7 @@ struct NativeHTTPTransportTests {
     @Test func onlyHTTPAndHTTPSAreSpokenAndTheRefusalIsPermanent() async throws {
         let url = URL(string: "ftp://127.0.0.1:1/upload?upload_id=SECRET")!
         let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await NativeHTTPTransport().execute(HTTPRequest(method: "GET", url: url), progress: nil)
+            _ = try await NativeHTTPTransport(configuration: .forTests()).execute(HTTPRequest(method: "GET", url: url), progress: nil)
         }
         #expect(error?.kind == .other)
         #expect(error?.permanent == true)

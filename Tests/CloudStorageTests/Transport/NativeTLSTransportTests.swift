@@ -144,7 +144,7 @@ struct NativeTLSTransportTests {
     }
 
     @Test func anUnusableTrustRootFailsEachRequestSayingWhy() async throws {
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.additionalTrustRoots = [.file("/nonexistent/ca.pem")]
         let transport = NativeHTTPTransport(configuration: configuration)
         for _ in 0..<2 {

@@ -19,13 +19,10 @@ enum TLSTestPKI {
 
     /// A native transport that trusts only the test CA, so the machine's store cannot change a verdict.
     static func transport(maxIdleConnectionsPerHost: Int = 32) -> NativeHTTPTransport {
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.additionalTrustRoots = [.file(path("test-ca.pem"))]
         configuration.trustsSystemRoots = false
         configuration.maxIdleConnectionsPerHost = maxIdleConnectionsPerHost
-        // An idle connection ages out after maxIdleTime, which a starved machine can exceed
-        // between two requests; tests here judge reuse by what the server sent, never by time.
-        configuration.maxIdleTime = .seconds(3600)
         return NativeHTTPTransport(configuration: configuration)
     }
 }

@@ -29,7 +29,7 @@ struct TransportLayeringTests {
             connection.drainUntilClosed()
         }
         defer { server.stop() }
-        var configuration = NativeHTTPTransport.Configuration()
+        var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.usesSendfile = false  // so the file's own read runs
         let transport = NativeHTTPTransport(configuration: configuration)
         let error = await #expect(throws: HTTPTransportError.self) {
@@ -49,7 +49,7 @@ struct TransportLayeringTests {
             connection.write(NativeHTTPTransportTests.ok("some body"))
         }
         defer { server.stop() }
-        let transport = NativeHTTPTransport()
+        let transport = NativeHTTPTransport(configuration: .forTests())
         var request = HTTPRequest(method: "GET", url: NativeHTTPTransportTests.url(server.port))
         request.responseSink = HTTPResponseSink(
             begin: { _, _ in true },
