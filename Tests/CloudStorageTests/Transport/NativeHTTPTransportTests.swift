@@ -611,7 +611,8 @@ struct NativeHTTPTransportTests {
     @Test func onlyHTTPAndHTTPSAreSpokenAndTheRefusalIsPermanent() async throws {
         let url = URL(string: "ftp://127.0.0.1:1/upload?upload_id=SECRET")!
         let error = await #expect(throws: HTTPTransportError.self) {
-            _ = try await NativeHTTPTransport(configuration: .forTests()).execute(HTTPRequest(method: "GET", url: url), progress: nil)
+            _ = try await NativeHTTPTransport(configuration: .forTests()).execute(
+                HTTPRequest(method: "GET", url: url), progress: nil)
         }
         #expect(error?.kind == .other)
         #expect(error?.permanent == true)
