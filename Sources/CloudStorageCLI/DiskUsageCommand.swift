@@ -40,12 +40,7 @@ struct DiskUsageCommand {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "sca"), valued: StorageOptions.valued,
             flags: StorageOptions.flags.union(["-s", "-c", "-a", "--readable-sizes"]))
-        guard !arguments.positional.isEmpty else { throw UsageError("du needs a gs://BUCKET[/PREFIX]") }
-        addresses = try arguments.positional.map { text throws(UsageError) in
-            let address = try ObjectAddress(text, role: "a listing")
-            try address.validate(needsObject: false)
-            return address
-        }
+        addresses = try ObjectAddress.listings(arguments.positional, command: "du")
         summarize = arguments.has("-s")
         total = arguments.has("-c")
         allVersions = arguments.has("-a")

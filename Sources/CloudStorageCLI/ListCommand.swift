@@ -45,12 +45,7 @@ struct ListCommand {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "lra"), valued: StorageOptions.valued,
             flags: StorageOptions.flags.union(["-l", "-r", "-R", "-a"]))
-        guard !arguments.positional.isEmpty else { throw UsageError("ls needs a gs://BUCKET[/PREFIX]") }
-        addresses = try arguments.positional.map { text throws(UsageError) in
-            let address = try ObjectAddress(text, role: "a listing")
-            try address.validate(needsObject: false)
-            return address
-        }
+        addresses = try ObjectAddress.listings(arguments.positional, command: "ls")
         long = arguments.has("-l")
         recursive = arguments.has("-r") || arguments.has("-R")
         allVersions = arguments.has("-a")

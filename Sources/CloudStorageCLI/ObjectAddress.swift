@@ -67,6 +67,18 @@ extension ObjectAddress {
     /// The address as given back to people: `gs://BUCKET/PATH`, and `#GENERATION` when it names one.
     var url: String { "gs://\(bucket)/\(path)" + (generation.map { "#\($0)" } ?? "") }
 
+    /// The URLs a listing command was given: at least one, each a bucket or a prefix in one.
+    ///
+    /// - Throws: ``UsageError`` when there is none, or one is not a `gs://` URL a listing takes.
+    static func listings(_ texts: [String], command: String) throws(UsageError) -> [ObjectAddress] {
+        guard !texts.isEmpty else { throw UsageError("\(command) needs a gs://BUCKET[/PREFIX]") }
+        return try texts.map { text throws(UsageError) in
+            let address = try ObjectAddress(text, role: "a listing")
+            try address.validate(needsObject: false)
+            return address
+        }
+    }
+
     /// The object the path names, byte for byte, at the generation the address names; the
     /// bucket's root when there is no path.
     func reference(in storage: Storage) -> StorageReference {
