@@ -21,6 +21,9 @@ struct ListCommand {
                               as gs://BUCKET/NAME#GENERATION (with -l, also each one's
                               metageneration); Google Cloud Storage only
 
+        A URL gs://BUCKET/NAME#GENERATION lists that one generation of the object,
+        as gcloud does; a generation that does not exist matches nothing.
+
         \(StorageOptions.destinationUsage)
 
         Options:
@@ -45,7 +48,7 @@ struct ListCommand {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "lra"), valued: StorageOptions.valued,
             flags: StorageOptions.flags.union(["-l", "-r", "-R", "-a"]))
-        addresses = try ObjectAddress.listings(arguments.positional, command: "ls")
+        addresses = try ObjectAddress.listings(arguments.positional, command: "ls", allowsGeneration: true)
         long = arguments.has("-l")
         recursive = arguments.has("-r") || arguments.has("-R")
         allVersions = arguments.has("-a")
@@ -77,6 +80,9 @@ struct ListCommand {
         _ address: ObjectAddress, in storage: Storage, to output: OutputWriter,
         totals: inout (objects: Int, bytes: Int64)
     ) async -> ExitCode? {
+        if address.generation != nil {
+            return await listGeneration(address, in: storage, to: output, totals: &totals)
+        }
         var found = false
         var buffer = ""
         // An object named exactly as the URL, unless the URL names a folder.
@@ -148,6 +154,27 @@ struct ListCommand {
             return .notFound
         }
         return .success
+    }
+
+    /// Lists the one generation a `#GENERATION` URL names.
+    ///
+    /// - Returns: The status, or nil when the output went away.
+    private func listGeneration(
+        _ address: ObjectAddress, in storage: Storage, to output: OutputWriter,
+        totals: inout (objects: Int, bytes: Int64)
+    ) async -> ExitCode? {
+        let reference = address.reference(in: storage)
+        do {
+            let metadata = try await reference.getMetadata()
+            let text = line(for: reference, metadata, totals: &totals)
+            guard (try? await output.write(text)) != nil else { return nil }
+            return .success
+        } catch  where error.code == .objectNotFound {
+            report("No objects match \(address.url)")
+            return .notFound
+        } catch {
+            return Self.failed(error, address)
+        }
     }
 
     private func line(

@@ -67,14 +67,17 @@ extension ObjectAddress {
     /// The address as given back to people: `gs://BUCKET/PATH`, and `#GENERATION` when it names one.
     var url: String { "gs://\(bucket)/\(path)" + (generation.map { "#\($0)" } ?? "") }
 
-    /// The URLs a listing command was given: at least one, each a bucket or a prefix in one.
+    /// The URLs a listing command was given: at least one, each a bucket or a prefix in one,
+    /// or, where `allowsGeneration`, one generation of an object (`gs://BUCKET/NAME#GENERATION`).
     ///
     /// - Throws: ``UsageError`` when there is none, or one is not a `gs://` URL a listing takes.
-    static func listings(_ texts: [String], command: String) throws(UsageError) -> [ObjectAddress] {
+    static func listings(
+        _ texts: [String], command: String, allowsGeneration: Bool = false
+    ) throws(UsageError) -> [ObjectAddress] {
         guard !texts.isEmpty else { throw UsageError("\(command) needs a gs://BUCKET[/PREFIX]") }
         return try texts.map { text throws(UsageError) in
             let address = try ObjectAddress(text, role: "a listing")
-            try address.validate(needsObject: false)
+            try address.validate(needsObject: address.generation != nil, allowsGeneration: allowsGeneration)
             return address
         }
     }

@@ -56,6 +56,20 @@ struct GenerationCommandsTests {
         #expect(try await ObjectCommandsTests.run(["cat", "gs://demo/o"], emulator) == (.success, "two"))
     }
 
+    @Test func lsOfAGenerationListsThatOneVersion() async throws {
+        let emulator = try ObjectCommandsTests.emulator()
+        defer { emulator.stop() }
+        let (first, second) = try await Self.versions(emulator)
+        #expect(
+            try await ObjectCommandsTests.run(["ls", "gs://demo/o#\(first)"], emulator)
+                == (.success, "gs://demo/o#\(first)\n"))
+        let (status, long) = try await ObjectCommandsTests.run(["ls", "-l", "-a", "gs://demo/o#\(second)"], emulator)
+        #expect(status == .success)
+        #expect(long.contains("gs://demo/o#\(second)") && !long.contains("#\(first)"), "\(long)")
+        #expect(long.hasSuffix("TOTAL: 1 objects, 3 bytes\n"), "\(long)")
+        #expect(try await ObjectCommandsTests.run(["ls", "gs://demo/o#\(second + 1)"], emulator).0 == .notFound)
+    }
+
     @Test func copiesAndMovesBetweenObjectsTakeTheSourcesGeneration() async throws {
         let emulator = try ObjectCommandsTests.emulator()
         defer { emulator.stop() }
@@ -81,7 +95,7 @@ struct GenerationCommandsTests {
     }
 
     @Test(arguments: [
-        ["ls", "gs://demo/o#5"], ["rm", "-r", "gs://demo/o#5"], ["cat", "gs://demo/o#0"],
+        ["rm", "-r", "gs://demo/o#5"], ["cat", "gs://demo/o#0"],
         ["stat", "gs://demo/o#99999999999999999999"],
     ])
     func commandsThatWalkOrNamesThatCannotBeGenerationsAreUsageErrors(words: [String]) {
