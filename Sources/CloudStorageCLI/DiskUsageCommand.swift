@@ -90,8 +90,7 @@ struct DiskUsageCommand {
                     found = true
                     sum += metadata.size
                     guard !summarize else { continue }
-                    let generation = allVersions ? metadata.generation.map { "#\($0)" } ?? "" : ""
-                    buffer += line(metadata.size, "\(object)\(generation)")
+                    buffer += line(metadata.size, "\(object)")  // Under -a, pinned: gs://BUCKET/NAME#GENERATION.
                 }
                 listed.removeAll(keepingCapacity: true)
                 do {

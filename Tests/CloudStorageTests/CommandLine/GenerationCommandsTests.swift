@@ -68,6 +68,9 @@ struct GenerationCommandsTests {
         #expect(long.contains("gs://demo/o#\(second)") && !long.contains("#\(first)"), "\(long)")
         #expect(long.hasSuffix("TOTAL: 1 objects, 3 bytes\n"), "\(long)")
         #expect(try await ObjectCommandsTests.run(["ls", "gs://demo/o#\(second + 1)"], emulator).0 == .notFound)
+        let (duStatus, du) = try await ObjectCommandsTests.run(["du", "-a", "gs://demo/"], emulator)
+        #expect(duStatus == .success)
+        #expect(du.contains("gs://demo/o#\(first)\n") && du.contains("gs://demo/o#\(second)\n"), "\(du)")
     }
 
     @Test func copiesAndMovesBetweenObjectsTakeTheSourcesGeneration() async throws {
