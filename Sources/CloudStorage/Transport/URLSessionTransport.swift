@@ -108,9 +108,7 @@ final class URLSessionTransport: HTTPTransport {
         urlRequest.setValue("close", forHTTPHeaderField: "Connection")
         #endif
         let bodyLength = request.body.length
-        let exchange = Exchange(
-            body: request.body, progress: progress, sink: request.responseSink,
-            limit: ResponseLimit(bytes: maxResponseBodyBytes, server: Self.serverName(request.url)))
+        let exchange = Exchange(request: request, progress: progress, maxResponseBodyBytes: maxResponseBodyBytes)
         if bodyLength == 0 {
             if request.method != "GET" && request.method != "HEAD" {
                 urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
@@ -125,13 +123,17 @@ final class URLSessionTransport: HTTPTransport {
             #endif
         }
         let dataTask = session.dataTask(with: urlRequest)
+        // Late callbacks of a task that ended early find no exchange.
+        defer { router.unregister(dataTask) }
         // URLSession knows only idle time-outs (and one per session for everything): the
-        // request's deadline cancels the task, which then completes as timed out. A dispatch
-        // timer, not a sleeping task, so that a busy cooperative pool cannot delay it; off that
-        // pool too because swift-corelibs-foundation's cancel() may wait for its queues.
+        // request's deadline ends the exchange and cancels the task. A dispatch timer, not a
+        // sleeping task, so that a busy cooperative pool cannot delay it; off that pool too
+        // because swift-corelibs-foundation's cancel() may wait for its queues. Neither the
+        // deadline nor a cancellation waits for the task to report itself complete:
+        // swift-corelibs-foundation sometimes never does after cancel().
         let expiry = request.deadline.map { deadline in
             let item = DispatchWorkItem {
-                exchange.expire()
+                exchange.end(.deadlinePassed)
                 dataTask.cancel()
             }
             let left = ContinuousClock.now.duration(to: deadline)
@@ -141,18 +143,14 @@ final class URLSessionTransport: HTTPTransport {
         defer { expiry?.cancel() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in
-                exchange.begin(continuation)
                 router.register(exchange, for: dataTask)
-                if exchange.isCancelled {
-                    // Cancelled before the task existed: never start it.
-                    router.unregister(dataTask)
-                    exchange.complete(.failure(CancellationError()))
-                } else {
+                // False when cancelled, or past the deadline, before the task existed: never start it.
+                if exchange.begin(continuation) {
                     dataTask.resume()
                 }
             }
         } onCancel: {
-            exchange.cancel()
+            exchange.end(.cancelled)
             dataTask.cancel()
         }
     }
@@ -168,101 +166,83 @@ extension URLSessionTransport {
     }
 }
 
-/// The most response body bytes a request may collect into memory.
-private struct ResponseLimit: Sendable {
-    var bytes: Int
-    /// `host:port`, for the error.
-    var server: String
-
-    /// The error the native transport throws for the same response.
-    var exceeded: HTTPTransportError {
-        HTTPTransportError(
-            kind: .responseTooLarge, message: "The response from \(server) is larger than \(bytes) bytes.")
-    }
-
-    /// Whether a `Content-Length` header announces more than the limit: refused before reading.
-    func isExceeded(byAnnounced headers: HTTPHeaders) -> Bool {
-        guard let text = headers["Content-Length"]?.trimmingCharacters(in: .whitespaces) else { return false }
-        guard let length = Int64(text) else {
-            // Digits too many for Int64 are too many bytes; anything else is libcurl's to refuse.
-            return !text.isEmpty && text.allSatisfy(\.isASCIIDigit)
-        }
-        return length > Int64(bytes)
-    }
-}
-
-extension Character {
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
-}
-
-/// One request's state, shared between the awaiting task and the delegate queue.
+/// One request's state, shared between the awaiting task, the delegate queue,
+/// the deadline's timer and the cancellation handler.
+///
+/// Whichever of them ends the request first resumes the caller; see
+/// ``URLSessionExchangeStateMachine`` for who wins and with what.
 private final class Exchange: Sendable {
     private struct State {
+        var machine: URLSessionExchangeStateMachine
         var continuation: CheckedContinuation<HTTPResponse, any Error>?
-        var cancelled = false
-        var status = 0
-        var headers = HTTPHeaders()
-        var body = Data()
-        var bodyError: (any Error)?
-        /// Whether the body goes to the sink rather than into `body`.
-        var streaming = false
-        /// What the sink threw; the request is being aborted.
-        var sinkError: (any Error)?
-        /// The body collected into memory outgrew the limit; the request is being aborted.
-        var tooLarge = false
+        /// The outcome, when the request ended before the caller began waiting.
+        var outcome: Result<HTTPResponse, any Error>?
         /// Whether the task's cancellation was asked for on the delegate's behalf.
         var aborting = false
-        /// Whether the request's deadline passed (and the task is being cancelled for it).
-        var expired = false
     }
 
     let requestBody: HTTPRequestBody
     let progress: (@Sendable (Int64) -> Void)?
     let sink: HTTPResponseSink?
-    let limit: ResponseLimit
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     init(
-        body: HTTPRequestBody, progress: (@Sendable (Int64) -> Void)?, sink: HTTPResponseSink?, limit: ResponseLimit
+        request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?, maxResponseBodyBytes: Int
     ) {
-        self.requestBody = body
+        self.requestBody = request.body
         self.progress = progress
-        self.sink = sink
-        self.limit = limit
+        self.sink = request.responseSink
+        let machine = URLSessionExchangeStateMachine(
+            maxBodyBytes: maxResponseBodyBytes, server: URLSessionTransport.serverName(request.url),
+            method: request.method)
+        self.state = Mutex(State(machine: machine))
     }
-
-    var sinkError: (any Error)? { state.withLock { $0.sinkError } }
-
-    /// The error that ends a response found larger than the limit, if it was.
-    var limitError: HTTPTransportError? { state.withLock { $0.tooLarge } ? limit.exceeded : nil }
 
     /// A stream over the request body from its start; read failures are kept here.
     func makeBodyStream() -> InputStream {
         RequestBodyStream(body: requestBody) { [weak self] error in
-            self?.state.withLock { $0.bodyError = $0.bodyError ?? error }
+            self?.state.withLock { $0.machine.recordBodyError(error) }
         }
     }
 
-    var bodyError: (any Error)? { state.withLock { $0.bodyError } }
+    var hasResponse: Bool { state.withLock { $0.machine.hasResponse } }
 
-    var isCancelled: Bool { state.withLock { $0.cancelled } }
-
-    var hasResponse: Bool { state.withLock { $0.status != 0 } }
-
-    func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) {
-        state.withLock { $0.continuation = continuation }
+    /// Hands the caller's continuation over.
+    ///
+    /// - Returns: False when the request already ended (the continuation is then
+    ///   resumed at once): do not start the task.
+    func begin(_ continuation: CheckedContinuation<HTTPResponse, any Error>) -> Bool {
+        let outcome = state.withLock { state in
+            guard let outcome = state.outcome else {
+                state.continuation = continuation
+                return Result<HTTPResponse, any Error>?.none
+            }
+            state.outcome = nil
+            return outcome
+        }
+        guard let outcome else { return true }
+        continuation.resume(with: outcome)
+        return false
     }
 
-    func cancel() {
-        state.withLock { $0.cancelled = true }
+    /// Ends the request unless it already ended; what comes later is ignored.
+    func end(_ ending: URLSessionExchangeStateMachine.Ending) {
+        resume(state.withLock { $0.machine.end(ending) })
     }
 
-    /// Marks the request as past its deadline; the caller cancels the task.
-    func expire() {
-        state.withLock { $0.expired = true }
+    /// Hands an outcome to the caller, or keeps it until the caller begins waiting.
+    private func resume(_ outcome: Result<HTTPResponse, any Error>?) {
+        guard let outcome else { return }
+        let continuation = state.withLock { state in
+            guard let continuation = state.continuation else {
+                state.outcome = outcome
+                return CheckedContinuation<HTTPResponse, any Error>?.none
+            }
+            state.continuation = nil
+            return continuation
+        }
+        continuation?.resume(with: outcome)
     }
-
-    var isExpired: Bool { state.withLock { $0.expired } }
 
     /// True the first time only: whoever gets it cancels the task.
     func takeAbort() -> Bool {
@@ -274,7 +254,7 @@ private final class Exchange: Sendable {
 
     /// Records the response head and asks the sink whether to stream.
     ///
-    /// - Returns: False when the sink refused the response: abort the task.
+    /// - Returns: False when the sink refused the response or the request is over: abort the task.
     @discardableResult
     func receive(_ response: HTTPURLResponse) -> Bool {
         var headers = HTTPHeaders()
@@ -286,6 +266,7 @@ private final class Exchange: Sendable {
         var streaming = false
         var refusal: (any Error)?
         if let sink {
+            guard state.withLock({ $0.machine.startDelivery() }) else { return false }
             // Called on the session's delegate queue, never the cooperative pool.
             do {
                 streaming = try sink.begin(response.statusCode, headers)
@@ -293,65 +274,31 @@ private final class Exchange: Sendable {
                 refusal = error
             }
         }
-        // A body bound for memory that announces more than the limit is refused unread.
-        let tooLarge = refusal == nil && !streaming && limit.isExceeded(byAnnounced: headers)
-        state.withLock {
-            $0.status = response.statusCode
-            $0.headers = headers
-            $0.body = Data()
-            $0.streaming = streaming
-            $0.sinkError = $0.sinkError ?? refusal
-            $0.tooLarge = $0.tooLarge || tooLarge
+        let (proceed, outcome) = state.withLock { state in
+            let proceed = state.machine.receiveHead(
+                status: response.statusCode, headers: headers, streaming: streaming, refusal: refusal)
+            return (proceed, sink == nil ? nil : state.machine.finishDelivery())
         }
-        return refusal == nil && !tooLarge
+        resume(outcome)
+        return proceed && outcome == nil
     }
 
     /// Takes body bytes: into the sink when streaming, else into the body
     /// within the limit.
     ///
-    /// - Returns: False when the sink threw or the body outgrew the limit: abort the task.
+    /// - Returns: False when the sink threw, the body outgrew the limit or the
+    ///   request is over: abort the task.
     func receive(_ data: Data) -> Bool {
-        let limit = limit.bytes
-        let (streaming, failed) = state.withLock { state -> (Bool, Bool) in
-            if !state.streaming && !state.tooLarge {
-                // Checked before appending, so memory never holds more than the limit.
-                if data.count > limit - state.body.count {
-                    state.tooLarge = true
-                    state.body = Data()
-                } else {
-                    state.body.append(data)
-                }
-            }
-            return (state.streaming, state.sinkError != nil || state.tooLarge)
-        }
-        guard streaming, let sink, !failed else { return !failed }
+        let (deliver, abort) = state.withLock { $0.machine.receive(data) }
+        guard deliver, let sink else { return !abort }
         let delivered = data.withUnsafeBytes { raw in
             Result { try sink.receive(raw) }
         }
-        guard case .failure(let error) = delivered else { return true }
-        state.withLock { $0.sinkError = $0.sinkError ?? error }
-        return false
-    }
-
-    /// Finishes the exchange once; later calls do nothing.
-    func complete(_ result: Result<HTTPResponse, any Error>) {
-        let continuation = state.withLock { state in
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(with: result)
-    }
-
-    func completeWithResponse() {
-        let response = state.withLock { HTTPResponse(status: $0.status, headers: $0.headers, body: $0.body) }
-        guard response.status != 0 else {
-            complete(
-                .failure(
-                    HTTPTransportError(
-                        kind: .connectionLost, message: "The server closed the connection without an answer.")))
-            return
-        }
-        complete(.success(response))
+        let thrown: (any Error)?
+        if case .failure(let error) = delivered { thrown = error } else { thrown = nil }
+        let outcome = state.withLock { $0.machine.finishDelivery(throwing: thrown) }
+        resume(outcome)
+        return thrown == nil && outcome == nil
     }
 }
 
@@ -402,6 +349,7 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
     /// ever move again. Once is enough, and keeps chunks still arriving from
     /// tying up a thread each.
     private func abort(_ task: URLSessionTask, of exchange: Exchange) {
+        exchange.end(.aborted)
         guard exchange.takeAbort() else { return }
         DispatchQueue.global().async { task.cancel() }
     }
@@ -450,37 +398,12 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else {
             return
         }
-        if let bodyError = exchange.bodyError {
-            // The body could not be read: whatever the server said, the request was not what we meant to send.
-            exchange.complete(.failure(HTTPTransportError.bodySourceFailed(bodyError)))
-        } else if let sinkError = exchange.sinkError {
-            exchange.complete(.failure(HTTPTransportError.sinkFailed(sinkError)))
-        } else if let limitError = exchange.limitError {
-            exchange.complete(.failure(limitError))
-        } else if exchange.isCancelled {
-            exchange.complete(.failure(CancellationError()))
-        } else if error != nil, exchange.isExpired {
-            exchange.complete(
-                .failure(
-                    HTTPTransportError(
-                        kind: .timedOut,
-                        message:
-                            "The exchange with \(exchange.limit.server) was not over by its deadline (however steadily bytes moved)."
-                    )))
-        } else if let error {
-            exchange.complete(.failure(HTTPTransportError(error, server: exchange.limit.server)))
-        } else {
-            // A 3xx whose redirect was declined (a resumable upload's 308) may
-            // complete without a `didReceive response` callback.
-            if let response = task.response as? HTTPURLResponse, !exchange.hasResponse {
-                exchange.receive(response)
-            }
-            if let limitError = exchange.limitError {
-                exchange.complete(.failure(limitError))
-            } else {
-                exchange.completeWithResponse()
-            }
+        // A 3xx whose redirect was declined (a resumable upload's 308) may
+        // complete without a `didReceive response` callback.
+        if error == nil, let response = task.response as? HTTPURLResponse, !exchange.hasResponse {
+            exchange.receive(response)
         }
+        exchange.end(.taskCompleted(error))
     }
 }
 
@@ -491,7 +414,7 @@ extension HTTPTransportError {
     /// - Parameters:
     ///   - error: What the task completed with.
     ///   - server: `host:port`, for the message.
-    fileprivate init(_ error: any Error, server: String) {
+    init(_ error: any Error, server: String) {
         if let failure = URLSessionTLSFailure(error) {
             self = failure.transportError(server: server)
             return
