@@ -154,12 +154,8 @@ struct EmulatorHTTPServerTests {
                 let client = try RawClient(port: port)
                 try client.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
                 _ = try? client.readToEOF()
-                // A hang guard: the bound only matters once the test has failed.
-                let deadline = ContinuousClock.now + .seconds(60)
-                while running.liveThreadCount > 0 && ContinuousClock.now < deadline {
-                    Thread.sleep(forTimeInterval: 0.01)
-                }
-                #expect(running.liveThreadCount == 0)
+                // A deadlock never gets there: the suite's time limit ends the test.
+                waitUntil { running.liveThreadCount == 0 }
             }
         }
     }
@@ -469,10 +465,10 @@ struct EmulatorHTTPServerTests {
                 let idle = try RawClient(port: port)
                 try idle.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
                 let served = try idle.readResponse().status
-                let idleWaits = waitUntil { server.connectionsWaitingForPeer == 1 }
+                waitUntil { server.connectionsWaitingForPeer == 1 }
                 // Connected, its first request still to come.
                 let fresh = try RawClient(port: port)
-                let freshWaits = waitUntil { server.connectionsWaitingForPeer == 2 }
+                waitUntil { server.connectionsWaitingForPeer == 2 }
                 let third = try RawClient(port: port)
                 try third.send("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
                 let thirdStatus = try third.readResponse().status
@@ -484,15 +480,14 @@ struct EmulatorHTTPServerTests {
                 // Then the fresh one, which was about to send a request: it is told to retry.
                 let freshAnswer = try fresh.readResponse()
                 return (
-                    [served, thirdStatus, fourthStatus], idleWaits && freshWaits, idleClosedSilently,
+                    [served, thirdStatus, fourthStatus], idleClosedSilently,
                     "\(freshAnswer.status) \(freshAnswer.headers["Retry-After"] ?? "")"
                 )
             }
         }
         #expect(outcome.0 == [200, 200, 200])
         #expect(outcome.1)
-        #expect(outcome.2)
-        #expect(outcome.3 == "503 1")
+        #expect(outcome.2 == "503 1")
     }
 
     @Test func stopClosesIdleConnectionsPromptlyAndEndsEveryThread() async throws {

@@ -116,6 +116,13 @@ final class RawClient {
         }
     }
 
+    /// Whether the server has sent bytes not yet received (looked at without waiting or taking them).
+    var hasBytesWaiting: Bool {
+        if !pending.isEmpty { return true }
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 1
+    }
+
     /// Reads one response (a `100 Continue` counts as one).
     func readResponse(requestMethod: String = "GET") throws -> Response {
         var parser = HTTPHeadParser()
