@@ -491,9 +491,10 @@ struct EmulatorHTTPServerTests {
     }
 
     @Test func stopClosesIdleConnectionsPromptlyAndEndsEveryThread() async throws {
-        // Idle connections would otherwise stay for 10 minutes: "promptly" is anything far below that.
+        // Idle connections would otherwise stay for an hour, far beyond the suite's time limit:
+        // finishing at all is prompt, with no wall-clock bound to race a starved machine.
         var limits = EmulatorHTTPServer.Limits()
-        limits.idleTimeout = .seconds(600)
+        limits.idleTimeout = .seconds(3600)
         let server = EmulatorHTTPServer(application: EchoApplication(), limits: limits)
         let port = try server.start()
         let clients = try await onThread {
@@ -505,13 +506,10 @@ struct EmulatorHTTPServerTests {
             }
         }
         #expect(server.liveThreadCount == 21)
-        let elapsed = try await onThread {
-            let start = ContinuousClock.now
+        try await onThread {
             server.stop()
             server.stop()
-            return ContinuousClock.now - start
         }
-        #expect(elapsed < .seconds(120))
         #expect(server.liveThreadCount == 0)
         #expect(server.openConnectionCount == 0)
         try await onThread {
