@@ -426,12 +426,11 @@ struct CommandLineToolTests {
         }
         try #require(process.isRunning, "cp ended before its request reached the server")
         kill(process.processIdentifier, signal)
-        // A hang guard only: the tool gives the server 2 s to confirm; unfixed, it waited 60 s.
-        let guardDeadline = ContinuousClock.now + .seconds(30)
-        while process.isRunning && ContinuousClock.now < guardDeadline {
+        // The tool gives the server 2 s to confirm; unfixed, it waited 60 s. No guess of its own
+        // (a starved machine can exceed any): the suite's time limit ends a cp that never ends.
+        while process.isRunning {
             try await Task.sleep(for: .milliseconds(10))
         }
-        try #require(!process.isRunning, "cp still runs long after the signal")
         process.waitUntilExit()
         #expect(process.terminationReason == .exit)
         #expect(process.terminationStatus == expected.rawValue, "\(errors.text)")
