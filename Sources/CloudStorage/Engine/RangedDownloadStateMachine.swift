@@ -20,6 +20,11 @@
 /// for the whole object, the CRC32C the server reported. An event the machine did not ask for
 /// ends the download with ``StorageErrorCode/internalError``; nothing traps.
 ///
+/// A range is a ``Setup`` value, so a download cut into slices is one machine per slice, each
+/// resuming on its own. The verdict carries how the object is stored
+/// (``MediaHead/storedEncoding``) beside how the body is encoded, so an answer that transcodes
+/// the stored bytes can be told from one that serves them as they are.
+///
 /// The retry time is not the machine's: it says when to back off and whether the bytes
 /// received reached a new high (which restarts the retry deadline), and
 /// ``RequestRunner/backOff(after:)`` measures the time.
@@ -116,8 +121,8 @@ struct RangedDownloadStateMachine: Sendable {
     let setup: Setup
     /// Bytes written to the destination, in order from the range's start.
     private(set) var received: Int64 = 0
-    /// CRC32C of those bytes.
-    private var crc = CRC32C()
+    /// CRC32C of those bytes (what a download cut into ranged slices combines).
+    private(set) var crc = CRC32C()
     /// The object's size, once an answer said it (nil while the bytes arrive transformed).
     private(set) var objectSize: Int64?
     /// The generation of the first answer that named one: every later answer must serve it.
