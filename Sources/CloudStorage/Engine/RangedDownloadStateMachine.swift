@@ -159,9 +159,6 @@ struct RangedDownloadStateMachine: Sendable {
         case (_, .began):
             restarts = 0
             high = received
-            // Every byte arrived before an earlier run was stopped: a range from the end would
-            // be refused (416), and there is nothing left to ask for.
-            if received > 0, received == expectedLength { return verify() }
             return request()
         case (.waiting, .done):
             return request()
@@ -179,8 +176,11 @@ struct RangedDownloadStateMachine: Sendable {
         }
     }
 
-    /// The read that continues from the bytes received.
+    /// The read that continues from the bytes received, or the end when there is none.
     private mutating func request() -> Action {
+        // Every byte arrived before an earlier run was stopped, or before the connection broke:
+        // a range from the end would be refused (416), and there is nothing left to ask for.
+        if received > 0, received == expectedLength { return verify() }
         let start = setup.range?.start ?? 0
         // Both terms are bounded by sizes an answer stated.
         let (offset, overflow) = start.addingReportingOverflow(received)

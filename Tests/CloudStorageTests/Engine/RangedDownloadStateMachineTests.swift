@@ -279,6 +279,16 @@ struct RangedDownloadStateMachineTests {
                 .event(.began, .finish(10)),
             ]),
         Script(
+            testDescription: "every byte arrived before the connection broke: no request after the back-off",
+            steps: [
+                .event(.began, read(0)),
+                .head(whole(), deliver(0, 10)),
+                .body(from: 0, to: 10, .write(dropped: 0, count: 10, at: 0)),
+                .event(.retryableFailure(flaky), .backOff(after: flaky, newHigh: true)),
+                // A range from the end would be refused (416).
+                .event(.done, .finish(10)),
+            ]),
+        Script(
             testDescription: "a paused download resumes from its bytes in the next run",
             setup: Machine.Setup(pinsResumptions: true),
             steps: [
