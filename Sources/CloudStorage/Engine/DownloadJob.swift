@@ -9,7 +9,7 @@ import Synchronization
 /// run returns.
 struct DownloadJob<Output: Sendable & Equatable>: TaskJob {
     let engine: DownloadEngine
-    let checkpoint = DownloadCheckpoint()
+    let checkpoint: DownloadCheckpoint
     /// Runs before the first request (creating a temporary file).
     let prepare: @Sendable () async throws(StorageError) -> Void
     /// Produces the value once every byte arrived and was verified.
@@ -23,6 +23,7 @@ struct DownloadJob<Output: Sendable & Equatable>: TaskJob {
         complete: @escaping @Sendable () async throws(StorageError) -> Output
     ) {
         self.engine = engine
+        checkpoint = engine.makeCheckpoint()
         self.prepare = prepare
         self.complete = complete
     }
@@ -55,7 +56,7 @@ struct DownloadJob<Output: Sendable & Equatable>: TaskJob {
     }
 
     func completion(_ output: Output) -> (progress: TaskProgress, metadata: StorageMetadata?) {
-        let (received, total) = checkpoint.state.withLock { ($0.received, $0.totalSize) }
+        let (received, total) = checkpoint.machine.withLock { ($0.received, $0.objectSize) }
         return (TaskProgress(completedUnitCount: received, totalUnitCount: total ?? received), nil)
     }
 }

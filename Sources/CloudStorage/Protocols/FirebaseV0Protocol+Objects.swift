@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 
 /// Objects in Firebase Storage v0: `GET`, `PATCH` and `DELETE` on
 /// `/v0/b/{bucket}/o/{object}`, listings on `/v0/b/{bucket}/o`, media with
@@ -51,15 +52,25 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         try ObjectListPage(listJSON: response.body)
     }
 
-    /// v0 has no preconditions or generations (see ``updateMetadata(bucket:name:generation:_:preconditions:)``).
+    /// v0 has no preconditions: a resumed download cannot be held to its generation.
+    var pinsGenerations: Bool { false }
+
+    var mediaAnswerStatuses: Set<Int> { [200, 206] }
+
+    /// v0 has no preconditions or generations (see ``updateMetadata(bucket:name:generation:_:preconditions:)``),
+    /// and is never given an expected generation (``pinsGenerations``).
     func media(
-        bucket: String, name: String, generation: Int64? = nil, offset: Int64,
-        preconditions: StoragePreconditions = .none
+        bucket: String, name: String, _ read: MediaRead, preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
         var request = HTTPRequest(
             method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil), isIdempotent: true)
-        if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
+        if let range = read.rangeHeader { request.headers.add("Range", range) }
         return request
+    }
+
+    /// Firebase Storage serves media with the headers of the Cloud Storage behind it.
+    func mediaHead(status: Int, headers: HTTPHeaders, answering read: MediaRead) throws(StorageError) -> MediaHead {
+        try MediaHead(googleMediaStatus: status, headers: headers, answering: read)
     }
 
     /// `…/v0/b/{bucket}/o/{object}?alt=media&token={first token}`; nil when the

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 
 /// Objects in the Google Cloud Storage JSON API: `GET`, `PATCH` and `DELETE`
 /// on `/storage/v1/b/{bucket}/o/{object}`, listings on `/storage/v1/b/{bucket}/o`,
@@ -63,16 +64,29 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         try ObjectListPage(listJSON: response.body, readingResources: true)
     }
 
+    /// Holds a resumed download to its generation with `ifGenerationMatch`, unless the
+    /// caller's preconditions already name one.
+    var pinsGenerations: Bool { true }
+
+    var mediaAnswerStatuses: Set<Int> { [200, 206] }
+
     func media(
-        bucket: String, name: String, generation: Int64? = nil, offset: Int64,
-        preconditions: StoragePreconditions = .none
+        bucket: String, name: String, _ read: MediaRead, preconditions: StoragePreconditions = .none
     ) -> HTTPRequest {
+        var conditions = preconditions
+        if conditions.ifGenerationMatch == nil, let expected = read.expectedGeneration {
+            conditions.ifGenerationMatch = expected
+        }
         let url = objectURL(
             bucket: bucket, name: name,
-            query: [("alt", "media")] + Self.generationItem(generation) + preconditions.queryItems)
+            query: [("alt", "media")] + Self.generationItem(read.generation) + conditions.queryItems)
         var request = HTTPRequest(method: "GET", url: url, isIdempotent: true)
-        if offset > 0 { request.headers.add("Range", "bytes=\(offset)-") }
+        if let range = read.rangeHeader { request.headers.add("Range", range) }
         return request
+    }
+
+    func mediaHead(status: Int, headers: HTTPHeaders, answering read: MediaRead) throws(StorageError) -> MediaHead {
+        try MediaHead(googleMediaStatus: status, headers: headers, answering: read)
     }
 
     /// The object's media URL on this endpoint: it needs no token, and serves

@@ -1,4 +1,5 @@
 import Foundation
+import HTTP1
 
 /// Operations on stored objects in one wire protocol — metadata, deletion,
 /// listing, media downloads, download URLs, and server-side copies, composes
@@ -39,11 +40,34 @@ protocol ObjectWireProtocol: Sendable {
     /// Reads an answer to ``list(bucket:_:pageToken:)``.
     func listPage(from response: HTTPResponse) throws(StorageError) -> ObjectListPage
 
-    /// The bytes of an object, from `offset` on when it is above 0 (a `Range`
-    /// request whose answer is 206), if `preconditions` hold.
-    func media(
-        bucket: String, name: String, generation: Int64?, offset: Int64, preconditions: StoragePreconditions
-    ) -> HTTPRequest
+    /// Whether ``media(bucket:name:_:preconditions:)`` can hold the server to
+    /// ``MediaRead/expectedGeneration`` (it refuses another generation with `412`). A download
+    /// resumed through a protocol that cannot relies on comparing what the answers say instead.
+    var pinsGenerations: Bool { get }
+
+    /// The bytes `read` asks for, if `preconditions` hold: from ``MediaRead/offset`` (a `Range`
+    /// request, answered with 206, unless it starts at 0 and has no end) through
+    /// ``MediaRead/last``, of the generation ``MediaRead/generation`` names, refused when the
+    /// object is no longer ``MediaRead/expectedGeneration``.
+    func media(bucket: String, name: String, _ read: MediaRead, preconditions: StoragePreconditions) -> HTTPRequest
+
+    /// The HTTP statuses of media answers whose head ``mediaHead(status:headers:answering:)``
+    /// reads and whose body is the object's bytes; any other status is an error, retried or
+    /// reported by the engine.
+    var mediaAnswerStatuses: Set<Int> { get }
+
+    /// Reads the head of an answer to ``media(bucket:name:_:preconditions:)`` whose status is in
+    /// ``mediaAnswerStatuses``, before its body.
+    ///
+    /// - Parameters:
+    ///   - status: The answer's status.
+    ///   - headers: Its headers.
+    ///   - read: What the request asked for.
+    /// - Returns: Where the body lies in the object, and what the answer says of the object.
+    /// - Throws: ``StorageErrorCode/protocolViolation`` when the answer breaks the protocol or
+    ///   does not answer `read` (another generation than the one named, bytes from elsewhere
+    ///   than the offset asked, lengths that disagree).
+    func mediaHead(status: Int, headers: HTTPHeaders, answering read: MediaRead) throws(StorageError) -> MediaHead
 
     /// The URL anyone holding it can download the object (of `generation`, when not nil) from,
     /// given its metadata; nil when the protocol needs a download token and the

@@ -79,7 +79,7 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
             buffer.attach(
                 Task {
                     do throws(StorageError) {
-                        _ = try await engine.run(checkpoint: DownloadCheckpoint()) { _, _ in }
+                        _ = try await engine.run(checkpoint: engine.makeCheckpoint()) { _, _ in }
                         buffer.finish(.success(()))
                     } catch {
                         buffer.finish(.failure(error))

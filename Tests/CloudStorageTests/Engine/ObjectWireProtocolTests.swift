@@ -173,10 +173,10 @@ struct ObjectWireProtocolTests {
 
     @Test func mediaRequestsAskForARangeOnlyWhenResuming() {
         let gcs = GCSJSONProtocol(baseURL: Self.base)
-        #expect(gcs.media(bucket: "b", name: "o", offset: 0).headers["Range"] == nil)
-        #expect(gcs.media(bucket: "b", name: "o", offset: 42).headers["Range"] == "bytes=42-")
+        #expect(gcs.media(bucket: "b", name: "o", MediaRead(offset: 0)).headers["Range"] == nil)
+        #expect(gcs.media(bucket: "b", name: "o", MediaRead(offset: 42)).headers["Range"] == "bytes=42-")
         #expect(
-            FirebaseV0Protocol(baseURL: Self.base).media(bucket: "b", name: "o", offset: 7).headers["Range"]
+            FirebaseV0Protocol(baseURL: Self.base).media(bucket: "b", name: "o", MediaRead(offset: 7)).headers["Range"]
                 == "bytes=7-")
     }
 

@@ -337,7 +337,7 @@ struct PreconditionTests {
             gcs.singleRequestUpload(upload, body: .data(Data("x".utf8))), gcs.startSession(upload),
             gcs.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate(), preconditions: conditions),
             gcs.delete(bucket: "b", name: "o", preconditions: conditions),
-            gcs.media(bucket: "b", name: "o", offset: 5, preconditions: conditions),
+            gcs.media(bucket: "b", name: "o", MediaRead(offset: 5), preconditions: conditions),
         ]
         for request in requests {
             let items = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []

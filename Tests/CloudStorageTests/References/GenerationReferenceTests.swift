@@ -70,7 +70,9 @@ struct GenerationReferenceTests {
             )
             .url.query == "generation=5&ifMetagenerationMatch=3")
         #expect(gcs.delete(bucket: "b", name: "o", generation: 5).url.query == "generation=5")
-        #expect(gcs.media(bucket: "b", name: "o", generation: 5, offset: 9).url.query == "alt=media&generation=5")
+        #expect(
+            gcs.media(bucket: "b", name: "o", MediaRead(generation: 5, offset: 9)).url.query == "alt=media&generation=5"
+        )
         #expect(gcs.getMetadata(bucket: "b", name: "o").url.query == nil)
         let copy = ServerSideCopy(
             sourceBucket: "b", sourceName: "o", sourceGeneration: 5, destinationBucket: "b", destinationName: "p")

@@ -85,7 +85,7 @@ struct TransportLayeringTests {
         #expect(gcs.query(session: session).isIdempotent)
         #expect(gcs.cancel(session: session).isIdempotent)
         #expect(gcs.objectMetadata(bucket: "b", name: "o").isIdempotent)
-        #expect(gcs.media(bucket: "b", name: "o", offset: 0).isIdempotent)
+        #expect(gcs.media(bucket: "b", name: "o", MediaRead(offset: 0)).isIdempotent)
         #expect(!gcs.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate()).isIdempotent)
         let v0 = FirebaseV0Protocol(baseURL: base)
         #expect(!v0.singleRequestUpload(upload, body: body).isIdempotent)
@@ -95,7 +95,7 @@ struct TransportLayeringTests {
         #expect(v0.query(session: session).isIdempotent)
         #expect(v0.cancel(session: session).isIdempotent)
         #expect(v0.objectMetadata(bucket: "b", name: "o").isIdempotent)
-        #expect(v0.media(bucket: "b", name: "o", offset: 0).isIdempotent)
+        #expect(v0.media(bucket: "b", name: "o", MediaRead(offset: 0)).isIdempotent)
         #expect(!v0.updateMetadata(bucket: "b", name: "o", StorageMetadataUpdate()).isIdempotent)
     }
 }

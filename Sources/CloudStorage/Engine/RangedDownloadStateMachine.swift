@@ -1,0 +1,415 @@
+/// A download of an object's bytes, or of one range of them, as a pure value: verdicts in,
+/// actions out. ``DownloadEngine`` performs the actions (requests, waits, writes to the
+/// destination) and feeds back what came of each; this type decides them, so every sequence
+/// of server answers can be tested without a network, a clock or a lock.
+///
+/// It has two kinds of input, both under the lock of the ``DownloadCheckpoint`` that keeps it
+/// across the runs (pauses) of one download:
+/// - the run's events, through ``next(_:)``: the run began, a request's answer ended, it failed;
+/// - while an answer streams, on the transport's thread: its head, as the wire protocol's
+///   verdict (``MediaHead``, from ``ObjectWireProtocol/mediaHead(status:headers:answering:)``),
+///   through ``headArrived(_:)``; its body, chunk by chunk, through ``bodyArrived(_:)`` and
+///   ``bodyWritten(_:crc:)``.
+///
+/// The machine never reads HTTP. It pins the generation the first answer came from, so a
+/// resumption never mixes two generations' bytes: later requests ask for it
+/// (``MediaRead/expectedGeneration``, where the protocol can), and an answer that names another
+/// generation, size or checksum means the object changed. A destination that can take its
+/// bytes back then starts over (a few times at most); one that cannot (a stream) ends with
+/// ``StorageErrorCode/objectChanged``. The end is checked: the length the answers promised and,
+/// for the whole object, the CRC32C the server reported. An event the machine did not ask for
+/// ends the download with ``StorageErrorCode/internalError``; nothing traps.
+///
+/// A range is a ``Setup`` value, so a download cut into slices is one machine per slice, each
+/// resuming on its own. The verdict carries how the object is stored
+/// (``MediaHead/storedEncoding``) beside how the body is encoded, so an answer that transcodes
+/// the stored bytes can be told from one that serves them as they are.
+///
+/// The retry time is not the machine's: it says when to back off and whether the bytes
+/// received reached a new high (which restarts the retry deadline), and
+/// ``RequestRunner/backOff(after:)`` measures the time.
+struct RangedDownloadStateMachine: Sendable {
+    /// What one download is; the same for every run.
+    struct Setup: Sendable, Equatable {
+        /// The bytes wanted, or nil for the whole object (verified with its CRC32C).
+        var range: ByteRange?
+        /// The generation the reference names; nil for the live object.
+        var generation: Int64?
+        /// Whether a resumption asks for the generation the first answer came from: the
+        /// protocol can (``ObjectWireProtocol/pinsGenerations``), and neither the reference nor
+        /// the caller's preconditions name one already.
+        var pinsResumptions = false
+        /// Whether the destination can take back what was written (``DownloadDestination/isRewindable``).
+        var isRewindable = true
+        /// The most bytes the download may hold.
+        var maxSize: Int64?
+    }
+
+    /// What the engine does next. Each is answered by the ``Event`` its description names.
+    enum Action: Sendable {
+        /// Send the read, streaming the answer's head and body to the machine
+        /// → ``Event/answered``, ``Event/retryableFailure(_:)`` or ``Event/failed(_:)``.
+        case request(MediaRead)
+        /// Wait before retrying after `failure`, or end the download when the retry time ran
+        /// out (``RequestRunner/backOff(after:)``); `newHigh` first restarts the retry deadline
+        /// (``RequestRunner/madeProgress()``) → ``Event/done``.
+        case backOff(after: StorageError, newHigh: Bool)
+        /// Every byte arrived and was verified: the download holds this many.
+        case finish(Int64)
+        /// End the download with this error.
+        case fail(StorageError)
+    }
+
+    /// What came of an action.
+    enum Event: Sendable {
+        /// A run begins (the first event of every run).
+        case began
+        /// The answer to the request ended after its whole body.
+        case answered
+        /// The request failed in a way that may pass (a retryable status, a lost connection).
+        case retryableFailure(StorageError)
+        /// The request failed for good: an error status, or what the response sink threw
+        /// (including the abort that ends an answer running past the range).
+        case failed(StorageError)
+        /// A back-off was waited out.
+        case done
+    }
+
+    /// What to do with an answer whose head arrived.
+    enum HeadAction: Sendable {
+        /// Stream its body: first reset the destination when `discardingWritten` (the bytes
+        /// of a replaced generation), then report `received` of `expected` as progress.
+        case deliver(received: Int64, expected: Int64?, discardingWritten: Bool)
+        /// The object changed: reset the destination, then abort the answer with this error
+        /// (the run's next request starts over).
+        case startOver(StorageError)
+        /// Abort the answer with this error.
+        case abort(StorageError)
+    }
+
+    /// What to do with a chunk of an answer's body.
+    enum BodyAction: Sendable {
+        /// Write part of it (then report ``bodyWritten(_:crc:)``).
+        case write(Delivery)
+        /// Drop all of it: it precedes the bytes wanted.
+        case skip
+        /// Abort the answer with this error.
+        case abort(StorageError)
+    }
+
+    /// The part of a chunk to write: `count` bytes after the first `dropped`, at `offset`.
+    struct Delivery: Sendable, Equatable {
+        var dropped: Int
+        var count: Int
+        var offset: Int64
+        /// The CRC32C of the bytes before `offset`, to extend with these.
+        var crc: CRC32C
+        /// How many bytes the download delivers in all, when known.
+        var expected: Int64?
+        /// Whether these bytes complete the range, so the rest of the answer is not wanted:
+        /// the sink aborts it, and that abort is the download's success.
+        var completesRange: Bool
+
+        /// The offset after the last byte written.
+        var end: Int64 { offset + Int64(count) }
+    }
+
+    /// How many times an object that changed under the download is downloaded again from its
+    /// first byte in one run before the download fails.
+    static let maxRestarts = 3
+
+    let setup: Setup
+    /// Bytes written to the destination, in order from the range's start.
+    private(set) var received: Int64 = 0
+    /// CRC32C of those bytes (what a download cut into ranged slices combines).
+    private(set) var crc = CRC32C()
+    /// The object's size, once an answer said it (nil while the bytes arrive transformed).
+    private(set) var objectSize: Int64?
+    /// The generation of the first answer that named one: every later answer must serve it.
+    private var generation: Int64?
+    /// The CRC32C the server reported for the stored object.
+    private var serverCRC32C: UInt32?
+    /// Whether the bytes arrive transformed (decompressed), so their checksum cannot match.
+    private var transformed = false
+    /// Whether the bytes written came from a generation that was replaced: the next answer's
+    /// head resets the destination (on the transport's thread, not the cooperative pool).
+    private var discardPending = false
+    private var restarts = 0
+    /// The most bytes received in this run: only passing it restarts the retry deadline.
+    private var high: Int64 = 0
+    private var phase = Phase.ready
+
+    init(setup: Setup) {
+        self.setup = setup
+    }
+
+    /// How many bytes the download delivers in all, when known: the object's size for the
+    /// whole object; for a range, its part inside the object (Cloud Storage serves a range
+    /// that runs past the end up to the last byte), or its own length before the size is known.
+    var expectedLength: Int64? {
+        guard let range = setup.range else { return objectSize }
+        guard let total = objectSize else { return range.end.map { $0 - range.start + 1 } }
+        let last = min(range.end ?? (total - 1), total - 1)
+        return max(0, last - range.start + 1)
+    }
+
+    /// Takes what came of the last action (``Event/began`` first in every run) and returns the next one.
+    mutating func next(_ event: Event) -> Action {
+        switch (phase, event) {
+        case (_, .began):
+            restarts = 0
+            high = received
+            return request()
+        case (.waiting, .done):
+            return request()
+        case (.awaitingAnswer, .answered):
+            return verify()
+        case (.awaitingAnswer, .retryableFailure(let failure)):
+            let newHigh = received > high
+            high = max(high, received)
+            phase = .waiting
+            return .backOff(after: failure, newHigh: newHigh)
+        case (.awaitingAnswer(let read, let answer), .failed(let error)):
+            return recover(from: error, read, answer)
+        default:
+            return fail(.internalError("The download's state machine received an event it did not ask for."))
+        }
+    }
+
+    /// The read that continues from the bytes received, or the end when there is none.
+    private mutating func request() -> Action {
+        // Every byte arrived before an earlier run was stopped, or before the connection broke:
+        // a range from the end would be refused (416), and there is nothing left to ask for.
+        if received > 0, received == expectedLength { return verify() }
+        let start = setup.range?.start ?? 0
+        // Both terms are bounded by sizes an answer stated.
+        let (offset, overflow) = start.addingReportingOverflow(received)
+        guard !overflow else { return fail(.protocolViolation("The download's offset overflows.")) }
+        let pinned = received > 0 && setup.pinsResumptions ? generation.flatMap { $0 > 0 ? $0 : nil } : nil
+        let read = MediaRead(
+            generation: setup.generation, offset: offset, last: setup.range?.end, expectedGeneration: pinned)
+        phase = .awaitingAnswer(read, Answer())
+        return .request(read)
+    }
+
+    /// Decides what a failed request means: the end of a range that was complete, an object
+    /// that changed (start over, within the restart budget), or the download's end.
+    private mutating func recover(from error: StorageError, _ read: MediaRead, _ answer: Answer) -> Action {
+        if answer.rangeComplete { return verify() }
+        var restart = answer.restartRequested
+        if read.expectedGeneration != nil && error.code == .preconditionFailed {
+            // Only the generation this download pinned failed: the object was replaced since
+            // its first bytes came. Start over, where the bytes handed on can be taken back.
+            guard setup.isRewindable, restarts < Self.maxRestarts else {
+                return fail(
+                    StorageError(
+                        .objectChanged,
+                        setup.isRewindable
+                            ? "The object kept changing on the server during the download."
+                            : "The object changed on the server during the download (another generation).",
+                        httpStatus: error.httpStatus, serverMessage: error.serverMessage))
+            }
+            forgetReceived()
+            discardPending = true
+            restart = true
+        }
+        guard restart, restarts < Self.maxRestarts else { return fail(error) }
+        restarts += 1
+        return request()
+    }
+
+    /// Takes the verdict on the head of the answer to the read in flight: checks that it
+    /// continues where the download stands, and learns the size, generation and checksum.
+    mutating func headArrived(_ head: MediaHead) -> HeadAction {
+        guard case .awaitingAnswer(let read, var answer) = phase else {
+            return .abort(.internalError("The download's state machine received an answer it did not ask for."))
+        }
+        let discard = discardPending
+        discardPending = false
+        let size = head.isTransformed ? nil : head.objectSize
+        if let size, let range = setup.range, range.start >= size {
+            // A server that ignored the Range of a read starting past the end (GCS answers 416).
+            return .abort(
+                .invalidArgument("The range starts at byte \(range.start), past the end of the \(size)-byte object."))
+        }
+        if received > 0, changed(head, size: size) {
+            // Bytes from an earlier answer are kept only if this one serves the same object.
+            guard setup.isRewindable else { return .abort(Self.changed) }
+            forgetReceived()
+            answer.restartRequested = true
+            phase = .awaitingAnswer(read, answer)
+            return .startOver(Self.changed)
+        }
+        generation = generation ?? head.generation
+        // The whole object from its first byte, whatever was asked: skip to the byte wanted.
+        answer.skip = head.content == .whole ? read.offset : 0
+        phase = .awaitingAnswer(read, answer)
+        objectSize = size
+        transformed = head.isTransformed
+        if let crc32c = head.crc32c { serverCRC32C = crc32c }
+        let expected = expectedLength
+        if let maxSize = setup.maxSize, let expected, expected > maxSize {
+            return .abort(Self.sizeExceeded(total: expected, maxSize: maxSize))
+        }
+        return .deliver(received: received, expected: expected, discardingWritten: discard)
+    }
+
+    /// Whether an answer serves another object than the earlier ones: another generation, size or checksum.
+    private func changed(_ head: MediaHead, size: Int64?) -> Bool {
+        (generation != nil && head.generation != nil && generation != head.generation)
+            || (objectSize != nil && size != nil && objectSize != size)
+            || (serverCRC32C != nil && head.crc32c != nil && serverCRC32C != head.crc32c)
+    }
+
+    /// Decides what to do with the next `count` bytes of the answer's body.
+    mutating func bodyArrived(_ count: Int) -> BodyAction {
+        guard case .awaitingAnswer(let read, var answer) = phase else {
+            return .abort(.internalError("The download's state machine received bytes it did not ask for."))
+        }
+        var dropped = 0
+        if answer.skip > 0 {
+            dropped = Int(min(answer.skip, Int64(count)))
+            answer.skip -= Int64(dropped)
+            phase = .awaitingAnswer(read, answer)
+            if dropped == count { return .skip }
+        }
+        var kept = count - dropped
+        let expected = expectedLength
+        var completes = false
+        if let expected, Int64(kept) > expected - received {
+            // A whole object answering a range: keep what the range wants, abort the rest.
+            kept = Int(max(0, expected - received))
+            completes = true
+        }
+        let end = received + Int64(kept)
+        if let maxSize = setup.maxSize, end > maxSize {
+            return .abort(Self.sizeExceeded(total: expected ?? end, maxSize: maxSize))
+        }
+        return .write(
+            Delivery(
+                dropped: dropped, count: kept, offset: received, crc: crc, expected: expected,
+                completesRange: completes))
+    }
+
+    /// Records that `delivery` was written, and the CRC32C of every byte up to its end.
+    mutating func bodyWritten(_ delivery: Delivery, crc: CRC32C) {
+        guard case .awaitingAnswer(let read, var answer) = phase else { return }
+        self.crc = crc
+        received = delivery.end
+        answer.rangeComplete = delivery.completesRange
+        phase = .awaitingAnswer(read, answer)
+    }
+
+    /// Checks a finished download against the size and CRC32C the server reported.
+    ///
+    /// The CRC32C covers the whole object, so only a download that holds all of it (no range,
+    /// or one that turned out to cover every byte) is checked against it.
+    private mutating func verify() -> Action {
+        if let expected = expectedLength, expected != received {
+            return fail(
+                StorageError(.nonMatchingChecksum, "The server sent \(received) of the \(expected) bytes expected."))
+        }
+        let whole = (setup.range?.start ?? 0) == 0 && objectSize == received
+        if whole, !transformed, let expected = serverCRC32C, expected != crc.value {
+            return fail(
+                StorageError(
+                    .nonMatchingChecksum,
+                    "The downloaded bytes' CRC32C (\(CRC32CEncoding.base64(crc.value))) differs from the server's (\(CRC32CEncoding.base64(expected)))."
+                ))
+        }
+        phase = .ended
+        return .finish(received)
+    }
+
+    /// Forgets every byte received and what the answers said: the download starts over.
+    private mutating func forgetReceived() {
+        received = 0
+        crc = CRC32C()
+        objectSize = nil
+        generation = nil
+        serverCRC32C = nil
+        transformed = false
+    }
+
+    private mutating func fail(_ error: StorageError) -> Action {
+        phase = .ended
+        return .fail(error)
+    }
+
+    private static let changed = StorageError(
+        .objectChanged,
+        "The object changed on the server during the download (another generation, size or CRC32C).")
+
+    private static func sizeExceeded(total: Int64, maxSize: Int64) -> StorageError {
+        StorageError(
+            .downloadSizeExceeded,
+            "The object (at least \(total) bytes) is larger than the \(maxSize) bytes the download allows.")
+    }
+}
+
+extension RangedDownloadStateMachine {
+    /// What the answer in flight has shown so far.
+    private struct Answer: Sendable {
+        /// Bytes at the head of its body that precede what the download wants next (a server
+        /// answered a `Range` request with the whole object): dropped, never written.
+        var skip: Int64 = 0
+        /// Set when its bytes completed the range: the abort of the rest is the download's success.
+        var rangeComplete = false
+        /// Set when it showed that the object changed: the download starts over.
+        var restartRequested = false
+    }
+
+    /// Where the download is between two events.
+    private enum Phase: Sendable {
+        /// No run has begun.
+        case ready
+        /// A read is in flight; its answer, as far as it arrived.
+        case awaitingAnswer(MediaRead, Answer)
+        case waiting
+        /// The run ended (``Action/finish(_:)`` or ``Action/fail(_:)``).
+        case ended
+    }
+}
+
+extension RangedDownloadStateMachine.Action: Equatable {
+    /// Equal cases with equal values; errors are equal when their code, message and HTTP status are.
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.request(let a), .request(let b)): a == b
+        case (.backOff(let a, let c), .backOff(let b, let d)): c == d && a.isSame(as: b)
+        case (.finish(let a), .finish(let b)): a == b
+        case (.fail(let a), .fail(let b)): a.isSame(as: b)
+        default: false
+        }
+    }
+}
+
+extension RangedDownloadStateMachine.HeadAction: Equatable {
+    /// Equal cases with equal values; errors are equal when their code, message and HTTP status are.
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.deliver(let a, let c, let e), .deliver(let b, let d, let f)): a == b && c == d && e == f
+        case (.startOver(let a), .startOver(let b)), (.abort(let a), .abort(let b)): a.isSame(as: b)
+        default: false
+        }
+    }
+}
+
+extension RangedDownloadStateMachine.BodyAction: Equatable {
+    /// Equal cases with equal values; errors are equal when their code, message and HTTP status are.
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        switch (lhs, rhs) {
+        case (.write(let a), .write(let b)): a == b
+        case (.skip, .skip): true
+        case (.abort(let a), .abort(let b)): a.isSame(as: b)
+        default: false
+        }
+    }
+}
+
+extension StorageError {
+    /// Whether `other` has the same code, message and HTTP status (what an action's equality compares).
+    fileprivate func isSame(as other: StorageError) -> Bool {
+        code == other.code && message == other.message && httpStatus == other.httpStatus
+    }
+}
