@@ -29,7 +29,7 @@ let package = Package(
         // TLS as a stream layer over a connected socket, on the OpenSSL that CCloudStorage loads at run time.
         .target(
             name: "NativeTLS",
-            dependencies: ["CCloudStorage", "POSIXSockets"],
+            dependencies: ["CCloudStorage", "SystemCalls"],
             swiftSettings: strictSwift
         ),
         // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.
@@ -43,20 +43,21 @@ let package = Package(
             name: "V4Signing",
             swiftSettings: strictSwift
         ),
-        // The POSIX socket calls shared by the SDK's native transport and the emulator.
+        // The one system-call layer (sockets, files, signals) of the SDK, the CLI and the emulator:
+        // the only target that imports the C library.
         .target(
-            name: "POSIXSockets",
+            name: "SystemCalls",
             swiftSettings: strictSwift
         ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCloudStorage", "HTTP1", "POSIXSockets", "NativeTLS", "V4Signing"],
+            dependencies: ["CCloudStorage", "HTTP1", "SystemCalls", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
         .target(
             name: "StorageEmulator",
-            dependencies: ["HTTP1", "CCloudStorage", "POSIXSockets", "NativeTLS", "V4Signing"],
+            dependencies: ["HTTP1", "CCloudStorage", "SystemCalls", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
@@ -69,7 +70,7 @@ let package = Package(
         // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
         .target(
             name: "CloudStorageCLI",
-            dependencies: ["CloudStorage", "StorageEmulator"],
+            dependencies: ["CloudStorage", "StorageEmulator", "SystemCalls"],
             swiftSettings: strictSwift
         ),
         .executableTarget(

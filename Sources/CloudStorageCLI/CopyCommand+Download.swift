@@ -1,12 +1,6 @@
 import CloudStorage
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 extension CopyCommand {
     /// `cp gs://B/P FILE` and `cp gs://B/P DIR/`: through the SDK's file download, which writes a
     /// temporary file renamed into place only once every byte arrived and the CRC32C matched.

@@ -1,12 +1,7 @@
 import CloudStorage
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 extension CopyCommand {
     /// `cloud-storage mv`'s usage: `cp`'s directions for one file or object, then the source goes.
@@ -78,7 +73,12 @@ extension CopyCommand {
     /// - Returns: `.success`, or `.localFile` after saying that the file stays.
     static func removeMovedFile(_ file: URL) async -> ExitCode {
         let failure = await LocalDestination.offThePool { () -> String? in
-            unlink(file.path) == 0 ? nil : String(cString: strerror(errno))
+            do throws(SystemCallError) {
+                try SystemCall.unlink(file.path)
+                return nil
+            } catch {
+                return error.reason
+            }
         }
         guard let failure else { return .success }
         report("the object was stored, but \(file.path) could not be deleted (\(failure)); it was left in place")

@@ -1,11 +1,6 @@
 import CloudStorage
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 extension CopyCommand {
     /// `cp - gs://B/P`: uploads standard input as it comes, in blocks of 1 MiB read on a thread
@@ -36,10 +31,9 @@ extension CopyCommand {
 
     /// The bytes left in `fd` when it is a regular file, or nil (a pipe, a terminal).
     static func regularFileRemainder(_ fd: Int32) -> Int64? {
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        let offset = lseek(fd, 0, SEEK_CUR)
-        guard offset >= 0, Int64(info.st_size) >= Int64(offset) else { return nil }
-        return Int64(info.st_size) - Int64(offset)
+        guard let info = try? SystemCall.status(fd), info.kind == .regular,
+            let offset = try? SystemCall.seek(fd, by: 0), info.size >= offset
+        else { return nil }
+        return info.size - offset
     }
 }

@@ -2,12 +2,7 @@ import CloudStorage
 import Foundation
 import StorageEmulator
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// `cloud-storage cp SOURCE DESTINATION`: copies a file, standard input or a
 /// directory to objects, or objects back to a file, standard output or a
@@ -138,7 +133,7 @@ struct CopyCommand {
     /// How many files `-r` copies at once.
     let jobs: Int
     /// The descriptor `cp -` reads; tests give a pipe's.
-    var input: Int32 = STDIN_FILENO
+    var input: Int32 = StandardStream.input
     /// The most entries per listing request; small in tests, to make many pages.
     var pageSize = StorageReference.maximumListResults
 

@@ -1,10 +1,5 @@
 import CloudStorage
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// The process's exit status, one per kind of failure a shell script may
 /// want to tell apart.
@@ -34,7 +29,7 @@ package enum ExitCode: Int32 {
 
     /// The status for a command stopped by `signal`: SIGTERM's own, else Ctrl-C's.
     init(signal: Int32) {
-        self = signal == SIGTERM ? .terminated : .interrupted
+        self = signal == ProcessSignal.terminate ? .terminated : .interrupted
     }
 
     init(_ error: StorageError) {

@@ -1,11 +1,6 @@
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// A file descriptor's bytes (standard input for `cp -`) as an asynchronous
 /// sequence of blocks, read with blocking `read(2)` on a thread of its own,
@@ -30,7 +25,7 @@ struct FileDescriptorBlocks: AsyncSequence, Sendable {
     struct ReadFailed: Error, CustomStringConvertible {
         /// The `errno` of the failed read.
         let code: Int32
-        var description: String { "cannot read standard input: \(String(cString: strerror(code)))" }
+        var description: String { "cannot read standard input: \(Errno.describe(code))" }
     }
 
     let fd: Int32
@@ -187,18 +182,16 @@ private final class BlockReader: Sendable {
         var filled = 0
         var ended = false
         let failure: Int32? = block.withUnsafeMutableBytes { raw -> Int32? in
-            guard let base = raw.baseAddress else { return nil }
             while filled < raw.count {
-                let count = read(fd, base + filled, raw.count - filled)
-                if count > 0 {
+                do throws(SystemCallError) {
+                    let count = try SystemCall.read(fd, into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
+                    if count == 0 {
+                        ended = true
+                        return nil
+                    }
                     filled += count
-                } else if count == 0 {
-                    ended = true
-                    return nil
-                } else if errno == EINTR {
-                    continue
-                } else {
-                    return errno
+                } catch {
+                    return error.errno
                 }
             }
             return nil

@@ -3,12 +3,7 @@ import Dispatch
 import Foundation
 import StorageEmulator
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// `cloud-storage hash FILE|gs://BUCKET/PATH...`: prints CRC32C and MD5 digests.
 struct HashCommand {
@@ -170,22 +165,24 @@ struct HashCommand {
 
     /// Blocking: reads the file to its end, feeding both digests.
     private static func readDigests(_ path: String, stop: StopFlag) -> Result<Digests, CommandFailure> {
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            return .failure(CommandFailure("\(path) cannot be opened: \(String(cString: strerror(errno)))", .localFile))
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try SystemCall.open(path, [.readOnly, .nonBlocking, .closeOnExec])
+        } catch {
+            return .failure(CommandFailure("\(path) cannot be opened: \(error.reason)", .localFile))
         }
-        defer { close(fd) }
+        defer { try? SystemCall.close(fd) }
         var crc = CRC32C()
         var md5 = MD5()
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
         defer { buffer.deallocate() }
         while true {
             if stop.isRaised { return .failure(CommandFailure("interrupted", .interrupted)) }
-            let count = read(fd, buffer.baseAddress, buffer.count)
-            if count < 0 {
-                if errno == EINTR { continue }
-                return .failure(
-                    CommandFailure("\(path) cannot be read: \(String(cString: strerror(errno)))", .localFile))
+            let count: Int
+            do throws(SystemCallError) {
+                count = try SystemCall.read(fd, into: buffer)
+            } catch {
+                return .failure(CommandFailure("\(path) cannot be read: \(error.reason)", .localFile))
             }
             if count == 0 { break }
             let block = UnsafeRawBufferPointer(rebasing: buffer[..<count])

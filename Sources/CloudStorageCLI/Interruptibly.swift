@@ -1,10 +1,5 @@
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Runs a command's network work so that Ctrl-C (SIGINT), SIGTERM or
 /// cancellation of the calling task stops it cleanly: the work runs in a
@@ -48,7 +43,7 @@ enum Interruptibly {
                     })
             }
         } onCancel: {
-            interruption.interrupt(SIGINT)
+            interruption.interrupt(ProcessSignal.interrupt)
         }
         withExtendedLifetime(interrupts) {}
         return (ending, interruption.signal)

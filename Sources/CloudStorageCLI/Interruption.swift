@@ -1,11 +1,6 @@
 import Dispatch
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// How a command that waits on the network ends early.
 ///
@@ -78,7 +73,7 @@ final class Interruption: Sendable {
             guard !state.abandoned else { return (nil, 0) }
             state.abandoned = true
             defer { state.onAbandon = nil }
-            return (state.onAbandon, state.signal ?? SIGINT)
+            return (state.onAbandon, state.signal ?? ProcessSignal.interrupt)
         }
         action?(number)
     }

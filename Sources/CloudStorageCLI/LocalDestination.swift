@@ -1,11 +1,6 @@
 import Dispatch
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Where a download goes on this machine, checked before anything is started
 /// or contacted: a missing or unwritable directory fails at once, with no
@@ -24,10 +19,10 @@ enum LocalDestination {
     static func file(_ path: String, defaultName: String) async -> Result<URL, Problem> {
         await offThePool {
             var target = path
-            if path.hasSuffix("/") || kind(of: path) == S_IFDIR {
+            if path.hasSuffix("/") || kind(of: path) == .directory {
                 target = (path.hasSuffix("/") ? path : path + "/") + defaultName
             }
-            if kind(of: target) == S_IFDIR { return .failure(Problem(message: "\(target) is a directory")) }
+            if kind(of: target) == .directory { return .failure(Problem(message: "\(target) is a directory")) }
             let url = URL(fileURLWithPath: target)
             if let problem = writableDirectoryProblem(url.deletingLastPathComponent().path) {
                 return .failure(problem)
@@ -42,7 +37,7 @@ enum LocalDestination {
         await offThePool {
             let url = URL(fileURLWithPath: path, isDirectory: true)
             switch kind(of: path) {
-            case S_IFDIR?:
+            case .directory?:
                 if let problem = writableDirectoryProblem(path) { return .failure(problem) }
                 return .success((url, true))
             case nil:
@@ -59,9 +54,11 @@ enum LocalDestination {
     /// Why `path` is no directory this process may create files in, or nil.
     static func writableDirectoryProblem(_ path: String) -> Problem? {
         switch kind(of: path) {
-        case S_IFDIR?:
-            guard access(path, W_OK | X_OK) == 0 else {
-                return Problem(message: "cannot write in \(path): \(String(cString: strerror(errno)))")
+        case .directory?:
+            do throws(SystemCallError) {
+                try SystemCall.checkAccess(path, [.write, .execute])
+            } catch {
+                return Problem(message: "cannot write in \(path): \(error.reason)")
             }
             return nil
         case nil:
@@ -72,10 +69,8 @@ enum LocalDestination {
     }
 
     /// The file type bits of what `path` names (links followed), or nil when nothing is there.
-    static func kind(of path: String) -> mode_t? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return info.st_mode & S_IFMT
+    static func kind(of path: String) -> SystemCall.FileStatus.Kind? {
+        try? SystemCall.status(path: path).kind
     }
 
     static func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {

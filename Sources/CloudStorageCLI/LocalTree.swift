@@ -1,11 +1,6 @@
 import Dispatch
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// The files below a directory that `cp -r DIR gs://…` uploads, found before
 /// anything is started or contacted.
@@ -57,18 +52,17 @@ struct LocalTree: Sendable {
 
     /// ``walk(_:)`` on the calling thread.
     static func walkNow(_ directory: URL) -> Result<LocalTree, Problem> {
-        var info = stat()
-        guard stat(directory.path, &info) == 0 else {
-            let code = errno
-            if code == ENOENT || code == ENOTDIR {
+        let info: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            info = try SystemCall.status(path: directory.path)
+        } catch {
+            if error.errno == Errno.noSuchFile || error.errno == Errno.notDirectory {
                 return .failure(Problem(message: "\(directory.path) does not exist", status: .localFile))
             }
             return .failure(
-                Problem(
-                    message: "\(directory.path) cannot be examined: \(String(cString: strerror(code)))",
-                    status: .localFile))
+                Problem(message: "\(directory.path) cannot be examined: \(error.reason)", status: .localFile))
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
+        guard info.kind == .directory else {
             return .failure(
                 Problem(
                     message: "-r copies a directory; \(directory.path) is not one (copy a file without -r)",
@@ -88,26 +82,29 @@ struct LocalTree: Sendable {
             for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 let child = url.appendingPathComponent(name)
                 let childRelative = relative.isEmpty ? name : relative + "/" + name
-                var own = stat()
-                guard lstat(child.path, &own) == 0 else {
-                    tree.failures.append(Skipped(path: child.path, reason: String(cString: strerror(errno))))
+                let own: SystemCall.FileStatus
+                do throws(SystemCallError) {
+                    own = try SystemCall.status(path: child.path, followingLinks: false)
+                } catch {
+                    tree.failures.append(Skipped(path: child.path, reason: error.reason))
                     continue
                 }
                 var target = own
-                if own.st_mode & S_IFMT == S_IFLNK {
-                    guard stat(child.path, &target) == 0 else {
+                if own.kind == .symbolicLink {
+                    guard let linked = try? SystemCall.status(path: child.path) else {
                         tree.failures.append(Skipped(path: child.path, reason: "a link to nothing"))
                         continue
                     }
-                    if target.st_mode & S_IFMT == S_IFDIR {
+                    target = linked
+                    if target.kind == .directory {
                         tree.warnings.append(Skipped(path: child.path, reason: "a link to a directory, not followed"))
                         continue
                     }
                 }
-                switch target.st_mode & S_IFMT {
-                case S_IFREG:
-                    tree.files.append(File(relativePath: childRelative, url: child, size: Int64(target.st_size)))
-                case S_IFDIR:
+                switch target.kind {
+                case .regular:
+                    tree.files.append(File(relativePath: childRelative, url: child, size: target.size))
+                case .directory:
                     subdirectories.append((child, childRelative))
                 default:
                     let reason = SourceFile.problemNow(at: child.path).map { message in

@@ -1,12 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Writes a command's output to a file descriptor (standard output by
 /// default) from a thread of its own.
@@ -46,7 +41,7 @@ final class OutputWriter: Sendable {
     /// Starts the writing thread; call ``finish()`` when done, or it waits for work for ever.
     ///
     /// - Parameter fd: Where the bytes go; it is not closed.
-    init(fd: Int32 = STDOUT_FILENO) {
+    init(fd: Int32 = StandardStream.output) {
         self.fd = fd
         let thread = Thread { [self] in run() }
         thread.name = "cloud-storage output"
@@ -61,7 +56,7 @@ final class OutputWriter: Sendable {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, Closed>, Never>) in
             let failure = state.withLock { state -> Closed? in
                 if let failure = state.failure { return failure }
-                if state.finished { return Closed(code: EBADF) }
+                if state.finished { return Closed(code: Errno.badDescriptor) }
                 state.jobs.append(Job(bytes: bytes, done: { continuation.resume(returning: $0) }))
                 return nil
             }
@@ -86,10 +81,7 @@ final class OutputWriter: Sendable {
     }
 
     private func run() {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        ProcessSignal.blockOnCurrentThread(ProcessSignal.brokenPipe)
         while true {
             wake.wait()
             let next = state.withLock { state -> Job?? in
@@ -108,25 +100,17 @@ final class OutputWriter: Sendable {
 
     private func writeAll(_ bytes: Data) -> Result<Void, Closed> {
         bytes.withUnsafeBytes { raw -> Result<Void, Closed> in
-            guard let base = raw.baseAddress else { return .success(()) }
             var offset = 0
             while offset < raw.count {
-                #if canImport(Glibc)
-                let written = Glibc.write(fd, base + offset, raw.count - offset)
-                #else
-                let written = Darwin.write(fd, base + offset, raw.count - offset)
-                #endif
-                if written > 0 {
+                do throws(SystemCallError) {
+                    let written = try SystemCall.write(fd, UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                    guard written > 0 else { return .failure(Closed(code: Errno.inputOutput)) }
                     offset += written
-                } else if written < 0 && errno == EINTR {
-                    continue
-                } else if written < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                } catch  where error.errno == Errno.wouldBlock {
                     // A descriptor the shell left non-blocking: wait until it takes bytes again.
-                    var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&ready, 1, -1)
-                    continue
-                } else {
-                    return .failure(Closed(code: written < 0 ? errno : EIO))
+                    SystemCall.waitWritable(fd)
+                } catch {
+                    return .failure(Closed(code: error.errno))
                 }
             }
             return .success(())

@@ -1,11 +1,6 @@
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// The one progress line of `cp -r` on standard error: files done of the
 /// total, bytes done (of the total, when known), failures, and the rate,
@@ -39,7 +34,7 @@ final class OverallProgress: Sendable {
     init(files: Int, bytes: Int64?, quiet: Bool) {
         totalFiles = files
         totalBytes = bytes
-        isShown = !quiet && isatty(STDERR_FILENO) == 1
+        isShown = !quiet && StandardStream.isTerminal(StandardStream.error)
     }
 
     /// Transfer `index` has moved `bytes` so far.

@@ -1,17 +1,12 @@
 import CloudStorage
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Shows a transfer's progress on standard error: a bar redrawn in place on a
 /// terminal (bytes, percent, rate, time left), or a plain line at each tenth
 /// and each status change when the output goes to a file or a pipe.
 struct ProgressBar {
-    private let isTerminal = isatty(STDERR_FILENO) == 1
+    private let isTerminal = StandardStream.isTerminal(StandardStream.error)
     private let start = ContinuousClock.now
     private var lastDraw = ContinuousClock.now - .seconds(1)
     private var lastTenth = -1

@@ -1,10 +1,5 @@
 import Dispatch
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Delivers SIGINT and SIGTERM to a handler instead of ending the process,
 /// so a Ctrl-C can stop things cleanly. Keep the value alive while handling.
@@ -26,26 +21,15 @@ final class SignalHandler {
     /// Read once, on first use, which comes before any handler changes a disposition (each
     /// reads it first), so handlers that come and go, or overlap, never mistake one another's
     /// `SIG_IGN` (set while a handler is active) for the parent's choice.
-    static let ignoredAtStart: Set<Int32> = Set([SIGINT, SIGTERM].filter(isIgnored))
+    static let ignoredAtStart: Set<Int32> = Set(
+        [ProcessSignal.interrupt, ProcessSignal.terminate].filter(ProcessSignal.isIgnored))
 
-    /// Whether `number`'s disposition is `SIG_IGN` now; asked without changing it.
-    static func isIgnored(_ number: Int32) -> Bool {
-        var current = sigaction()
-        guard sigaction(number, nil, &current) == 0 else { return false }
-        #if canImport(Darwin)
-        let handler = current.__sigaction_u.__sa_handler
-        #else
-        let handler = current.__sigaction_handler.sa_handler
-        #endif
-        return unsafeBitCast(handler, to: Int.self) == unsafeBitCast(SIG_IGN, to: Int.self)
-    }
-
-    init(_ signals: [Int32] = [SIGINT, SIGTERM], handler: @escaping @Sendable (Int32) -> Void) {
+    init(
+        _ signals: [Int32] = [ProcessSignal.interrupt, ProcessSignal.terminate],
+        handler: @escaping @Sendable (Int32) -> Void
+    ) {
         let signals = signals.filter { !Self.ignoredAtStart.contains($0) }
-        restorers = signals.map { number in
-            let earlier = signal(number, SIG_IGN)
-            return { _ = signal(number, earlier) }
-        }
+        restorers = signals.map(ProcessSignal.ignore)
         sources = signals.map { number in
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { handler(number) }

@@ -1,10 +1,5 @@
 import Dispatch
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// What `cp` checks about its source before it opens it or starts anything.
 ///
@@ -28,21 +23,22 @@ enum SourceFile {
 
     /// ``problem(at:)``, on the calling thread.
     static func problemNow(at path: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            let code = errno
-            if code == ENOENT || code == ENOTDIR { return "\(path) does not exist" }
-            return "\(path) cannot be examined: \(String(cString: strerror(code)))"
+        let info: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            info = try SystemCall.status(path: path)
+        } catch {
+            if error.errno == Errno.noSuchFile || error.errno == Errno.notDirectory { return "\(path) does not exist" }
+            return "\(path) cannot be examined: \(error.reason)"
         }
         let kind: String
-        switch info.st_mode & S_IFMT {
-        case S_IFREG: return nil
-        case S_IFDIR: kind = "a directory"
-        case S_IFIFO: kind = "a FIFO (named pipe)"
-        case S_IFCHR: kind = "a character device"
-        case S_IFBLK: kind = "a block device"
-        case S_IFSOCK: kind = "a socket"
-        default: kind = "not a regular file"
+        switch info.kind {
+        case .regular: return nil
+        case .directory: kind = "a directory"
+        case .fifo: kind = "a FIFO (named pipe)"
+        case .characterDevice: kind = "a character device"
+        case .blockDevice: kind = "a block device"
+        case .socket: kind = "a socket"
+        case .symbolicLink, .unknown: kind = "not a regular file"
         }
         return "\(path) is \(kind); cp uploads regular files only"
     }

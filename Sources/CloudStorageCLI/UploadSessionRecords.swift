@@ -1,11 +1,6 @@
 import CloudStorage
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Where `cp` keeps the resumable sessions of its large uploads, so that running the same
 /// command again after a crash (or `kill -9`) continues from the server's committed offset.
@@ -98,9 +93,8 @@ struct UploadSessionRecords: Sendable {
     /// removed, with a warning on standard error.
     func load(_ key: Key) -> StorageUploadSession? {
         let file = url(key)
-        var status = stat()
-        guard lstat(file.path, &status) == 0 else { return nil }
-        guard (status.st_mode & S_IFMT) == S_IFREG, (try? checkedDirectory()) != nil else {
+        guard let status = try? SystemCall.status(path: file.path, followingLinks: false) else { return nil }
+        guard status.kind == .regular, (try? checkedDirectory()) != nil else {
             warn("ignoring \(file.path): not a regular file in an owner-only directory")
             return nil
         }
@@ -110,13 +104,13 @@ struct UploadSessionRecords: Sendable {
                 session.source.path == key.sourcePath
             else {
                 warn("removing \(file.path): it records another upload")
-                unlink(file.path)
+                SystemCall.removeIfPresent(file.path)
                 return nil
             }
             return session
         } catch {
             warn("removing the unusable upload record \(file.path): \(error.message)")
-            unlink(file.path)
+            SystemCall.removeIfPresent(file.path)
             return nil
         }
     }
@@ -135,7 +129,7 @@ struct UploadSessionRecords: Sendable {
 
     /// Forgets the upload `key` names (nothing happens when it has no record).
     func remove(_ key: Key) {
-        unlink(url(key).path)
+        SystemCall.removeIfPresent(url(key).path)
     }
 
     /// Creates the directory (and missing parents) owner-only, or checks the existing one: a real
@@ -144,33 +138,45 @@ struct UploadSessionRecords: Sendable {
     func checkedDirectory() throws(Refusal) -> URL {
         var missing: [String] = []
         var path = directory.standardizedFileURL.path
-        var status = stat()
-        while lstat(path, &status) != 0 {
-            guard errno == ENOENT, path != "/" else {
-                throw Refusal(message: "cannot use \(path) (\(String(cString: strerror(errno))))")
+        while true {
+            do throws(SystemCallError) {
+                _ = try SystemCall.status(path: path, followingLinks: false)
+                break
+            } catch  where error.errno == Errno.noSuchFile && path != "/" {
+                missing.append(path)
+                path = (path as NSString).deletingLastPathComponent
+            } catch {
+                throw Refusal(message: "cannot use \(path) (\(error.reason))")
             }
-            missing.append(path)
-            path = (path as NSString).deletingLastPathComponent
         }
         for created in missing.reversed() {
             // 0700 from the start (the XDG rule for state directories); the umask can only narrow it.
-            guard mkdir(created, 0o700) == 0 || errno == EEXIST else {
-                throw Refusal(message: "cannot create \(created) (\(String(cString: strerror(errno))))")
+            do throws(SystemCallError) {
+                try SystemCall.makeDirectory(created, mode: 0o700)
+            } catch  where error.errno == Errno.exists {
+                // Created meanwhile by another process: checked below like any existing one.
+            } catch {
+                throw Refusal(message: "cannot create \(created) (\(error.reason))")
             }
         }
         let target = directory.standardizedFileURL.path
-        guard lstat(target, &status) == 0 else {
-            throw Refusal(message: "cannot use \(target) (\(String(cString: strerror(errno))))")
+        let status: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            status = try SystemCall.status(path: target, followingLinks: false)
+        } catch {
+            throw Refusal(message: "cannot use \(target) (\(error.reason))")
         }
-        guard (status.st_mode & S_IFMT) == S_IFDIR else {
+        guard status.kind == .directory else {
             throw Refusal(message: "\(target) is not a directory (a symbolic link is not followed)")
         }
-        guard status.st_uid == geteuid() else {
+        guard status.owner == SystemCall.effectiveUserID() else {
             throw Refusal(message: "\(target) belongs to another user")
         }
-        if status.st_mode & 0o077 != 0 {
-            guard chmod(target, 0o700) == 0 else {
-                throw Refusal(message: "cannot make \(target) owner-only (\(String(cString: strerror(errno))))")
+        if status.permissions & 0o077 != 0 {
+            do throws(SystemCallError) {
+                try SystemCall.setPermissions(target, 0o700)
+            } catch {
+                throw Refusal(message: "cannot make \(target) owner-only (\(error.reason))")
             }
         }
         return directory

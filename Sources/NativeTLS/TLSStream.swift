@@ -1,5 +1,5 @@
 internal import CCloudStorage
-internal import POSIXSockets
+internal import SystemCalls
 
 #if canImport(Glibc)
 import Glibc

@@ -12,12 +12,6 @@ import CloudStorage
 import FakeGCSServer
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 struct Options {
     var file: URL?
     var sizeMiB = 64

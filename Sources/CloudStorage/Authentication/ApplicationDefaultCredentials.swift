@@ -117,11 +117,10 @@ final class ApplicationDefaultCredentials: Sendable {
 
     /// The file's bytes, or nil when it does not exist. Read off the cooperative pool.
     private static func read(_ path: String) async throws(StorageError) -> Data? {
-        let result = await BlockingIO.run { () -> Result<Data?, StorageError> in
-            Result { () throws(StorageError) -> Data? in try CredentialFile.read(path) }
-        }
-        do {
-            return try result.get()
+        do throws(StorageError) {
+            return try await BlockingIO.run { () throws(StorageError) -> Data? in try CredentialFile.read(path) }
+        } catch  where error.code == .cancelled {
+            throw error
         } catch {
             throw StorageError(.unauthenticated, error.message, underlyingError: error.underlyingError)
         }

@@ -1,13 +1,6 @@
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Where a download's bytes go: memory, or a temporary file renamed into
 /// place once the download is complete and verified.
@@ -78,35 +71,34 @@ final class FileDownloadDestination: DownloadDestination {
         let path = temporary.path
         let target = target
         let fd = try await BlockingIO.run { () throws(StorageError) -> Int32 in
-            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else {
+            do throws(SystemCallError) {
+                return try SystemCall.open(path, [.writeOnly, .create, .truncate, .closeOnExec], mode: 0o644)
+            } catch {
                 throw StorageError(
                     .unwritableFile,
-                    "Cannot create a file next to \(target.path) for the download (errno \(errno)).")
+                    "Cannot create a file next to \(target.path) for the download (errno \(error.errno)).")
             }
-            return fd
         }
         descriptor.withLock { $0 = fd }
     }
 
     func reset() throws(StorageError) {
         let fd = descriptor.withLock { $0 }
-        guard fd >= 0, ftruncate(fd, 0) == 0 else {
-            throw StorageError(.unwritableFile, "Cannot truncate the download's temporary file (errno \(errno)).")
+        do throws(SystemCallError) {
+            guard fd >= 0 else { throw SystemCallError("ftruncate", errno: Errno.badDescriptor) }
+            try SystemCall.truncate(fd, to: 0)
+        } catch {
+            throw StorageError(.unwritableFile, "Cannot truncate the download's temporary file (errno \(error.errno)).")
         }
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError) {
         let fd = descriptor.withLock { $0 }
         guard fd >= 0 else { throw .cancelled() }
-        var done = 0
-        while done < bytes.count {
-            let count = pwrite(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset) + off_t(done))
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                throw StorageError(.unwritableFile, "Cannot write the downloaded bytes to disk (errno \(errno)).")
-            }
-            done += count
+        do throws(SystemCallError) {
+            try SystemCall.writeAll(fd, bytes, at: offset)
+        } catch {
+            throw StorageError(.unwritableFile, "Cannot write the downloaded bytes to disk (errno \(error.errno)).")
         }
     }
 
@@ -117,13 +109,22 @@ final class FileDownloadDestination: DownloadDestination {
             return fd
         }
         let (source, target) = (temporary.path, target.path)
-        try await BlockingIO.run { () throws(StorageError) in
-            defer { if fd >= 0 { _ = close(fd) } }
-            guard fd >= 0, fsync(fd) == 0, rename(source, target) == 0 else {
-                let code = errno
-                unlink(source)
-                throw StorageError(.unwritableFile, "Cannot move the download into place at \(target) (errno \(code)).")
+        // Runs even when the task is cancelled by now: the descriptor is this call's to close.
+        let failure = await BlockingIO.runToCompletion { () -> SystemCallError? in
+            defer { if fd >= 0 { try? SystemCall.close(fd) } }
+            do throws(SystemCallError) {
+                guard fd >= 0 else { throw SystemCallError("fsync", errno: Errno.badDescriptor) }
+                try SystemCall.sync(fd)
+                try SystemCall.rename(source, to: target)
+                return nil
+            } catch {
+                SystemCall.removeIfPresent(source)
+                return error
             }
+        }
+        if let failure {
+            throw StorageError(
+                .unwritableFile, "Cannot move the download into place at \(target) (errno \(failure.errno)).")
         }
     }
 
@@ -133,9 +134,9 @@ final class FileDownloadDestination: DownloadDestination {
             return fd
         }
         let path = temporary.path
-        await BlockingIO.run {
-            if fd >= 0 { _ = close(fd) }
-            unlink(path)
+        await BlockingIO.runToCompletion {
+            if fd >= 0 { try? SystemCall.close(fd) }
+            SystemCall.removeIfPresent(path)
         }
     }
 }

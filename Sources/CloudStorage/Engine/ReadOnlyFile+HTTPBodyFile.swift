@@ -1,3 +1,5 @@
+import SystemCalls
+
 /// An upload's file is what the transport sends regions of; its failures go
 /// through the transport as the ``StorageError``s the engine expects back.
 extension ReadOnlyFile: HTTPBodyFile {
@@ -6,6 +8,6 @@ extension ReadOnlyFile: HTTPBodyFile {
     }
 
     func readFailedError(errno code: Int32) -> any Error {
-        Self.readError(path: path, errno: code)
+        Self.readError(path: path, SystemCallError("read", errno: code))
     }
 }

@@ -1,12 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// An open, read-only file descriptor for an upload (or a credentials file), with the
 /// identity the file had when it was opened, so any later change can be noticed.
@@ -45,22 +38,24 @@ final class ReadOnlyFile: Sendable {
         // O_NONBLOCK: opening a FIFO would otherwise wait for a writer for ever (and a
         // device may block too); fstat below refuses anything but a regular file, whose
         // reads the flag does not affect.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else {
-            let code = errno
-            let reason = code == ENOENT ? "does not exist" : "cannot be opened"
-            throw Self.error(.unreadableFile, "The file at \(path) \(reason).", errno: code)
+        let fd: Int32
+        do throws(SystemCallError) {
+            fd = try SystemCall.open(path, [.readOnly, .closeOnExec, .nonBlocking])
+        } catch {
+            let reason = error.errno == Errno.noSuchFile ? "does not exist" : "cannot be opened"
+            throw Self.error(.unreadableFile, "The file at \(path) \(reason).", error)
         }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else {
-            let code = errno
-            close(fd)
-            throw Self.error(.unreadableFile, "The file at \(path) cannot be examined.", errno: code)
+        let info: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            info = try SystemCall.status(fd)
+        } catch {
+            try? SystemCall.close(fd)
+            throw Self.error(.unreadableFile, "The file at \(path) cannot be examined.", error)
         }
-        guard (info.st_mode & S_IFMT) == S_IFREG else {
-            close(fd)
+        guard info.kind == .regular else {
+            try? SystemCall.close(fd)
             // Opened for uploads and for credentials files alike: the message says what the path is, not why.
-            let what = (info.st_mode & S_IFMT) == S_IFDIR ? "a directory" : "a FIFO, socket or device"
+            let what = info.kind == .directory ? "a directory" : "a FIFO, socket or device"
             throw StorageError(.unreadableFile, "The path \(path) is \(what), not a regular file.")
         }
         self.descriptor = fd
@@ -68,7 +63,7 @@ final class ReadOnlyFile: Sendable {
     }
 
     deinit {
-        close(descriptor)
+        try? SystemCall.close(descriptor)
     }
 
     /// Reads up to `count` bytes at `offset` into `buffer`, retrying on EINTR.
@@ -77,14 +72,15 @@ final class ReadOnlyFile: Sendable {
     func read(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws(StorageError) -> Int {
         var done = 0
         while done < count {
-            let n = pread(descriptor, buffer + done, count - done, off_t(offset) + off_t(done))
-            if n > 0 {
-                done += n
-            } else if n == 0 {
-                break
-            } else if errno != EINTR {
-                throw Self.readError(path: path, errno: errno)
+            let rest = UnsafeMutableRawBufferPointer(start: buffer + done, count: count - done)
+            let n: Int
+            do throws(SystemCallError) {
+                n = try SystemCall.read(descriptor, into: rest, at: offset + Int64(done))
+            } catch {
+                throw Self.readError(path: path, error)
             }
+            if n == 0 { break }
+            done += n
         }
         return done
     }
@@ -109,9 +105,9 @@ final class ReadOnlyFile: Sendable {
         )
     }
 
-    /// The error for a read of the file at `path` that failed with `errno`.
-    static func readError(path: String, errno code: Int32) -> StorageError {
-        error(.unreadableFile, "Reading \(path) failed.", errno: code)
+    /// The error for a read of the file at `path` that failed.
+    static func readError(path: String, _ failure: SystemCallError) -> StorageError {
+        error(.unreadableFile, "Reading \(path) failed.", failure)
     }
 
     /// Checks that the file is still the one opened, with the same size and
@@ -119,9 +115,11 @@ final class ReadOnlyFile: Sendable {
     ///
     /// - Throws: ``StorageErrorCode/fileChanged`` saying what changed.
     func checkUnchanged() throws(StorageError) {
-        var info = stat()
-        guard fstat(descriptor, &info) == 0 else {
-            throw Self.error(.unreadableFile, "The file at \(path) cannot be examined.", errno: errno)
+        let info: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            info = try SystemCall.status(descriptor)
+        } catch {
+            throw Self.error(.unreadableFile, "The file at \(path) cannot be examined.", error)
         }
         let now = Identity(info)
         if now.size != identity.size {
@@ -133,8 +131,7 @@ final class ReadOnlyFile: Sendable {
         if now != identity {
             throw StorageError(.fileChanged, "The file at \(path) was modified while it was being uploaded.")
         }
-        var current = stat()
-        guard stat(path, &current) == 0 else {
+        guard let current = try? SystemCall.status(path: path) else {
             throw StorageError(.fileChanged, "The file at \(path) disappeared while it was being uploaded.")
         }
         let atPath = Identity(current)
@@ -143,23 +140,18 @@ final class ReadOnlyFile: Sendable {
         }
     }
 
-    private static func error(_ code: StorageErrorCode, _ message: String, errno code32: Int32) -> StorageError {
-        let posix = POSIXError(POSIXErrorCode(rawValue: code32) ?? .EIO)
-        return StorageError(code, message + " (\(String(cString: strerror(code32))))", underlyingError: posix)
+    private static func error(_ code: StorageErrorCode, _ message: String, _ failure: SystemCallError) -> StorageError {
+        let posix = POSIXError(POSIXErrorCode(rawValue: failure.errno) ?? .EIO)
+        return StorageError(code, message + " (\(failure.reason))", underlyingError: posix)
     }
 }
 
 extension ReadOnlyFile.Identity {
-    init(_ info: stat) {
-        device = UInt64(info.st_dev)
-        inode = UInt64(info.st_ino)
-        size = Int64(info.st_size)
-        #if canImport(Darwin)
-        modificationSeconds = Int64(info.st_mtimespec.tv_sec)
-        modificationNanoseconds = Int64(info.st_mtimespec.tv_nsec)
-        #else
-        modificationSeconds = Int64(info.st_mtim.tv_sec)
-        modificationNanoseconds = Int64(info.st_mtim.tv_nsec)
-        #endif
+    init(_ info: SystemCall.FileStatus) {
+        device = info.device
+        inode = info.inode
+        size = info.size
+        modificationSeconds = info.modificationSeconds
+        modificationNanoseconds = info.modificationNanoseconds
     }
 }

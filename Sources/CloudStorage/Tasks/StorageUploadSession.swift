@@ -1,12 +1,5 @@
 public import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// A persistable description of a file upload's resumable session, so that another process can
 /// finish the upload from the bytes the server already holds.
@@ -337,35 +330,30 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp").path
         // Created owner-only: the umask can only remove permissions, never add any.
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw Self.writeError(path, errno) }
-        var failure: Int32?
-        data.withUnsafeBytes { raw in
-            var done = 0
-            while done < raw.count {
-                let n = Foundation.write(fd, raw.baseAddress! + done, raw.count - done)
-                if n > 0 {
-                    done += n
-                } else if n < 0 && errno == EINTR {
-                    continue
-                } else {
-                    failure = n < 0 ? errno : EIO
-                    return
-                }
+        do throws(SystemCallError) {
+            let flags: SystemCall.OpenFlags = [.writeOnly, .create, .exclusive, .closeOnExec, .noFollow]
+            let fd = try SystemCall.open(temporary, flags, mode: 0o600)
+            do throws(SystemCallError) {
+                // `withUnsafeBytes` rethrows only untyped errors: the write's comes out as a value.
+                try data.withUnsafeBytes { raw in
+                    Result { () throws(SystemCallError) in try SystemCall.writeAll(fd, raw) }
+                }.get()
+                try SystemCall.sync(fd)
+            } catch {
+                try? SystemCall.close(fd)
+                throw error
             }
-        }
-        if failure == nil && fsync(fd) != 0 { failure = errno }
-        if close(fd) != 0 && failure == nil { failure = errno }
-        if failure == nil && rename(temporary, path) != 0 { failure = errno }
-        if let failure {
-            unlink(temporary)
-            throw Self.writeError(path, failure)
+            try SystemCall.close(fd)
+            try SystemCall.rename(temporary, to: path)
+        } catch {
+            SystemCall.removeIfPresent(temporary)
+            throw Self.writeError(path, error)
         }
     }
 
-    private static func writeError(_ path: String, _ code: Int32) -> StorageError {
+    private static func writeError(_ path: String, _ failure: SystemCallError) -> StorageError {
         StorageError(
-            .unwritableFile, "The upload session could not be written to \(path) (\(String(cString: strerror(code)))).",
-            underlyingError: POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO))
+            .unwritableFile, "The upload session could not be written to \(path) (\(failure.reason)).",
+            underlyingError: POSIXError(POSIXErrorCode(rawValue: failure.errno) ?? .EIO))
     }
 }

@@ -144,14 +144,15 @@ struct HTTPRequestBody: Sendable {
     /// else gathered off the cooperative pool (file segments with `pread`).
     ///
     /// - Throws: ``HTTPTransportError/Kind/bodySourceFailed`` carrying the
-    ///   file's own error when a file segment cannot be read whole.
-    func collected() async throws(HTTPTransportError) -> Data {
+    ///   file's own error when a file segment cannot be read whole;
+    ///   `CancellationError` when the task is cancelled before the reading starts.
+    func collected() async throws -> Data {
         if segments.count == 1, case .data(let data) = segments[0] {
             return data
         }
         let segments = segments
         let total = Int(length)
-        return try await BlockingIO.run { () throws(HTTPTransportError) -> Data in
+        return try await BlockingIO.pool.run { () throws(HTTPTransportError) -> Data in
             var data = Data(count: total)
             var position = 0
             for segment in segments {
@@ -170,7 +171,7 @@ struct HTTPRequestBody: Sendable {
                 position += count
             }
             return data
-        }
+        }.get()
     }
 }
 

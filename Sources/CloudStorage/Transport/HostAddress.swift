@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Host names and IP-address literals as URLs carry them: which are this
 /// machine, and the bytes of an address.
@@ -22,14 +16,6 @@ enum HostAddress {
 
     /// The bytes of an IPv4 (4) or IPv6 (16) address written as text, or nil for a name.
     static func bytes(_ text: String) -> [UInt8]? {
-        var v4 = in_addr()
-        if inet_pton(AF_INET, text, &v4) == 1 {
-            return withUnsafeBytes(of: &v4) { Array($0) }
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, text, &v6) == 1 {
-            return withUnsafeBytes(of: &v6) { Array($0) }
-        }
-        return nil
+        POSIXSocket.addressBytes(text)
     }
 }

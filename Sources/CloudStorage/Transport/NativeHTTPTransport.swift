@@ -2,14 +2,6 @@ import Foundation
 import NativeTLS
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An ``HTTPTransport`` speaking HTTP/1.1 over POSIX sockets, for `http://`
 /// and `https://` URLs (see DESIGN.md, decisions 1, 2 and 8).
 ///

@@ -1,14 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// The threads the native transport runs its requests on: started on demand,
 /// kept for a while when idle, so that a burst of small requests does not pay
@@ -107,9 +100,6 @@ final class NativeIOThreads: Sendable {
     }
 
     private static func blockSIGPIPE() {
-        var signals = sigset_t()
-        sigemptyset(&signals)
-        sigaddset(&signals, SIGPIPE)
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        ProcessSignal.blockOnCurrentThread(ProcessSignal.brokenPipe)
     }
 }

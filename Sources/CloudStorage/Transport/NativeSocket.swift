@@ -1,5 +1,5 @@
 import NativeTLS
-import POSIXSockets
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc

@@ -1,10 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Keeps the resumable upload sessions of a directory-backed emulator on disk, so that they
 /// survive the process dying at any instant (`kill -9`) and carry on when an emulator starts
@@ -74,7 +69,7 @@ final class SessionJournal: Sendable {
     /// Forgets a session: afterwards it will not be restored, whatever happens to its data file.
     func remove(id: String) {
         guard SessionTable.isWellFormedID(id) else { return }
-        unlink(path(id, ".json"))
+        SystemCall.removeIfPresent(path(id, ".json"))
     }
 
     /// Reads every session, removing what cannot be resumed.
@@ -94,7 +89,7 @@ final class SessionJournal: Sendable {
                 data.insert(String(file.dropLast(5)))
             } else if file.hasPrefix(".tmp-") {
                 // A record being written when the process died.
-                unlink(directory.appendingPathComponent(file).path)
+                SystemCall.removeIfPresent(directory.appendingPathComponent(file).path)
             } else {
                 log("Ignoring an unexpected file in the upload sessions' directory.")
             }
@@ -127,14 +122,14 @@ final class SessionJournal: Sendable {
         }
         for id in data.subtracting(records) {
             // Created just before the process died, before its record: never announced.
-            unlink(path(id, ".data"))
+            SystemCall.removeIfPresent(path(id, ".data"))
         }
         return restored
     }
 
     private func discard(_ id: String) {
-        unlink(path(id, ".json"))
-        unlink(path(id, ".data"))
+        SystemCall.removeIfPresent(path(id, ".json"))
+        SystemCall.removeIfPresent(path(id, ".data"))
     }
 
     /// The record, if it parses and could have been written by ``save(_:)``.
@@ -158,14 +153,14 @@ final class SessionJournal: Sendable {
     private func reopen(_ record: PersistedSession) -> Result<Restored, StoreError> {
         let dataPath = path(record.id, ".data")
         // No symbolic links: the file is truncated below.
-        let descriptor = open(dataPath, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard descriptor >= 0 else { return .failure(.io("its bytes cannot be opened.")) }
-        defer { close(descriptor) }
-        var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
+        guard let descriptor = try? SystemCall.open(dataPath, [.readWrite, .closeOnExec, .noFollow]) else {
+            return .failure(.io("its bytes cannot be opened."))
+        }
+        defer { try? SystemCall.close(descriptor) }
+        guard let status = try? SystemCall.status(descriptor), status.kind == .regular else {
             return .failure(.io("its bytes are not a regular file."))
         }
-        let length = Int64(status.st_size)
+        let length = status.size
         // Only whole units were ever acknowledged (the last, shorter one only by finalizing,
         // which removes the record); a partial unit is the tail of a write the crash cut short.
         var committed = length - length % UploadSession.granularity
@@ -175,7 +170,7 @@ final class SessionJournal: Sendable {
         }
         guard committed <= RequestNumber.maxObjectSize else { return .failure(.io("it is too large.")) }
         if committed < length {
-            guard ftruncate(descriptor, off_t(committed)) == 0 else {
+            guard (try? SystemCall.truncate(descriptor, to: committed)) != nil else {
                 return .failure(.io("its bytes cannot be truncated."))
             }
         }
@@ -185,10 +180,10 @@ final class SessionJournal: Sendable {
         while offset < committed {
             let wanted = Int(min(Int64(buffer.count), committed - offset))
             let count = buffer.withUnsafeMutableBytes { raw in
-                pread(descriptor, raw.baseAddress, wanted, off_t(offset))
+                try? SystemCall.read(
+                    descriptor, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<wanted]), at: offset)
             }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { return .failure(.io("its bytes cannot be read.")) }
+            guard let count, count > 0 else { return .failure(.io("its bytes cannot be read.")) }
             buffer.withUnsafeBytes { raw in checksums.update(UnsafeRawBufferPointer(rebasing: raw[0..<count])) }
             offset += Int64(count)
         }

@@ -1,13 +1,5 @@
 import NativeTLS
-import POSIXSockets
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// The byte stream under one connection's HTTP/1.1 exchange: the plain socket, or TLS over it.
 ///
@@ -38,11 +30,7 @@ enum ConnectionStream {
         func setReceiveTimeout(_ timeout: Duration) {
             guard receiveTimeout != timeout else { return }
             receiveTimeout = timeout
-            let milliseconds = max(1, timeout.milliseconds)
-            var value = timeval()
-            value.tv_sec = .init(milliseconds / 1000)
-            value.tv_usec = .init((milliseconds % 1000) * 1000)
-            _ = setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+            POSIXSocket.setReceiveTimeout(socket, timeout)
         }
     }
 

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
 package import NativeTLS
-import POSIXSockets
 import Synchronization
+import SystemCalls
 
 /// The emulator's HTTP/1.1 server: POSIX sockets, one thread per connection.
 ///

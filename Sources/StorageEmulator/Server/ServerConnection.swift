@@ -1,7 +1,7 @@
 import Foundation
 import HTTP1
 import NativeTLS
-import POSIXSockets
+import SystemCalls
 
 /// One accepted connection: its read buffer and its request loop, over the plain
 /// socket or, when the server has a TLS context, over TLS after a server handshake.

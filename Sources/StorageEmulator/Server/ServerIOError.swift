@@ -1,6 +1,6 @@
 package import HTTP1
 import NativeTLS
-import POSIXSockets
+import SystemCalls
 
 /// Why the server could not read a request body or send a response.
 ///

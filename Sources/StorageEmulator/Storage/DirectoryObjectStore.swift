@@ -1,11 +1,6 @@
 package import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// Keeps buckets and objects in a directory, one file per object plus a JSON
 /// metadata file beside it.
@@ -92,7 +87,8 @@ package final class DirectoryObjectStore: ObjectStore {
                     let data = try? Data(contentsOf: directory.appendingPathComponent(file)),
                     let record = try? decoder.decode(ObjectRecord.self, from: data),
                     record.bucket == bucket.name, Self.fileName(record) + ".json" == file,
-                    access(directory.appendingPathComponent(Self.fileName(record)).path, F_OK) == 0
+                    (try? SystemCall.checkAccess(directory.appendingPathComponent(Self.fileName(record)).path, .exists))
+                        != nil
                 else { continue }
                 objects.updateVersions(ObjectKey(record.name)) { versions in
                     if record.timeDeleted == nil { versions.live = record } else { versions.keep(record) }
@@ -151,7 +147,11 @@ package final class DirectoryObjectStore: ObjectStore {
                 throw .bucketNotEmpty
             }
             // The bucket's record first: a crash after it leaves a directory that loading skips.
-            guard unlink(directory.appendingPathComponent("bucket.json").path) == 0 || errno == ENOENT else {
+            do throws(SystemCallError) {
+                try SystemCall.unlink(directory.appendingPathComponent("bucket.json").path)
+            } catch  where error.errno == Errno.noSuchFile {
+                // Deleted already by an earlier attempt that failed later.
+            } catch {
                 throw .io("Cannot delete the bucket's record.")
             }
             // Whatever is left are staging files of uploads in flight, which cannot commit any more.
@@ -184,13 +184,13 @@ package final class DirectoryObjectStore: ObjectStore {
         let live = file(record).path
         record.timeDeleted = now
         let kept = file(record)
-        unlink(kept.path)
-        guard link(live, kept.path) == 0 else { throw .io("Cannot keep a noncurrent version.") }
+        SystemCall.removeIfPresent(kept.path)
+        guard (try? SystemCall.link(live, to: kept.path)) != nil else { throw .io("Cannot keep a noncurrent version.") }
         do throws(StoreError) {
             try Self.writeAtomically(
                 try Self.encode(record), in: kept.deletingLastPathComponent(), as: kept.lastPathComponent + ".json")
         } catch {
-            unlink(kept.path)
+            SystemCall.removeIfPresent(kept.path)
             throw error
         }
         return record
@@ -199,8 +199,8 @@ package final class DirectoryObjectStore: ObjectStore {
     /// Removes a version's files (its metadata first, so a crash never leaves a record without bytes).
     private func forget(_ record: ObjectRecord) {
         let path = file(record).path
-        unlink(path + ".json")
-        unlink(path)
+        SystemCall.removeIfPresent(path + ".json")
+        SystemCall.removeIfPresent(path)
     }
 
     private static func encode(_ record: ObjectRecord) throws(StoreError) -> Data {
@@ -229,7 +229,7 @@ package final class DirectoryObjectStore: ObjectStore {
         let kept = try keepNoncurrent(state, bucket: record.bucket, key, now: now)
         do throws(StoreError) {
             let json = try Self.encode(record)
-            guard rename(stagedPath, destination.path) == 0 else {
+            guard (try? SystemCall.rename(stagedPath, to: destination.path)) != nil else {
                 throw StoreError.io("Cannot move the object into place.")
             }
             try Self.writeAtomically(
@@ -253,19 +253,19 @@ package final class DirectoryObjectStore: ObjectStore {
         let stagedPath = try writer.close()
         return try state.withLock { (state) throws(StoreError) -> ObjectRecord in
             guard state.buckets[record.bucket] != nil else {
-                unlink(stagedPath)
+                SystemCall.removeIfPresent(stagedPath)
                 throw .notFound("The bucket does not exist.")
             }
             // Under the lock every commit, delete and update of this store takes, so the
             // check and the rename are one step for every thread of the process.
             guard condition(state.live(bucket: record.bucket, ObjectKey(record.name))) else {
-                unlink(stagedPath)
+                SystemCall.removeIfPresent(stagedPath)
                 throw .conditionNotMet
             }
             do throws(StoreError) {
                 return try install(&state, stagedPath: stagedPath, record: record, now: Date())
             } catch {
-                unlink(stagedPath)
+                SystemCall.removeIfPresent(stagedPath)
                 throw error
             }
         }
@@ -341,7 +341,7 @@ package final class DirectoryObjectStore: ObjectStore {
             // A second name for the bytes, for the destination to be renamed from: the source's
             // own files stay whole until the destination is in place.
             let staged = directory.appendingPathComponent(".tmp-" + UUID().uuidString).path
-            guard link(file(moving).path, staged) == 0 else {
+            guard (try? SystemCall.link(file(moving).path, to: staged)) != nil else {
                 if let keptSource { forget(keptSource) }
                 throw .io("Cannot move the object.")
             }
@@ -351,7 +351,7 @@ package final class DirectoryObjectStore: ObjectStore {
             do throws(StoreError) {
                 moved = try install(&state, stagedPath: staged, record: record, now: now)
             } catch {
-                unlink(staged)
+                SystemCall.removeIfPresent(staged)
                 if let keptSource { forget(keptSource) }
                 throw error
             }
@@ -372,8 +372,9 @@ package final class DirectoryObjectStore: ObjectStore {
                 let (current, _) = state.locate(
                     bucket: record.bucket, ObjectKey(record.name), generation: record.generation)
             else { throw .notFound("No such object.") }
-            let descriptor = open(file(current).path, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw .io("Cannot open the object's file.") }
+            guard let descriptor = try? SystemCall.open(file(current).path, [.readOnly, .closeOnExec]) else {
+                throw .io("Cannot open the object's file.")
+            }
             return descriptor
         }
         return FileObjectReader(descriptor: descriptor)
@@ -390,7 +391,7 @@ package final class DirectoryObjectStore: ObjectStore {
             }
             if let failure { throw failure }
             let path = try writer.close()
-            guard rename(path, directory.appendingPathComponent(name).path) == 0 else {
+            guard (try? SystemCall.rename(path, to: directory.appendingPathComponent(name).path)) != nil else {
                 throw StoreError.io("Cannot rename a file into place.")
             }
         } catch {
@@ -416,15 +417,17 @@ final class FileStagingWriter: StagingWriter {
         mutating func open(_ path: String) throws(StoreError) -> Int32 {
             guard !finished else { throw .io("The staging file is closed.") }
             if descriptor < 0 {
-                descriptor = systemOpen(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
-                guard descriptor >= 0 else { throw .io("Cannot reopen a staging file.") }
+                guard let reopened = try? SystemCall.open(path, [.writeOnly, .closeOnExec, .noFollow]) else {
+                    throw .io("Cannot reopen a staging file.")
+                }
+                descriptor = reopened
             }
             return descriptor
         }
 
         mutating func releaseDescriptor() {
             if descriptor >= 0 {
-                _ = closeDescriptor(descriptor)
+                try? SystemCall.close(descriptor)
                 descriptor = -1
             }
         }
@@ -439,8 +442,10 @@ final class FileStagingWriter: StagingWriter {
 
     /// Creates the file, which must not exist yet.
     init(path: String, removesFileWhenAbandoned: Bool = true) throws(StoreError) {
-        let descriptor = systemOpen(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { throw .io("Cannot create a staging file.") }
+        let flags: SystemCall.OpenFlags = [.writeOnly, .create, .exclusive, .closeOnExec, .noFollow]
+        guard let descriptor = try? SystemCall.open(path, flags, mode: 0o600) else {
+            throw .io("Cannot create a staging file.")
+        }
         self.path = path
         self.removesFileWhenAbandoned = removesFileWhenAbandoned
         state = Mutex(State(descriptor: descriptor))
@@ -460,16 +465,8 @@ final class FileStagingWriter: StagingWriter {
     func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
         try state.withLock { (state) throws(StoreError) in
             let descriptor = try state.open(path)
-            guard let base = bytes.baseAddress else { return }
-            var written = 0
-            while written < bytes.count {
-                let result = pwrite(
-                    descriptor, base + written, bytes.count - written, off_t(state.size) + off_t(written))
-                if result < 0 {
-                    if errno == EINTR { continue }
-                    throw .io("Cannot write a staging file.")
-                }
-                written += result
+            guard (try? SystemCall.writeAll(descriptor, bytes, at: state.size)) != nil else {
+                throw .io("Cannot write a staging file.")
             }
             state.size += Int64(bytes.count)
         }
@@ -479,7 +476,9 @@ final class FileStagingWriter: StagingWriter {
         try state.withLock { (state) throws(StoreError) in
             guard !state.finished, size < state.size else { return }
             let descriptor = try state.open(path)
-            guard ftruncate(descriptor, off_t(size)) == 0 else { throw .io("Cannot truncate a staging file.") }
+            guard (try? SystemCall.truncate(descriptor, to: size)) != nil else {
+                throw .io("Cannot truncate a staging file.")
+            }
             state.size = size
         }
     }
@@ -505,7 +504,7 @@ final class FileStagingWriter: StagingWriter {
             defer { state.finished = true }
             return !state.finished
         }
-        if unlinks { unlink(path) }
+        if unlinks { SystemCall.removeIfPresent(path) }
     }
 
     deinit {
@@ -513,13 +512,8 @@ final class FileStagingWriter: StagingWriter {
             state.releaseDescriptor()
             return !state.finished
         }
-        if unlinks && removesFileWhenAbandoned { unlink(path) }
+        if unlinks && removesFileWhenAbandoned { SystemCall.removeIfPresent(path) }
     }
-}
-
-/// `open(2)`, named apart from the state's method.
-private func systemOpen(_ path: String, _ flags: Int32, _ mode: mode_t = 0) -> Int32 {
-    open(path, flags, mode)
 }
 
 /// Reads an open file with `pread`, so it keeps reading the version it opened
@@ -534,31 +528,21 @@ final class FileObjectReader: ObjectReader {
     func read(at offset: Int64, into buffer: UnsafeMutableRawBufferPointer) throws(StoreError) -> Int {
         try descriptor.withLock { (descriptor) throws(StoreError) -> Int in
             guard descriptor >= 0 else { throw .io("The object reader is closed.") }
-            while true {
-                let count = pread(descriptor, buffer.baseAddress, buffer.count, off_t(offset))
-                if count >= 0 { return count }
-                if errno != EINTR { throw .io("Cannot read an object's file.") }
+            guard let count = try? SystemCall.read(descriptor, into: buffer, at: offset) else {
+                throw .io("Cannot read an object's file.")
             }
+            return count
         }
     }
 
     func close() {
         descriptor.withLock { descriptor in
             if descriptor >= 0 {
-                _ = closeDescriptor(descriptor)
+                try? SystemCall.close(descriptor)
                 descriptor = -1
             }
         }
     }
 
     deinit { close() }
-}
-
-/// `close(2)`, named apart from the methods called `close`.
-private func closeDescriptor(_ descriptor: Int32) -> Int32 {
-    #if canImport(Glibc)
-    Glibc.close(descriptor)
-    #else
-    Darwin.close(descriptor)
-    #endif
 }

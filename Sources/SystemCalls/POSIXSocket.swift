@@ -226,6 +226,16 @@ package enum POSIXSocket {
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    /// A blocking receive gives up with `EAGAIN` after `timeout` (`SO_RCVTIMEO`), which also
+    /// bounds the receives a library makes on the socket itself.
+    package static func setReceiveTimeout(_ fd: Int32, _ timeout: Duration) {
+        let milliseconds = max(1, timeout.milliseconds)
+        var value = timeval()
+        value.tv_sec = .init(milliseconds / 1000)
+        value.tv_usec = .init((milliseconds % 1000) * 1000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Makes the next close send RST instead of FIN.
     package static func setResetOnClose(_ fd: Int32) {
         var option = linger(l_onoff: 1, l_linger: 0)
@@ -468,38 +478,29 @@ package enum POSIXSocket {
     }
 }
 
-// The C functions whose names the enum's own methods hide.
-#if canImport(Glibc)
+// The C functions whose names the enum's own methods hide inside it.
 private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-    Glibc.connect(fd, address, length)
+    connect(fd, address, length)
 }
-private func systemAccept(_ fd: Int32) -> Int32 { Glibc.accept(fd, nil, nil) }
-private func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 { Glibc.listen(fd, backlog) }
-private func systemClose(_ fd: Int32) -> Int32 { Glibc.close(fd) }
-private func systemShutdown(_ fd: Int32, _ how: Int32) -> Int32 { Glibc.shutdown(fd, how) }
+private func systemAccept(_ fd: Int32) -> Int32 { accept(fd, nil, nil) }
+private func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 { listen(fd, backlog) }
+private func systemClose(_ fd: Int32) -> Int32 { close(fd) }
+private func systemShutdown(_ fd: Int32, _ how: Int32) -> Int32 { shutdown(fd, how) }
 private func systemPoll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32) -> Int32 {
-    Glibc.poll(fds, count, timeout)
+    poll(fds, count, timeout)
 }
-#elseif canImport(Musl)
-private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-    Musl.connect(fd, address, length)
+
+extension POSIXSocket {
+    /// The bytes of an IPv4 (4) or IPv6 (16) address written as text (`inet_pton`), or nil for a name.
+    package static func addressBytes(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { Array($0) }
+        }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { Array($0) }
+        }
+        return nil
+    }
 }
-private func systemAccept(_ fd: Int32) -> Int32 { Musl.accept(fd, nil, nil) }
-private func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 { Musl.listen(fd, backlog) }
-private func systemClose(_ fd: Int32) -> Int32 { Musl.close(fd) }
-private func systemShutdown(_ fd: Int32, _ how: Int32) -> Int32 { Musl.shutdown(fd, how) }
-private func systemPoll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32) -> Int32 {
-    Musl.poll(fds, count, timeout)
-}
-#else
-private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-    Darwin.connect(fd, address, length)
-}
-private func systemAccept(_ fd: Int32) -> Int32 { Darwin.accept(fd, nil, nil) }
-private func systemListen(_ fd: Int32, _ backlog: Int32) -> Int32 { Darwin.listen(fd, backlog) }
-private func systemClose(_ fd: Int32) -> Int32 { Darwin.close(fd) }
-private func systemShutdown(_ fd: Int32, _ how: Int32) -> Int32 { Darwin.shutdown(fd, how) }
-private func systemPoll(_ fds: UnsafeMutablePointer<pollfd>, _ count: nfds_t, _ timeout: Int32) -> Int32 {
-    Darwin.poll(fds, count, timeout)
-}
-#endif

@@ -1,11 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Why a socket call failed, before either side gives it its own meaning:
 /// the SDK's transport turns it into `HTTPTransportError`, the emulator into
 /// `ServerIOError`.
@@ -19,6 +11,6 @@ package enum SocketError: Error, Hashable, Sendable {
 
     /// The system's words for `code` (`strerror`).
     package static func describe(_ code: Int32) -> String {
-        String(cString: strerror(code))
+        Errno.describe(code)
     }
 }
