@@ -19,13 +19,15 @@ struct SlowPeerBudgetTests {
 
     static func storage(
         _ server: NumberedServer, route: TestRoute, authorization: StorageAuthorization = .none,
-        configure: (inout StorageConfiguration) -> Void
+        configure: (inout StorageConfiguration) throws -> Void
     ) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(1)
-        configure(&configuration)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(1))
+            try configure(&$0)
+        }
         return Storage.gcsEmulator(
             bucket: "b", baseURL: server.baseURL, authorization: authorization, configuration: configuration)
     }
@@ -60,8 +62,8 @@ struct SlowPeerBudgetTests {
         defer { server.stop() }
         // One attempt; its bytes never stop for as long as the time-out, yet it may not outlast it.
         let storage = Self.storage(server, route: route) {
-            $0.requestTimeout = .seconds(1)
-            $0.maxOperationRetryTime = .zero
+            try $0.timeouts.setRequest(.seconds(1))
+            try $0.retry.setMaxOperationTime(.zero)
         }
         try await storage.reference(withPath: "warm").delete()
         let error = await #expect(throws: StorageError.self) {
@@ -87,7 +89,7 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         // The request time-out alone would let the retry trickle on for a minute.
-        let storage = Self.storage(server, route: route) { $0.maxOperationRetryTime = .seconds(2) }
+        let storage = Self.storage(server, route: route) { try $0.retry.setMaxOperationTime(.seconds(2)) }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()
         }
@@ -115,8 +117,8 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         let storage = Self.storage(server, route: route, authorization: try Self.serviceAccount(server)) {
-            $0.requestTimeout = .seconds(1)
-            $0.maxOperationRetryTime = .zero
+            try $0.timeouts.setRequest(.seconds(1))
+            try $0.retry.setMaxOperationTime(.zero)
         }
         let error = await #expect(throws: StorageError.self) { try await storage.reference(withPath: "o").delete() }
         #expect(error?.code == .retryLimitExceeded)
@@ -139,7 +141,7 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         let storage = Self.storage(server, route: route, authorization: try Self.serviceAccount(server)) {
-            $0.maxOperationRetryTime = .seconds(2)
+            try $0.retry.setMaxOperationTime(.seconds(2))
         }
         let error = await #expect(throws: StorageError.self) { try await storage.reference(withPath: "o").delete() }
         #expect(error?.code == .retryLimitExceeded)
