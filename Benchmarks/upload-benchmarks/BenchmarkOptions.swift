@@ -78,7 +78,7 @@ struct BenchmarkOptions: Sendable {
           curl-baseline         curl -T <file>, one PUT (skipped when curl is not on PATH)
           putFile               StorageReference.putFile, default configuration
           putData               putData of the same bytes from memory
-          putFile-chunk8MiB     putFile with StorageConfiguration.setChunkSize(8 MiB)
+          putFile-chunk8MiB     putFile with StorageConfiguration.uploads.setChunkSize(8 MiB)
           putFile-noChecksums   putFile with verifiesChecksums = false
           small-putData         C concurrent putData uploads of K KiB each
 

@@ -206,10 +206,10 @@ final class BenchmarkRunner {
     private func storage(for kind: Scenario.Kind) throws -> Storage {
         var configuration = StorageConfiguration()
         // Fail a broken run quickly instead of retrying for ten minutes.
-        configuration.maxUploadRetryTime = .seconds(30)
-        configuration.initialRetryDelay = .milliseconds(200)
+        try configuration.retry.setMaxUploadTime(.seconds(30))
+        try configuration.retry.setInitialDelay(.milliseconds(200))
         switch kind {
-        case .putFileChunked(let chunk): try configuration.setChunkSize(chunk)
+        case .putFileChunked(let chunk): try configuration.uploads.setChunkSize(chunk)
         case .putFileWithoutChecksums: configuration.verifiesChecksums = false
         default: break
         }

@@ -16,7 +16,7 @@ import Darwin
 /// The emulator serves `Tests/TLSTestCertificates/localhost.pem` (issued by `test-ca.pem` for
 /// `localhost` and `127.0.0.1`); every client verifies it against `test-ca.pem` with full
 /// verification: curl with `--cacert`, the Python client with `REQUESTS_CA_BUNDLE`, the native
-/// transport with ``StorageConfiguration/additionalTrustRoots``.
+/// transport with ``StorageConfiguration/TLS/additionalTrustRoots``.
 ///
 /// URLSession on Linux honours none of those: swift-corelibs-foundation reads
 /// `URLSessionCertificateAuthorityInfoFile` only on Android and otherwise keeps libcurl's compiled-in

@@ -214,16 +214,16 @@ struct DiscardBenchmark {
             var settings = StorageConfiguration()
             settings.transport = scenario.choice
             settings.verifiesChecksums = scenario.checksums
-            try settings.setChunkSize(scenario.chunkSize)
+            try settings.uploads.setChunkSize(scenario.chunkSize)
             // Fail a broken run quickly instead of retrying for ten minutes.
-            settings.maxUploadRetryTime = .seconds(30)
-            settings.initialRetryDelay = .milliseconds(200)
-            if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
+            try settings.retry.setMaxUploadTime(.seconds(30))
+            try settings.retry.setInitialDelay(.milliseconds(200))
+            if options.tls { settings.tls.additionalTrustRoots = BenchmarkTLS.trustRoots }
             storages[scenario.name] = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: settings)
         }
         var janitorSettings = StorageConfiguration()
         janitorSettings.transport = .native
-        if options.tls { janitorSettings.additionalTrustRoots = BenchmarkTLS.trustRoots }
+        if options.tls { janitorSettings.tls.additionalTrustRoots = BenchmarkTLS.trustRoots }
         let janitor = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: janitorSettings)
         let small = payloads.small
         // Opens each transport's connections, so the first timed run does not pay for it.

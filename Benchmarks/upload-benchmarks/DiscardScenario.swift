@@ -25,7 +25,7 @@ struct DiscardScenario: Sendable {
     /// `native` or `urlsession`; nil for baselines and the Python client.
     let transport: String?
     let checksums: Bool
-    /// `StorageConfiguration.chunkSize` (or the Python client's `chunk_size`), or nil for one streaming
+    /// `StorageConfiguration.uploads.chunkSize` (or the Python client's `chunk_size`), or nil for one streaming
     /// request (the Python client's default: 100 MiB chunks).
     let chunkSize: Int64?
     /// Timed runs.

@@ -130,9 +130,9 @@ struct DownloadBenchmark {
         for transport in transports {
             var settings = StorageConfiguration()
             settings.transport = transport == "urlsession" ? .urlSession : .native
-            settings.maxUploadRetryTime = .seconds(30)
-            settings.initialRetryDelay = .milliseconds(200)
-            if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
+            try settings.retry.setMaxUploadTime(.seconds(30))
+            try settings.retry.setInitialDelay(.milliseconds(200))
+            if options.tls { settings.tls.additionalTrustRoots = BenchmarkTLS.trustRoots }
             storages[transport] = Storage(bucket: bucket, endpoint: .gcs(baseURL), configuration: settings)
         }
         let useCurl = curl != nil && !options.noCurl

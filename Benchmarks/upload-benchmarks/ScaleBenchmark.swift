@@ -17,9 +17,9 @@ struct ScaleBenchmark {
         let startedAt = clock.now
         var settings = StorageConfiguration()
         settings.transport = .native
-        settings.maxUploadRetryTime = .seconds(30)
-        settings.initialRetryDelay = .milliseconds(200)
-        if options.tls { settings.additionalTrustRoots = BenchmarkTLS.trustRoots }
+        try settings.retry.setMaxUploadTime(.seconds(30))
+        try settings.retry.setInitialDelay(.milliseconds(200))
+        if options.tls { settings.tls.additionalTrustRoots = BenchmarkTLS.trustRoots }
         let storage = Storage(bucket: bucket, endpoint: .gcs(emulator.baseURL), configuration: settings)
         // Opens the connection and loads the code paths once, so neither counts against the first size.
         _ = try await storage.reference(withPath: "warm-up").putDataAsync(Payload.bytes(size: 1 << 20, seed: 9))

@@ -18,9 +18,13 @@ public struct Storage: Sendable {
     public let endpoint: StorageEndpoint
     /// The credentials sent with requests.
     public let authorization: StorageAuthorization
-    /// Upload settings.
+    /// Settings for every operation: uploads, retries, time-outs, connections, TLS.
     public let configuration: StorageConfiguration
     let transport: any HTTPTransport
+    /// Where IAM `signBlob` calls go when a signed URL is signed by the metadata server's
+    /// account: Google's IAM Credentials API, or an emulator a test injects through the
+    /// internal initializer (it is no setting, so it has no place in ``configuration``).
+    let iamCredentialsBaseURL: URL
 
     /// Creates a handle for a bucket.
     ///
@@ -41,9 +45,7 @@ public struct Storage: Sendable {
             endpoint: endpoint,
             authorization: authorization,
             configuration: configuration,
-            transport: configuration.transport.transport(
-                for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost,
-                additionalTrustRoots: configuration.additionalTrustRoots)
+            transport: configuration.transport.transport(for: endpoint, configuration: configuration)
         )
     }
 
@@ -52,13 +54,15 @@ public struct Storage: Sendable {
         endpoint: StorageEndpoint,
         authorization: StorageAuthorization,
         configuration: StorageConfiguration,
-        transport: any HTTPTransport
+        transport: any HTTPTransport,
+        iamCredentialsBaseURL: URL = SignedURLSigner.defaultIAMBaseURL
     ) {
         self.bucket = bucket
         self.endpoint = endpoint
         self.authorization = authorization
         self.configuration = configuration
         self.transport = transport
+        self.iamCredentialsBaseURL = iamCredentialsBaseURL
     }
 
     /// A handle for another bucket on the same endpoint, with the same credentials and settings.
@@ -83,7 +87,7 @@ public struct Storage: Sendable {
     public func bucket(_ name: String) -> Storage {
         Storage(
             bucket: name, endpoint: endpoint, authorization: authorization, configuration: configuration,
-            transport: transport)
+            transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL)
     }
 
     /// A reference to the root of the bucket.

@@ -149,16 +149,16 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     ///
     /// What is retried: an answer whose HTTP framing cannot be parsed is
     /// retried like a lost connection, within the operation's retry time
-    /// (``StorageConfiguration/maxUploadRetryTime``,
-    /// ``StorageConfiguration/maxDownloadRetryTime`` or
-    /// ``StorageConfiguration/maxOperationRetryTime``); when malformed answers
+    /// (``StorageConfiguration/Retry/maxUploadTime``,
+    /// ``StorageConfiguration/Retry/maxDownloadTime`` or
+    /// ``StorageConfiguration/Retry/maxOperationTime``); when malformed answers
     /// last until that time runs out, the operation fails with this code
     /// (not ``retryLimitExceeded``). A success answer to an upload's
     /// finalizing request (or its one request) whose body cannot be read does
     /// not fail the upload: the server may have stored the object, so the
     /// upload asks the session (or reads the object's metadata), verifies
     /// size and CRC32C, and succeeds, or sends again, within
-    /// ``StorageConfiguration/maxUploadRetryTime``. Every other violation
+    /// ``StorageConfiguration/Retry/maxUploadTime``. Every other violation
     /// fails the operation at once: a server that breaks the protocol cannot
     /// be trusted to say what it stored.
     public static let protocolViolation = Self(kind: .protocolViolation)
@@ -172,10 +172,10 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// request was sent: the certificate's issuer is not trusted, it names another host,
     /// it has expired or is not valid yet, the server shares no TLS version of 1.2 or newer,
     /// an `https://` address points at a plain HTTP server, or (native transport) OpenSSL 3
-    /// cannot be loaded or a trust root in ``StorageConfiguration/additionalTrustRoots``
+    /// cannot be loaded or a trust root in ``StorageConfiguration/TLS/additionalTrustRoots``
     /// cannot be used. The message names the cause. Never retried: the next attempt would
     /// fail the same way. A private CA is trusted through
-    /// ``StorageConfiguration/additionalTrustRoots``; there is no switch that turns
+    /// ``StorageConfiguration/TLS/additionalTrustRoots``; there is no switch that turns
     /// verification off.
     public static let tlsFailure = Self(kind: .tlsFailure)
 

@@ -174,7 +174,7 @@ struct CopyCommand {
         if let text = arguments.value("--chunk-size") {
             guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
             // Checked here so a typo fails before any server is started or contacted.
-            guard size > 0, size % StorageConfiguration.chunkGranularity == 0 else {
+            guard size > 0, size % StorageConfiguration.Uploads.chunkGranularity == 0 else {
                 throw UsageError("--chunk-size: \(text) is not a positive multiple of 256K (262144 bytes)")
             }
             chunkSize = size
@@ -317,18 +317,18 @@ struct CopyCommand {
     func configuration() throws(UsageError) -> StorageConfiguration {
         var configuration = StorageConfiguration()
         do {
-            try configuration.setChunkSize(chunkSize)
+            try configuration.uploads.setChunkSize(chunkSize)
+            // One option, every direction: an upload, a download (to a file, standard output or a
+            // directory) and the requests around them (a listing, a metadata read) give up alike.
+            if let retryTime {
+                try configuration.retry.setMaxUploadTime(retryTime)
+                try configuration.retry.setMaxDownloadTime(retryTime)
+                try configuration.retry.setMaxOperationTime(retryTime)
+            }
         } catch {
             throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
-        // One option, every direction: an upload, a download (to a file, standard output or a
-        // directory) and the requests around them (a listing, a metadata read) give up alike.
-        if let retryTime {
-            configuration.maxUploadRetryTime = retryTime
-            configuration.maxDownloadRetryTime = retryTime
-            configuration.maxOperationRetryTime = retryTime
-        }
         return configuration
     }
 

@@ -186,7 +186,7 @@ struct StorageOptions {
             }
         }
         var configuration = configuration
-        configuration.additionalTrustRoots += trustRoot.map { [$0] } ?? []
+        configuration.tls.additionalTrustRoots += trustRoot.map { [$0] } ?? []
         let authorization: StorageAuthorization
         if let token {
             authorization = .bearerToken(token)

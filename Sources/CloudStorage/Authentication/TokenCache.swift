@@ -205,7 +205,7 @@ struct TokenRequestContext: Sendable {
     /// The context of an operation of `storage`.
     init(storage: Storage, operation: RetryPolicy.Operation) {
         self.init(
-            transport: storage.transport, requestTimeout: storage.configuration.requestTimeout,
+            transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
             retryPolicy: RetryPolicy(configuration: storage.configuration, operation: operation))
     }
 }

@@ -25,9 +25,9 @@ struct RequestRunner: Sendable {
 
     /// - Parameters:
     ///   - storage: Where the requests go, and the settings.
-    ///   - operation: Which retry time (``StorageConfiguration/maxUploadRetryTime``,
-    ///     ``StorageConfiguration/maxDownloadRetryTime`` or
-    ///     ``StorageConfiguration/maxOperationRetryTime``) bounds the retries.
+    ///   - operation: Which retry time (``StorageConfiguration/Retry/maxUploadTime``,
+    ///     ``StorageConfiguration/Retry/maxDownloadTime`` or
+    ///     ``StorageConfiguration/Retry/maxOperationTime``) bounds the retries.
     init(storage: Storage, operation: RetryPolicy.Operation) {
         self.storage = storage
         self.policy = RetryPolicy(configuration: storage.configuration, operation: operation)
@@ -62,7 +62,7 @@ struct RequestRunner: Sendable {
         progress: (@Sendable (Int64) -> Void)? = nil
     ) async throws(StorageError) -> Outcome {
         var request = request
-        request.idleTimeout = storage.configuration.requestTimeout
+        request.idleTimeout = storage.configuration.timeouts.request
         let isTransfer = progress != nil || request.responseSink != nil
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }
@@ -83,7 +83,7 @@ struct RequestRunner: Sendable {
             }
             if !isTransfer {
                 request.deadline = attempts.deadline(
-                    forAttemptAt: .now, limit: storage.configuration.requestTimeout, policy: policy)
+                    forAttemptAt: .now, limit: storage.configuration.timeouts.request, policy: policy)
             }
             let response: HTTPResponse
             do {
@@ -191,7 +191,7 @@ struct RequestRunner: Sendable {
     private mutating func credential(refreshing: Bool) async throws(StorageError) -> Credential? {
         if case .credential(let credential) = storage.authorization.kind {
             let context = TokenRequestContext(
-                transport: storage.transport, requestTimeout: storage.configuration.requestTimeout,
+                transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
                 retryPolicy: policy, deadline: attempts.retryTimeEnd(policy: policy))
             let fresh = try await credential.token(context: context, replacing: refreshing ? token : nil)
             token = fresh.value

@@ -355,7 +355,7 @@ struct ResumableUploadStateMachine: Sendable {
     /// The largest offset below `size` that is a whole number (at least one) of 256 KiB units
     /// after `offset` (where a request that does not finalize may end), or nil when there is none.
     static func lastAlignedOffset(after offset: Int64, before size: Int64) -> Int64? {
-        let granularity = StorageConfiguration.chunkGranularity
+        let granularity = StorageConfiguration.Uploads.chunkGranularity
         guard size - offset > granularity else { return nil }
         return offset + (size - offset - 1) / granularity * granularity
     }

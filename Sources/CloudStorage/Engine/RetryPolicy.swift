@@ -4,12 +4,12 @@ struct RetryPolicy: Sendable {
     /// The kinds of operation, each with its own retry time, named as the
     /// Firebase SDKs name them.
     enum Operation: Sendable, Equatable {
-        /// Uploads: ``StorageConfiguration/maxUploadRetryTime``.
+        /// Uploads: ``StorageConfiguration/Retry/maxUploadTime``.
         case upload
-        /// Downloads: ``StorageConfiguration/maxDownloadRetryTime``.
+        /// Downloads: ``StorageConfiguration/Retry/maxDownloadTime``.
         case download
         /// Metadata reads and updates, deletes, listings, download URLs:
-        /// ``StorageConfiguration/maxOperationRetryTime``.
+        /// ``StorageConfiguration/Retry/maxOperationTime``.
         case other
     }
 
@@ -20,19 +20,9 @@ struct RetryPolicy: Sendable {
     var budgetName: String
 
     init(configuration: StorageConfiguration, operation: Operation) {
-        switch operation {
-        case .upload:
-            budget = configuration.maxUploadRetryTime
-            budgetName = "maxUploadRetryTime"
-        case .download:
-            budget = configuration.maxDownloadRetryTime
-            budgetName = "maxDownloadRetryTime"
-        case .other:
-            budget = configuration.maxOperationRetryTime
-            budgetName = "maxOperationRetryTime"
-        }
-        initialDelay = configuration.initialRetryDelay
-        maxDelay = min(budget, configuration.maxRetryDelay)
+        (budget, budgetName) = configuration.retry.maxTime(for: operation)
+        initialDelay = configuration.retry.initialDelay
+        maxDelay = min(budget, configuration.retry.maxDelay)
     }
 
     /// The failures since the operation began or last reached a new high, and

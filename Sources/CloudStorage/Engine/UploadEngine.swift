@@ -21,7 +21,7 @@ import Foundation
 ///
 /// Retries: failures that may pass (408, 429, 5xx, lost connections,
 /// time-outs, answers that are not valid HTTP) are retried with back-off until
-/// ``StorageConfiguration/maxUploadRetryTime`` after the first one; only the
+/// ``StorageConfiguration/Retry/maxUploadTime`` after the first one; only the
 /// committed offset reaching a new high in this run restarts that deadline. A
 /// success answer whose body cannot be read counts as such a failure (the
 /// object may be stored): a session is queried, a one-request upload's object
@@ -50,7 +50,7 @@ struct UploadEngine: Sendable {
     }
 
     /// The bytes one request of a streamed upload carries at most (unless
-    /// ``StorageConfiguration/chunkSize`` is smaller), and so about the most a stream's
+    /// ``StorageConfiguration/Uploads/chunkSize`` is smaller), and so about the most a stream's
     /// buffer holds: a multiple of 256 KiB.
     static let streamBufferSize: Int64 = 8 * 1024 * 1024
 
@@ -105,7 +105,7 @@ struct UploadEngine: Sendable {
     /// with `error`; nil when the session is to be deleted. The one place that decides.
     ///
     /// The rule: a session is left open when the upload failed only because the retry time
-    /// (``StorageConfiguration/maxUploadRetryTime``) ran out on failures that may pass —
+    /// (``StorageConfiguration/Retry/maxUploadTime``) ran out on failures that may pass —
     /// ``StorageErrorCode/retryLimitExceeded`` and ``StorageErrorCode/quotaExceeded``, as
     /// ``RequestRunner/backOff(after:)`` ends such runs (also when the token endpoint stayed
     /// unreachable) — and another process could continue it: a file upload whose session
@@ -153,7 +153,7 @@ struct UploadEngine: Sendable {
             prepared = try await PreparedSource.prepare(
                 source,
                 computingChecksum: configuration.verifiesChecksums,
-                upFrontLimit: max(configuration.multipartUploadThreshold, PreparedSource.overlapThreshold),
+                upFrontLimit: max(configuration.uploads.multipartThreshold, PreparedSource.overlapThreshold),
                 hashingInline: storage.transport.readsFileRegionsThroughBodyFile(
                     forScheme: storage.endpoint.baseURL.scheme ?? "")
             )
@@ -175,7 +175,7 @@ struct UploadEngine: Sendable {
         // A single request also carries the metadata: leave it room under the transport's limit.
         let fitsOneRequest = storage.transport.maximumBodyLength.map { prepared.size <= $0 - 1024 * 1024 } ?? true
         // A stream always goes through a session: its bytes come one bounded buffer at a time.
-        if prepared.size <= configuration.multipartUploadThreshold && fitsOneRequest
+        if prepared.size <= configuration.uploads.multipartThreshold && fitsOneRequest
             && checkpoint.session.url == nil && prepared.stream == nil
         {
             upload.crc32c = try await prepared.crc32c()
@@ -188,13 +188,13 @@ struct UploadEngine: Sendable {
     /// How a session's requests cut `prepared`: at most the configured (or resumed) chunk size,
     /// the transport's body limit, and a stream's buffer, whichever is smallest.
     private func plan(for prepared: PreparedSource) -> ResumableUploadStateMachine.Plan {
-        let granularity = StorageConfiguration.chunkGranularity
+        let granularity = StorageConfiguration.Uploads.chunkGranularity
         let transportChunk = storage.transport.maximumBodyLength.map {
             max(granularity, $0 / granularity * granularity)
         }
         // A stream's request size is also its buffer's: memory stays near it whatever the object's size.
         let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
-        let chunkSize = [storage.configuration.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk]
+        let chunkSize = [storage.configuration.uploads.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk]
             .compactMap { $0 }.min()
         // A stream of unknown size tells it when it ends.
         let sizeIsUnknown = prepared.stream.map { $0.declaredSize == nil } ?? false

@@ -52,7 +52,7 @@ final class UploadSessionDescriber: Sendable {
             inode: identity.inode)
         return StorageUploadSession(
             sessionURL: session, endpoint: storage.endpoint, bucket: storage.bucket, objectPath: path.string,
-            source: source, chunkSize: storage.configuration.chunkSize ?? resuming?.chunkSize,
+            source: source, chunkSize: storage.configuration.uploads.chunkSize ?? resuming?.chunkSize,
             crc32c: prepared.knownCRC32C ?? resuming?.crc32c)
     }
 }

@@ -74,7 +74,7 @@ extension StorageReference {
     ///
     /// Returns at once; the upload runs in the background until it ends. The sequence is read
     /// once, by a task of the upload's own, and never faster than the bytes go out: at most one
-    /// request's bytes (8 MiB, or ``StorageConfiguration/chunkSize`` when smaller) plus one
+    /// request's bytes (8 MiB, or ``StorageConfiguration/Uploads/chunkSize`` when smaller) plus one
     /// element are held at a time, whatever the object's size. They go through a resumable
     /// session; after a lost connection the upload resends from that buffer what the server
     /// did not commit. If the server lost bytes already dropped from the buffer (it forgot the

@@ -16,7 +16,7 @@ extension Storage {
             let email = try await server.serviceAccountEmail(context: context)
             return SignedURLSigner(
                 email: email,
-                kind: .iamSignBlob(baseURL: configuration.iamCredentialsBaseURL, authorization: signBlobAuthorization))
+                kind: .iamSignBlob(baseURL: iamCredentialsBaseURL, authorization: signBlobAuthorization))
         }
     }
 }

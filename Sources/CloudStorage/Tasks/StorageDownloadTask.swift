@@ -22,7 +22,7 @@ import Foundation
 ///   ``resume()`` continues with a `Range` request from there.
 /// - Failures that may pass (time-outs, throttling, server errors, broken
 ///   connections) are retried with back-off from the last byte received,
-///   until ``StorageConfiguration/maxUploadRetryTime`` runs out.
+///   until ``StorageConfiguration/Retry/maxUploadTime`` runs out.
 /// - When the server reports the object's CRC32C, the bytes are checked
 ///   against it; a mismatch ends the task with
 ///   ``StorageErrorCode/nonMatchingChecksum``.

@@ -45,7 +45,7 @@ import SystemCalls
 /// ``StorageErrorCode/nonMatchingChecksum`` and no object, never a wrong one.
 ///
 /// Only file uploads through a resumable session have one: an upload small enough to go in one
-/// request (``StorageConfiguration/multipartUploadThreshold``), one from `Data` (its bytes are
+/// request (``StorageConfiguration/Uploads/multipartThreshold``), one from `Data` (its bytes are
 /// gone with the process) and one from a stream (a sequence cannot be read again) do not.
 public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringConvertible,
     CustomDebugStringConvertible
@@ -84,7 +84,7 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
     public let objectPath: String
     /// The file being uploaded, as it was when the upload opened it.
     public let source: SourceFile
-    /// The request size the upload used (``StorageConfiguration/chunkSize``), or nil when it sent
+    /// The request size the upload used (``StorageConfiguration/Uploads/chunkSize``), or nil when it sent
     /// the rest in one request. A resumed upload uses its own ``Storage``'s setting when it has one.
     public let chunkSize: Int64?
     /// The CRC32C of the whole file, when it was known when this description was taken.
@@ -208,7 +208,7 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
             device: try file.decodeIfPresent(UInt64.self, forKey: .device),
             inode: try file.decodeIfPresent(UInt64.self, forKey: .inode))
         chunkSize = try container.decodeIfPresent(Int64.self, forKey: .chunkSize)
-        if let chunkSize, chunkSize <= 0 || chunkSize % StorageConfiguration.chunkGranularity != 0 {
+        if let chunkSize, chunkSize <= 0 || chunkSize % StorageConfiguration.Uploads.chunkGranularity != 0 {
             throw refuse(.chunkSize, "the chunk size is not a positive multiple of 256 KiB.")
         }
         if let text = try container.decodeIfPresent(String.self, forKey: .crc32c) {

@@ -25,11 +25,11 @@ import Foundation
 /// - ``pause()`` stops sending, aborting the request in flight, and keeps the
 ///   server's upload session; ``resume()`` asks the server how much it kept
 ///   and continues from there. Each publishes its status. (An upload of at
-///   most ``StorageConfiguration/multipartUploadThreshold`` bytes goes in one
+///   most ``StorageConfiguration/Uploads/multipartThreshold`` bytes goes in one
 ///   request and has no session: resuming it sends that request again.)
 /// - Failures that may pass (time-outs, throttling, server errors, broken
 ///   connections) are retried with back-off, continuing from the server's
-///   committed offset, until ``StorageConfiguration/maxUploadRetryTime``
+///   committed offset, until ``StorageConfiguration/Retry/maxUploadTime``
 ///   runs out.
 /// - It ends exactly once, in ``TaskStatus/success`` or
 ///   ``TaskStatus/failure``; every snapshot stream finishes right after.
@@ -48,7 +48,7 @@ import Foundation
 ///   file changed, a checksum or precondition failed, credentials were
 ///   refused, the protocol was broken) discard it.
 /// - Two requests are not aborted by a pause or a cancel but answered first
-///   (each within ``StorageConfiguration/requestTimeout``): one that is
+///   (each within ``StorageConfiguration/Timeouts/request``): one that is
 ///   opening a session, so that the session can be continued or deleted
 ///   rather than left behind; and a one-request upload whose bytes have all
 ///   gone out, which the server may store whatever happens to the
@@ -80,7 +80,7 @@ public actor StorageUploadTask: StorageTask {
     /// or when the task is paused after sending some, returns it — unless meanwhile the upload
     /// ended (nothing is left to resume) or the server lost the session and a new one is being
     /// opened (read it again at a later snapshot). It stays nil for an upload in one request (at
-    /// most ``StorageConfiguration/multipartUploadThreshold`` bytes), from `Data` (its bytes
+    /// most ``StorageConfiguration/Uploads/multipartThreshold`` bytes), from `Data` (its bytes
     /// live only in this process) or from a stream (it cannot be read again): none of those can be
     /// continued elsewhere. Once the upload ends it is nil again (a finished session cannot be
     /// continued, a failed or cancelled one is discarded) — except after a failure that left the

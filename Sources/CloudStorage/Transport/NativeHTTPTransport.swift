@@ -32,15 +32,14 @@ import Synchronization
 ///   (`sendfile` cannot suppress it per call) and suppressed per call
 ///   (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
 /// - **Concurrency per host**: at most ``Configuration/maxConnectionsPerHost``
-///   (32 by default; a ``Storage`` sets it from
-///   ``StorageConfiguration/maxConnectionsPerHost``) requests to one
+///   (``StorageConfiguration/ConnectionPool/maxConnectionsPerHost``) requests to one
 ///   `host:port` are in flight; more wait, without a
 ///   thread, for a turn (``NativeConnectionPool/acquire(_:)``). A burst of
 ///   uploads thus reuses a bounded set of warm connections and threads
 ///   instead of opening one each, which a server would refuse beyond its own
 ///   limit (our emulator answers `503` beyond 256).
 /// - **Connections** are kept alive in a ``NativeConnectionPool`` per
-///   `host:port` (32 idle per host, 30 s at most) and reused only after a
+///   `host:port` (``Configuration/maxIdleTime`` at most) and reused only after a
 ///   response was read completely and neither side said `Connection: close`.
 ///   A pooled connection that turns out dead before any response byte is
 ///   replaced once by a fresh one — but only when the request is safe to send
@@ -66,17 +65,17 @@ import Synchronization
 /// let response = try await transport.execute(HTTPRequest(method: "GET", url: url), progress: nil)
 /// ```
 final class NativeHTTPTransport: HTTPTransport {
-    /// Internal tuning, for tests and benchmarks.
+    /// The settings a ``StorageConfiguration`` chooses, and internal tuning for tests and benchmarks.
     struct Configuration: Sendable {
         /// Requests in flight per `host:port`, each on its own connection; more wait for a turn.
-        var maxConnectionsPerHost = 32
+        var maxConnectionsPerHost: Int
         /// Idle keep-alive connections kept per `host:port`.
         var maxIdleConnectionsPerHost = 32
         /// How long a connection may wait unused in the pool.
-        var maxIdleTime: Duration = .seconds(30)
+        var maxIdleTime: Duration
         /// The longest connecting and the TLS handshake may take together (a deadline from the
         /// start of connecting, not a time-out per read).
-        var connectTimeout: Duration = .seconds(30)
+        var connectTimeout: Duration
         /// `SO_SNDBUF` to ask for (the kernel caps it at `net.core.wmem_max`); nil keeps auto-tuning.
         var sendBufferSize: Int? = 4 * 1024 * 1024
         /// The largest response body accepted; storage answers are small JSON documents.
@@ -84,7 +83,7 @@ final class NativeHTTPTransport: HTTPTransport {
         /// Whether file regions go with `sendfile(2)` where available (false: `pread` + `sendmsg`).
         var usesSendfile = true
         /// PEM certificates trusted for `https://` besides the system store.
-        var additionalTrustRoots: [TLSPEMSource] = []
+        var additionalTrustRoots: [TLSPEMSource]
         /// Whether the system trust store is trusted (tests turn it off so the machine cannot change a verdict).
         var trustsSystemRoots = true
         /// Why TLS cannot be used here, as the ``Storage`` that made this transport found
@@ -92,7 +91,14 @@ final class NativeHTTPTransport: HTTPTransport {
         /// leaves it to the first `https://` request to find out.
         var tlsUnavailableReason: String?
 
-        init() {}
+        /// The pool, connect time-out and trust roots `storage` sets (its defaults unless
+        /// given), so that they have one source; the rest is this transport's own tuning.
+        init(_ storage: StorageConfiguration = StorageConfiguration()) {
+            maxConnectionsPerHost = storage.connectionPool.maxConnectionsPerHost
+            maxIdleTime = storage.connectionPool.idleTimeout
+            connectTimeout = storage.timeouts.connect
+            additionalTrustRoots = storage.tls.additionalTrustRoots.map(\.pemSource)
+        }
     }
 
     let maximumBodyLength: Int64? = nil

@@ -63,14 +63,14 @@ extension StorageTransportChoice {
     /// The transport this choice means for `endpoint`, made for one
     /// ``Storage``: a native transport of its own (its connections, threads and
     /// `maxConnectionsPerHost` leases per `host:port`), never one shared by
-    /// the process, so that each `Storage` gets the limit it was configured
+    /// the process, so that each `Storage` gets the pool it was configured
     /// with.
     ///
     /// - Parameters:
     ///   - endpoint: Where the `Storage` sends its requests.
-    ///   - maxConnectionsPerHost: The native transport's limit per `host:port`.
-    ///   - additionalTrustRoots: The PEM roots the native transport's TLS trusts besides the
-    ///     system store (`URLSession` cannot use them on Linux).
+    ///   - configuration: The `Storage`'s settings, which the native transport takes its pool,
+    ///     connect time-out and trust roots from (`URLSession` uses its own; on Linux it cannot
+    ///     use the trust roots).
     ///   - tlsUnavailableReason: Why the native transport cannot speak TLS in this process
     ///     (OpenSSL 3 did not load; always so off Linux), or nil when it can. It decides
     ///     where ``automatic`` sends `https://`, and ``native`` fails such requests with it.
@@ -80,17 +80,14 @@ extension StorageTransportChoice {
     ///     reached through one to `URLSession`, which uses it (the native transport connects directly).
     func transport(
         for endpoint: StorageEndpoint,
-        maxConnectionsPerHost: Int,
-        additionalTrustRoots: [StorageConfiguration.TrustRoot] = [],
+        configuration: StorageConfiguration = StorageConfiguration(),
         tlsUnavailableReason: @autoclosure () -> String? = TLSLibrary.unavailableReason,
         proxies: @autoclosure () -> ProxyEnvironment = ProxyEnvironment()
     ) -> any HTTPTransport {
         func native(_ unavailableReason: String?) -> NativeHTTPTransport {
-            var configuration = NativeHTTPTransport.Configuration()
-            configuration.maxConnectionsPerHost = maxConnectionsPerHost
-            configuration.additionalTrustRoots = additionalTrustRoots.map(\.pemSource)
-            configuration.tlsUnavailableReason = unavailableReason
-            return NativeHTTPTransport(configuration: configuration)
+            var nativeConfiguration = NativeHTTPTransport.Configuration(configuration)
+            nativeConfiguration.tlsUnavailableReason = unavailableReason
+            return NativeHTTPTransport(configuration: nativeConfiguration)
         }
         switch self {
         case .native:

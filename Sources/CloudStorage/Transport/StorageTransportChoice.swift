@@ -26,7 +26,7 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// retried; on Linux so does a plain HTTP server behind an `https://`
     /// address (Apple's `URLSession` reports that as a broken secure
     /// connection, which is retried).
-    /// ``StorageConfiguration/additionalTrustRoots`` apply where the native
+    /// ``StorageConfiguration/TLS/additionalTrustRoots`` apply where the native
     /// transport carries `https://`; `URLSession` on Linux trusts the
     /// system store only.
     ///
@@ -46,7 +46,7 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// On Linux, `https://` runs TLS over the same sockets with the system's
     /// OpenSSL 3, loaded at run time: the server's certificate is verified
     /// against the system store plus
-    /// ``StorageConfiguration/additionalTrustRoots`` before any request byte
+    /// ``StorageConfiguration/TLS/additionalTrustRoots`` before any request byte
     /// (or credential) is sent, and a failure is
     /// ``StorageErrorCode/tlsFailure`` at once, never retried. Where OpenSSL
     /// cannot be loaded (and on Apple platforms), every `https://` request
@@ -55,7 +55,7 @@ public enum StorageTransportChoice: Sendable, Hashable {
     /// `URLSession` for `https://` instead.
     ///
     /// Each ``Storage`` has its own: at most
-    /// ``StorageConfiguration/maxConnectionsPerHost`` (32 by default)
+    /// ``StorageConfiguration/ConnectionPool/maxConnectionsPerHost`` (32 by default)
     /// requests per `host:port` are in flight at once, each on a kept-alive
     /// connection; further requests wait their turn (cancellable, without
     /// holding a thread), so a burst of thousands of uploads reuses a few

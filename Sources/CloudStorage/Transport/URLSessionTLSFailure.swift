@@ -110,7 +110,7 @@ struct URLSessionTLSFailure: Sendable, Equatable {
         if cause == .untrustedIssuer {
             message +=
                 " URLSession on Linux trusts only the system's certificate store; to trust a private CA, use the"
-                + " native transport with StorageConfiguration.additionalTrustRoots."
+                + " native transport with StorageConfiguration.tls.additionalTrustRoots."
         }
         #endif
         return HTTPTransportError(kind: .tlsFailure, message: message, permanent: true)

@@ -31,11 +31,13 @@ struct CredentialEndToEndTests {
 
     static func storage(
         _ emulator: StorageEmulator, _ authorization: StorageAuthorization,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(1)
-        configure(&configuration)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try configure(&$0)
+        }
         return Storage.gcsEmulator(
             bucket: "auth", baseURL: emulator.baseURL, authorization: authorization, configuration: configuration)
     }
@@ -137,11 +139,11 @@ struct CredentialEndToEndTests {
         let authorization = try StorageAuthorization.serviceAccount(
             keyJSON: try TestKeyFiles.serviceAccountJSON(tokenURI: emulator.baseURL.absoluteString + "/token"))
         var configuration = StorageConfiguration()
-        try configuration.setChunkSize(256 * 1024)
-        configuration.multipartUploadThreshold = 0
+        try configuration.uploads.setChunkSize(256 * 1024)
+        configuration.uploads.multipartThreshold = 0
         let endpoint = StorageEndpoint.gcs(emulator.baseURL)
         let transport = ExpiringTransport(
-            configuration.transport.transport(for: endpoint, maxConnectionsPerHost: 4), emulator: emulator)
+            configuration.transport.transport(for: endpoint, configuration: configuration), emulator: emulator)
         let storage = Storage(
             bucket: "auth", endpoint: endpoint, authorization: authorization, configuration: configuration,
             transport: transport)

@@ -11,12 +11,14 @@ import Testing
 struct CredentialFlowTests {
     static func storage(
         _ fake: GoogleAuthFake, _ authorization: StorageAuthorization,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(2)
-        configure(&configuration)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(2))
+            try configure(&$0)
+        }
         return Storage.gcsEmulator(
             bucket: "b", baseURL: fake.baseURL, authorization: authorization, configuration: configuration)
     }
@@ -166,7 +168,7 @@ struct CredentialFlowTests {
         let fake = try GoogleAuthFake()
         defer { fake.stop() }
         fake.script(.json(503, "{}"))
-        let storage = Self.storage(fake, try Self.serviceAccount(fake)) { $0.maxOperationRetryTime = .zero }
+        let storage = Self.storage(fake, try Self.serviceAccount(fake)) { try $0.retry.setMaxOperationTime(.zero) }
         let error = await #expect(throws: StorageError.self) { try await Self.delete(storage) }
         #expect(error?.code == .retryLimitExceeded)
         #expect(error?.httpStatus == 503)

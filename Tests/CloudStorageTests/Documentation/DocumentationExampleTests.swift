@@ -68,7 +68,9 @@ struct DocumentationExampleTests {
     /// `storage` with retries cut short, so an unreachable server fails fast.
     static func quickFailing(_ storage: Storage) -> Storage {
         var configuration = storage.configuration
-        configuration.maxUploadRetryTime = .milliseconds(1)
+        configuration.applyForTest {
+            try $0.retry.setMaxUploadTime(.milliseconds(1))
+        }
         return Storage(bucket: storage.bucket, endpoint: storage.endpoint, configuration: configuration)
     }
 
@@ -145,7 +147,7 @@ struct DocumentationExampleTests {
     @Test(arguments: TestRoute.all)
     func anUploadAtMostTheThresholdHasNoSessionAndStillPausesAndResumes(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "docs", route: route)
-        let payload = TestSupport.payload(size: Int(StorageConfiguration().multipartUploadThreshold), seed: 43)
+        let payload = TestSupport.payload(size: Int(StorageConfiguration().uploads.multipartThreshold), seed: 43)
         let ref = storage.reference(withPath: "paused/threshold.bin")
         let task = ref.putData(payload)
         await task.pause()
@@ -169,7 +171,7 @@ struct DocumentationExampleTests {
         let emulator = try DocumentationSnippets.emulatorConfiguration(objectsDirectory: directory)
         defer { emulator.stop() }
         var settings = StorageConfiguration()
-        settings.initialRetryDelay = .milliseconds(10)
+        try settings.retry.setInitialDelay(.milliseconds(10))
         route.apply(to: &settings)
         func upload(bucket: String, _ authorization: StorageAuthorization) async throws(StorageError) -> StorageMetadata
         {

@@ -113,9 +113,10 @@ enum DocumentationSnippets {
     static func readmeConfiguration() throws {
         // snippet: README.md#6
         var configuration = StorageConfiguration()
-        try configuration.setChunkSize(16 << 20)          // bound each request (a multiple of 256 KiB); default: one request
-        configuration.maxUploadRetryTime = .seconds(120)  // how long to keep retrying; default 600 s
-        configuration.verifiesChecksums = true            // CRC32C check of every upload; the default
+        try configuration.uploads.setChunkSize(16 << 20)         // bound each request (a multiple of 256 KiB); default: one request
+        try configuration.retry.setMaxUploadTime(.seconds(120))  // how long to keep retrying; default 600 s
+        try configuration.timeouts.setRequest(.seconds(30))      // fail a request that makes no progress; default 60 s
+        configuration.verifiesChecksums = true                   // CRC32C check of every upload; the default
         let configured = Storage(bucket: "my-bucket", configuration: configuration)
         // end snippet
         _ = configured
@@ -367,18 +368,18 @@ enum DocumentationSnippets {
     static func uploadingChunkSize() throws {
         // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#9
         var configuration = StorageConfiguration()
-        try configuration.setChunkSize(32 * StorageConfiguration.chunkGranularity)  // 8 MiB per request
+        try configuration.uploads.setChunkSize(32 * StorageConfiguration.Uploads.chunkGranularity)  // 8 MiB per request
         let chunkedStorage = Storage(bucket: "my-bucket", configuration: configuration)
         // end snippet
         _ = chunkedStorage
     }
 
-    static func uploadingRetries() {
+    static func uploadingRetries() throws {
         // snippet: DocsCatalog/CloudStorage.docc/UploadingFiles.md#10
         var configuration = StorageConfiguration()
-        configuration.maxUploadRetryTime = .seconds(120)
-        configuration.initialRetryDelay = .milliseconds(500)
-        configuration.requestTimeout = .seconds(30)
+        try configuration.retry.setMaxUploadTime(.seconds(120))
+        try configuration.retry.setInitialDelay(.milliseconds(500))
+        try configuration.timeouts.setRequest(.seconds(30))
         let patientStorage = Storage(bucket: "my-bucket", configuration: configuration)
         // end snippet
         _ = patientStorage
@@ -558,7 +559,7 @@ enum DocumentationSnippets {
         let emulator = try StorageEmulator.start(configuration)
         defer { emulator.stop() }
         var settings = StorageConfiguration()
-        settings.initialRetryDelay = .milliseconds(10)
+        try settings.retry.setInitialDelay(.milliseconds(10))
         let storage = Storage.gcsEmulator(bucket: "flaky", baseURL: emulator.baseURL, configuration: settings)
         let payload = Data(repeating: 7, count: 1024 * 1024)
         let metadata = try await storage.reference(withPath: "payload.bin").putDataAsync(payload)
@@ -922,7 +923,7 @@ extension DocumentationSnippets {
     static func privateCA() -> Storage {
         // snippet: README.md#14, DocsCatalog/CloudStorage.docc/HTTPSOnLinux.md#1
         var configuration = StorageConfiguration()
-        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
+        configuration.tls.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/my-company/ca.pem"))]
         let storage = Storage(
             bucket: "my-bucket",
             endpoint: .gcs(URL(string: "https://storage.internal.example:8443")!),

@@ -21,8 +21,8 @@ struct ServerArticleExampleTests {
         var storage = DownloadTests.storage(emulator, firebase: false, route: route)
         if let chunkSize {
             var configuration = storage.configuration
-            try configuration.setChunkSize(chunkSize)
-            configuration.multipartUploadThreshold = chunkSize
+            try configuration.uploads.setChunkSize(chunkSize)
+            configuration.uploads.multipartThreshold = chunkSize
             storage = Storage(bucket: storage.bucket, endpoint: storage.endpoint, configuration: configuration)
         }
         try await body(storage, emulator)

@@ -29,7 +29,7 @@ struct CommittedOffsetViolationTests {
     @Test(arguments: ["bytes=0-262143", nil] as [String?])
     func aCommittedOffsetThatGoesBackIsAViolation(second: String?) async throws {
         let transport = ScriptedGCSTransport()
-        let storage = UploadEngineProtocolTests.storage(transport) { $0.testChunkSize = 512 * 1024 }
+        let storage = UploadEngineProtocolTests.storage(transport) { try $0.uploads.setChunkSize(512 * 1024) }
         // The first chunk is committed and answered as usual (bytes=0-524287); the second is
         // answered as if the server had lost committed bytes.
         transport.inject(.range(second)) { request in
@@ -50,7 +50,9 @@ struct CommittedOffsetViolationTests {
     @Test func a308ClaimingMoreThanWasSentIsAViolationNotASuccess() async throws {
         let transport = ScriptedGCSTransport()
         let size = 10 * Self.mebibyte
-        let storage = UploadEngineProtocolTests.storage(transport) { $0.testChunkSize = Int64(4 * Self.mebibyte) }
+        let storage = UploadEngineProtocolTests.storage(transport) {
+            try $0.uploads.setChunkSize(Int64(4 * Self.mebibyte))
+        }
         transport.inject(.range("bytes=0-\(size - 1)"), when: UploadEngineProtocolTests.isPut)
         let error = await #expect(throws: StorageError.self) {
             try await storage.reference(withPath: "o").putDataAsync(TestSupport.payload(size: size, seed: 3))
@@ -65,7 +67,7 @@ struct CommittedOffsetViolationTests {
     @Test func aSizeReceivedAtInt64MaxIsAViolation() async throws {
         let transport = ScriptedFirebaseTransport()
         transport.inject(.sizeReceived("9223372036854775807"), when: ScriptedFirebaseTransport.isUpload)
-        let storage = FirebaseV0ProtocolTests.storage(transport) { $0.testChunkSize = 512 * 1024 }
+        let storage = FirebaseV0ProtocolTests.storage(transport) { try $0.uploads.setChunkSize(512 * 1024) }
         let error = await #expect(throws: StorageError.self) {
             try await storage.reference(withPath: "o").putDataAsync(
                 TestSupport.payload(size: FirebaseV0ProtocolTests.size, seed: 4))
@@ -79,7 +81,7 @@ struct CommittedOffsetViolationTests {
         let transport = ScriptedFirebaseTransport()
         transport.inject(.sizeReceived("524288"), when: ScriptedFirebaseTransport.isUpload)
         transport.inject(.sizeReceived(second), when: ScriptedFirebaseTransport.isUpload)
-        let storage = FirebaseV0ProtocolTests.storage(transport) { $0.testChunkSize = 512 * 1024 }
+        let storage = FirebaseV0ProtocolTests.storage(transport) { try $0.uploads.setChunkSize(512 * 1024) }
         let error = await #expect(throws: StorageError.self) {
             try await storage.reference(withPath: "o").putDataAsync(
                 TestSupport.payload(size: FirebaseV0ProtocolTests.size, seed: 5))

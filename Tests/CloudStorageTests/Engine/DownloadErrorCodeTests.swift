@@ -12,13 +12,16 @@ import Testing
 @Suite("Download and answer error codes", .timeLimit(.minutes(2)))
 struct DownloadErrorCodeTests {
     static func storage(
-        _ server: ScriptedHTTPServer, route: TestRoute, configure: (inout StorageConfiguration) -> Void = { _ in }
+        _ server: ScriptedHTTPServer, route: TestRoute,
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(5)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(5))
+        }
         route.apply(to: &configuration)
-        configure(&configuration)
+        configuration.applyForTest(configure)
         return Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
     }
 
@@ -65,7 +68,7 @@ struct DownloadErrorCodeTests {
             connection.write([UInt8](repeating: 9, count: 500))
         }
         defer { server.stop() }
-        let storage = Self.storage(server, route: route) { $0.maxDownloadRetryTime = .seconds(60) }
+        let storage = Self.storage(server, route: route) { try $0.retry.setMaxDownloadTime(.seconds(60)) }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").data(maxSize: 1 << 20)
         }
@@ -103,9 +106,9 @@ struct DownloadErrorCodeTests {
         }
         defer { server.stop() }
         let storage = Self.storage(server, route: route) { configuration in
-            configuration.initialRetryDelay = .milliseconds(60)
-            configuration.maxRetryDelay = .milliseconds(60)
-            configuration.maxDownloadRetryTime = .milliseconds(100)
+            try configuration.retry.setInitialDelay(.milliseconds(60))
+            try configuration.retry.setMaxDelay(.milliseconds(60))
+            try configuration.retry.setMaxDownloadTime(.milliseconds(100))
         }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").data(maxSize: 1 << 20)
@@ -120,7 +123,7 @@ struct DownloadErrorCodeTests {
             connection.write("HTTP/1.1 abc\r\nthis is not a header\r\n\r\n")
         }
         defer { server.stop() }
-        let storage = Self.storage(server, route: .nativeHTTP) { $0.maxOperationRetryTime = .zero }
+        let storage = Self.storage(server, route: .nativeHTTP) { try $0.retry.setMaxOperationTime(.zero) }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()
         }

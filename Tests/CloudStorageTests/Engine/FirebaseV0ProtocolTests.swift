@@ -15,14 +15,16 @@ struct FirebaseV0ProtocolTests {
         _ transport: ScriptedFirebaseTransport,
         base: URL = ScriptedFirebaseTransport.base,
         authorization: StorageAuthorization = .none,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.multipartUploadThreshold = 0
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(20)
-        configuration.maxUploadRetryTime = .seconds(5)
-        configure(&configuration)
+        configuration.uploads.multipartThreshold = 0
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(20))
+            try $0.retry.setMaxUploadTime(.seconds(5))
+            try configure(&$0)
+        }
         return Storage(
             bucket: "b",
             endpoint: .firebase(base),
@@ -38,7 +40,9 @@ struct FirebaseV0ProtocolTests {
         var metadata = StorageMetadata()
         metadata.contentType = "text/plain"
         metadata.customMetadata = ["k": "v"]
-        let storage = Self.storage(transport, authorization: .bearerToken("t")) { $0.testChunkSize = 512 * 1024 }
+        let storage = Self.storage(transport, authorization: .bearerToken("t")) {
+            try $0.uploads.setChunkSize(512 * 1024)
+        }
         let stored = try await storage.reference(withPath: "dir/obj").putDataAsync(payload, metadata: metadata)
 
         #expect(transport.finalized == payload)
@@ -97,7 +101,7 @@ struct FirebaseV0ProtocolTests {
     @Test func anAnswerWithoutSizeReceivedCommitsWhatWasSent() async throws {
         let transport = ScriptedFirebaseTransport(reportsSizeOnUpload: false)
         let payload = TestSupport.payload(size: Self.size, seed: 4)
-        let storage = Self.storage(transport) { $0.testChunkSize = 256 * 1024 }
+        let storage = Self.storage(transport) { try $0.uploads.setChunkSize(256 * 1024) }
         _ = try await storage.reference(withPath: "o").putDataAsync(payload)
         #expect(transport.finalized == payload)
         let offsets = transport.exchanges.dropFirst().map { $0.headers["X-Goog-Upload-Offset"] ?? "" }
@@ -270,7 +274,7 @@ struct FirebaseV0ProtocolTests {
         let payload = TestSupport.payload(size: 1000, seed: 9)
         var metadata = StorageMetadata()
         metadata.cacheControl = "no-cache"
-        let storage = Self.storage(transport) { $0.multipartUploadThreshold = 8 * 1024 * 1024 }
+        let storage = Self.storage(transport) { $0.uploads.multipartThreshold = 8 * 1024 * 1024 }
         let stored = try await storage.reference(withPath: "small one").putDataAsync(payload, metadata: metadata)
         #expect(stored.size == 1000)
         #expect(transport.object("small one") == payload, "the strict multipart parser found the media")

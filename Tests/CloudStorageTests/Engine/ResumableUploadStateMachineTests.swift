@@ -11,7 +11,7 @@ struct ResumableUploadStateMachineTests {
 
     static let url = URL(string: "http://127.0.0.1:9/upload/storage/v1/b/b/o?upload_id=1")!
     static let mib: Int64 = 1 << 20
-    static let unit = StorageConfiguration.chunkGranularity
+    static let unit = StorageConfiguration.Uploads.chunkGranularity
     static let crc: UInt32 = 0xC0FF_EE00
     static let flaky = StorageError(.unknown, "The connection was lost.", httpStatus: 503)
 

@@ -6,7 +6,7 @@ import Testing
 @testable import StorageEmulator
 
 /// Each kind of operation is bounded by the retry time named for it —
-/// `maxUploadRetryTime`, `maxDownloadRetryTime`, `maxOperationRetryTime` — and
+/// `retry.maxUploadTime`, `retry.maxDownloadTime`, `retry.maxOperationTime` — and
 /// by no other. A retry time of zero allows no retry, so a single `503` decides
 /// the outcome without any race against a clock.
 @Suite("Retry budgets", .timeLimit(.minutes(2)))
@@ -19,9 +19,9 @@ struct RetryBudgetTests {
         /// The setting that bounds the operation's retries.
         var budgetName: String {
             switch self {
-            case .upload: "maxUploadRetryTime"
-            case .download: "maxDownloadRetryTime"
-            case .metadata, .delete: "maxOperationRetryTime"
+            case .upload: "retry.maxUploadTime"
+            case .download: "retry.maxDownloadTime"
+            case .metadata, .delete: "retry.maxOperationTime"
             }
         }
 
@@ -38,11 +38,13 @@ struct RetryBudgetTests {
     /// A storage whose first request is answered `503`; `zeroed` is the one retry time set to zero.
     static func storage(_ route: Reliability.Route, _ emulator: StorageEmulator, zeroed budget: String) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(5)
-        configuration.maxUploadRetryTime = budget == "maxUploadRetryTime" ? .zero : .seconds(600)
-        configuration.maxDownloadRetryTime = budget == "maxDownloadRetryTime" ? .zero : .seconds(600)
-        configuration.maxOperationRetryTime = budget == "maxOperationRetryTime" ? .zero : .seconds(600)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(5))
+            try $0.retry.setMaxUploadTime(budget == "retry.maxUploadTime" ? .zero : .seconds(600))
+            try $0.retry.setMaxDownloadTime(budget == "retry.maxDownloadTime" ? .zero : .seconds(600))
+            try $0.retry.setMaxOperationTime(budget == "retry.maxOperationTime" ? .zero : .seconds(600))
+        }
         route.via.apply(to: &configuration)
         let endpoint = route.wire.endpoint(emulator.baseURL)
         return Storage(

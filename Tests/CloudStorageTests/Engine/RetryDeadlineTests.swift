@@ -14,10 +14,10 @@ import Testing
 struct RetryDeadlineTests {
     static func storage(_ transport: ScriptedGCSTransport) -> Storage {
         UploadEngineProtocolTests.storage(transport) { configuration in
-            configuration.testChunkSize = StorageConfiguration.chunkGranularity
-            configuration.initialRetryDelay = .milliseconds(60)
-            configuration.maxRetryDelay = .milliseconds(60)
-            configuration.maxUploadRetryTime = .milliseconds(100)
+            try configuration.uploads.setChunkSize(StorageConfiguration.Uploads.chunkGranularity)
+            try configuration.retry.setInitialDelay(.milliseconds(60))
+            try configuration.retry.setMaxDelay(.milliseconds(60))
+            try configuration.retry.setMaxUploadTime(.milliseconds(100))
         }
     }
 

@@ -19,13 +19,15 @@ struct SlowPeerBudgetTests {
 
     static func storage(
         _ server: NumberedServer, route: TestRoute, authorization: StorageAuthorization = .none,
-        configure: (inout StorageConfiguration) -> Void
+        configure: (inout StorageConfiguration) throws -> Void
     ) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(1)
-        configure(&configuration)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(1))
+            try configure(&$0)
+        }
         return Storage.gcsEmulator(
             bucket: "b", baseURL: server.baseURL, authorization: authorization, configuration: configuration)
     }
@@ -61,12 +63,12 @@ struct SlowPeerBudgetTests {
         // The warm-up has the default time-out: on a starved machine connecting (over https, with
         // a handshake) or URLSession handing over even an immediate answer can take longer than
         // the second the test allows the trickled request, and the warm-up is not what is tested.
-        let warm = Self.storage(server, route: route) { $0.maxOperationRetryTime = .zero }
+        let warm = Self.storage(server, route: route) { try $0.retry.setMaxOperationTime(.zero) }
         try await warm.reference(withPath: "warm").delete()
         // One attempt, over the warm-up's transport (and connection, where it keeps one); its
         // bytes never stop for as long as the time-out, yet it may not outlast it.
         var configuration = warm.configuration
-        configuration.requestTimeout = .seconds(1)
+        try configuration.timeouts.setRequest(.seconds(1))
         let storage = Storage(
             bucket: warm.bucket, endpoint: warm.endpoint, authorization: warm.authorization,
             configuration: configuration, transport: warm.transport)
@@ -93,7 +95,7 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         // The request time-out alone would let the retry trickle on for a minute.
-        let storage = Self.storage(server, route: route) { $0.maxOperationRetryTime = .seconds(2) }
+        let storage = Self.storage(server, route: route) { try $0.retry.setMaxOperationTime(.seconds(2)) }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()
         }
@@ -121,8 +123,8 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         let storage = Self.storage(server, route: route, authorization: try Self.serviceAccount(server)) {
-            $0.requestTimeout = .seconds(1)
-            $0.maxOperationRetryTime = .zero
+            try $0.timeouts.setRequest(.seconds(1))
+            try $0.retry.setMaxOperationTime(.zero)
         }
         let error = await #expect(throws: StorageError.self) { try await storage.reference(withPath: "o").delete() }
         #expect(error?.code == .retryLimitExceeded)
@@ -145,7 +147,7 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         let storage = Self.storage(server, route: route, authorization: try Self.serviceAccount(server)) {
-            $0.maxOperationRetryTime = .seconds(2)
+            try $0.retry.setMaxOperationTime(.seconds(2))
         }
         let error = await #expect(throws: StorageError.self) { try await storage.reference(withPath: "o").delete() }
         #expect(error?.code == .retryLimitExceeded)

@@ -24,8 +24,8 @@ struct URLSessionTransportTests {
     func anUploadThatCannotConnectRunsOutOfRetriesWithoutLeakingSecrets(route: TestRoute) async throws {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(10)
-        configuration.maxUploadRetryTime = .milliseconds(300)
+        try configuration.retry.setInitialDelay(.milliseconds(10))
+        try configuration.retry.setMaxUploadTime(.milliseconds(300))
         let storage = Storage(
             bucket: "b",
             endpoint: .gcs(URL(string: "http://127.0.0.1:1")!),
@@ -43,8 +43,8 @@ struct URLSessionTransportTests {
     @Test func aURLThatURLSessionCannotLoadFailsAtOnceInsteadOfRetrying() async throws {
         var configuration = StorageConfiguration()
         configuration.transport = .urlSession
-        configuration.initialRetryDelay = .milliseconds(10)
-        configuration.maxUploadRetryTime = .seconds(1)
+        try configuration.retry.setInitialDelay(.milliseconds(10))
+        try configuration.retry.setMaxUploadTime(.seconds(1))
         // A scheme URLSession does not load: retrying cannot help, so no retries may happen.
         let storage = Storage(
             bucket: "b", endpoint: .gcs(URL(string: "gopher://127.0.0.1:1")!), configuration: configuration)

@@ -13,7 +13,7 @@ struct UnreadableOneRequestAnswerTests {
     static let size = 100_000
 
     static func storage(_ transport: ScriptedFirebaseTransport) -> Storage {
-        FirebaseV0ProtocolTests.storage(transport) { $0.multipartUploadThreshold = 8 * 1024 * 1024 }
+        FirebaseV0ProtocolTests.storage(transport) { $0.uploads.multipartThreshold = 8 * 1024 * 1024 }
     }
 
     static func isMultipart(_ request: HTTPRequest) -> Bool {

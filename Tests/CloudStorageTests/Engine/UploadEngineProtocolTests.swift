@@ -13,14 +13,16 @@ struct UploadEngineProtocolTests {
     static func storage(
         _ transport: ScriptedGCSTransport,
         authorization: StorageAuthorization = .none,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.multipartUploadThreshold = 0
-        configuration.initialRetryDelay = .milliseconds(1)
-        configuration.maxRetryDelay = .milliseconds(20)
-        configuration.maxUploadRetryTime = .seconds(5)
-        configure(&configuration)
+        configuration.uploads.multipartThreshold = 0
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(1))
+            try $0.retry.setMaxDelay(.milliseconds(20))
+            try $0.retry.setMaxUploadTime(.seconds(5))
+            try configure(&$0)
+        }
         return Storage(
             bucket: "b",
             endpoint: .gcs(ScriptedGCSTransport.base),
@@ -77,7 +79,7 @@ struct UploadEngineProtocolTests {
     @Test func chunksAreMultiplesOf256KiBExceptTheLast() async throws {
         let transport = ScriptedGCSTransport()
         let payload = TestSupport.payload(size: Self.size, seed: 4)
-        let storage = Self.storage(transport) { $0.testChunkSize = 512 * 1024 }
+        let storage = Self.storage(transport) { try $0.uploads.setChunkSize(512 * 1024) }
         _ = try await storage.reference(withPath: "o").putDataAsync(payload)
         #expect(transport.finalized == payload)
         let ranges = transport.exchanges.filter { $0.method == "PUT" }.map { $0.headers["Content-Range"] ?? "" }
@@ -184,7 +186,7 @@ struct UploadEngineProtocolTests {
     @Test func persistentServerErrorsRunOutOfRetryTime() async throws {
         let transport = ScriptedGCSTransport()
         for _ in 0..<10_000 { transport.inject(.status(503), when: { _ in true }) }
-        let storage = Self.storage(transport) { $0.maxUploadRetryTime = .milliseconds(300) }
+        let storage = Self.storage(transport) { try $0.retry.setMaxUploadTime(.milliseconds(300)) }
         let error = await #expect(throws: StorageError.self) {
             try await storage.reference(withPath: "o").putDataAsync(Data(count: 10))
         }
@@ -196,7 +198,7 @@ struct UploadEngineProtocolTests {
     @Test func persistentThrottlingIsQuotaExceeded() async throws {
         let transport = ScriptedGCSTransport()
         for _ in 0..<10_000 { transport.inject(.status(429), when: { _ in true }) }
-        let storage = Self.storage(transport) { $0.maxUploadRetryTime = .milliseconds(200) }
+        let storage = Self.storage(transport) { try $0.retry.setMaxUploadTime(.milliseconds(200)) }
         let error = await #expect(throws: StorageError.self) {
             try await storage.reference(withPath: "o").putDataAsync(Data(count: 10))
         }
@@ -292,7 +294,7 @@ struct UploadEngineProtocolTests {
     @Test func requestsNeverExceedTheTransportsLimit() async throws {
         let transport = ScriptedGCSTransport(maximumBodyLength: 600 * 1024)
         let payload = TestSupport.payload(size: Self.size, seed: 11)
-        let storage = Self.storage(transport) { $0.multipartUploadThreshold = 8 * 1024 * 1024 }
+        let storage = Self.storage(transport) { $0.uploads.multipartThreshold = 8 * 1024 * 1024 }
         _ = try await storage.reference(withPath: "o").putDataAsync(payload)
         #expect(transport.finalized == payload)
         let ranges = transport.exchanges.filter { $0.method == "PUT" }.map { $0.headers["Content-Range"] ?? "" }

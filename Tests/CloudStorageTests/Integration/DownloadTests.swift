@@ -17,8 +17,10 @@ struct DownloadTests {
     ) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(20)
-        configuration.maxUploadRetryTime = .seconds(30)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(20))
+            try $0.retry.setMaxUploadTime(.seconds(30))
+        }
         return Storage(
             bucket: TestSupport.bucketName("dl"),
             endpoint: firebase ? .firebase(emulator.baseURL) : .gcs(emulator.baseURL),
@@ -219,8 +221,10 @@ struct DownloadTests {
     static func scriptedStorage(_ server: ScriptedHTTPServer, _ route: TestRoute) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(10)
-        configuration.maxUploadRetryTime = .seconds(20)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(10))
+            try $0.retry.setMaxUploadTime(.seconds(20))
+        }
         return Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
     }
 

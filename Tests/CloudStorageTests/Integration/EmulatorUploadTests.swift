@@ -13,8 +13,10 @@ struct EmulatorUploadTests {
     ) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(20)
-        configuration.maxUploadRetryTime = .seconds(30)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(20))
+            try $0.retry.setMaxUploadTime(.seconds(30))
+        }
         let bucket = TestSupport.bucketName("emu")
         return Storage(
             bucket: bucket,

@@ -57,8 +57,8 @@ struct FakeGCSUploadTests {
     func chunked(route: TestRoute, sizes: (size: Int, chunk: Int)) async throws {
         let (size, chunk) = sizes
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "chunk", route: route) {
-            $0.testChunkSize = Int64(chunk)
-            $0.multipartUploadThreshold = 0
+            try $0.uploads.setChunkSize(Int64(chunk))
+            $0.uploads.multipartThreshold = 0
         }
         let payload = TestSupport.payload(size: size, seed: 99)
         let file = try TestSupport.file(containing: payload)
@@ -129,7 +129,7 @@ struct FakeGCSUploadTests {
     @Test(arguments: TestRoute.all)
     func manyConcurrentUploads(route: TestRoute) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "many", route: route) {
-            $0.multipartUploadThreshold = 256 * 1024
+            $0.uploads.multipartThreshold = 256 * 1024
         }
         let payloads = (0..<40).map {
             TestSupport.payload(size: $0 % 4 == 0 ? 600 * .kibibyte : 64 * .kibibyte, seed: UInt64($0))

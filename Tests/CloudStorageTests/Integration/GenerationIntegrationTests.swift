@@ -73,7 +73,7 @@ struct GenerationIntegrationTests {
         let bucket = TestSupport.bucketName("gen")
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(5)
+        try configuration.retry.setInitialDelay(.milliseconds(5))
         let endpoint: StorageEndpoint
         var emulator: StorageEmulator?
         switch server {

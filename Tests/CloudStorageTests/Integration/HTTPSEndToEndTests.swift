@@ -13,9 +13,11 @@ struct HTTPSEndToEndTests {
     static func storage(_ emulator: StorageEmulator, wire: Reliability.Wire, trustingTestCA: Bool) -> Storage {
         var configuration = StorageConfiguration()
         TestRoute.nativeHTTPS.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(10)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(10))
+        }
         if !trustingTestCA {
-            configuration.additionalTrustRoots = []
+            configuration.tls.additionalTrustRoots = []
         }
         return Storage(
             bucket: Reliability.bucket, endpoint: wire.endpoint(emulator.baseURL),

@@ -12,9 +12,9 @@ struct InlineChecksumUploadTests {
     static func storage(_ emulator: StorageEmulator, chunkSize: Int64? = nil) throws -> Storage {
         var configuration = StorageConfiguration()
         TestRoute.nativeHTTPS.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(10)
-        configuration.maxUploadRetryTime = .seconds(60)
-        try configuration.setChunkSize(chunkSize)
+        try configuration.retry.setInitialDelay(.milliseconds(10))
+        try configuration.retry.setMaxUploadTime(.seconds(60))
+        try configuration.uploads.setChunkSize(chunkSize)
         return Storage(
             bucket: TestSupport.bucketName("inline"), endpoint: .gcs(emulator.baseURL), configuration: configuration)
     }

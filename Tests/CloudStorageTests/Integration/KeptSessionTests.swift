@@ -5,7 +5,7 @@ import Testing
 @testable import StorageEmulator
 
 /// A file upload whose retries ran out leaves its session open for ``Storage/resumeUpload(_:from:)``
-/// (an outage outlasted `maxUploadRetryTime`); every other end still deletes it.
+/// (an outage outlasted `retry.maxUploadTime`); every other end still deletes it.
 ///
 /// Deterministic: the emulator passes the session start and two 256 KiB chunks, then answers the
 /// third with a fault; a retry time of zero allows no retry at all, so the first fault ends the
@@ -23,9 +23,9 @@ struct KeptSessionTests {
 
     static func storage(_ route: Reliability.Route, _ emulator: StorageEmulator) -> Storage {
         Reliability.storage(route, emulator) {
-            $0.multipartUploadThreshold = -1
-            $0.testChunkSize = Int64(chunk)
-            $0.maxUploadRetryTime = .zero
+            $0.uploads.multipartThreshold = -1
+            try $0.uploads.setChunkSize(Int64(chunk))
+            try $0.retry.setMaxUploadTime(.zero)
         }
     }
 

@@ -15,8 +15,10 @@ struct ObjectOperationsTests {
     ) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(20)
-        configuration.maxUploadRetryTime = .seconds(30)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(20))
+            try $0.retry.setMaxUploadTime(.seconds(30))
+        }
         return Storage(
             bucket: bucket,
             endpoint: firebase ? .firebase(emulator.baseURL) : .gcs(emulator.baseURL),

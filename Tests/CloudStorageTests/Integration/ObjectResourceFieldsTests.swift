@@ -11,7 +11,7 @@ struct ObjectResourceFieldsTests {
     @Test(arguments: [false, true])
     func uploadsAndUpdatesCarryTheGCSOnlyFields(resumable: Bool) async throws {
         let (storage, _) = try await TestSupport.fakeGCSStorage(label: "fields", route: .nativeHTTP) {
-            if resumable { $0.multipartUploadThreshold = 0 }
+            if resumable { $0.uploads.multipartThreshold = 0 }
         }
         var metadata = StorageMetadata()
         metadata.storageClass = "NEARLINE"

@@ -17,13 +17,15 @@ struct PreconditionTests {
 
     static func storage(
         _ emulator: StorageEmulator, _ route: TestRoute, _ transport: PreconditionRecorder? = nil,
-        firebase: Bool = false, configure: (inout StorageConfiguration) -> Void = { _ in }
+        firebase: Bool = false, configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(5)
-        configuration.maxRetryDelay = .milliseconds(40)
-        configure(&configuration)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(5))
+            try $0.retry.setMaxDelay(.milliseconds(40))
+            try configure(&$0)
+        }
         let endpoint: StorageEndpoint = firebase ? .firebase(emulator.baseURL) : .gcs(emulator.baseURL)
         return Storage(
             bucket: bucket, endpoint: endpoint, authorization: firebase ? .emulatorOwner : .none,
@@ -45,7 +47,7 @@ struct PreconditionTests {
     func createOnlyIfAbsentSucceedsOnceThenFails(route: TestRoute, resumable: Bool) async throws {
         try await Self.withEmulator(route) { emulator in
             let storage = Self.storage(emulator, route) { configuration in
-                if resumable { configuration.multipartUploadThreshold = 0 }
+                if resumable { configuration.uploads.multipartThreshold = 0 }
             }
             let ref = storage.reference(withPath: "once.txt")
             let first = Data("first".utf8)
@@ -89,8 +91,8 @@ struct PreconditionTests {
                 _ = try? await other.putDataAsync(theirs)
             }
             let storage = Self.storage(emulator, route, recorder) { configuration in
-                configuration.multipartUploadThreshold = 0
-                try? configuration.setChunkSize(256 * 1024)
+                configuration.uploads.multipartThreshold = 0
+                try? configuration.uploads.setChunkSize(256 * 1024)
             }
             let error = await #expect(throws: StorageError.self) {
                 try await storage.reference(withPath: "race.bin").putDataAsync(payload, preconditions: .doesNotExist)

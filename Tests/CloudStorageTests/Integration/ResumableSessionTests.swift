@@ -46,8 +46,8 @@ struct ResumableSessionTests {
         let route = Reliability.Route(wire: wire, via: via)
         try await Reliability.withEmulator(for: via, faults: heldPlan) { emulator in
             let storage = Reliability.storage(route, emulator) {
-                $0.testChunkSize = Int64(chunk)
-                $0.multipartUploadThreshold = -1
+                try $0.uploads.setChunkSize(Int64(chunk))
+                $0.uploads.multipartThreshold = -1
             }
             let payload = TestSupport.payload(size: size, seed: 41)
             let file = try TestSupport.file(containing: payload)
@@ -201,7 +201,7 @@ struct ResumableSessionTests {
             let payload = TestSupport.payload(size: 512 * 1024, seed: 3)
             let file = try TestSupport.file(containing: payload)
             defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
-            let sessions = Reliability.storage(route, emulator) { $0.multipartUploadThreshold = -1 }
+            let sessions = Reliability.storage(route, emulator) { $0.uploads.multipartThreshold = -1 }
 
             let resumable = sessions.reference(withPath: "f.bin").putFile(from: file)
             let session = try #require(await resumable.waitForResumableSession())

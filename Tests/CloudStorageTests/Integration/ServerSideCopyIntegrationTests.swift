@@ -35,7 +35,7 @@ struct ServerSideCopyIntegrationTests {
         let second = TestSupport.bucketName("copy2")
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(20)
+        try configuration.retry.setInitialDelay(.milliseconds(20))
         let endpoint: StorageEndpoint
         var emulator: StorageEmulator?
         switch server {

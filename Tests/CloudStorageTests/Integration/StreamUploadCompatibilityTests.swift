@@ -11,7 +11,7 @@ struct StreamUploadCompatibilityTests {
     @Test(arguments: [Int64?.some(1024 * 1024 + 3), nil])
     func streamedObjectReadsBackByteForByte(declared: Int64?) async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "stream", route: .nativeHTTP) {
-            try? $0.setChunkSize(256 * 1024)
+            try $0.uploads.setChunkSize(256 * 1024)
         }
         let payload = TestSupport.payload(size: 1024 * 1024 + 3, seed: 7)
         let bytes = AsyncStream<Data> { continuation in

@@ -50,7 +50,7 @@ struct TestRoute: Sendable, Hashable, CustomTestStringConvertible {
     /// Sets the transport, and for `https` the test CA as a trust root.
     func apply(to configuration: inout StorageConfiguration) {
         configuration.transport = transport
-        if scheme == .https { configuration.additionalTrustRoots = [Self.trustRoot] }
+        if scheme == .https { configuration.tls.additionalTrustRoots = [Self.trustRoot] }
     }
 
     /// Makes the emulator serve this route's scheme.
@@ -74,9 +74,7 @@ struct TestRoute: Sendable, Hashable, CustomTestStringConvertible {
     func makeTransport(for endpoint: StorageEndpoint) -> any HTTPTransport {
         var configuration = StorageConfiguration()
         apply(to: &configuration)
-        return configuration.transport.transport(
-            for: endpoint, maxConnectionsPerHost: configuration.maxConnectionsPerHost,
-            additionalTrustRoots: configuration.additionalTrustRoots)
+        return configuration.transport.transport(for: endpoint, configuration: configuration)
     }
 
     /// A transport of the test's own, to read what a server holds on either scheme

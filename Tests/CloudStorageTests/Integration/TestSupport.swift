@@ -52,16 +52,16 @@ enum TestSupport {
         label: String = "t",
         authorization: StorageAuthorization = .none,
         route: TestRoute,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) async throws -> (Storage, FakeGCSServer) {
         let server = try await FakeGCSServer.shared()
         let bucket = bucketName(label)
         try await server.createBucket(bucket)
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(50)
-        configuration.maxUploadRetryTime = .seconds(20)
+        try configuration.retry.setInitialDelay(.milliseconds(50))
+        try configuration.retry.setMaxUploadTime(.seconds(20))
         route.apply(to: &configuration)
-        configure(&configuration)
+        configuration.applyForTest(configure)
         let storage = Storage(
             bucket: bucket,
             endpoint: .gcs(try fakeGCSBaseURL(server, route)),
@@ -175,16 +175,13 @@ extension Int {
 }
 
 extension StorageConfiguration {
-    /// ``chunkSize`` for tests, which set sizes they know to be valid: a refused one is
-    /// recorded as a test failure.
-    var testChunkSize: Int64? {
-        get { chunkSize }
-        set {
-            do {
-                try setChunkSize(newValue)
-            } catch {
-                Issue.record(error, "a test set an invalid chunk size")
-            }
+    /// Applies settings a test knows to be valid, so that helpers building a configuration
+    /// need not throw: a value the configuration refuses is recorded as a test failure.
+    mutating func applyForTest(_ settings: (inout StorageConfiguration) throws -> Void) {
+        do {
+            try settings(&self)
+        } catch {
+            Issue.record(error, "a test set an invalid configuration value")
         }
     }
 }

@@ -44,9 +44,9 @@ struct UnreadableSuccessAnswerTests {
             let proxy = try TruncatingProxy(emulator: emulator.baseURL, scheme: route.via.scheme)
             defer { proxy.stop() }
             var configuration = StorageConfiguration()
-            configuration.initialRetryDelay = .milliseconds(5)
-            configuration.maxRetryDelay = .milliseconds(40)
-            configuration.maxUploadRetryTime = .seconds(30)
+            try configuration.retry.setInitialDelay(.milliseconds(5))
+            try configuration.retry.setMaxDelay(.milliseconds(40))
+            try configuration.retry.setMaxUploadTime(.seconds(30))
             route.via.apply(to: &configuration)
             let size: Int
             switch upload.chunking {
@@ -54,11 +54,11 @@ struct UnreadableSuccessAnswerTests {
                 size = 100_000
             case .oneRequest:
                 size = 600_000
-                configuration.multipartUploadThreshold = -1
+                configuration.uploads.multipartThreshold = -1
             case .chunked:
                 size = 600_000
-                configuration.multipartUploadThreshold = -1
-                configuration.testChunkSize = StorageConfiguration.chunkGranularity
+                configuration.uploads.multipartThreshold = -1
+                try configuration.uploads.setChunkSize(StorageConfiguration.Uploads.chunkGranularity)
             }
             let storage = Storage(
                 bucket: Reliability.bucket, endpoint: route.wire.endpoint(proxy.baseURL), configuration: configuration)

@@ -78,13 +78,13 @@ struct UploadErrorTests {
     @Test(arguments: [0, 1000, 256 * 1024 + 1, -262_144, .max] as [Int64])
     func anInvalidChunkSizeIsRejectedWhereItIsSet(chunkSize: Int64) throws {
         var configuration = StorageConfiguration()
-        try configuration.setChunkSize(512 * 1024)
-        let error = #expect(throws: StorageError.self) { try configuration.setChunkSize(chunkSize) }
+        try configuration.uploads.setChunkSize(512 * 1024)
+        let error = #expect(throws: StorageError.self) { try configuration.uploads.setChunkSize(chunkSize) }
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.contains("256 KiB") == true)
-        #expect(configuration.chunkSize == Int64(512 * 1024), "a refused size changes nothing")
-        try configuration.setChunkSize(nil)
-        #expect(configuration.chunkSize == nil)
+        #expect(configuration.uploads.chunkSize == Int64(512 * 1024), "a refused size changes nothing")
+        try configuration.uploads.setChunkSize(nil)
+        #expect(configuration.uploads.chunkSize == nil)
     }
 
     @Test(arguments: TestRoute.all, [100, 20 * 1024 * 1024])

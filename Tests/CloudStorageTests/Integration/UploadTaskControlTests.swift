@@ -28,8 +28,8 @@ struct UploadTaskControlTests {
     ) async throws {
         try await Reliability.withEmulator(for: route, faults: heldPlan) { emulator in
             let storage = Reliability.storage(Reliability.Route(wire: .gcs, via: route), emulator) {
-                $0.testChunkSize = Int64(chunk)
-                $0.multipartUploadThreshold = -1
+                try $0.uploads.setChunkSize(Int64(chunk))
+                $0.uploads.multipartThreshold = -1
             }
             try await body(storage, emulator)
         }
@@ -228,7 +228,7 @@ struct UploadTaskControlTests {
         }
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.maxUploadRetryTime = .seconds(20)
+        try configuration.retry.setMaxUploadTime(.seconds(20))
         let storage = Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
         let task = storage.reference(withPath: "one").putData(payload)
         // The server has every byte: whatever the task is told now, the object may be stored.

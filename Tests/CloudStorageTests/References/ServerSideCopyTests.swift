@@ -54,8 +54,8 @@ struct ServerSideCopyTests {
                 }
             }
             var configuration = StorageConfiguration()
-            configuration.initialRetryDelay = .milliseconds(1)
-            configuration.maxRetryDelay = .milliseconds(5)
+            try configuration.retry.setInitialDelay(.milliseconds(1))
+            try configuration.retry.setMaxDelay(.milliseconds(5))
             storage = Storage(bucket: "b", endpoint: .gcs(server.baseURL), configuration: configuration)
         }
 

@@ -156,7 +156,7 @@ struct StorageEndpointTests {
         _ endpoint: StorageEndpoint, _ authorization: StorageAuthorization
     ) -> (Storage, () -> [String?]) {
         var configuration = StorageConfiguration()
-        configuration.multipartUploadThreshold = 256 * 1024
+        configuration.uploads.multipartThreshold = 256 * 1024
         let transport: any HTTPTransport
         let headers: () -> [String?]
         switch endpoint.wireProtocol {

@@ -100,7 +100,9 @@ struct DownloadFaultTests {
                 // A held response ends only with the client's time-out, so that case gets a short one;
                 // the others keep the default 60 s, so that a slow moment never adds a GET to count.
                 let downloads = Self.storage(testCase.route.wire, emulator, recorder) {
-                    if testCase.kind == .longStallAfter { $0.requestTimeout = Reliability.stallingRequestTimeout }
+                    if testCase.kind == .longStallAfter {
+                        try $0.timeouts.setRequest(Reliability.stallingRequestTimeout)
+                    }
                 }
                 let reference = downloads.reference(withPath: name)
                 let downloaded: Data
@@ -123,13 +125,15 @@ struct DownloadFaultTests {
 
     static func storage(
         _ wire: Reliability.Wire, _ emulator: StorageEmulator, _ transport: RecordingTransport,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(5)
-        configuration.maxRetryDelay = .milliseconds(40)
-        configuration.maxUploadRetryTime = .seconds(30)
-        configure(&configuration)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(5))
+            try $0.retry.setMaxDelay(.milliseconds(40))
+            try $0.retry.setMaxUploadTime(.seconds(30))
+            try configure(&$0)
+        }
         return Storage(
             bucket: Reliability.bucket, endpoint: wire.endpoint(emulator.baseURL), authorization: .none,
             configuration: configuration, transport: transport)

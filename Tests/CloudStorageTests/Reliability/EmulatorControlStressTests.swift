@@ -23,8 +23,8 @@ struct EmulatorControlStressTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(for: route.via, faults: slow ? Self.slowEveryRequest : []) { emulator in
                 let storage = Reliability.storage(route, emulator) {
-                    $0.testChunkSize = 256 * 1024
-                    $0.multipartUploadThreshold = singleRequest ? 8 * 1024 * 1024 : -1
+                    try $0.uploads.setChunkSize(256 * 1024)
+                    $0.uploads.multipartThreshold = singleRequest ? 8 * 1024 * 1024 : -1
                 }
                 let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 40)
                 let source: Reliability.Source = seed.isMultiple(of: 2) ? .data : .file
@@ -62,8 +62,8 @@ struct EmulatorControlStressTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(for: route.via, faults: Self.slowEveryRequest) { emulator in
                 let storage = Reliability.storage(route, emulator) {
-                    $0.testChunkSize = 256 * 1024
-                    $0.multipartUploadThreshold = -1
+                    try $0.uploads.setChunkSize(256 * 1024)
+                    $0.uploads.multipartThreshold = -1
                 }
                 let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 90)
                 let name = "async/\(seed).bin"

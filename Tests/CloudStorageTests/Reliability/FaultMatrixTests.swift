@@ -135,8 +135,10 @@ struct FaultMatrixTests {
             ) {
                 emulator in
                 let storage = Reliability.storage(testCase.route, emulator) {
-                    if testCase.path == .resumable { $0.multipartUploadThreshold = -1 }
-                    if testCase.kind == .longStallAfter { $0.requestTimeout = Reliability.stallingRequestTimeout }
+                    if testCase.path == .resumable { $0.uploads.multipartThreshold = -1 }
+                    if testCase.kind == .longStallAfter {
+                        try $0.timeouts.setRequest(Reliability.stallingRequestTimeout)
+                    }
                 }
                 let name = "matrix/\(testCase.size).bin"
                 let payload = TestSupport.payload(size: testCase.size, seed: UInt64(testCase.size) &* 31 &+ 7)
@@ -221,8 +223,8 @@ struct RandomFaultTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(for: route.via, faults: ["random:seed=\(seed),rate=0.3"]) { emulator in
                 let storage = Reliability.storage(route, emulator) {
-                    $0.testChunkSize = 256 * 1024
-                    $0.maxUploadRetryTime = .seconds(60)
+                    try $0.uploads.setChunkSize(256 * 1024)
+                    try $0.retry.setMaxUploadTime(.seconds(60))
                 }
                 let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) &+ 1000)
                 let source: Reliability.Source = seed.isMultiple(of: 2) ? .data : .file

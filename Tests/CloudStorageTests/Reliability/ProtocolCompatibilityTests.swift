@@ -14,9 +14,9 @@ struct ProtocolCompatibilityTests {
     enum Strategy: String, CaseIterable, Sendable, CustomTestStringConvertible {
         /// Defaults: one multipart request up to 8 MiB, else a session sending the rest in one request.
         case defaults
-        /// `multipartUploadThreshold = -1`: a session even for 0 B, the rest in one request.
+        /// `uploads.multipartThreshold = -1`: a session even for 0 B, the rest in one request.
         case resumable
-        /// `multipartUploadThreshold = -1`, `chunkSize` 256 KiB: one request per 256 KiB.
+        /// `uploads.multipartThreshold = -1`, `uploads.chunkSize` 256 KiB: one request per 256 KiB.
         case chunked
 
         var testDescription: String { rawValue }
@@ -24,10 +24,10 @@ struct ProtocolCompatibilityTests {
         func apply(_ configuration: inout StorageConfiguration) {
             switch self {
             case .defaults: break
-            case .resumable: configuration.multipartUploadThreshold = -1
+            case .resumable: configuration.uploads.multipartThreshold = -1
             case .chunked:
-                configuration.multipartUploadThreshold = -1
-                configuration.testChunkSize = 256 * 1024
+                configuration.uploads.multipartThreshold = -1
+                configuration.applyForTest { try $0.uploads.setChunkSize(256 * 1024) }
             }
         }
     }
@@ -88,7 +88,7 @@ struct ProtocolCompatibilityTests {
     func contentTypeAndCustomMetadataRoundTrip(route: Reliability.Route, path: Reliability.Path) async throws {
         try await Reliability.withEmulator(for: route.via) { emulator in
             let storage = Reliability.storage(route, emulator) {
-                if path == .resumable { $0.multipartUploadThreshold = -1 }
+                if path == .resumable { $0.uploads.multipartThreshold = -1 }
             }
             var metadata = StorageMetadata()
             metadata.contentType = "image/x-test; charset=binary"

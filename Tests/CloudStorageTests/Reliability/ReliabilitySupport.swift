@@ -68,7 +68,7 @@ enum Reliability {
     enum Path: String, CaseIterable, Sendable, CustomTestStringConvertible {
         /// One multipart request (the default for objects up to 8 MiB).
         case multipart
-        /// A resumable session (`multipartUploadThreshold = -1`): start, then the bytes in one request.
+        /// A resumable session (`uploads.multipartThreshold = -1`): start, then the bytes in one request.
         case resumable
 
         var testDescription: String { rawValue }
@@ -110,14 +110,16 @@ enum Reliability {
         _ emulator: StorageEmulator,
         bucket: String = Reliability.bucket,
         authorization: StorageAuthorization = .none,
-        configure: (inout StorageConfiguration) -> Void = { _ in }
+        configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
-        configuration.initialRetryDelay = .milliseconds(5)
-        configuration.maxRetryDelay = .milliseconds(40)
-        configuration.maxUploadRetryTime = .seconds(30)
+        configuration.applyForTest {
+            try $0.retry.setInitialDelay(.milliseconds(5))
+            try $0.retry.setMaxDelay(.milliseconds(40))
+            try $0.retry.setMaxUploadTime(.seconds(30))
+        }
         route.via.apply(to: &configuration)
-        configure(&configuration)
+        configuration.applyForTest(configure)
         return Storage(
             bucket: bucket, endpoint: route.wire.endpoint(emulator.baseURL), authorization: authorization,
             configuration: configuration)

@@ -34,9 +34,9 @@ struct ServerErrorTests {
         let faults = ["pass"] + Array(repeating: "return-\(status)", count: 5000)
         try await Reliability.withEmulator(for: route.via, faults: faults) { emulator in
             let storage = Reliability.storage(route, emulator) {
-                $0.multipartUploadThreshold = -1
-                $0.maxUploadRetryTime = .milliseconds(400)
-                $0.maxRetryDelay = .milliseconds(20)
+                $0.uploads.multipartThreshold = -1
+                try $0.retry.setMaxUploadTime(.milliseconds(400))
+                try $0.retry.setMaxDelay(.milliseconds(20))
             }
             let ending = try await Reliability.upload(
                 Self.payload, from: .data, to: storage.reference(withPath: "exhausted"))
@@ -54,9 +54,9 @@ struct ServerErrorTests {
         let faults = Array(repeating: "return-\(status)", count: 5000)
         try await Reliability.withEmulator(for: route.via, faults: faults) { emulator in
             let storage = Reliability.storage(route, emulator) {
-                if path == .resumable { $0.multipartUploadThreshold = -1 }
-                $0.maxUploadRetryTime = .milliseconds(400)
-                $0.maxRetryDelay = .milliseconds(20)
+                if path == .resumable { $0.uploads.multipartThreshold = -1 }
+                try $0.retry.setMaxUploadTime(.milliseconds(400))
+                try $0.retry.setMaxDelay(.milliseconds(20))
             }
             let ending = try await Reliability.upload(
                 Self.payload, from: .file, to: storage.reference(withPath: "exhausted"))
@@ -96,7 +96,7 @@ struct ServerErrorTests {
             emulator in
             for path in Reliability.Path.allCases {
                 let storage = Reliability.storage(route, emulator, authorization: credential.authorization) {
-                    if path == .resumable { $0.multipartUploadThreshold = -1 }
+                    if path == .resumable { $0.uploads.multipartThreshold = -1 }
                 }
                 let name = "auth/\(path)"
                 let ending = try await Reliability.upload(
@@ -121,7 +121,7 @@ struct ServerErrorTests {
         try await Reliability.withEmulator(for: route.via, faults: path.plan(faultingBytesWith: "return-403")) {
             emulator in
             let storage = Reliability.storage(route, emulator) {
-                if path == .resumable { $0.multipartUploadThreshold = -1 }
+                if path == .resumable { $0.uploads.multipartThreshold = -1 }
             }
             let ending = try await Reliability.upload(
                 Self.payload, from: .data, to: storage.reference(withPath: "forbidden"))
@@ -138,7 +138,7 @@ struct ServerErrorTests {
     func aMissingBucketIsBucketNotFound(route: Reliability.Route, path: Reliability.Path) async throws {
         try await Reliability.withEmulator(for: route.via, configure: { $0.autoCreateBuckets = false }) { emulator in
             let storage = Reliability.storage(route, emulator) {
-                if path == .resumable { $0.multipartUploadThreshold = -1 }
+                if path == .resumable { $0.uploads.multipartThreshold = -1 }
             }
             let ending = try await Reliability.upload(
                 Self.payload, from: .data, to: storage.reference(withPath: "nowhere"))
@@ -155,8 +155,8 @@ struct ServerErrorTests {
         let payload = TestSupport.payload(size: 4 * Reliability.granule + 5, seed: 78)
         try await Reliability.withEmulator(for: route.via, faults: ["pass", "pass", "return-404"]) { emulator in
             let storage = Reliability.storage(route, emulator) {
-                $0.multipartUploadThreshold = -1
-                $0.testChunkSize = 256 * 1024
+                $0.uploads.multipartThreshold = -1
+                try $0.uploads.setChunkSize(256 * 1024)
             }
             let ending = try await Reliability.upload(payload, from: source, to: storage.reference(withPath: "lost"))
             #expect(ending.error == nil, "\(ending.error.map(String.init(describing:)) ?? "")")
@@ -175,9 +175,9 @@ struct ServerErrorTests {
         // `.invalid` never resolves, and the check runs before any connection is made.
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.multipartUploadThreshold = multipartUploadThreshold
-        configuration.initialRetryDelay = .milliseconds(5)
-        configuration.maxUploadRetryTime = .seconds(5)
+        configuration.uploads.multipartThreshold = multipartUploadThreshold
+        try configuration.retry.setInitialDelay(.milliseconds(5))
+        try configuration.retry.setMaxUploadTime(.seconds(5))
         let storage = Storage(
             bucket: "b",
             endpoint: .firebase(URL(string: "http://firebase.example.invalid:9199")!),
@@ -196,9 +196,9 @@ struct ServerErrorTests {
     func aSessionURLOnAnotherMachineOverPlainHTTPGetsNoToken(wire: Reliability.Wire) async throws {
         let transport = ForeignSessionTransport()
         var configuration = StorageConfiguration()
-        configuration.multipartUploadThreshold = -1
-        configuration.initialRetryDelay = .milliseconds(5)
-        configuration.maxUploadRetryTime = .seconds(5)
+        configuration.uploads.multipartThreshold = -1
+        try configuration.retry.setInitialDelay(.milliseconds(5))
+        try configuration.retry.setMaxUploadTime(.seconds(5))
         let storage = Storage(
             bucket: "b", endpoint: wire.endpoint(ForeignSessionTransport.loopback),
             authorization: .bearerToken("secret-token"), configuration: configuration, transport: transport)

@@ -32,7 +32,7 @@ struct StreamUploadTests {
 
     static func storage(_ wire: Reliability.Wire, _ emulator: StorageEmulator, chunk: Int64? = nil) -> Storage {
         Reliability.storage(Reliability.Route(wire: wire, via: route), emulator) { configuration in
-            try? configuration.setChunkSize(chunk)
+            try? configuration.uploads.setChunkSize(chunk)
         }
     }
 

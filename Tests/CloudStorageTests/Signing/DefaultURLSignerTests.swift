@@ -22,9 +22,7 @@ struct DefaultURLSignerTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let storage = CredentialEndToEndTests.storage(
             emulator, try CredentialEndToEndTests.authorization(kind, emulator, in: directory)
-        ) { configuration in
-            configuration.iamCredentialsBaseURL = emulator.baseURL
-        }
+        ).sendingIAMCalls(to: emulator.baseURL)
         let reference = storage.reference(withPath: "signed/\(kind.rawValue).txt")
         let payload = Data("signed by \(kind.rawValue)".utf8)
         let put = try await reference.signedURL(method: .put, expiresIn: .seconds(600))
@@ -70,5 +68,14 @@ struct DefaultURLSignerTests {
         }
         #expect(error?.code == .invalidArgument)
         #expect(error?.message.contains("TEST-ONLY-token") == false)
+    }
+}
+
+extension Storage {
+    /// This storage, with IAM `signBlob` calls sent to `baseURL` (an emulator) instead of Google's.
+    func sendingIAMCalls(to baseURL: URL) -> Storage {
+        Storage(
+            bucket: bucket, endpoint: endpoint, authorization: authorization, configuration: configuration,
+            transport: transport, iamCredentialsBaseURL: baseURL)
     }
 }

@@ -18,7 +18,7 @@ struct DownloadTaskStressTests {
     static func storage(_ emulator: StorageEmulator, _ route: TestRoute) -> Storage {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
-        configuration.initialRetryDelay = .milliseconds(10)
+        configuration.applyForTest { try $0.retry.setInitialDelay(.milliseconds(10)) }
         return Storage(bucket: "stress", endpoint: .gcs(emulator.baseURL), configuration: configuration)
     }
 

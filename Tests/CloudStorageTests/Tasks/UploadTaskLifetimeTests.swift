@@ -39,7 +39,7 @@ struct UploadTaskLifetimeTests {
 
     @Test func aCancelledTaskIsFreed() async throws {
         let transport = ScriptedGCSTransport(latencyMicroseconds: 100...300)
-        let storage = UploadEngineProtocolTests.storage(transport) { $0.testChunkSize = 256 * 1024 }
+        let storage = UploadEngineProtocolTests.storage(transport) { try $0.uploads.setChunkSize(256 * 1024) }
         weak var weakTask: StorageUploadTask?
         do {
             let task = storage.reference(withPath: "lifetime").putData(TestSupport.payload(size: 2_000_000, seed: 2))

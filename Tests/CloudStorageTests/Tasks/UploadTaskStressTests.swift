@@ -14,7 +14,7 @@ struct UploadTaskStressTests {
     func randomControlsEndExactlyOnceWithTheRightBytes(seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &* 7919)
         let transport = ScriptedGCSTransport(latencyMicroseconds: 0...400)
-        let storage = UploadEngineProtocolTests.storage(transport) { $0.testChunkSize = 256 * 1024 }
+        let storage = UploadEngineProtocolTests.storage(transport) { try $0.uploads.setChunkSize(256 * 1024) }
         let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed))
         let useSwiftCancellation = seed % 5 == 0
 
@@ -62,7 +62,7 @@ struct UploadTaskStressTests {
     func cancelAlwaysDiscardsTheSessionUnlessTheObjectWasStored(seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &+ 100)
         let transport = ScriptedGCSTransport(latencyMicroseconds: 0...300)
-        let storage = UploadEngineProtocolTests.storage(transport) { $0.testChunkSize = 256 * 1024 }
+        let storage = UploadEngineProtocolTests.storage(transport) { try $0.uploads.setChunkSize(256 * 1024) }
         let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed))
         let task = storage.reference(withPath: "cancel/\(seed)").putData(payload)
         try await Task.sleep(for: .microseconds(Int.random(in: 0...4000, using: &generator)))
@@ -84,7 +84,7 @@ struct UploadTaskStressTests {
     func pausesAndResumesNeverCorruptTheObject(seed: Int) async throws {
         var generator = SeededGenerator(seed: UInt64(seed) &+ 500)
         let transport = ScriptedGCSTransport(latencyMicroseconds: 0...300)
-        let storage = UploadEngineProtocolTests.storage(transport) { $0.testChunkSize = 256 * 1024 }
+        let storage = UploadEngineProtocolTests.storage(transport) { try $0.uploads.setChunkSize(256 * 1024) }
         let payload = TestSupport.payload(size: Self.size, seed: UInt64(seed) + 1)
         let task = storage.reference(withPath: "pause/\(seed)").putData(payload)
         for _ in 0..<Int.random(in: 1...8, using: &generator) {

@@ -18,7 +18,10 @@ struct ConnectionLimitTests {
         _ emulator: StorageEmulator, limit: Int, transport: StorageTransportChoice
     ) throws -> Storage {
         var configuration = StorageConfiguration()
-        try configuration.setMaxConnectionsPerHost(limit)
+        try configuration.connectionPool.setMaxConnectionsPerHost(limit)
+        // The test counts connections: on a starved machine a pooled one must not age out
+        // between two requests and be replaced (as `NativeHTTPTransport.Configuration.forTests()`).
+        try configuration.connectionPool.setIdleTimeout(.seconds(3600))
         configuration.transport = transport
         return Storage.gcsEmulator(
             bucket: TestSupport.bucketName("limit"), baseURL: emulator.baseURL, configuration: configuration)
@@ -34,6 +37,7 @@ struct ConnectionLimitTests {
         #expect(oneTransport !== threeTransport)
         #expect(oneTransport.pool.maxConnectionsPerHost == 1)
         #expect(threeTransport.pool.maxConnectionsPerHost == 3)
+        #expect(oneTransport.pool.maxIdleTime == .seconds(3600) && threeTransport.pool.maxIdleTime == .seconds(3600))
         // A concurrent burst through each: never more connections than its own limit.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<40 {
@@ -51,13 +55,15 @@ struct ConnectionLimitTests {
 
     @Test func theDefaultIs32AndALimitOutsideTheRangeIsRefusedWhereItIsSet() throws {
         var configuration = StorageConfiguration()
-        #expect(configuration.maxConnectionsPerHost == 32)
+        #expect(configuration.connectionPool.maxConnectionsPerHost == 32)
         for bad in [0, -1, 1025, Int.max, Int.min] {
-            let error = #expect(throws: StorageError.self) { try configuration.setMaxConnectionsPerHost(bad) }
+            let error = #expect(throws: StorageError.self) {
+                try configuration.connectionPool.setMaxConnectionsPerHost(bad)
+            }
             #expect(error?.code == .invalidArgument)
-            #expect(configuration.maxConnectionsPerHost == 32)
+            #expect(configuration.connectionPool.maxConnectionsPerHost == 32)
         }
-        try configuration.setMaxConnectionsPerHost(1024)
-        #expect(configuration.maxConnectionsPerHost == 1024)
+        try configuration.connectionPool.setMaxConnectionsPerHost(1024)
+        #expect(configuration.connectionPool.maxConnectionsPerHost == 1024)
     }
 }

@@ -635,8 +635,8 @@ struct NativeHTTPTransportTests {
         var configuration = StorageConfiguration()
         configuration.transport = .native
         // A retry would wait 10 minutes first: finishing well before that proves there was none.
-        configuration.initialRetryDelay = .seconds(600)
-        configuration.maxRetryDelay = .seconds(600)
+        try configuration.retry.setInitialDelay(.seconds(600))
+        try configuration.retry.setMaxDelay(.seconds(600))
         let storage = Storage(
             bucket: "b", endpoint: .gcs(URL(string: "ftp://127.0.0.1:1")!), configuration: configuration)
         let started = ContinuousClock.now

@@ -111,8 +111,8 @@ struct NativeTLSTransportTests {
         defer { server.stop() }
         var configuration = StorageConfiguration()
         configuration.transport = .native
-        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
-        configuration.maxOperationRetryTime = .seconds(60)
+        configuration.tls.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
+        try configuration.retry.setMaxOperationTime(.seconds(60))
         let storage = Storage(
             bucket: "bucket", endpoint: .gcs(URL(string: "https://127.0.0.1:\(server.port)")!),
             authorization: .bearerToken("secret"), configuration: configuration)

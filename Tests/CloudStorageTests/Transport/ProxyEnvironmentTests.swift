@@ -13,21 +13,21 @@ struct ProxyEnvironmentTests {
     @Test func automaticLeavesAProxiedEndpointToURLSession() {
         let proxied = ProxyEnvironment(["HTTPS_PROXY": "http://proxy.corp:3128"])
         let viaProxy = StorageTransportChoice.automatic.transport(
-            for: Self.https, maxConnectionsPerHost: 4, tlsUnavailableReason: nil, proxies: proxied)
+            for: Self.https, tlsUnavailableReason: nil, proxies: proxied)
         #expect(viaProxy is URLSessionTransport)
 
         let direct = StorageTransportChoice.automatic.transport(
-            for: Self.https, maxConnectionsPerHost: 4, tlsUnavailableReason: nil,
+            for: Self.https, tlsUnavailableReason: nil,
             proxies: ProxyEnvironment(["https_proxy": "http://proxy.corp:3128", "no_proxy": ".example.com"]))
         #expect(direct is SchemeRoutingTransport)
 
         // A proxy for http:// says nothing about https://, and an explicit choice is kept.
         let otherScheme = StorageTransportChoice.automatic.transport(
-            for: Self.https, maxConnectionsPerHost: 4, tlsUnavailableReason: nil,
+            for: Self.https, tlsUnavailableReason: nil,
             proxies: ProxyEnvironment(["http_proxy": "http://proxy.corp:3128"]))
         #expect(otherScheme is SchemeRoutingTransport)
         let native = StorageTransportChoice.native.transport(
-            for: Self.https, maxConnectionsPerHost: 4, tlsUnavailableReason: nil, proxies: proxied)
+            for: Self.https, tlsUnavailableReason: nil, proxies: proxied)
         #expect(native is NativeHTTPTransport)
     }
 

@@ -64,8 +64,8 @@ struct TLSFailureTests {
     static func storage(_ route: Route, port: Int) -> Storage {
         var configuration = StorageConfiguration()
         configuration.transport = route.choice
-        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
-        configuration.maxOperationRetryTime = .seconds(600)
+        configuration.tls.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
+        configuration.applyForTest { try $0.retry.setMaxOperationTime(.seconds(600)) }
         return Storage(
             bucket: "bucket", endpoint: .gcs(URL(string: "https://127.0.0.1:\(port)")!),
             authorization: .bearerToken("secret-token"), configuration: configuration)

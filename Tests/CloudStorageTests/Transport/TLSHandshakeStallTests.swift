@@ -16,13 +16,13 @@ struct TLSHandshakeStallTests {
     }
 
     static func storage(
-        _ server: ScriptedHTTPServer, configure: (inout StorageConfiguration) -> Void = { _ in }
+        _ server: ScriptedHTTPServer, configure: (inout StorageConfiguration) throws -> Void = { _ in }
     )
         -> Storage
     {
         var configuration = StorageConfiguration()
         TestRoute.nativeHTTPS.apply(to: &configuration)
-        configure(&configuration)
+        configuration.applyForTest(configure)
         return Storage(
             bucket: "b", endpoint: .gcs(URL(string: "https://127.0.0.1:\(server.port)")!),
             configuration: configuration)
@@ -32,8 +32,8 @@ struct TLSHandshakeStallTests {
         let server = try Self.silentServer()
         defer { server.stop() }
         let storage = Self.storage(server) {
-            $0.requestTimeout = .seconds(1)
-            $0.maxOperationRetryTime = .zero
+            try $0.timeouts.setRequest(.seconds(1))
+            try $0.retry.setMaxOperationTime(.zero)
         }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()
@@ -54,8 +54,8 @@ struct TLSHandshakeStallTests {
         }
         defer { server.stop() }
         let storage = Self.storage(server) {
-            $0.requestTimeout = .seconds(1)
-            $0.maxOperationRetryTime = .zero
+            try $0.timeouts.setRequest(.seconds(1))
+            try $0.retry.setMaxOperationTime(.zero)
         }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()

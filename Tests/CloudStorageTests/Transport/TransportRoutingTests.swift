@@ -35,18 +35,18 @@ struct TransportRoutingTests {
 
     @Test func automaticSendsHTTPSThroughTheNativeTransportWhereOpenSSLLoads() throws {
         let available = StorageTransportChoice.automatic.transport(
-            for: Self.https, maxConnectionsPerHost: 4, tlsUnavailableReason: nil)
+            for: Self.https, tlsUnavailableReason: nil)
         let routing = try #require(available as? SchemeRoutingTransport)
         #expect(routing.native is NativeHTTPTransport)
         #expect(routing.nativeSchemes == ["http", "https"])
         #expect(routing.maximumBodyLength == nil, "no 32 MiB bound on requests to an https endpoint")
 
         let unavailable = StorageTransportChoice.automatic.transport(
-            for: Self.https, maxConnectionsPerHost: 4, tlsUnavailableReason: Self.missing)
+            for: Self.https, tlsUnavailableReason: Self.missing)
         #expect(unavailable is URLSessionTransport, "the fallback where OpenSSL 3 cannot be loaded")
         let plain = try #require(
             StorageTransportChoice.automatic.transport(
-                for: Self.http, maxConnectionsPerHost: 4, tlsUnavailableReason: Self.missing)
+                for: Self.http, tlsUnavailableReason: Self.missing)
                 as? SchemeRoutingTransport)
         #expect(plain.nativeSchemes == ["http"])
 
@@ -87,7 +87,7 @@ struct TransportRoutingTests {
         defer { emulator.stop() }
         var configuration = StorageConfiguration()
         #expect(configuration.transport == .automatic)
-        configuration.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
+        configuration.tls.additionalTrustRoots = [.file(URL(fileURLWithPath: TLSTestPKI.path("test-ca.pem")))]
         let storage = Storage.gcsEmulator(bucket: "routing", baseURL: emulator.baseURL, configuration: configuration)
         #expect(emulator.baseURL.scheme == "https")
 
@@ -105,11 +105,11 @@ struct TransportRoutingTests {
         var configuration = StorageConfiguration()
         configuration.transport = .native
         // A retry would wait out this budget, and open connections the server would report.
-        configuration.maxOperationRetryTime = .seconds(600)
+        try configuration.retry.setMaxOperationTime(.seconds(600))
         let storage = Storage(
             bucket: "b", endpoint: endpoint, authorization: .bearerToken("secret-token"), configuration: configuration,
             transport: StorageTransportChoice.native.transport(
-                for: endpoint, maxConnectionsPerHost: 4, tlsUnavailableReason: Self.missing))
+                for: endpoint, tlsUnavailableReason: Self.missing))
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "object").putDataAsync(Data("secret bytes".utf8))
         }
