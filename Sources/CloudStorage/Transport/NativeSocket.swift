@@ -204,7 +204,8 @@ final class NativeSocket: Sendable {
             }
         }
         _ = try flush()
-        return taken
+        // Nothing taken (cannot happen once the output is sent, but never spin): wait for room.
+        return taken > 0 ? taken : nil
     }
 
     /// Sends what waits in the TLS layer's output, as far as the socket takes it without blocking.
