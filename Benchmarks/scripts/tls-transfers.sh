@@ -52,27 +52,29 @@ measure() {
             l, w, u, s, m * 1.048576 / w, (u + s) * 1024 / m }'
 }
 
-curl_up() { # ENDPOINT NAME
-    curl -sS --fail --cacert "$certificates/test-ca.pem" -X POST -T "$work/payload" \
-        -H "Content-Type: application/octet-stream" \
-        "$1/upload/storage/v1/b/bench/o?uploadType=media&name=$2"
+# curl_up ENDPOINT NAME: the curl command line of a one-request upload of the payload.
+curl_up() {
+    curl_command=(curl -sS --fail --cacert "$certificates/test-ca.pem" -X POST -T "$work/payload"
+        -H "Content-Type: application/octet-stream" "$1/upload/storage/v1/b/bench/o?uploadType=media&name=$2")
 }
 
 for ((round = 1; round <= rounds; round++)); do
     echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
     for i in "${!clients[@]}"; do
-        measure "putFile https  client $i" "${clients[$i]}" cp --quiet --ca-file "$certificates/test-ca.pem" --endpoint "$https" "$work/payload" \
+        measure "putFile https  client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$https" "$work/payload" \
             "gs://bench/up-$i"
     done
-    measure "upload https   curl" curl_up "$https" up-curl
+    curl_up "$https" up-curl
+    measure "upload https   curl" "${curl_command[@]}"
     for i in "${!clients[@]}"; do
         measure "putFile http   client $i" "${clients[$i]}" cp --quiet --endpoint "$http" "$work/payload" \
             "gs://bench/up-$i"
     done
-    measure "upload http    curl" curl_up "$http" up-curl
+    curl_up "$http" up-curl
+    measure "upload http    curl" "${curl_command[@]}"
     for i in "${!clients[@]}"; do
         rm -f "$work/down"
-        measure "download https client $i" "${clients[$i]}" cp --quiet --ca-file "$certificates/test-ca.pem" --endpoint "$https" "gs://bench/up-curl" \
+        measure "download https client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$https" "gs://bench/up-curl" \
             "$work/down"
         cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
     done
