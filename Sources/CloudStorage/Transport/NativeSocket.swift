@@ -173,7 +173,8 @@ final class NativeSocket: Sendable {
     var canSendFile: Bool { layer.engine == nil }
 
     /// Whether bytes the server sent are received but not yet returned by ``receive(into:)``
-    /// (over TLS: records decrypted or read ahead), which a `poll` of the socket cannot see.
+    /// (over TLS: records received into the TLS layer but not yet decrypted), which a `poll`
+    /// of the socket cannot see.
     var hasBufferedInput: Bool { layer.engine?.hasBufferedInput ?? false }
 
     /// The connection's buffer for copies of file regions and for large reads, allocated on first use.
