@@ -19,17 +19,23 @@ let package = Package(
         .executable(name: "cloud-storage", targets: ["cloud-storage"]),
     ],
     targets: [
-        // CRC32C with SSE4.2 / ARMv8 CRC instructions and a portable fallback; the run-time OpenSSL 3 loader.
+        // CRC32C with SSE4.2 / ARMv8 CRC instructions and a portable fallback.
         .target(
-            name: "CCloudStorage",
+            name: "CCRC32C",
+            cSettings: [.treatAllWarnings(as: .error)]
+        ),
+        // The run-time OpenSSL 3 loader: dlopen, a version check and symbol resolution, nothing else.
+        .target(
+            name: "COpenSSLLoader",
             cSettings: [.treatAllWarnings(as: .error)],
             // dlopen lives in libc from glibc 2.34; older glibc needs libdl.
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
-        // TLS as a stream layer over a connected socket, on the OpenSSL that CCloudStorage loads at run time.
+        // TLS as a byte transformer over memory BIOs (and a socket driver for it), RSA keys and
+        // digests, on the OpenSSL that COpenSSLLoader loads at run time.
         .target(
             name: "NativeTLS",
-            dependencies: ["CCloudStorage", "SystemCalls"],
+            dependencies: ["COpenSSLLoader", "SystemCalls"],
             swiftSettings: strictSwift
         ),
         // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.
@@ -51,13 +57,13 @@ let package = Package(
         ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCloudStorage", "HTTP1", "SystemCalls", "NativeTLS", "V4Signing"],
+            dependencies: ["CCRC32C", "HTTP1", "SystemCalls", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
         .target(
             name: "StorageEmulator",
-            dependencies: ["HTTP1", "CCloudStorage", "SystemCalls", "NativeTLS", "V4Signing"],
+            dependencies: ["HTTP1", "CCRC32C", "SystemCalls", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
@@ -86,7 +92,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "upload-benchmarks",
-            dependencies: ["CloudStorage", "CCloudStorage", "FakeGCSServer", "StorageEmulator"],
+            dependencies: ["CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator"],
             path: "Benchmarks/upload-benchmarks",
             // The Python client's upload script, run from the source tree.
             exclude: ["python"],
@@ -95,8 +101,8 @@ let package = Package(
         .testTarget(
             name: "CloudStorageTests",
             dependencies: [
-                "CloudStorage", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI", "NativeTLS",
-                "V4Signing",
+                "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI",
+                "NativeTLS", "V4Signing",
             ],
             swiftSettings: strictSwift
         ),
@@ -109,7 +115,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NativeTLSTests",
-            dependencies: ["NativeTLS", "CCloudStorage"],
+            dependencies: ["NativeTLS", "COpenSSLLoader"],
             swiftSettings: strictSwift
         ),
         .testTarget(

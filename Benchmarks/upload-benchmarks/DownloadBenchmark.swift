@@ -1,4 +1,4 @@
-import CCloudStorage
+import CCRC32C
 import CloudStorage
 import FakeGCSServer
 import Foundation

@@ -1,5 +1,3 @@
-internal import CCloudStorage
-
 /// Message digests computed by the system's OpenSSL 3, loaded at run time (Linux only).
 ///
 /// ```swift
@@ -12,14 +10,20 @@ public enum OpenSSLDigest {
     /// - Returns: The digest.
     /// - Throws: ``TLSError/Kind-swift.struct/libraryUnavailable`` without OpenSSL.
     public static func sha256(_ message: [UInt8]) throws(TLSError) -> [UInt8] {
+        guard TLSLibrary.isAvailable else {
+            throw TLSError(.libraryUnavailable, TLSLibrary.unavailableReason ?? "OpenSSL is unavailable")
+        }
+        let api = OpenSSL.api
         var digest = [UInt8](repeating: 0, count: 32)
+        var size: UInt32 = 0
         let ok = message.withUnsafeBytes { input in
             digest.withUnsafeMutableBufferPointer { output in
-                cs_crypto_sha256(input.baseAddress, input.count, output.baseAddress)
+                api.EVP_Digest!(input.baseAddress, input.count, output.baseAddress, &size, api.EVP_sha256!(), nil) == 1
             }
         }
-        guard ok == 1 else {
-            throw TLSError(.libraryUnavailable, TLSLibrary.unavailableReason ?? "SHA-256 failed")
+        api.ERR_clear_error!()
+        guard ok, size == 32 else {
+            throw TLSError(.other, "SHA-256 failed")
         }
         return digest
     }

@@ -1,5 +1,3 @@
-internal import CCloudStorage
-
 /// An RSA key read from PEM by the system's OpenSSL 3 (loaded at run time): a private
 /// key signs, a public key (or a certificate's) verifies, both with RSASSA-PKCS1-v1_5
 /// and SHA-256 — JWT `RS256` and Cloud Storage's `GOOG4-RSA-SHA256`.
@@ -20,13 +18,6 @@ public final class RSAKey: @unchecked Sendable {  // SAFETY: see the note above
     private enum Half {
         case privateKey, publicKey, certificate
 
-        var pemKind: Int32 {
-            switch self {
-            case .privateKey: CS_CRYPTO_PRIVATE_KEY
-            case .publicKey: CS_CRYPTO_PUBLIC_KEY
-            case .certificate: CS_CRYPTO_CERTIFICATE
-            }
-        }
     }
 
     private let key: OpaquePointer
@@ -64,17 +55,23 @@ public final class RSAKey: @unchecked Sendable {  // SAFETY: see the note above
         if let reason = TLSLibrary.unavailableReason {
             throw TLSError(.libraryUnavailable, reason)
         }
-        var result = cs_tls_io_result()
-        var bits: Int32 = 0
-        let made = pem.withUnsafeBytes { bytes in
-            cs_crypto_rsa_key_from_pem(bytes.baseAddress, bytes.count, half.pemKind, &bits, &result)
+        let made = try OpenSSL.withMemoryBIO(pem) { bio throws(TLSError) -> OpaquePointer? in Self.read(half, from: bio)
         }
+        let what = half == .privateKey ? "RSA private key" : "RSA public key"
         guard let made else {
-            let what = half == .privateKey ? "RSA private key" : "RSA public key"
-            throw TLSError(.invalidConfiguration, "cannot read the \(what): \(Self.message(of: &result))")
+            let detail = OpenSSL.takeError().message
+            throw TLSError(
+                .invalidConfiguration,
+                "cannot read the \(what): \(detail.isEmpty ? "no PEM block of the expected type" : detail)")
         }
+        let api = OpenSSL.api
+        guard api.EVP_PKEY_get_base_id!(made) == OpenSSL.nidRSAEncryption else {
+            api.EVP_PKEY_free!(made)
+            throw TLSError(.invalidConfiguration, "cannot read the \(what): the key is not an RSA key")
+        }
+        let bits = api.EVP_PKEY_get_bits!(made)
         guard bits >= Self.minimumBitCount else {
-            cs_crypto_key_free(made)
+            api.EVP_PKEY_free!(made)
             throw TLSError(
                 .invalidConfiguration, "the RSA key has \(bits) bits; at least \(Self.minimumBitCount) are required")
         }
@@ -83,8 +80,23 @@ public final class RSAKey: @unchecked Sendable {  // SAFETY: see the note above
         bitCount = Int(bits)
     }
 
+    /// The first key of `half` in the PEM that `bio` reads, or nil.
+    private static func read(_ half: Half, from bio: OpaquePointer) -> OpaquePointer? {
+        let api = OpenSSL.api
+        switch half {
+        case .privateKey:
+            return api.PEM_read_bio_PrivateKey!(bio, nil, OpenSSL.noPassphrase, nil)
+        case .publicKey:
+            return api.PEM_read_bio_PUBKEY!(bio, nil, OpenSSL.noPassphrase, nil)
+        case .certificate:
+            guard let certificate = api.PEM_read_bio_X509!(bio, nil, nil, nil) else { return nil }
+            defer { api.X509_free!(certificate) }
+            return api.X509_get_pubkey!(certificate)
+        }
+    }
+
     deinit {
-        cs_crypto_key_free(key)
+        OpenSSL.api.EVP_PKEY_free!(key)
     }
 
     /// The RSASSA-PKCS1-v1_5 SHA-256 signature of `message` (`bitCount / 8` bytes).
@@ -98,16 +110,22 @@ public final class RSAKey: @unchecked Sendable {  // SAFETY: see the note above
             throw TLSError(.invalidConfiguration, "a public RSA key cannot sign")
         }
         var signature = [UInt8](repeating: 0, count: (bitCount + 7) / 8)
-        var length = 0
-        var result = cs_tls_io_result()
-        let ok = message.withUnsafeBytes { input in
-            signature.withUnsafeMutableBytes { output in
-                cs_crypto_rsa_sha256_sign(
-                    key, input.baseAddress, input.count, output.baseAddress, output.count, &length, &result)
+        let api = OpenSSL.api
+        api.ERR_clear_error!()
+        guard let digest = api.EVP_MD_CTX_new!() else {
+            throw TLSError(.other, "RSA signing failed: no memory")
+        }
+        defer { api.EVP_MD_CTX_free!(digest) }
+        var length = signature.count
+        // EVP_DigestSignInit defaults to PKCS #1 v1.5 padding for an RSA key: RS256 and GOOG4-RSA-SHA256.
+        let ok = message.withUnsafeBufferPointer { input in
+            signature.withUnsafeMutableBufferPointer { output in
+                api.EVP_DigestSignInit!(digest, nil, api.EVP_sha256!(), nil, key) == 1
+                    && api.EVP_DigestSign!(digest, output.baseAddress, &length, input.baseAddress, input.count) == 1
             }
         }
-        guard ok == 1 else {
-            throw TLSError(.other, "RSA signing failed: \(Self.message(of: &result))")
+        guard ok else {
+            throw TLSError(.other, "RSA signing failed: \(OpenSSL.takeError().message)")
         }
         return Array(signature.prefix(length))
     }
@@ -120,16 +138,18 @@ public final class RSAKey: @unchecked Sendable {  // SAFETY: see the note above
     ///   - message: The signed bytes.
     /// - Returns: `true` only for a valid signature.
     public func isValidSHA256Signature(_ signature: [UInt8], of message: [UInt8]) -> Bool {
-        message.withUnsafeBytes { input in
-            signature.withUnsafeBytes { signed in
-                cs_crypto_rsa_sha256_verify(key, input.baseAddress, input.count, signed.baseAddress, signed.count)
+        let api = OpenSSL.api
+        guard let digest = api.EVP_MD_CTX_new!() else { return false }
+        defer { api.EVP_MD_CTX_free!(digest) }
+        let ok = message.withUnsafeBufferPointer { input in
+            signature.withUnsafeBufferPointer { signed in
+                api.EVP_DigestVerifyInit!(digest, nil, api.EVP_sha256!(), nil, key) == 1
+                    && api.EVP_DigestVerify!(
+                        digest, signed.baseAddress, signed.count, input.baseAddress, input.count) == 1
             }
-        } == 1
-    }
-
-    private static func message(of result: inout cs_tls_io_result) -> String {
-        withUnsafeBytes(of: &result.error_message) { bytes in
-            String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
         }
+        // A bad signature leaves an entry in this thread's queue; it must not leak into a later call.
+        api.ERR_clear_error!()
+        return ok
     }
 }

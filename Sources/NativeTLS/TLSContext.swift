@@ -1,4 +1,4 @@
-internal import CCloudStorage
+internal import COpenSSLLoader
 import Synchronization
 
 /// Shared TLS configuration for many connections: an OpenSSL `SSL_CTX` plus, for
@@ -62,78 +62,159 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     }
 
     deinit {
-        cs_tls_ctx_free(pointer)
+        OpenSSL.api.SSL_CTX_free!(pointer)
     }
 
+    /// Bytes OpenSSL keeps for one incoming record: the largest a TLS record can be.
+    private static let readBufferLength = 17 * 1024
+
+    /// A new context with TLS 1.2 as the lowest version, renegotiation off, partial writes
+    /// (each write call returns once a record is out) and, for clients, peer verification.
     private static func makeContext(server: Bool) throws(TLSError) -> OpaquePointer {
         guard TLSLibrary.isAvailable else {
             throw TLSError(.libraryUnavailable, TLSLibrary.unavailableReason ?? "OpenSSL is unavailable")
         }
-        var result = cs_tls_io_result()
-        guard let context = cs_tls_ctx_new(server ? 1 : 0, &result) else {
-            throw TLSError(.other, "cannot create an OpenSSL context: \(result.message)")
+        let api = OpenSSL.api
+        api.ERR_clear_error!()
+        guard let context = api.SSL_CTX_new!(server ? api.TLS_server_method!() : api.TLS_client_method!()) else {
+            throw TLSError(.other, "cannot create an OpenSSL context: \(OpenSSL.takeError().message)")
+        }
+        _ = api.SSL_CTX_ctrl!(context, OpenSSL.ctrlSetMinProtoVersion, Int(OpenSSL.tls12), nil)
+        _ = api.SSL_CTX_set_options!(context, OpenSSL.optionNoRenegotiation)
+        _ = api.SSL_CTX_ctrl!(
+            context, OpenSSL.ctrlMode, OpenSSL.modeEnablePartialWrite | OpenSSL.modeAcceptMovingWriteBuffer, nil)
+        api.SSL_CTX_set_default_read_buffer_len!(context, readBufferLength)
+        if !server {
+            api.SSL_CTX_set_verify!(context, OpenSSL.verifyPeer, nil)
         }
         return context
     }
 
     private func configureClient(_ configuration: TLSClientConfiguration) throws(TLSError) {
-        var result = cs_tls_io_result()
+        let api = OpenSSL.api
         var trusted = 0
         if configuration.trustsSystemRoots {
-            guard cs_tls_ctx_use_default_trust(pointer, &result) == 1 else {
-                throw TLSError(.invalidConfiguration, "cannot use the system trust store: \(result.message)")
+            guard api.SSL_CTX_set_default_verify_paths!(pointer) == 1 else {
+                throw TLSError(
+                    .invalidConfiguration, "cannot use the system trust store: \(OpenSSL.takeError().message)")
             }
             trusted += 1
         }
         for source in configuration.additionalTrustRoots {
-            let pem = try source.load("trust roots")
-            let added = pem.withUnsafeBytes { cs_tls_ctx_add_trust_pem(pointer, $0.baseAddress, $0.count, &result) }
-            if added < 0 {
-                throw TLSError(.invalidConfiguration, "malformed trust root certificate: \(result.message)")
-            }
+            let added = try addTrustRoots(try source.load("trust roots"))
             if added == 0 {
                 throw TLSError(.invalidConfiguration, "a trust root source holds no PEM certificate")
             }
-            trusted += Int(added)
+            trusted += added
         }
         if trusted == 0 {
             throw TLSError(.invalidConfiguration, "no trust roots: the system store is off and none were given")
         }
-        guard cs_tls_ctx_use_alpn_http11(pointer, 0) == 1 else {
+        // The length-prefixed protocol list; unlike most of OpenSSL, this returns 0 on success.
+        let protocols = Self.http11
+        guard
+            protocols.withUnsafeBufferPointer({
+                api.SSL_CTX_set_alpn_protos!(pointer, $0.baseAddress, UInt32($0.count))
+            }) == 0
+        else {
             throw TLSError(.other, "cannot configure ALPN")
         }
     }
 
-    private func configureServer(_ configuration: TLSServerConfiguration) throws(TLSError) {
-        var result = cs_tls_io_result()
-        let chain = try configuration.certificateChain.load("certificate chain")
-        let chainOK = chain.withUnsafeBytes {
-            cs_tls_ctx_use_certificate_chain_pem(pointer, $0.baseAddress, $0.count, &result)
+    /// `http/1.1` as an ALPN protocol list.
+    private static let http11: [UInt8] = [8] + Array("http/1.1".utf8)
+
+    /// Adds every certificate of a PEM buffer as a trust root; returns how many.
+    private func addTrustRoots(_ pem: [UInt8]) throws(TLSError) -> Int {
+        let api = OpenSSL.api
+        let store = api.SSL_CTX_get_cert_store!(pointer)
+        return try OpenSSL.withMemoryBIO(pem) { bio throws(TLSError) -> Int in
+            var added = 0
+            while let certificate = api.PEM_read_bio_X509!(bio, nil, nil, nil) {
+                let ok = api.X509_STORE_add_cert!(store, certificate)
+                api.X509_free!(certificate)
+                guard ok == 1 else {
+                    throw TLSError(
+                        .invalidConfiguration, "cannot trust a root certificate: \(OpenSSL.takeError().message)")
+                }
+                added += 1
+            }
+            // The loop ends on "no start line" at the end of the buffer; anything else is a malformed certificate.
+            let last = api.ERR_peek_error!()
+            if last != 0 && !OpenSSL.hasReason(last, OpenSSL.reasonNoStartLine) {
+                throw TLSError(
+                    .invalidConfiguration, "malformed trust root certificate: \(OpenSSL.takeError().message)")
+            }
+            api.ERR_clear_error!()
+            return added
         }
-        guard chainOK == 1 else {
-            throw TLSError(.invalidConfiguration, "cannot use the certificate chain: \(result.message)")
+    }
+
+    private func configureServer(_ configuration: TLSServerConfiguration) throws(TLSError) {
+        let api = OpenSSL.api
+        let chain = try configuration.certificateChain.load("certificate chain")
+        try OpenSSL.withMemoryBIO(chain) { bio throws(TLSError) in
+            let leaf = api.PEM_read_bio_X509!(bio, nil, nil, nil)
+            var ok = leaf != nil && api.SSL_CTX_use_certificate!(pointer, leaf) == 1
+            if let leaf { api.X509_free!(leaf) }
+            while ok, let extra = api.PEM_read_bio_X509!(bio, nil, nil, nil) {
+                // SSL_CTX_add0_chain_cert: the context takes ownership on success.
+                if api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlChainCert, 0, UnsafeMutableRawPointer(extra)) != 1 {
+                    api.X509_free!(extra)
+                    ok = false
+                }
+            }
+            guard ok else {
+                throw TLSError(
+                    .invalidConfiguration, "cannot use the certificate chain: \(OpenSSL.takeError().message)")
+            }
+            api.ERR_clear_error!()  // the end of the buffer
         }
         let key = try configuration.privateKey.load("private key")
-        let keyOK = key.withUnsafeBytes {
-            cs_tls_ctx_use_private_key_pem(pointer, $0.baseAddress, $0.count, &result)
+        try OpenSSL.withMemoryBIO(key) { bio throws(TLSError) in
+            let made = api.PEM_read_bio_PrivateKey!(bio, nil, OpenSSL.noPassphrase, nil)
+            let ok =
+                made != nil && api.SSL_CTX_use_PrivateKey!(pointer, made) == 1
+                && api.SSL_CTX_check_private_key!(pointer) == 1
+            if let made { api.EVP_PKEY_free!(made) }
+            guard ok else {
+                throw TLSError(
+                    .invalidConfiguration,
+                    "cannot use the private key (or it does not match the certificate): "
+                        + OpenSSL.takeError().message)
+            }
         }
-        guard keyOK == 1 else {
-            throw TLSError(
-                .invalidConfiguration,
-                "cannot use the private key (or it does not match the certificate): \(result.message)"
-            )
-        }
-        guard cs_tls_ctx_use_alpn_http11(pointer, 1) == 1 else {
-            throw TLSError(.other, "cannot configure ALPN")
-        }
+        api.SSL_CTX_set_alpn_select_cb!(pointer, Self.selectHTTP11, nil)
         if configuration.legacyTLS11OnlyForTesting {
             // TLS 1.1 signs with SHA-1, which OpenSSL 3 allows only at security level 0.
-            guard cs_tls_ctx_set_protocol_range(pointer, CS_TLS_VERSION_1_1, CS_TLS_VERSION_1_1) == 1,
-                cs_tls_ctx_set_legacy_security(pointer, 0, "DEFAULT:@SECLEVEL=0") == 1
+            api.SSL_CTX_set_security_level!(pointer, 0)
+            guard api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlSetMinProtoVersion, Int(OpenSSL.tls11), nil) == 1,
+                api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlSetMaxProtoVersion, Int(OpenSSL.tls11), nil) == 1,
+                api.SSL_CTX_set_cipher_list!(pointer, "DEFAULT:@SECLEVEL=0") == 1
             else {
+                api.ERR_clear_error!()
                 throw TLSError(.invalidConfiguration, "this OpenSSL cannot serve TLS 1.1")
             }
         }
+    }
+
+    /// The server's ALPN choice: `http/1.1` when the client offers it; otherwise none
+    /// (`SSL_TLSEXT_ERR_NOACK`: HTTP/1.1 is the default anyway).
+    private static let selectHTTP11: cs_alpn_select_cb = { _, out, outLength, offered, offeredLength, _ in
+        guard let offered else { return 3 }
+        var index = 0
+        let total = Int(offeredLength)
+        while index < total {
+            let length = Int(offered[index])
+            guard length > 0, length <= total - index - 1 else { break }
+            if length == 8, (0..<8).allSatisfy({ offered[index + 1 + $0] == http11[1 + $0] }) {
+                out?.pointee = UnsafePointer(offered + index + 1)
+                outLength?.pointee = UInt8(length)
+                return 0  // SSL_TLSEXT_ERR_OK
+            }
+            index += 1 + length
+        }
+        return 3
     }
 
     /// The session to offer when connecting to `key` (`host:port`), if one is cached.
@@ -162,15 +243,5 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     func forgetSession(for key: String) {
         let removed = sessions.withLock { $0.removeValue(forKey: key) }
         _ = removed
-    }
-}
-
-extension cs_tls_io_result {
-    /// OpenSSL's error text captured with this result ("" when none).
-    var message: String {
-        var copy = error_message
-        return withUnsafeBytes(of: &copy) { raw in
-            String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-        }
     }
 }

@@ -1,11 +1,12 @@
-internal import CCloudStorage
+internal import COpenSSLLoader
 
 /// Whether this process can use the system's OpenSSL 3, loaded at run time.
 ///
 /// On Linux the first use opens `libssl.so.3` and `libcrypto.so.3` with `dlopen`
-/// (once per process, thread-safe) and resolves only the functions this target calls;
-/// nothing about OpenSSL is needed at build time. On other platforms the loader is a
-/// stub that always reports unavailable: Apple platforms use their own TLS frameworks.
+/// (once per process, thread-safe), refuses a library older than OpenSSL 3.0, and resolves
+/// only the functions this target calls; nothing about OpenSSL is needed at build time. On
+/// other platforms the loader always reports unavailable: Apple platforms use their own
+/// TLS frameworks.
 ///
 /// ```swift
 /// if let reason = TLSLibrary.unavailableReason {
@@ -15,13 +16,13 @@ internal import CCloudStorage
 public enum TLSLibrary {
     /// `true` when OpenSSL 3 loaded and every function it needs resolved. Blocking on first use (file I/O).
     public static var isAvailable: Bool {
-        cs_tls_load() == 1
+        OpenSSL.isLoaded
     }
 
-    /// Why OpenSSL could not be loaded (which library or which function was missing), or
-    /// `nil` when it is available. Blocking on first use (file I/O).
+    /// Why OpenSSL could not be loaded (which library or function was missing, or that it is
+    /// older than 3.0), or `nil` when it is available. Blocking on first use (file I/O).
     public static var unavailableReason: String? {
-        guard let reason = cs_tls_unavailable_reason() else { return nil }
+        guard let reason = cs_openssl_unavailable_reason() else { return nil }
         return String(cString: reason)
     }
 
@@ -35,9 +36,19 @@ public enum TLSLibrary {
     static func probe(libssl: String, libcrypto: String) -> String? {
         var message = [CChar](repeating: 0, count: 512)
         let loaded = message.withUnsafeMutableBufferPointer { buffer in
-            cs_tls_load_from(libssl, libcrypto, buffer.baseAddress, buffer.count)
+            cs_openssl_probe(libssl, libcrypto, buffer.baseAddress, buffer.count)
         }
         if loaded == 1 { return nil }
+        return message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    /// Why a run-time `OpenSSL_version_num()` of `version` is refused, or `nil` when it is 3.0 or newer.
+    static func versionRefusal(_ version: UInt) -> String? {
+        var message = [CChar](repeating: 0, count: 256)
+        let accepted = message.withUnsafeMutableBufferPointer { buffer in
+            cs_openssl_check_version(version, buffer.baseAddress, buffer.count)
+        }
+        if accepted == 1 { return nil }
         return message.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
     }
 }

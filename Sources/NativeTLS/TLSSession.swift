@@ -1,5 +1,3 @@
-internal import CCloudStorage
-
 /// A resumable TLS session held for a later connection to the same server.
 ///
 /// SAFETY (`@unchecked Sendable`): the pointer is never changed after init, OpenSSL
@@ -10,12 +8,12 @@ final class TLSSession: @unchecked Sendable {  // SAFETY: see the note above
     /// The `SSL_SESSION`; this object owns one reference to it.
     let pointer: OpaquePointer
 
-    /// Takes over one reference to `pointer` (as returned by `cs_tls_conn_copy_resumable_session`).
+    /// Takes over one reference to `pointer` (as returned by `SSL_get1_session`).
     init(_ pointer: OpaquePointer) {
         self.pointer = pointer
     }
 
     deinit {
-        cs_tls_session_free(pointer)
+        OpenSSL.api.SSL_SESSION_free!(pointer)
     }
 }

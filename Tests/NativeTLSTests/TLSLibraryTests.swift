@@ -23,4 +23,11 @@ import Testing
     @Test func theRealLibrariesProbeClean() {
         #expect(TLSLibrary.probe(libssl: "libssl.so.3", libcrypto: "libcrypto.so.3") == nil)
     }
+
+    @Test func anOpenSSLOlderThan3IsRefusedWithTheVersion() throws {
+        let reason = try #require(TLSLibrary.versionRefusal(0x1010_117F))  // 1.1.1w
+        #expect(reason == "OpenSSL 1.1.1 is too old: 3.0 or newer is required")
+        #expect(TLSLibrary.versionRefusal(0x3000_0000) == nil)
+        #expect(TLSLibrary.versionRefusal(0x3050_0010) == nil)
+    }
 }

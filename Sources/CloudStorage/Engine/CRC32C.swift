@@ -1,4 +1,4 @@
-import CCloudStorage
+import CCRC32C
 import Foundation
 
 /// A running CRC32C (Castagnoli) checksum, the one Cloud Storage keeps for

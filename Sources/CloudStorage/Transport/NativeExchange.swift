@@ -47,8 +47,6 @@ final class NativeExchange {
     private var parser = HTTPHeadParser()
     private var finalHead: HTTPResponseHead?
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-    /// For copying file regions where `sendfile` is unavailable; allocated on first use.
-    private var fileBuffer: UnsafeMutableRawBufferPointer?
 
     init(
         socket: NativeSocket,
@@ -69,7 +67,6 @@ final class NativeExchange {
 
     deinit {
         scratch.deallocate()
-        fileBuffer?.deallocate()
     }
 
     /// Sends the request and reads the response.
@@ -146,11 +143,10 @@ final class NativeExchange {
     }
 
     /// Sends every byte of `buffers`, the first `headLength` of which are the head (not counted as progress).
+    ///
+    /// Over TLS the bytes are taken once encrypted; the last records may still wait in the
+    /// connection's TLS layer until the socket takes them, which this also waits for.
     private func sendAll(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) -> Bool {
-        if socket.usesTLS {
-            try sendAllTLS(buffers, headLength: headLength)
-            return true
-        }
         let nonEmpty = buffers.filter { !$0.isEmpty }
         let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(1, nonEmpty.count))
         defer { vectors.deallocate() }
@@ -182,42 +178,18 @@ final class NativeExchange {
                 }
             }
         }
+        while try !socket.flush() {
+            guard try waitWritable() else { return false }
+        }
         return true
     }
-
-    /// Writes `buffers` through TLS from their own storage, in slices of at most
-    /// ``tlsWriteSlice`` so progress and cancellation stay responsive. Each slice must go
-    /// within the idle time-out (and by the deadline); a shutdown (cancellation) wakes it.
-    ///
-    /// An early answer from the server is not watched for here (a TLS write cannot be
-    /// polled like a plain one); it is read after the body, or the write fails when the
-    /// server closes.
-    private func sendAllTLS(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) {
-        var headLeft = headLength
-        for buffer in buffers where !buffer.isEmpty {
-            var offset = 0
-            while offset < buffer.count {
-                if isCancelled() { throw NativeSocket.cancelledError }
-                let count = min(buffer.count - offset, Self.tlsWriteSlice)
-                try socket.tlsWrite(
-                    UnsafeRawBufferPointer(rebasing: buffer[offset..<(offset + count)]), limit: request.waitLimit)
-                offset += count
-                let headPart = min(headLeft, count)
-                headLeft -= headPart
-                account(written: count, body: count - headPart)
-            }
-        }
-    }
-
-    /// The most bytes handed to one TLS write: many full 16 KiB records per call.
-    static let tlsWriteSlice = 1 << 20
 
     /// Sends `length` bytes of `file` from `offset`.
     private func sendFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
         var sent: Int64 = 0
         #if os(Linux)
         // The kernel cannot encrypt here (no TLS offload is used): TLS copies through the connection's buffer.
-        var kernelCopies = usesSendfile && !socket.usesTLS
+        var kernelCopies = usesSendfile && socket.canSendFile
         while kernelCopies && sent < length {
             let count = Int(min(length - sent, 1 << 30))
             switch try socket.sendFile(file.descriptor, offset: offset + sent, count: count) {
@@ -243,13 +215,7 @@ final class NativeExchange {
 
     /// Sends a file region through a buffer: `pread`, then `sendmsg`.
     private func copyFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
-        let buffer: UnsafeMutableRawBufferPointer
-        if socket.usesTLS {
-            buffer = socket.tls.fileBufferForCopies()
-        } else {
-            buffer = fileBuffer ?? UnsafeMutableRawBufferPointer.allocate(byteCount: 1024 * 1024, alignment: 16)
-            fileBuffer = buffer
-        }
+        let buffer = socket.copyBuffer
         guard let base = buffer.baseAddress else { return true }
         var done: Int64 = 0
         while done < length {
@@ -342,16 +308,15 @@ final class NativeExchange {
             guard streaming || length <= Int64(maxResponseBody) else { throw tooLarge() }
             var remaining = length
             while remaining > 0 {
-                if input.isEmpty && streaming && socket.usesTLS, let sink = request.responseSink {
-                    // Decrypted straight into the connection's buffer (the request body is sent by now,
-                    // so file copies no longer use it) and handed on from there, without a stop in
-                    // `input`; a read takes every record OpenSSL already holds, up to the buffer's
-                    // size, and never goes past the body, so the connection stays usable.
-                    if isCancelled() { throw NativeSocket.cancelledError }
-                    let buffer = socket.tls.fileBufferForCopies()
+                if input.isEmpty && streaming, let sink = request.responseSink {
+                    // Read (over TLS: decrypted) straight into the connection's buffer (the request
+                    // body is sent by now, so file copies no longer use it) and handed on from
+                    // there, without a stop in `input`; a read never goes past the body, so the
+                    // connection stays usable.
+                    let buffer = socket.copyBuffer
                     let wanted = UnsafeMutableRawBufferPointer(
                         rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
-                    let count = try socket.tlsRead(into: wanted, limit: request.waitLimit)
+                    let count = try receiveWaiting(into: wanted)
                     if count == 0 { throw truncated() }
                     receivedResponseBytes = true
                     let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
@@ -397,8 +362,9 @@ final class NativeExchange {
             } while try readBlocking() != 0
         }
         // Bytes nobody asked for: the connection's framing cannot be trusted any more.
-        // Over TLS, bytes read ahead into OpenSSL's buffer count too: the pool's poll cannot see them.
-        if !input.isEmpty || socket.tls.stream?.hasBufferedInput == true { keepAlive = false }
+        // Bytes the connection holds count too (over TLS, records received but not returned): the
+        // pool's poll cannot see them.
+        if !input.isEmpty || socket.hasBufferedInput { keepAlive = false }
         return (HTTPResponse(status: head.status, headers: head.headers, body: body), keepAlive)
     }
 
@@ -444,17 +410,22 @@ final class NativeExchange {
     ///
     /// - Returns: The byte count; 0 at end of stream.
     private func readBlocking() throws(HTTPTransportError) -> Int {
-        if socket.usesTLS {
-            if isCancelled() { throw NativeSocket.cancelledError }
-            let count = try socket.tlsRead(into: scratch, limit: request.waitLimit)
-            if count > 0 {
-                receivedResponseBytes = true
-                input.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
-            }
-            return count
+        let count = try receiveWaiting(into: scratch)
+        if count > 0 {
+            receivedResponseBytes = true
+            input.append(contentsOf: UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
         }
+        return count
+    }
+
+    /// Receives into `buffer`, waiting for bytes within the request's wait limit.
+    ///
+    /// - Returns: The byte count; 0 at end of stream.
+    private func receiveWaiting(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPTransportError) -> Int {
+        // Checked here too: bytes that are always there would never let the wait notice it.
+        if isCancelled() { throw NativeSocket.cancelledError }
         while true {
-            if let count = try readAvailable() { return count }
+            if let count = try socket.receive(into: buffer) { return count }
             _ = try socket.wait(readable: true, writable: false, limit: request.waitLimit, isCancelled: isCancelled)
         }
     }

@@ -5,10 +5,11 @@ import Synchronization
 /// An ``HTTPTransport`` speaking HTTP/1.1 over POSIX sockets, for `http://`
 /// and `https://` URLs (see DESIGN.md, decisions 1, 2 and 8).
 ///
-/// - **TLS** is a stream layer under the same exchange, not a second
-///   transport: an `https://` connection is the same non-blocking
-///   ``NativeSocket`` with a `TLSStream` over it, whose calls wait for the
-///   socket within the same limits as plain I/O. The handshake (the URL's
+/// - **TLS** is a layer of the connection, not a second transport: an
+///   `https://` connection is the same non-blocking ``NativeSocket`` with a
+///   `TLSEngine` (a byte transformer over memory BIOs) in it, so the exchange
+///   sends, receives and waits exactly as for plain I/O, within the same
+///   limits, and never asks which it has. The handshake (the URL's
 ///   host for SNI and verification, port 443 by default) runs right after
 ///   connecting, within the connect's deadline, and before any request
 ///   byte: a server that fails verification never

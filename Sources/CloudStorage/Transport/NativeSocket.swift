@@ -9,7 +9,7 @@ import Musl
 import Darwin
 #endif
 
-/// A connected, non-blocking TCP socket of the native transport.
+/// A connected, non-blocking TCP connection of the native transport, plain or with a TLS layer.
 ///
 /// One request's I/O thread uses it at a time (or it sits idle in the
 /// connection pool); any thread may shut it down to abort that request, and
@@ -18,6 +18,12 @@ import Darwin
 /// this type gives their failures the transport's meaning
 /// (``HTTPTransportError``), naming the server but never the URL.
 ///
+/// This is the one place where the native client's bytes meet the socket: ``send(_:)``,
+/// ``receive(into:)``, ``flush()`` and ``wait(readable:writable:limit:isCancelled:)`` mean
+/// the same with or without TLS, which is a layer (a ``TLSEngine``) that the connection may
+/// have, encrypting what is sent and decrypting what is received, so an exchange never
+/// asks which it has.
+///
 /// All I/O methods may block up to their time-out: call them only on the
 /// transport's own threads, never on Swift's cooperative pool.
 final class NativeSocket: Sendable {
@@ -25,11 +31,8 @@ final class NativeSocket: Sendable {
     /// The pool key of the server this socket is connected to: `host:port`, or
     /// `https://host:port` once it carries TLS.
     let key: String
-    /// The TLS stream over this socket (after ``startTLS(context:host:port:deadline:)``).
-    let tls = NativeTLSLayer()
-
-    /// Whether the connection is a TLS stream over the socket.
-    var usesTLS: Bool { tls.stream != nil }
+    /// The TLS layer of this connection (after ``startTLS(context:host:port:deadline:)``), and its buffer.
+    private let layer = NativeTLSLayer()
 
     var fd: Int32 { descriptor.fd }
 
@@ -49,7 +52,7 @@ final class NativeSocket: Sendable {
     ///
     /// Only the owner calls it (never concurrently with its own I/O), so the TLS state goes too.
     func close() {
-        tls.close()
+        layer.close()
         descriptor.close()
     }
 
@@ -59,7 +62,9 @@ final class NativeSocket: Sendable {
     /// Never waits: the alert goes only if the socket takes it at once (it nearly always
     /// does, as both sides are done).
     func closeGracefully() {
-        if let stream = tls.stream { try? stream.shutdown(deadline: .now) }
+        if let engine = layer.engine, (try? engine.shutdown()) != nil {
+            _ = try? flush()
+        }
         close()
     }
 
@@ -163,30 +168,135 @@ final class NativeSocket: Sendable {
 
     // MARK: - I/O
 
-    /// Sends from `buffers` (gathered) what fits without blocking.
+    /// Whether a file region can go to the socket with `sendfile(2)`: not through TLS, which
+    /// the kernel does not encrypt here.
+    var canSendFile: Bool { layer.engine == nil }
+
+    /// Whether bytes the server sent are received but not yet returned by ``receive(into:)``
+    /// (over TLS: records received into the TLS layer but not yet decrypted), which a `poll`
+    /// of the socket cannot see.
+    var hasBufferedInput: Bool { layer.engine?.hasBufferedInput ?? false }
+
+    /// The connection's buffer for copies of file regions and for large reads, allocated on first use.
+    var copyBuffer: UnsafeMutableRawBufferPointer { layer.copyBuffer() }
+
+    /// Sends from `buffers` (gathered) what fits without blocking; over TLS, encrypts as many
+    /// records as fit in the layer's output and sends what the socket takes of it.
     ///
-    /// - Returns: The bytes sent, or nil when the send buffer is full.
+    /// - Returns: The bytes taken, or nil when the socket cannot take more yet.
     func send(_ buffers: UnsafeMutableBufferPointer<iovec>) throws(HTTPTransportError) -> Int? {
-        do {
-            return try POSIXSocket.sendAvailable(fd, buffers)
-        } catch {
-            throw lost(error)
+        guard let engine = layer.engine else {
+            do {
+                return try POSIXSocket.sendAvailable(fd, buffers)
+            } catch {
+                throw lost(error)
+            }
+        }
+        // Ciphertext from before goes first; then as much plaintext as fits is encrypted.
+        guard try flush() else { return nil }
+        var taken = 0
+        gathering: for vector in buffers {
+            var offset = 0
+            while offset < vector.iov_len, let base = vector.iov_base {
+                let bytes = UnsafeRawBufferPointer(start: base + offset, count: vector.iov_len - offset)
+                guard case .done(let count) = try encrypt(bytes, engine), count > 0 else { break gathering }
+                offset += count
+                taken += count
+            }
+        }
+        _ = try flush()
+        // Nothing taken (cannot happen once the output is sent, but never spin): wait for room.
+        return taken > 0 ? taken : nil
+    }
+
+    /// Sends what waits in the TLS layer's output, as far as the socket takes it without blocking.
+    ///
+    /// - Returns: Whether nothing waits any more (always, for a plain connection).
+    func flush() throws(HTTPTransportError) -> Bool {
+        guard let engine = layer.engine else { return true }
+        while engine.hasOutbound {
+            let bytes = engine.outbound
+            var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+            let sent: Int?
+            do {
+                sent = try withUnsafeMutablePointer(to: &vector) { pointer throws(SocketError) in
+                    try POSIXSocket.sendAvailable(fd, UnsafeMutableBufferPointer(start: pointer, count: 1))
+                }
+            } catch {
+                throw lost(error)
+            }
+            guard let sent else { return false }
+            engine.didSend(sent)
+        }
+        return true
+    }
+
+    /// Receives what is there without blocking; over TLS, decrypts every whole record received.
+    ///
+    /// - Returns: The bytes read (0 when the server closed its side), or nil when nothing is there yet.
+    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPTransportError) -> Int? {
+        guard let engine = layer.engine else {
+            do {
+                return try POSIXSocket.receiveAvailable(fd, into: buffer)
+            } catch {
+                throw lost(error)
+            }
+        }
+        while true {
+            let progress: TLSEngine.Progress
+            do {
+                progress = try engine.read(into: buffer)
+            } catch  where error.kind == .peerClosed {
+                // Without close_notify: the HTTP framing, not TLS, tells whether the answer was whole.
+                return 0
+            } catch {
+                _ = try? flush()  // the alert, if the socket takes it at once
+                throw streamFailure(error)
+            }
+            switch progress {
+            case .done(let count): return count
+            case .closed: return 0
+            case .needsOutputSent:
+                guard try flush() else { return nil }
+            case .needsInput:
+                // Records the engine owes the server (a key update's answer) go first, as far as they fit.
+                _ = try flush()
+                guard try receiveCiphertext(engine) else { return nil }
+            }
         }
     }
 
-    /// Receives what is there without blocking.
+    /// Receives ciphertext into the TLS layer without blocking.
     ///
-    /// - Returns: The bytes read (0 when the peer closed its side), or nil when nothing is there yet.
-    func receive(into buffer: UnsafeMutableRawBufferPointer) throws(HTTPTransportError) -> Int? {
+    /// - Returns: False when nothing is there yet.
+    private func receiveCiphertext(_ engine: TLSEngine) throws(HTTPTransportError) -> Bool {
+        let count: Int?
         do {
-            return try POSIXSocket.receiveAvailable(fd, into: buffer)
+            count = try POSIXSocket.receiveAvailable(fd, into: engine.inboundSpace)
         } catch {
             throw lost(error)
+        }
+        guard let count else { return false }
+        if count == 0 { engine.receivedEnd() } else { engine.didReceive(count) }
+        return true
+    }
+
+    /// Encrypts `bytes` into the TLS layer's output.
+    private func encrypt(
+        _ bytes: UnsafeRawBufferPointer, _ engine: TLSEngine
+    ) throws(HTTPTransportError)
+        -> TLSEngine.Progress
+    {
+        do {
+            return try engine.write(bytes)
+        } catch {
+            throw streamFailure(error)
         }
     }
 
     #if os(Linux)
-    /// Sends up to `count` bytes of `file` from `offset` with `sendfile(2)`, without blocking.
+    /// Sends up to `count` bytes of `file` from `offset` with `sendfile(2)`, without blocking
+    /// (only when ``canSendFile``).
     ///
     /// SIGPIPE cannot be suppressed per call here; the transport's threads block it instead.
     func sendFile(
@@ -203,8 +313,8 @@ final class NativeSocket: Sendable {
     // MARK: - TLS
 
     /// Runs the TLS handshake as a client of `host` (SNI and verification) before any request
-    /// byte is sent, on the socket as it is (non-blocking): the handshake must be over by
-    /// `deadline`, however the server paces its bytes, and a shutdown wakes it.
+    /// byte is sent: the handshake must be over by `deadline`, however the server paces its
+    /// bytes, and a shutdown wakes it.
     ///
     /// - Throws: ``HTTPTransportError/Kind/tlsFailure`` (permanent) when the server cannot be
     ///   verified or speaks no usable TLS; ``HTTPTransportError/Kind/timedOut`` or
@@ -212,47 +322,50 @@ final class NativeSocket: Sendable {
     func startTLS(
         context: TLSContext, host: String, port: Int, deadline: ContinuousClock.Instant
     ) throws(HTTPTransportError) {
+        let engine: TLSEngine
         do {
-            let stream = try TLSStream(client: context, socket: fd, host: host, port: port)
-            tls.stream = stream
-            try stream.handshake(deadline: deadline)
+            engine = try TLSEngine(client: context, host: host, port: port)
         } catch {
-            tls.close()
             throw handshakeFailure(error)
         }
-    }
-
-    /// Writes all of `bytes` through TLS, waiting for room in the socket within `limit`.
-    func tlsWrite(_ bytes: UnsafeRawBufferPointer, limit: NativeWaitLimit) throws(HTTPTransportError) {
-        guard let stream = tls.stream else { throw HTTPTransportError(kind: .other, message: "No TLS stream.") }
-        let (end, isDeadline) = limit.end()
-        do {
-            try stream.write(bytes, deadline: end)
+        layer.engine = engine
+        // One fixed end: no idle time-out that a dripping server could restart.
+        let limit = NativeWaitLimit(idle: ContinuousClock.now.duration(to: deadline), deadline: deadline)
+        do throws(HTTPTransportError) {
+            while true {
+                let progress: TLSEngine.Progress
+                do {
+                    progress = try engine.handshake()
+                } catch {
+                    // The alert that tells the server why, if the socket takes it at once.
+                    _ = try? flush()
+                    throw handshakeFailure(error)
+                }
+                // Each flight goes out whole before anything else, the last one included.
+                while try !flush() {
+                    _ = try wait(readable: false, writable: true, limit: limit, isCancelled: { false })
+                }
+                if progress == .done(0) { return }
+                if progress == .needsInput, try !receiveCiphertext(engine) {
+                    _ = try wait(readable: true, writable: false, limit: limit, isCancelled: { false })
+                }
+            }
         } catch {
-            throw streamFailure(error, limit, isDeadline)
+            layer.close()
+            if error.kind == .timedOut {
+                throw HTTPTransportError(
+                    kind: .timedOut,
+                    message:
+                        "The TLS handshake with \(key) was not over by its deadline (however steadily bytes moved).")
+            }
+            throw error
         }
     }
 
-    /// Reads decrypted bytes, waiting for a whole record within `limit`.
-    ///
-    /// - Returns: The byte count; 0 when the server closed the stream.
-    func tlsRead(into buffer: UnsafeMutableRawBufferPointer, limit: NativeWaitLimit) throws(HTTPTransportError) -> Int {
-        guard let stream = tls.stream else { throw HTTPTransportError(kind: .other, message: "No TLS stream.") }
-        let (end, isDeadline) = limit.end()
-        do {
-            return try stream.read(into: buffer, deadline: end)
-        } catch {
-            if error.kind == .peerClosed { return 0 }
-            throw streamFailure(error, limit, isDeadline)
-        }
-    }
-
-    /// The transport's failure for a TLS failure after the handshake: a time-out, a stream
-    /// that broke TLS (``HTTPTransportError/Kind/corruptStream``), or else a lost connection.
-    private func streamFailure(_ error: TLSError, _ limit: NativeWaitLimit, _ isDeadline: Bool) -> HTTPTransportError {
+    /// The transport's failure for a TLS failure after the handshake: a stream that broke TLS
+    /// (``HTTPTransportError/Kind/corruptStream``), or else a lost connection.
+    private func streamFailure(_ error: TLSError) -> HTTPTransportError {
         switch error.kind {
-        case .timedOut:
-            return limit.expired(key, isDeadline: isDeadline)
         case .corruptStream:
             return HTTPTransportError(
                 kind: .corruptStream, message: "The TLS stream from \(key) is corrupt (\(error.message)).",
@@ -265,10 +378,6 @@ final class NativeSocket: Sendable {
 
     private func handshakeFailure(_ error: TLSError) -> HTTPTransportError {
         switch error.kind {
-        case .timedOut:
-            return HTTPTransportError(
-                kind: .timedOut,
-                message: "The TLS handshake with \(key) was not over by its deadline (however steadily bytes moved).")
         case .peerClosed, .io:
             return HTTPTransportError(
                 kind: .connectionLost,

@@ -1,41 +1,39 @@
 import NativeTLS
 
-/// The TLS stream of one native connection, if it has one, and the buffer its
-/// file regions are copied through (TLS cannot use `sendfile`).
+/// The TLS layer of one native connection, if it has one, and the buffer its file regions
+/// are copied through and large reads land in.
 ///
 /// SAFETY (`@unchecked Sendable`): like the socket it belongs to, it is used
 /// by one thread at a time: the I/O thread of the request that holds the
 /// connection, or nobody while the connection waits in the pool (the pool's
 /// lock orders the hand-over). Cancellation never touches it: it shuts the
-/// socket down, which wakes a blocked TLS read or write.
+/// socket down, which wakes a wait for the socket.
 final class NativeTLSLayer: @unchecked Sendable {  // SAFETY: see the note above
-    /// The established stream; nil for a plain connection or before the handshake succeeded.
-    var stream: TLSStream?
-    /// One reused buffer per connection for file regions, allocated on first use.
-    private var fileBuffer: UnsafeMutableRawBufferPointer?
+    /// The TLS engine; nil for a plain connection.
+    var engine: TLSEngine?
+    /// One reused buffer per connection, allocated on first use.
+    private var buffer: UnsafeMutableRawBufferPointer?
 
-    /// Size of ``fileBufferForCopies()``: large enough that each `write` hands OpenSSL
-    /// many full 16 KiB records, small enough to stay well under the memory budget per connection.
-    static let fileBufferSize = 1 << 20
+    /// Size of ``copyBuffer()``: large enough that each pass moves many full 16 KiB records,
+    /// small enough to stay well under the memory budget per connection.
+    static let copyBufferSize = 1 << 20
 
     init() {}
 
     deinit {
-        stream?.close()
-        fileBuffer?.deallocate()
+        buffer?.deallocate()
     }
 
-    /// The connection's buffer for `pread` copies.
-    func fileBufferForCopies() -> UnsafeMutableRawBufferPointer {
-        if let fileBuffer { return fileBuffer }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.fileBufferSize, alignment: 16)
-        fileBuffer = buffer
-        return buffer
+    /// The connection's buffer for `pread` copies and large reads.
+    func copyBuffer() -> UnsafeMutableRawBufferPointer {
+        if let buffer { return buffer }
+        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.copyBufferSize, alignment: 16)
+        buffer = made
+        return made
     }
 
     /// Releases the TLS state (no close_notify: the connection is being dropped).
     func close() {
-        stream?.close()
-        stream = nil
+        engine = nil
     }
 }

@@ -26,7 +26,7 @@ enum ConnectionStream {
             self.socket = socket
         }
 
-        /// Sets the socket's `SO_RCVTIMEO`, which bounds each blocking receive inside OpenSSL.
+        /// Sets the socket's `SO_RCVTIMEO`, which bounds each blocking receive of the TLS stream.
         func setReceiveTimeout(_ timeout: Duration) {
             guard receiveTimeout != timeout else { return }
             receiveTimeout = timeout

@@ -1,4 +1,4 @@
-import CCloudStorage
+import CCRC32C
 package import Foundation
 import HTTP1
 

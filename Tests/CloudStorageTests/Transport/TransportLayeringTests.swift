@@ -23,6 +23,27 @@ struct TransportLayeringTests {
         func readFailedError(errno code: Int32) -> any Error { Marker(id: 3) }
     }
 
+    /// Only NativeTLS sees OpenSSL: no other module imports the loader, or the C target that
+    /// once held CRC32C and the TLS shim together (SwiftPM would let a module import a
+    /// dependency's C target unchecked), and none calls the loader's functions.
+    @Test func onlyNativeTLSSeesTheOpenSSLLoader() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        var checked = 0
+        for case let file as URL in files where file.pathExtension == "swift" {
+            guard !file.path.contains("/Sources/NativeTLS/") else { continue }
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("import ") {
+                let module = line.split(separator: " ").last.map(String.init) ?? ""
+                #expect(!["COpenSSLLoader", "CCloudStorage"].contains(module), "\(file.lastPathComponent): \(line)")
+            }
+            #expect(!text.contains("cs_openssl") && !text.contains("cs_tls_"), "\(file.lastPathComponent)")
+            checked += 1
+        }
+        #expect(checked > 100)
+    }
+
     @Test func aBodyFilesOwnErrorComesBackUntouched() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readHead() != nil else { return }

@@ -1,5 +1,5 @@
-#ifndef CCLOUDSTORAGE_H
-#define CCLOUDSTORAGE_H
+#ifndef CCRC32C_H
+#define CCRC32C_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,7 +17,5 @@ uint32_t cs_crc32c_update_portable(uint32_t crc, const void *bytes, size_t lengt
 
 /// Whether `cs_crc32c_update` uses CPU instructions on this machine.
 int cs_crc32c_is_hardware_accelerated(void);
-
-#include "CloudStorageTLS.h"
 
 #endif

@@ -1,4 +1,4 @@
-#include "CCloudStorage.h"
+#include "CCRC32C.h"
 
 #include <string.h>
 

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Client CPU and time of `cloud-storage cp` over https (and http) against curl, with the server in
+# a SEPARATE process, so that client and server costs never mix: the sink is a `cloud-storage
+# emulator` (directory storage on tmpfs) of a fixed build, the same for every client measured.
+# Rows are interleaved round by round: each client of the round runs once before any runs twice.
+#
+#   Benchmarks/scripts/tls-transfers.sh SIZE_MIB ROUNDS CLIENT... 
+#       e.g. tls-transfers.sh 1024 3 /work/wt-tls-base/.build/release/cloud-storage .build/release/cloud-storage
+#
+# $SINK is the emulator's tool (default: the first CLIENT). Every row prints wall seconds, user and
+# system CPU seconds of the client process alone (/usr/bin/time), MB/s and CPU-seconds per GiB.
+# Runs only on loopback. Check `uptime` first: on a loaded machine the numbers mean little.
+set -euo pipefail
+size_mib=${1:?SIZE_MIB}
+rounds=${2:?ROUNDS}
+shift 2
+clients=("$@")
+[[ ${#clients[@]} -gt 0 ]] || { echo "name at least one cloud-storage CLIENT" >&2; exit 2; }
+root=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=Benchmarks/scripts/common.sh
+source "$root/Benchmarks/scripts/common.sh"
+tool=${SINK:-${clients[0]}}
+certificates="$root/Tests/TLSTestCertificates"
+
+work=$(mktemp -d /dev/shm/tls-transfers.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+head -c $((size_mib * 1048576)) /dev/urandom > "$work/payload"
+mkdir -p "$work/tls-store" "$work/plain-store"
+start_emulator "$work/tls.log" --dir "$work/tls-store" --tls-cert "$certificates/localhost.pem" \
+    --tls-key "$certificates/localhost.key"
+pids+=("$emulator_pid")
+https=$endpoint
+start_emulator "$work/plain.log" --dir "$work/plain-store"
+pids+=("$emulator_pid")
+http=$endpoint
+echo "sink: $tool (https $https, http $http); payload $size_mib MiB on tmpfs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# measure LABEL COMMAND...: runs COMMAND under /usr/bin/time and prints one row.
+measure() {
+    local label=$1
+    shift
+    /usr/bin/time -f "%e %U %S" -o "$work/time" "$@" > /dev/null
+    read -r wall user system < "$work/time"
+    awk -v l="$label" -v w="$wall" -v u="$user" -v s="$system" -v m="$size_mib" 'BEGIN {
+        printf "%-44s %7.2f s wall %6.2f user %6.2f sys  %8.1f MB/s  %6.2f CPU-s/GiB\n",
+            l, w, u, s, m * 1.048576 / w, (u + s) * 1024 / m }'
+}
+
+# curl_up ENDPOINT NAME: the curl command line of a one-request upload of the payload.
+curl_up() {
+    curl_command=(curl -sS --fail --cacert "$certificates/test-ca.pem" -X POST -T "$work/payload"
+        -H "Content-Type: application/octet-stream" "$1/upload/storage/v1/b/bench/o?uploadType=media&name=$2")
+}
+
+for ((round = 1; round <= rounds; round++)); do
+    echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
+    for i in "${!clients[@]}"; do
+        measure "putFile https  client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$https" "$work/payload" \
+            "gs://bench/up-$i"
+    done
+    curl_up "$https" up-curl
+    measure "upload https   curl" "${curl_command[@]}"
+    for i in "${!clients[@]}"; do
+        measure "putFile http   client $i" "${clients[$i]}" cp --quiet --endpoint "$http" "$work/payload" \
+            "gs://bench/up-$i"
+    done
+    curl_up "$http" up-curl
+    measure "upload http    curl" "${curl_command[@]}"
+    for i in "${!clients[@]}"; do
+        rm -f "$work/down"
+        measure "download https client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$https" "gs://bench/up-curl" \
+            "$work/down"
+        cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
+    done
+    rm -f "$work/down"
+    measure "download https curl -o" curl -sS --fail --cacert "$certificates/test-ca.pem" -o "$work/down" \
+        "$https/download/storage/v1/b/bench/o/up-curl?alt=media"
+    cmp -s "$work/down" "$work/payload" || { echo "curl downloaded wrong bytes" >&2; exit 1; }
+done
