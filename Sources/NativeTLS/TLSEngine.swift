@@ -20,9 +20,12 @@ import Darwin
 ///
 /// ```swift
 /// let engine = try TLSEngine(client: context, host: "example.com", port: 443)
-/// while try engine.handshake() != .done(0) {
-///     send(engine.outbound); engine.didSend(engine.outbound.count)
-///     // … and when it needs input: receive into engine.inboundSpace, then engine.didReceive(n)
+/// while true {
+///     let progress = try engine.handshake()
+///     // Every flight goes out whole, the last one too (`send` returns the bytes the socket took).
+///     while engine.hasOutbound { engine.didSend(send(engine.outbound)) }
+///     if progress == .done(0) { break }
+///     if progress == .needsInput { engine.didReceive(receive(into: engine.inboundSpace)) }
 /// }
 /// ```
 public final class TLSEngine {
