@@ -41,7 +41,10 @@ struct TLSHandshakeStallTests {
         #expect(error?.code == .retryLimitExceeded)
         let transportError = (error?.underlyingError as? StorageError)?.underlyingError as? HTTPTransportError
         #expect(transportError?.kind == .timedOut, "\(String(describing: error))")
-        #expect(transportError?.description.contains("handshake") == true)
+        // Which step the deadline ends depends on when the (possibly starved) client gets there:
+        // the handshake, or connecting itself. Either way one deadline ended the whole setup.
+        let description = transportError?.description ?? ""
+        #expect(description.contains("handshake") || description.contains("Connecting"), "\(description)")
     }
 
     /// A server that sends its handshake a byte at a time (the start of a 16 KiB record, then a
@@ -63,7 +66,10 @@ struct TLSHandshakeStallTests {
         #expect(error?.code == .retryLimitExceeded)
         let transportError = (error?.underlyingError as? StorageError)?.underlyingError as? HTTPTransportError
         #expect(transportError?.kind == .timedOut, "\(String(describing: error))")
-        #expect(transportError?.description.contains("handshake") == true)
+        // Which step the deadline ends depends on when the (possibly starved) client gets there:
+        // the handshake, or connecting itself. Either way one deadline ended the whole setup.
+        let description = transportError?.description ?? ""
+        #expect(description.contains("handshake") || description.contains("Connecting"), "\(description)")
         if server.acceptedConnections == 1 {
             #expect(try await peer.ended() == .clientGone, "the client gave up while bytes still came")
         }
