@@ -246,13 +246,12 @@ struct ResumableSessionTests {
 
     // MARK: Helpers
 
-    /// Waits until the emulator holds the second chunk. The bound only matters once the test failed.
+    /// Waits until the emulator holds the second chunk: no bound of its own (a starved whole-suite
+    /// run exceeded two minutes), the suite's time limit ends the sleep if it never comes.
     static func waitUntilHeld(_ emulator: StorageEmulator, at held: Int64 = heldAt) async throws {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while emulator.bytesReceived < held && ContinuousClock.now < deadline {
+        while emulator.bytesReceived < held {
             try await Task.sleep(for: .milliseconds(5))
         }
-        try #require(emulator.bytesReceived >= held)
     }
 
     static func expectRefused(

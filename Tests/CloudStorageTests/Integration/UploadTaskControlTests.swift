@@ -35,13 +35,12 @@ struct UploadTaskControlTests {
         }
     }
 
-    /// Waits until the emulator holds the second chunk. The bound only matters once the test failed.
+    /// Waits until the emulator holds the second chunk: no bound of its own (a starved whole-suite
+    /// run exceeded two minutes), the suite's time limit ends the sleep if it never comes.
     static func waitUntilHeld(_ emulator: StorageEmulator) async throws {
-        let deadline = ContinuousClock.now + .seconds(120)
-        while emulator.bytesReceived < heldAt && ContinuousClock.now < deadline {
+        while emulator.bytesReceived < heldAt {
             try await Task.sleep(for: .milliseconds(5))
         }
-        try #require(emulator.bytesReceived >= heldAt)
     }
 
     @Test(arguments: TestRoute.all)

@@ -9,12 +9,11 @@ struct UploadTaskLifetimeTests {
     /// Waits until `isFreed` holds (the worker lets go of the task just after
     /// publishing the end): a loaded two-core run can delay any task for longer
     /// than any guess, and a leak never frees at all, so the suite's time limit
-    /// is the only bound.
-    static func eventually(_ isFreed: () -> Bool) async throws -> Bool {
+    /// is the only bound (its cancellation ends the sleep, and the test).
+    static func waitUntilFreed(_ isFreed: () -> Bool) async throws {
         while !isFreed() {
             try await Task.sleep(for: .milliseconds(10))
         }
-        return true
     }
 
     @Test(arguments: [false, true])
@@ -32,9 +31,8 @@ struct UploadTaskLifetimeTests {
             _ = try await task.value
             #expect(task.snapshot.status == .success)
         }
-        #expect(
-            try await Self.eventually { weakTask == nil }, "a finished task must not be kept alive by its own snapshots"
-        )
+        // A finished task must not be kept alive by its own snapshots.
+        try await Self.waitUntilFreed { weakTask == nil }
     }
 
     @Test func aCancelledTaskIsFreed() async throws {
@@ -47,7 +45,7 @@ struct UploadTaskLifetimeTests {
             await task.cancel()
             _ = await task.result()
         }
-        #expect(try await Self.eventually { weakTask == nil })
+        try await Self.waitUntilFreed { weakTask == nil }
     }
 
     @Test func theDataOfAFinishedTaskIsReleasedEvenWhileTheTaskIsHeld() async throws {
@@ -73,7 +71,8 @@ struct UploadTaskLifetimeTests {
             task = storage.reference(withPath: "lifetime").putData(payload)
         }
         _ = try await task.value
-        #expect(try await Self.eventually { weakOwner == nil }, "the engine lets go of the bytes when the task ends")
+        // The engine lets go of the bytes when the task ends.
+        try await Self.waitUntilFreed { weakOwner == nil }
         #expect(task.snapshot.status == .success)
     }
 }

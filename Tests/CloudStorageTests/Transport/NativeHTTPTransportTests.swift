@@ -271,7 +271,7 @@ struct NativeHTTPTransportTests {
             _ = connection.readBody(64 * 1024)
             connection.write("HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\nConnection: close\r\n\r\ntoo much")
             // Read nothing more: a client that only sends would wait forever.
-            _ = release.wait(timeout: .now() + 3600)
+            _ = release.wait(timeout: .now() + 600)
         }
         defer { server.stop() }
         defer { release.signal() }
@@ -281,9 +281,9 @@ struct NativeHTTPTransportTests {
             .fileRegion(try ReadOnlyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
         ])
         let transport = NativeHTTPTransport(configuration: .forTests())
-        // The time-out and the server's wait are an hour, beyond the suite's time limit: an
+        // The time-out and the server's wait are 10 minutes, beyond the suite's time limit: an
         // answer at all means the early answer itself ended the upload.
-        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(3600))
+        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600))
         let response = try await transport.execute(request, progress: nil)
         #expect(response.status == 413)
         #expect(String(decoding: response.body, as: UTF8.self) == "too much")
@@ -528,7 +528,7 @@ struct NativeHTTPTransportTests {
             guard connection.readHead() != nil else { return }
             _ = connection.readBody(whileReceiving ? 1024 : 64 * 1024)
             reached.withLock { $0 = true }
-            _ = release.wait(timeout: .now() + 3600)
+            _ = release.wait(timeout: .now() + 600)
             connection.drainUntilClosed()
             closedByClient.withLock { $0 = true }
         }
@@ -537,7 +537,7 @@ struct NativeHTTPTransportTests {
         let body: HTTPRequestBody =
             whileReceiving
             ? .data(Data(count: 1024)) : .data(TestSupport.payload(size: 256 * .mebibyte, seed: 4))
-        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(3600))
+        let request = HTTPRequest(method: "PUT", url: Self.url(server.port), body: body, idleTimeout: .seconds(600))
         let task = Task { try await transport.execute(request, progress: nil) }
         // Cancel only once the server holds the request (sending or awaiting the answer); no
         // deadline of its own, as giving up would cancel earlier, another case than this one.
@@ -546,8 +546,8 @@ struct NativeHTTPTransportTests {
         }
         try await Task.sleep(for: .milliseconds(100))
         task.cancel()
-        // Not the idle time-out nor the server's release (an hour, beyond the suite's time limit):
-        // the cancel itself ended it.
+        // Not the idle time-out nor the server's release (10 minutes, beyond the suite's time
+        // limit): the cancel itself ended it.
         let result = await task.result
         #expect(throws: CancellationError.self) { try result.get() }
         release.signal()

@@ -82,7 +82,7 @@ struct SlowClientTests {
                 // were refused, or evicted from the slots they took: all six were admitted (three
                 // waiting alone could be the first three, with the rest still to be accepted, and
                 // then taking the slots the well-behaved clients below are meant to get).
-                waitUntil {
+                try waitUntil {
                     server.connectionsWaitingForPeer == 3 && tricklers.count(where: \.hasBytesWaiting) == 3
                 }
                 // Kept open, so that each one has to make room for itself (it is then idle, and
@@ -126,7 +126,7 @@ struct SlowClientTests {
                     return client
                 }
                 // Two connections, two slots: both admitted, neither refused.
-                waitUntil { server.connectionsWaitingForPeer == 2 }
+                try waitUntil { server.connectionsWaitingForPeer == 2 }
                 // Kept open, so that each one has to make room for itself.
                 var clients: [RawClient] = []
                 var answers: [String] = []

@@ -91,11 +91,16 @@ final class Box<Value: Sendable>: Sendable {
 
 /// Waits, polling, until `condition` holds (a server-side state another thread brings about).
 ///
-/// Unbounded: what comes next depends on the state, so a wait that gave up would only turn
-/// into a confusing failure later; a suite's `.timeLimit` is the guard against a state that
-/// never comes.
-func waitUntil(_ condition: () -> Bool) {
+/// What comes next depends on the state, so there is no guess a starved machine could exceed:
+/// the suites' time limits (at most five minutes) report a state that never comes. Those
+/// limits cannot end a thread, though, so after ten minutes the wait throws, and the test
+/// ends instead of holding the whole run for ever.
+func waitUntil(_ condition: () -> Bool) throws {
+    let deadline = ContinuousClock.now + .seconds(600)
     while !condition() {
+        guard ContinuousClock.now < deadline else {
+            throw RawClient.Failure(description: "the awaited server state never came")
+        }
         Thread.sleep(forTimeInterval: 0.005)
     }
 }
