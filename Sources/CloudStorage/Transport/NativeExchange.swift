@@ -262,6 +262,30 @@ final class NativeExchange {
     // MARK: - Receiving
 
     private func receiveResponse() throws(HTTPTransportError) -> (HTTPResponse, Bool) {
+        let (head, framing) = try receiveHead()
+        var keepAlive = head.wantsKeepAlive && !request.closesConnection
+        var body = ResponseBody(sink: try streamingSink(for: head))
+        switch framing {
+        case .length(let length):
+            try receiveBody(length: length, into: &body)
+        case .chunked:
+            try receiveChunkedBody(into: &body)
+        case .untilClose:
+            keepAlive = false
+            repeat {
+                try emit(0..<input.count, to: &body)
+                input.removeAll(keepingCapacity: true)
+            } while try readBlocking() != 0
+        }
+        // Bytes nobody asked for: the connection's framing cannot be trusted any more.
+        // Bytes the connection holds count too (over TLS, records received but not returned): the
+        // pool's poll cannot see them.
+        if !input.isEmpty || socket.hasBufferedInput { keepAlive = false }
+        return (HTTPResponse(status: head.status, headers: head.headers, body: body.collected), keepAlive)
+    }
+
+    /// Reads until the final head, and how its body is framed.
+    private func receiveHead() throws(HTTPTransportError) -> (HTTPResponseHead, HTTPBodyFraming) {
         while try !parseHeads() {
             if try readBlocking() == 0 {
                 throw HTTPTransportError(
@@ -274,98 +298,99 @@ final class NativeExchange {
         guard let head = finalHead else {
             throw HTTPTransportError(kind: .other, message: "No response head.")
         }
-        let framing: HTTPBodyFraming
         do {
-            framing = try HTTPBodyFraming.response(head, requestMethod: request.method)
+            return (head, try HTTPBodyFraming.response(head, requestMethod: request.method))
         } catch {
             throw malformed(error)
         }
-        var keepAlive = head.wantsKeepAlive && !request.closesConnection
-        var streaming = false
-        if let sink = request.responseSink {
-            do {
-                streaming = try sink.begin(head.status, head.headers)
-            } catch {
-                throw .sinkFailed(error)
-            }
+    }
+
+    /// Offers the answer to the request's sink.
+    ///
+    /// - Returns: The sink, when it takes the body; nil when the body is collected.
+    private func streamingSink(for head: HTTPResponseHead) throws(HTTPTransportError) -> HTTPResponseSink? {
+        guard let sink = request.responseSink else { return nil }
+        do {
+            return try sink.begin(head.status, head.headers) ? sink : nil
+        } catch {
+            throw .sinkFailed(error)
         }
-        var body = Data()
-        // Hands `input[range]` to the sink, or keeps it in `body` within the limit.
-        func emit(_ range: Range<Int>) throws(HTTPTransportError) {
-            guard !range.isEmpty else { return }
-            guard streaming, let sink = request.responseSink else {
-                body.append(contentsOf: input[range])
-                guard body.count <= maxResponseBody else { throw tooLarge() }
-                return
-            }
-            let delivered = input.withUnsafeBytes { raw in
-                Result { try sink.receive(UnsafeRawBufferPointer(rebasing: raw[range])) }
-            }
-            if case .failure(let error) = delivered { throw .sinkFailed(error) }
+    }
+
+    /// Hands `input[range]` to the body's sink, or keeps it in the body within the limit.
+    private func emit(_ range: Range<Int>, to body: inout ResponseBody) throws(HTTPTransportError) {
+        guard !range.isEmpty else { return }
+        guard let sink = body.sink else {
+            body.collected.append(contentsOf: input[range])
+            guard body.collected.count <= maxResponseBody else { throw tooLarge() }
+            return
         }
-        switch framing {
-        case .length(let length):
-            guard streaming || length <= Int64(maxResponseBody) else { throw tooLarge() }
-            var remaining = length
-            while remaining > 0 {
-                if input.isEmpty && streaming, let sink = request.responseSink {
-                    // Read (over TLS: decrypted) straight into the connection's buffer (the request
-                    // body is sent by now, so file copies no longer use it) and handed on from
-                    // there, without a stop in `input`; a read never goes past the body, so the
-                    // connection stays usable.
-                    let buffer = socket.copyBuffer
-                    let wanted = UnsafeMutableRawBufferPointer(
-                        rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
-                    let count = try receiveWaiting(into: wanted)
-                    if count == 0 { throw truncated() }
-                    receivedResponseBytes = true
-                    let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
-                    if case .failure(let error) = delivered { throw .sinkFailed(error) }
-                    remaining -= Int64(count)
-                    continue
-                }
-                if input.isEmpty, try readBlocking() == 0 { throw truncated() }
-                let take = Int(min(Int64(input.count), remaining))
-                try emit(0..<take)
-                input.removeFirst(take)
-                remaining -= Int64(take)
+        let delivered = input.withUnsafeBytes { raw in
+            Result { try sink.receive(UnsafeRawBufferPointer(rebasing: raw[range])) }
+        }
+        if case .failure(let error) = delivered { throw .sinkFailed(error) }
+    }
+
+    /// Receives a body of `length` bytes.
+    private func receiveBody(length: Int64, into body: inout ResponseBody) throws(HTTPTransportError) {
+        guard body.sink != nil || length <= Int64(maxResponseBody) else { throw tooLarge() }
+        var remaining = length
+        while remaining > 0 {
+            if input.isEmpty, let sink = body.sink {
+                remaining -= Int64(try receiveDirectly(upTo: remaining, into: sink))
+                continue
             }
-        case .chunked:
-            var decoder = ChunkedBodyDecoder()
-            while true {
-                var consumed = 0
-                while consumed < input.count && !decoder.isComplete {
-                    let step = input.withUnsafeBytes { raw in
-                        Result { () throws(HTTP1Error) in
-                            try decoder.decode(UnsafeRawBufferPointer(rebasing: raw[consumed...]))
-                        }
+            if input.isEmpty, try readBlocking() == 0 { throw truncated() }
+            let take = Int(min(Int64(input.count), remaining))
+            try emit(0..<take, to: &body)
+            input.removeFirst(take)
+            remaining -= Int64(take)
+        }
+    }
+
+    /// Reads (over TLS: decrypted) straight into the connection's buffer (the request body is sent
+    /// by now, so file copies no longer use it) and hands the bytes on from there, without a stop
+    /// in `input`; a read never goes past `remaining`, so the connection stays usable.
+    ///
+    /// - Returns: The bytes handed on, at least one.
+    private func receiveDirectly(
+        upTo remaining: Int64, into sink: HTTPResponseSink
+    ) throws(HTTPTransportError) -> Int {
+        let buffer = socket.copyBuffer
+        let wanted = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
+        let count = try receiveWaiting(into: wanted)
+        if count == 0 { throw truncated() }
+        receivedResponseBytes = true
+        let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
+        if case .failure(let error) = delivered { throw .sinkFailed(error) }
+        return count
+    }
+
+    /// Receives a chunked body, to its last chunk and trailers.
+    private func receiveChunkedBody(into body: inout ResponseBody) throws(HTTPTransportError) {
+        var decoder = ChunkedBodyDecoder()
+        while true {
+            var consumed = 0
+            while consumed < input.count && !decoder.isComplete {
+                let step = input.withUnsafeBytes { raw in
+                    Result { () throws(HTTP1Error) in
+                        try decoder.decode(UnsafeRawBufferPointer(rebasing: raw[consumed...]))
                     }
-                    let (used, data): (Int, Range<Int>)
-                    do {
-                        (used, data) = try step.get()
-                    } catch {
-                        throw malformed(error)
-                    }
-                    try emit((consumed + data.lowerBound)..<(consumed + data.upperBound))
-                    consumed += used
-                    if used == 0 { break }
                 }
-                input.removeFirst(consumed)
-                if decoder.isComplete { break }
-                if try readBlocking() == 0 { throw truncated() }
+                let (used, data): (Int, Range<Int>)
+                do {
+                    (used, data) = try step.get()
+                } catch {
+                    throw malformed(error)
+                }
+                try emit((consumed + data.lowerBound)..<(consumed + data.upperBound), to: &body)
+                consumed += used
+                if used == 0 { break }
             }
-        case .untilClose:
-            keepAlive = false
-            repeat {
-                try emit(0..<input.count)
-                input.removeAll(keepingCapacity: true)
-            } while try readBlocking() != 0
+            input.removeFirst(consumed)
+            if decoder.isComplete { return }
+            if try readBlocking() == 0 { throw truncated() }
         }
-        // Bytes nobody asked for: the connection's framing cannot be trusted any more.
-        // Bytes the connection holds count too (over TLS, records received but not returned): the
-        // pool's poll cannot see them.
-        if !input.isEmpty || socket.hasBufferedInput { keepAlive = false }
-        return (HTTPResponse(status: head.status, headers: head.headers, body: body), keepAlive)
     }
 
     /// Parses the heads in `input`, dropping interim (1xx) ones.
@@ -447,6 +472,14 @@ final class NativeExchange {
             kind: .responseTooLarge,
             message: "The response from \(socket.key) is larger than \(maxResponseBody) bytes.")
     }
+}
+
+/// Where a response body goes: the request's sink, when it took the body, or memory.
+private struct ResponseBody {
+    /// The sink that took the body; nil: the body is collected.
+    let sink: HTTPResponseSink?
+    /// The body, when it is collected.
+    var collected = Data()
 }
 
 /// Reports body bytes sent at a bounded rate: at most once per 10 ms, plus the final total.
