@@ -102,7 +102,7 @@ let package = Package(
             name: "CloudStorageTests",
             dependencies: [
                 "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI",
-                "NativeTLS", "V4Signing",
+                "NativeTLS", "V4Signing", "SystemCalls",
             ],
             swiftSettings: strictSwift
         ),

@@ -1,10 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// TLS as a byte transformer: ciphertext from the peer goes in and plaintext comes out,
 /// plaintext goes in and ciphertext for the peer comes out. It never touches a socket.
@@ -486,8 +480,6 @@ public final class TLSEngine {
     }
 
     private static func isIPAddress(_ host: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+        POSIXSocket.addressBytes(host) != nil
     }
 }

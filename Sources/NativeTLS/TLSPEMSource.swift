@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// PEM-encoded material (certificates or a private key), given as bytes or as a file path.
 ///
@@ -34,26 +30,30 @@ public enum TLSPEMSource: Sendable, Hashable {
     }
 
     private static func readFile(_ path: String, _ what: String) throws(TLSError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        if fd < 0 {
-            let code = errno
+        let fd: Int32
+        do {
+            fd = try SystemCall.open(path, [.readOnly, .closeOnExec])
+        } catch {
             throw TLSError(
-                .invalidConfiguration, "cannot open \(what) file \(path): \(String(cString: strerror(code)))",
-                systemError: code)
+                .invalidConfiguration, "cannot open \(what) file \(path): \(error.reason)",
+                systemError: error.errno)
         }
-        defer { _ = close(fd) }
+        defer { try? SystemCall.close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return bytes }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                throw TLSError(
-                    .invalidConfiguration, "cannot read \(what) file \(path): \(String(cString: strerror(code)))",
-                    systemError: code)
+            let read = chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(SystemCallError) in try SystemCall.read(fd, into: buffer) }
             }
+            let count: Int
+            do {
+                count = try read.get()
+            } catch {
+                throw TLSError(
+                    .invalidConfiguration, "cannot read \(what) file \(path): \(error.reason)",
+                    systemError: error.errno)
+            }
+            if count == 0 { return bytes }
             bytes.append(contentsOf: chunk[0..<count])
             if bytes.count > maximumFileSize {
                 throw TLSError(.invalidConfiguration, "\(what) file \(path) is larger than \(maximumFileSize) bytes")

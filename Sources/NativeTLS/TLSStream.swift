@@ -1,13 +1,5 @@
 import SystemCalls
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A ``TLSEngine`` driven over a connected socket: a blocking byte stream for servers and
 /// tools that give each connection its own thread (the emulator, test servers).
 ///
@@ -187,13 +179,9 @@ public final class TLSStream {
     /// Sends everything in the engine's output.
     private func flush(_ engine: TLSEngine, _ deadline: ContinuousClock.Instant?) throws(TLSError) {
         while engine.hasOutbound {
-            let bytes = engine.outbound
-            var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
             let sent: Int?
             do {
-                sent = try withUnsafeMutablePointer(to: &vector) { pointer throws(SocketError) in
-                    try POSIXSocket.sendAvailable(socket, UnsafeMutableBufferPointer(start: pointer, count: 1))
-                }
+                sent = try POSIXSocket.sendAvailable(socket, engine.outbound)
             } catch {
                 throw socketError(error, during: "writing")
             }
@@ -233,7 +221,7 @@ public final class TLSStream {
     /// one it is not ready yet, and the wait lasts until `deadline` whatever arrives meanwhile.
     private func wait(readable: Bool, until deadline: ContinuousClock.Instant?) throws(TLSError) {
         guard POSIXSocket.isNonBlocking(socket) else {
-            throw TLSError(.timedOut, "the socket time-out expired talking to \(peer)", systemError: EAGAIN)
+            throw TLSError(.timedOut, "the socket time-out expired talking to \(peer)", systemError: Errno.wouldBlock)
         }
         while true {
             // Slices only so that "no deadline" fits poll's time-out; a shutdown ends any wait.
@@ -241,7 +229,7 @@ public final class TLSStream {
             if let deadline {
                 let left = ContinuousClock.now.duration(to: deadline)
                 guard left > .zero else {
-                    throw TLSError(.timedOut, "the deadline passed waiting for \(peer)", systemError: ETIMEDOUT)
+                    throw TLSError(.timedOut, "the deadline passed waiting for \(peer)", systemError: Errno.timedOut)
                 }
                 slice = min(slice, left)
             }
@@ -257,7 +245,7 @@ public final class TLSStream {
     }
 
     private func socketError(_ error: SocketError, during operation: String) -> TLSError {
-        let code: Int32 = if case .system(let code) = error { code } else { EINVAL }
-        return TLSError(.io, "\(operation) with \(peer) failed: \(String(cString: strerror(code)))", systemError: code)
+        let code: Int32 = if case .system(let code) = error { code } else { Errno.invalidArgument }
+        return TLSError(.io, "\(operation) with \(peer) failed: \(Errno.describe(code))", systemError: code)
     }
 }

@@ -1,9 +1,9 @@
 #if canImport(Glibc)
-package import Glibc
+import Glibc
 #elseif canImport(Musl)
-package import Musl
+import Musl
 #elseif canImport(Darwin)
-package import Darwin
+import Darwin
 #endif
 
 /// The POSIX socket calls the SDK's native transport and the emulator both
@@ -338,10 +338,82 @@ package enum POSIXSocket {
 
     // MARK: - Sending and receiving
 
-    /// Sends from `buffers` (gathered, `sendmsg`) what fits without blocking.
+    /// Byte ranges that go out gathered (`sendmsg` with an `iovec` per range), in order,
+    /// over as many sends as the socket needs: ``advance(by:)`` drops what a send took.
+    ///
+    /// The ranges are borrowed: their storage must stay valid and unchanged while this lives.
+    /// One thread uses it.
+    package final class GatheredBytes {
+        /// Ranges passed to one send at most (`IOV_MAX` is 1024 on Linux and Darwin).
+        private static let rangesPerSend = 512
+        private let vectors: UnsafeMutableBufferPointer<iovec>
+        /// The ranges in use, `vectors[first..<end]`: the first one may be partly sent.
+        private var first = 0
+        private let end: Int
+
+        /// Gathers the non-empty ones of `ranges`.
+        package init(_ ranges: [UnsafeRawBufferPointer]) {
+            let nonEmpty = ranges.filter { !$0.isEmpty }
+            vectors = .allocate(capacity: max(1, nonEmpty.count))
+            for (index, range) in nonEmpty.enumerated() {
+                vectors[index] = iovec(
+                    iov_base: UnsafeMutableRawPointer(mutating: range.baseAddress), iov_len: range.count)
+            }
+            end = nonEmpty.count
+        }
+
+        deinit { vectors.deallocate() }
+
+        /// Whether every byte has been sent.
+        package var isEmpty: Bool { first == end }
+
+        /// The ranges the next send offers, in order (at most a send's worth of them).
+        package var nextRanges: some Sequence<UnsafeRawBufferPointer> {
+            window.lazy.map { UnsafeRawBufferPointer(start: $0.iov_base, count: $0.iov_len) }
+        }
+
+        /// The `iovec`s of the next send.
+        fileprivate var window: UnsafeMutableBufferPointer<iovec> {
+            UnsafeMutableBufferPointer(rebasing: vectors[first..<min(end, first + Self.rangesPerSend)])
+        }
+
+        /// Drops the first `count` bytes (what a send took), at most all that is left.
+        package func advance(by count: Int) {
+            var left = count
+            while left > 0 && first < end {
+                let length = vectors[first].iov_len
+                if left >= length {
+                    left -= length
+                    first += 1
+                } else {
+                    vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
+                    vectors[first].iov_len = length - left
+                    left = 0
+                }
+            }
+        }
+    }
+
+    /// Sends from `bytes` (gathered, `sendmsg`) what fits without blocking; the caller then
+    /// advances `bytes` by what was sent.
     ///
     /// - Returns: The bytes sent, or nil when the send buffer is full.
-    package static func sendAvailable(
+    package static func sendAvailable(_ fd: Int32, _ bytes: GatheredBytes) throws(SocketError) -> Int? {
+        try sendAvailable(fd, bytes.window)
+    }
+
+    /// Sends from `bytes` (`sendmsg`) what fits without blocking.
+    ///
+    /// - Returns: The bytes sent, or nil when the send buffer is full.
+    package static func sendAvailable(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(SocketError) -> Int? {
+        var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
+        return try withUnsafeMutablePointer(to: &vector) { pointer throws(SocketError) in
+            try sendAvailable(fd, UnsafeMutableBufferPointer(start: pointer, count: 1))
+        }
+    }
+
+    /// Sends from `buffers` (gathered, `sendmsg`) what fits without blocking.
+    private static func sendAvailable(
         _ fd: Int32, _ buffers: UnsafeMutableBufferPointer<iovec>
     ) throws(SocketError) -> Int? {
         var message = msghdr()

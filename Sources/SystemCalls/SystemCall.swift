@@ -320,6 +320,12 @@ package enum Errno {
     package static let badDescriptor = EBADF
     /// `EIO`.
     package static let inputOutput = EIO
+    /// `EINVAL`.
+    package static let invalidArgument = EINVAL
+    /// `ETIMEDOUT`: a connection attempt or a wait ran out of time.
+    package static let timedOut = ETIMEDOUT
+    /// `ECONNREFUSED`: nothing listens at the address.
+    package static let connectionRefused = ECONNREFUSED
 
     /// The system's words for `code` (`strerror`).
     package static func describe(_ code: Int32) -> String {

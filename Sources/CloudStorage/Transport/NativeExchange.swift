@@ -1,13 +1,6 @@
 import Foundation
 import HTTP1
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import SystemCalls
 
 /// One request and its response on one connection, run start to finish on
 /// one of the native transport's I/O threads (never on the cooperative pool).
@@ -147,36 +140,17 @@ final class NativeExchange {
     /// Over TLS the bytes are taken once encrypted; the last records may still wait in the
     /// connection's TLS layer until the socket takes them, which this also waits for.
     private func sendAll(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) -> Bool {
-        let nonEmpty = buffers.filter { !$0.isEmpty }
-        let vectors = UnsafeMutableBufferPointer<iovec>.allocate(capacity: max(1, nonEmpty.count))
-        defer { vectors.deallocate() }
-        for (index, buffer) in nonEmpty.enumerated() {
-            vectors[index] = iovec(
-                iov_base: UnsafeMutableRawPointer(mutating: buffer.baseAddress), iov_len: buffer.count)
-        }
+        let bytes = POSIXSocket.GatheredBytes(buffers)
         var headLeft = headLength
-        var first = 0
-        while first < nonEmpty.count {
-            let window = UnsafeMutableBufferPointer(rebasing: vectors[first..<min(nonEmpty.count, first + 512)])
-            guard let sent = try socket.send(window) else {
+        while !bytes.isEmpty {
+            guard let sent = try socket.send(bytes) else {
                 guard try waitWritable() else { return false }
                 continue
             }
             let headPart = min(headLeft, sent)
             headLeft -= headPart
             account(written: sent, body: sent - headPart)
-            var left = sent
-            while left > 0 {
-                let length = vectors[first].iov_len
-                if left >= length {
-                    left -= length
-                    first += 1
-                } else {
-                    vectors[first].iov_base = vectors[first].iov_base.map { $0 + left }
-                    vectors[first].iov_len = length - left
-                    left = 0
-                }
-            }
+            bytes.advance(by: sent)
         }
         while try !socket.flush() {
             guard try waitWritable() else { return false }

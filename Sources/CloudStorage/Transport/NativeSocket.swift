@@ -1,14 +1,6 @@
 import NativeTLS
 import SystemCalls
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A connected, non-blocking TCP connection of the native transport, plain or with a TLS layer.
 ///
 /// One request's I/O thread uses it at a time (or it sits idle in the
@@ -96,11 +88,11 @@ final class NativeSocket: Sendable {
         } catch {
             throw HTTPTransportError(kind: .connectFailed, message: "Cannot resolve \(host) (\(error.reason)).")
         }
-        var lastError: Int32 = ECONNREFUSED
+        var lastError = Errno.connectionRefused
         for address in addresses {
             let left = ContinuousClock.now.duration(to: deadline)
             guard left > .zero else {
-                lastError = ETIMEDOUT
+                lastError = Errno.timedOut
                 break
             }
             let fd: Int32
@@ -180,14 +172,15 @@ final class NativeSocket: Sendable {
     /// The connection's buffer for copies of file regions and for large reads, allocated on first use.
     var copyBuffer: UnsafeMutableRawBufferPointer { layer.copyBuffer() }
 
-    /// Sends from `buffers` (gathered) what fits without blocking; over TLS, encrypts as many
-    /// records as fit in the layer's output and sends what the socket takes of it.
+    /// Sends from `bytes` (gathered) what fits without blocking; over TLS, encrypts as many
+    /// records as fit in the layer's output and sends what the socket takes of it. The caller
+    /// then advances `bytes` by what was taken.
     ///
     /// - Returns: The bytes taken, or nil when the socket cannot take more yet.
-    func send(_ buffers: UnsafeMutableBufferPointer<iovec>) throws(HTTPTransportError) -> Int? {
+    func send(_ bytes: POSIXSocket.GatheredBytes) throws(HTTPTransportError) -> Int? {
         guard let engine = layer.engine else {
             do {
-                return try POSIXSocket.sendAvailable(fd, buffers)
+                return try POSIXSocket.sendAvailable(fd, bytes)
             } catch {
                 throw lost(error)
             }
@@ -195,10 +188,10 @@ final class NativeSocket: Sendable {
         // Ciphertext from before goes first; then as much plaintext as fits is encrypted.
         guard try flush() else { return nil }
         var taken = 0
-        gathering: for vector in buffers {
+        gathering: for range in bytes.nextRanges {
             var offset = 0
-            while offset < vector.iov_len, let base = vector.iov_base {
-                let bytes = UnsafeRawBufferPointer(start: base + offset, count: vector.iov_len - offset)
+            while offset < range.count, let base = range.baseAddress {
+                let bytes = UnsafeRawBufferPointer(start: base + offset, count: range.count - offset)
                 guard case .done(let count) = try encrypt(bytes, engine), count > 0 else { break gathering }
                 offset += count
                 taken += count
@@ -215,13 +208,9 @@ final class NativeSocket: Sendable {
     func flush() throws(HTTPTransportError) -> Bool {
         guard let engine = layer.engine else { return true }
         while engine.hasOutbound {
-            let bytes = engine.outbound
-            var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
             let sent: Int?
             do {
-                sent = try withUnsafeMutablePointer(to: &vector) { pointer throws(SocketError) in
-                    try POSIXSocket.sendAvailable(fd, UnsafeMutableBufferPointer(start: pointer, count: 1))
-                }
+                sent = try POSIXSocket.sendAvailable(fd, engine.outbound)
             } catch {
                 throw lost(error)
             }
