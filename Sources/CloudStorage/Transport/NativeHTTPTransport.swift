@@ -224,49 +224,17 @@ final class NativeHTTPTransport: HTTPTransport {
         var reported: Int64 = 0
         while true {
             if state.isCancelled { throw NativeSocket.cancelledError }
-            var socket = mayUsePool ? pool.take(request.key) : nil
-            let reused = socket != nil
-            if let pooled = socket, !state.attach(pooled) {
+            let pooled = mayUsePool ? pool.take(request.key) : nil
+            if let pooled, !state.attach(pooled) {
                 pooled.close()
                 throw NativeSocket.cancelledError
             }
-            if socket == nil {
-                let context = request.usesTLS ? try clientContext() : nil
-                // One deadline for connecting and the handshake, fixed now: no pace of bytes moves it.
-                let setup = NativeWaitLimit(
-                    idle: min(configuration.connectTimeout, request.idleTimeout), deadline: request.deadline
-                ).end().instant
-                let fresh: NativeSocket
-                do {
-                    fresh = try NativeSocket.connect(
-                        host: request.host,
-                        port: request.port,
-                        key: request.key,
-                        deadline: setup,
-                        sendBufferSize: configuration.sendBufferSize,
-                        register: { state.attach($0) }
-                    )
-                } catch  where error.kind == .connectFailed && request.deadline.map({ .now >= $0 }) == true {
-                    // The request's deadline, not the server, ended it: a time-out like any other.
-                    throw HTTPTransportError(
-                        kind: .timedOut, message: "Connecting to \(request.key) was not over by the request's deadline."
-                    )
-                }
-                pool.noteOpened()
-                if let context {
-                    do {
-                        // Before any request byte: a server that fails verification never sees the head.
-                        try fresh.startTLS(context: context, host: request.host, port: request.port, deadline: setup)
-                    } catch {
-                        _ = state.detach()
-                        fresh.close()
-                        if state.isCancelled { throw NativeSocket.cancelledError }
-                        throw error
-                    }
-                }
-                socket = fresh
+            let socket: NativeSocket
+            if let pooled {
+                socket = pooled
+            } else {
+                socket = try openConnection(for: request, state)
             }
-            guard let socket else { throw NativeSocket.cancelledError }
             let exchange = NativeExchange(
                 socket: socket,
                 request: request,
@@ -278,23 +246,13 @@ final class NativeHTTPTransport: HTTPTransport {
             )
             do {
                 let (response, reusable) = try exchange.run()
-                // After detaching, a cancel can no longer touch the socket; if one came first it is shut down.
-                if state.detach() {
-                    if reusable {
-                        pool.put(socket)
-                    } else {
-                        pool.noteNotReusable()
-                        socket.closeGracefully()
-                    }
-                } else {
-                    socket.close()
-                }
+                release(socket, reusable: reusable, state)
                 return response
             } catch {
                 _ = state.detach()
                 socket.close()
                 let safeToRepeat = exchange.bytesWritten == 0 || request.isReplayable
-                if reused && !exchange.receivedResponseBytes && safeToRepeat && error.kind == .connectionLost
+                if pooled != nil && !exchange.receivedResponseBytes && safeToRepeat && error.kind == .connectionLost
                     && !state.isCancelled
                 {
                     mayUsePool = false
@@ -306,6 +264,57 @@ final class NativeHTTPTransport: HTTPTransport {
         }
     }
 
+    /// Opens a connection for `request` and, for `https://`, completes its TLS handshake, before
+    /// any request byte (a server that fails verification never sees the head). Connecting and the
+    /// handshake share one deadline, fixed now: no pace of bytes moves it.
+    private func openConnection(
+        for request: NativePreparedRequest,
+        _ state: NativeRequestState
+    ) throws(HTTPTransportError) -> NativeSocket {
+        let context = request.usesTLS ? try clientContext() : nil
+        let setup = NativeWaitLimit(
+            idle: min(configuration.connectTimeout, request.idleTimeout), deadline: request.deadline
+        ).end().instant
+        let fresh: NativeSocket
+        do {
+            fresh = try NativeSocket.connect(
+                host: request.host,
+                port: request.port,
+                key: request.key,
+                deadline: setup,
+                sendBufferSize: configuration.sendBufferSize,
+                register: { state.attach($0) }
+            )
+        } catch  where error.kind == .connectFailed && request.deadline.map({ .now >= $0 }) == true {
+            // The request's deadline, not the server, ended it: a time-out like any other.
+            throw HTTPTransportError(
+                kind: .timedOut, message: "Connecting to \(request.key) was not over by the request's deadline."
+            )
+        }
+        pool.noteOpened()
+        guard let context else { return fresh }
+        do {
+            try fresh.startTLS(context: context, host: request.host, port: request.port, deadline: setup)
+        } catch {
+            _ = state.detach()
+            fresh.close()
+            if state.isCancelled { throw NativeSocket.cancelledError }
+            throw error
+        }
+        return fresh
+    }
+
+    /// Hands the connection of a finished exchange back to the pool, or closes it.
+    private func release(_ socket: NativeSocket, reusable: Bool, _ state: NativeRequestState) {
+        // After detaching, a cancel can no longer touch the socket; if one came first it is shut down.
+        guard state.detach() else { return socket.close() }
+        if reusable {
+            pool.put(socket)
+        } else {
+            pool.noteNotReusable()
+            socket.closeGracefully()
+        }
+    }
 }
 
 /// One native request's shared state: the awaiting task's continuation, the
