@@ -93,13 +93,10 @@ struct DiskUsageCommand {
                     buffer += line(metadata.size, "\(object)")  // Under -a, pinned: gs://BUCKET/NAME#GENERATION.
                 }
                 listed.removeAll(keepingCapacity: true)
-                do {
-                    try await output.write(buffer)
-                } catch {
+                guard await output.writePage(&buffer) else {
                     closed = true
                     return false
                 }
-                buffer = ""
                 return true
             }
         } catch {

@@ -136,13 +136,10 @@ struct ListCommand {
                     }
                 }
                 listed.removeAll(keepingCapacity: true)
-                do {
-                    try await output.write(buffer)
-                } catch {
+                guard await output.writePage(&buffer) else {
                     closed = true
                     return false
                 }
-                buffer = ""
                 return true
             }
         } catch {

@@ -74,6 +74,19 @@ final class OutputWriter: Sendable {
         try await write(Data(text.utf8))
     }
 
+    /// Writes a page of output gathered in `text`, then empties it for the next page.
+    ///
+    /// - Returns: False when the reader has gone (a closed pipe): the caller stops listing.
+    func writePage(_ text: inout String) async -> Bool {
+        do {
+            try await write(text)
+        } catch {
+            return false
+        }
+        text = ""
+        return true
+    }
+
     /// Lets the thread end once the writes already given are done.
     func finish() {
         state.withLock { $0.finished = true }

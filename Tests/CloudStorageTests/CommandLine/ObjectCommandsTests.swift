@@ -415,6 +415,23 @@ struct ObjectCommandsTests {
         #expect(output == "hello world")
     }
 
+    /// A listing page is written and the buffer emptied; a reader gone ends the listing.
+    @Test func aPageIsWrittenAndEmptiedUntilTheReaderGoes() async throws {
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)
+        defer { close(fds[1]) }
+        let writer = OutputWriter(fd: fds[1])
+        defer { writer.finish() }
+        var page = "gs://b/a\n"
+        #expect(await writer.writePage(&page))
+        #expect(page.isEmpty)
+        var read = [UInt8](repeating: 0, count: 64)
+        #expect(Foundation.read(fds[0], &read, read.count) == 9)
+        close(fds[0])
+        page = "gs://b/b\n"
+        #expect(await writer.writePage(&page) == false)
+    }
+
     @Test func theWriterReportsAReaderThatWentAwayInsteadOfDying() async throws {
         var fds: [Int32] = [0, 0]
         try #require(pipe(&fds) == 0)
