@@ -219,21 +219,23 @@ package enum POSIXSocket {
     /// A blocking send gives up with `EAGAIN` after `timeout`, so a peer that stops reading
     /// cannot hold a thread for ever.
     package static func setSendTimeout(_ fd: Int32, _ timeout: Duration) {
-        let milliseconds = max(1, timeout.milliseconds)
-        var value = timeval()
-        value.tv_sec = .init(milliseconds / 1000)
-        value.tv_usec = .init((milliseconds % 1000) * 1000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        setTimeout(fd, SO_SNDTIMEO, timeout)
     }
 
     /// A blocking receive gives up with `EAGAIN` after `timeout` (`SO_RCVTIMEO`), which also
     /// bounds the receives a library makes on the socket itself.
     package static func setReceiveTimeout(_ fd: Int32, _ timeout: Duration) {
+        setTimeout(fd, SO_RCVTIMEO, timeout)
+    }
+
+    /// Sets the socket time-out `option` (`SO_SNDTIMEO` or `SO_RCVTIMEO`) to `timeout`, at least 1 ms
+    /// (zero would mean "never").
+    private static func setTimeout(_ fd: Int32, _ option: Int32, _ timeout: Duration) {
         let milliseconds = max(1, timeout.milliseconds)
         var value = timeval()
         value.tv_sec = .init(milliseconds / 1000)
         value.tv_usec = .init((milliseconds % 1000) * 1000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
+        _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     /// Makes the next close send RST instead of FIN.
