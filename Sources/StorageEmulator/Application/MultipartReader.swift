@@ -11,6 +11,13 @@ final class MultipartReader {
     private var atEnd = false
     private var finished = false
     private var sawFirstDelimiter = false
+    /// Whether a CR before a delimiter belongs to the delimiter's line break. Decided by the
+    /// first delimiter line, as other readers (Go's `mime/multipart`) do: a body whose first
+    /// delimiter line ends in LF alone (gcloud's, written by Python's email package) ends its
+    /// lines in LF, so a part that ends in CR keeps it — with 1 in 256 random files ending in
+    /// CR, dropping it would store the wrong bytes.
+    private var lineBreaksAreCRLF = true
+    private var startedAPart = false
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// The boundary from a `Content-Type: multipart/related; boundary=…` value.
@@ -37,7 +44,7 @@ final class MultipartReader {
         self.body = body
         // Lines end in CRLF (RFC 2046) or, as gcloud writes them (Python's email package), in LF
         // alone, which Cloud Storage accepts too: the delimiter is found by its LF, and a CR
-        // before it is not part of the body.
+        // before it is part of the delimiter only in a body whose lines end in CRLF.
         delimiter = Array("\n--\(boundary)".utf8)
         // The first delimiter may sit at the very start, without a line break.
         buffer = Array("\n".utf8)
@@ -58,10 +65,13 @@ final class MultipartReader {
             finished = true
             return nil
         }
+        let isFirstPart = !startedAPart
+        startedAPart = true
         if buffer[position] == 0x0D, buffer[position + 1] == 0x0A {
             position += 2
         } else if buffer[position] == 0x0A {
             position += 1
+            if isFirstPart { lineBreaksAreCRLF = false }
         } else {
             throw malformed
         }
@@ -95,7 +105,8 @@ final class MultipartReader {
     private func streamUntilDelimiter(_ sink: (UnsafeRawBufferPointer) throws -> Void) throws {
         while true {
             if let found = search(from: position) {
-                let end = found > position && buffer[found - 1] == 0x0D ? found - 1 : found
+                let end =
+                    lineBreaksAreCRLF && found > position && buffer[found - 1] == 0x0D ? found - 1 : found
                 try emit(position..<end, sink)
                 position = found + delimiter.count
                 return

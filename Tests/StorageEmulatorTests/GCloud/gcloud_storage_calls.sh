@@ -31,8 +31,10 @@ g() {
 }
 
 # Deterministic files: 1 KB (a multipart upload) and 3 MB (resumable from 1 MiB on, and a
-# parallel composite upload of 1 MiB components).
-head -c 1024 /dev/urandom > small.bin
+# parallel composite upload of 1 MiB components). The 1 KB file ends in a CR, which gcloud's
+# LF-delimited multipart body must keep (1 in 256 random files does).
+head -c 1023 /dev/urandom > small.bin
+printf '\r' >> small.bin
 head -c 3000000 /dev/urandom > large.bin
 mkdir -p tree/sub
 printf 'alpha\n' > tree/a.txt
