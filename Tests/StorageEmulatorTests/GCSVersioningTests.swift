@@ -171,6 +171,32 @@ struct GCSVersioningTests {
         #expect(
             (trailing["items"] as? [[String: Any]])?.compactMap { $0["name"] as? String } == ["a", "c.txt", "d/", "e"])
         #expect(trailing["prefixes"] as? [String] == ["b/", "d/", "x/"])
+        // Paged, the same entries come back, and no page holds more than it was asked for: the
+        // item `d/` and its prefix `d/` are never split, and never overfill a page.
+        for maxResults in 1...4 {
+            var items: [String] = []
+            var prefixes: [String] = []
+            var token: String?
+            var pages = 0
+            repeat {
+                let page = harness.send(
+                    "GET",
+                    "/storage/v1/b/bkt/o?delimiter=/&includeTrailingDelimiter=true&maxResults=\(maxResults)"
+                        + (token.map { "&pageToken=\($0)" } ?? "")
+                ).json
+                let pageItems = (page["items"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+                let pagePrefixes = page["prefixes"] as? [String] ?? []
+                #expect(
+                    pageItems.count + pagePrefixes.count <= max(maxResults, pageItems == ["d/"] ? 2 : 1),
+                    "maxResults \(maxResults): \(pageItems) \(pagePrefixes)")
+                items += pageItems
+                prefixes += pagePrefixes
+                token = page["nextPageToken"] as? String
+                pages += 1
+            } while token != nil && pages < 20
+            #expect(items == ["a", "c.txt", "d/", "e"], "maxResults \(maxResults)")
+            #expect(prefixes == ["b/", "d/", "x/"], "maxResults \(maxResults)")
+        }
         #expect(harness.send("GET", "/storage/v1/b/bkt/o?includeFoldersAsPrefixes=true").status == 400)
         #expect(harness.send("GET", "/storage/v1/b/bkt/o?delimiter=/&includeFoldersAsPrefixes=true").status == 200)
         #expect(harness.send("GET", "/storage/v1/b/bkt/o?versions=maybe").status == 400)

@@ -560,7 +560,9 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Lists a bucket in name order. Items and prefixes both count toward
     /// `maxResults`; the page token names the last entry returned (and its generation,
-    /// when versions are listed).
+    /// when versions are listed). A name listed both as an item and as its own prefix
+    /// (`includeTrailingDelimiter`) is never split across pages, so only a page of
+    /// `maxResults=1` can hold two entries.
     ///
     /// The store seeks to where the page starts (the furthest of the prefix, `startOffset` and
     /// just past the token's entry) and past each common prefix it collapses, and the scan
@@ -600,7 +602,12 @@ package final class EmulatorApplication: ServerApplication {
                 // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
                 entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])), 0)
             }
-            if page.items.count + page.prefixes.count == maxResults {
+            // A name that ends with its first delimiter is listed as an item and as its prefix
+            // (`includeTrailingDelimiter`): the pair counts as two and is never split across
+            // pages, so it starts a new page rather than overfill this one (a page of one holds it).
+            let count = filter.includeTrailingDelimiter && entry.isPrefix && entry.key == name ? 2 : 1
+            let used = page.items.count + page.prefixes.count
+            if used + count > maxResults, used > 0 || maxResults == 0 {
                 if let lastKey {
                     let tag = lastKey.isPrefix ? "p:" : filter.versions ? "v:\(lastKey.generation):" : "i:"
                     page.nextPageToken = Data(Array(tag.utf8) + lastKey.key.bytes).base64EncodedString()
