@@ -9,6 +9,8 @@
 
 #if defined(__linux__)
 #define _GNU_SOURCE
+/* A 64-bit off_t for mmap on 32-bit systems too: regions lie anywhere in a large file. */
+#define _FILE_OFFSET_BITS 64
 #endif
 
 #include "CMappedFileGuard.h"
