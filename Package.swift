@@ -31,6 +31,12 @@ let package = Package(
             // dlopen lives in libc from glibc 2.34; older glibc needs libdl.
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
+        // Read-only maps of file regions, with a SIGBUS guard so that a file shrinking underneath
+        // reads as zeros the owner is told of, instead of killing the process.
+        .target(
+            name: "CMappedFileGuard",
+            cSettings: [.treatAllWarnings(as: .error)]
+        ),
         // TLS as a byte transformer over memory BIOs (and a socket driver for it), RSA keys and
         // digests, on the OpenSSL that COpenSSLLoader loads at run time.
         .target(
@@ -53,6 +59,7 @@ let package = Package(
         // the only target that imports the C library.
         .target(
             name: "SystemCalls",
+            dependencies: ["CMappedFileGuard"],
             swiftSettings: strictSwift
         ),
         .target(

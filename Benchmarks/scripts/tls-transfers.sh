@@ -7,7 +7,8 @@
 #   Benchmarks/scripts/tls-transfers.sh SIZE_MIB ROUNDS CLIENT... 
 #       e.g. tls-transfers.sh 1024 3 /work/wt-tls-base/.build/release/cloud-storage .build/release/cloud-storage
 #
-# $SINK is the emulator's tool (default: the first CLIENT). Every row prints wall seconds, user and
+# $SINK is the emulator's tool (default: the first CLIENT); $ONLY, an extended regular expression,
+# keeps the rows whose label matches (e.g. ONLY='upload https|putFile https'). Every row prints wall seconds, user and
 # system CPU seconds of the client process alone (/usr/bin/time), MB/s and CPU-seconds per GiB.
 # Runs only on loopback. Check `uptime` first: on a loaded machine the numbers mean little.
 set -euo pipefail
@@ -45,6 +46,7 @@ echo "sink: $tool (https $https, http $http); payload $size_mib MiB on tmpfs; lo
 measure() {
     local label=$1
     shift
+    [[ -z "${ONLY:-}" || "$label" =~ $ONLY ]] || return 0
     /usr/bin/time -f "%e %U %S" -o "$work/time" "$@" > /dev/null
     read -r wall user system < "$work/time"
     awk -v l="$label" -v w="$wall" -v u="$user" -v s="$system" -v m="$size_mib" 'BEGIN {
@@ -57,6 +59,10 @@ curl_up() {
     curl_command=(curl -sS --fail --cacert "$certificates/test-ca.pem" -X POST -T "$work/payload"
         -H "Content-Type: application/octet-stream" "$1/upload/storage/v1/b/bench/o?uploadType=media&name=$2")
 }
+
+# The object every download row reads, stored once.
+curl_up "$https" down-source
+"${curl_command[@]}" > /dev/null
 
 for ((round = 1; round <= rounds; round++)); do
     echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
@@ -74,12 +80,12 @@ for ((round = 1; round <= rounds; round++)); do
     measure "upload http    curl" "${curl_command[@]}"
     for i in "${!clients[@]}"; do
         rm -f "$work/down"
-        measure "download https client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$https" "gs://bench/up-curl" \
+        measure "download https client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$https" "gs://bench/down-source" \
             "$work/down"
-        cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
+        [[ ! -e "$work/down" ]] || cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
     done
     rm -f "$work/down"
     measure "download https curl -o" curl -sS --fail --cacert "$certificates/test-ca.pem" -o "$work/down" \
-        "$https/download/storage/v1/b/bench/o/up-curl?alt=media"
-    cmp -s "$work/down" "$work/payload" || { echo "curl downloaded wrong bytes" >&2; exit 1; }
+        "$https/download/storage/v1/b/bench/o/down-source?alt=media"
+    [[ ! -e "$work/down" ]] || cmp -s "$work/down" "$work/payload" || { echo "curl downloaded wrong bytes" >&2; exit 1; }
 done

@@ -92,6 +92,9 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
 
     private func configureClient(_ configuration: TLSClientConfiguration) throws(TLSError) {
         let api = OpenSSL.api
+        guard api.SSL_CTX_set_ciphersuites!(pointer, Self.tls13CipherSuites) == 1 else {
+            throw TLSError(.other, "cannot configure the TLS 1.3 cipher suites: \(OpenSSL.takeError().message)")
+        }
         var trusted = 0
         if configuration.trustsSystemRoots {
             guard api.SSL_CTX_set_default_verify_paths!(pointer) == 1 else {
@@ -120,6 +123,12 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
             throw TLSError(.other, "cannot configure ALPN")
         }
     }
+
+    /// OpenSSL's TLS 1.3 suites, AES-128-GCM first (as BoringSSL, Go and the browsers order them,
+    /// and as Google's servers choose): as strong for TLS, and with 10 AES rounds instead of 14
+    /// it encrypts a fifth faster, which is most of a transfer's CPU. Servers that follow their own
+    /// order still choose.
+    private static let tls13CipherSuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
     /// `http/1.1` as an ALPN protocol list.
     private static let http11: [UInt8] = [8] + Array("http/1.1".utf8)

@@ -53,6 +53,7 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(ssl, void, SSL_CTX_set_alpn_select_cb, (cs_ssl_ctx *, cs_alpn_select_cb, void *)) \
     X(ssl, void, SSL_CTX_set_security_level, (cs_ssl_ctx *, int)) \
     X(ssl, int, SSL_CTX_set_cipher_list, (cs_ssl_ctx *, const char *)) \
+    X(ssl, int, SSL_CTX_set_ciphersuites, (cs_ssl_ctx *, const char *)) \
     X(ssl, void, SSL_CTX_set_default_read_buffer_len, (cs_ssl_ctx *, size_t)) \
     X(ssl, cs_ssl *, SSL_new, (cs_ssl_ctx *)) \
     X(ssl, void, SSL_free, (cs_ssl *)) \

@@ -40,8 +40,9 @@ protocol HTTPTransport: Sendable {
     var maximumBodyLength: Int64? { get }
 
     /// Whether file regions of requests to URLs with `scheme` are sent by reading them through
-    /// ``HTTPBodyFile/readExactly(into:count:at:)`` in order (not by `sendfile(2)` or in a way of
-    /// the transport's own), so that whoever supplies the file sees every byte sent: the upload
+    /// ``HTTPBodyFile/readExactly(into:count:at:)``, or from a map reported through
+    /// ``HTTPBodyFile/observe(_:at:)``, in order (not by `sendfile(2)` or in a way of the
+    /// transport's own), so that whoever supplies the file sees every byte sent: the upload
     /// engine then hashes them as they pass instead of reading the file a second time.
     func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool
 
