@@ -1,10 +1,11 @@
-import Foundation
-import HTTP1
+package import Foundation
+package import HTTP1
+import SystemCalls
 
-/// Moves one HTTP request and its answer: the seam between the upload engine
-/// and the network.
+/// Moves one HTTP request and its answer: the seam between the layer that
+/// builds requests (the storage engine) and the network.
 ///
-/// The engine never knows which implementation it is using. An implementation
+/// That layer never knows which implementation it is using. An implementation
 /// must guarantee:
 /// - `execute` sends the whole ``HTTPRequest/body`` (re-reading file regions
 ///   from their offsets, never buffering a whole region in memory) and returns
@@ -30,11 +31,11 @@ import HTTP1
 ///   ``HTTPTransportError/underlying``; an error a body file throws, as
 ///   ``HTTPTransportError/Kind/bodySourceFailed`` the same way.
 ///
-/// The transport knows nothing of storage: it throws only its own errors
+/// The transport knows nothing of the layer above: it throws only its own errors
 /// (and `CancellationError`), carries errors from above opaquely, and decides
 /// nothing from a request's method; the layer that builds a request says
 /// whether it may be sent twice (``HTTPRequest/isIdempotent``).
-protocol HTTPTransport: Sendable {
+package protocol HTTPTransport: Sendable {
     /// The longest body one request can carry, or nil when bodies of any
     /// length stream through. The engine never sends a longer one.
     var maximumBodyLength: Int64? { get }
@@ -58,31 +59,31 @@ protocol HTTPTransport: Sendable {
 
 extension HTTPTransport {
     /// False: a transport that does not say reads file regions in ways the engine cannot see.
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool { false }
+    package func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool { false }
 
     /// False: a transport that does not say may deliver every request's body on one shared queue.
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool { false }
+    package func letsResponseSinksWait(forScheme scheme: String) -> Bool { false }
 }
 
 /// A request for an ``HTTPTransport``.
-struct HTTPRequest: Sendable {
-    var method: String
-    var url: URL
-    var headers: HTTPHeaders
-    var body: HTTPRequestBody
+package struct HTTPRequest: Sendable {
+    package var method: String
+    package var url: URL
+    package var headers: HTTPHeaders
+    package var body: HTTPRequestBody
     /// How long the request may go without progress before it fails with
     /// ``HTTPTransportError/Kind/timedOut``.
-    var idleTimeout: Duration
+    package var idleTimeout: Duration
     /// The instant by which the whole exchange — connecting, a TLS handshake,
     /// the request and its complete answer — must be over, or it fails with
     /// ``HTTPTransportError/Kind/timedOut``; nil (the default) leaves only the
     /// idle time-out. Unlike that time-out, no pace of bytes moves it. The
     /// layer that builds the request sets it (the engine does, from its retry
     /// rules); a transfer whose bytes keep moving has none.
-    var deadline: ContinuousClock.Instant?
+    package var deadline: ContinuousClock.Instant?
     /// Where the response body goes instead of ``HTTPResponse/body``, for
     /// bodies too large to hold in memory (downloads).
-    var responseSink: HTTPResponseSink?
+    package var responseSink: HTTPResponseSink?
     /// Whether the server may receive this request twice with no effect
     /// beyond receiving it once, so that a transport may send it again on
     /// its own when the kept-alive connection it used turns out dead, even
@@ -92,9 +93,9 @@ struct HTTPRequest: Sendable {
     /// (see the wire protocols' builders); the transport never guesses from
     /// the method. False, the default, means a transport sends it again only
     /// when none of it was written.
-    var isIdempotent: Bool
+    package var isIdempotent: Bool
 
-    init(
+    package init(
         method: String,
         url: URL,
         headers: HTTPHeaders = HTTPHeaders(),
@@ -114,14 +115,14 @@ struct HTTPRequest: Sendable {
 
 /// A request body: a sequence of in-memory and file-backed segments, sent in
 /// order, each re-readable so a transport may replay it.
-struct HTTPRequestBody: Sendable {
-    enum Segment: Sendable {
+package struct HTTPRequestBody: Sendable {
+    package enum Segment: Sendable {
         /// Bytes in memory, sent from the `Data`'s own storage (a slice, never a copy).
         case data(Data)
         /// `length` bytes of a file starting at `offset`, read when sent.
         case fileRegion(any HTTPBodyFile, offset: Int64, length: Int64)
 
-        var length: Int64 {
+        package var length: Int64 {
             switch self {
             case .data(let data): Int64(data.count)
             case .fileRegion(_, _, let length): length
@@ -129,16 +130,21 @@ struct HTTPRequestBody: Sendable {
         }
     }
 
-    var segments: [Segment]
+    package var segments: [Segment]
 
-    static let empty = HTTPRequestBody(segments: [])
+    /// A body of `segments`, in order.
+    package init(segments: [Segment]) {
+        self.segments = segments
+    }
 
-    static func data(_ data: Data) -> HTTPRequestBody {
+    package static let empty = HTTPRequestBody(segments: [])
+
+    package static func data(_ data: Data) -> HTTPRequestBody {
         HTTPRequestBody(segments: [.data(data)])
     }
 
     /// The total number of bytes, sent as `Content-Length`.
-    var length: Int64 { segments.reduce(0) { $0 + $1.length } }
+    package var length: Int64 { segments.reduce(0) { $0 + $1.length } }
 
     /// The whole body in one `Data`: a single data segment as it is, anything
     /// else gathered off the cooperative pool (file segments with `pread`).
@@ -146,13 +152,13 @@ struct HTTPRequestBody: Sendable {
     /// - Throws: ``HTTPTransportError/Kind/bodySourceFailed`` carrying the
     ///   file's own error when a file segment cannot be read whole;
     ///   `CancellationError` when the task is cancelled before the reading starts.
-    func collected() async throws -> Data {
+    package func collected() async throws -> Data {
         if segments.count == 1, case .data(let data) = segments[0] {
             return data
         }
         let segments = segments
         let total = Int(length)
-        return try await BlockingIO.pool.run { () throws(HTTPTransportError) -> Data in
+        return try await BlockingThreadPool.shared.run { () throws(HTTPTransportError) -> Data in
             var data = Data(count: total)
             var position = 0
             for segment in segments {
@@ -181,27 +187,41 @@ struct HTTPRequestBody: Sendable {
 /// pool), one call at a time, in order; they must not suspend. What they
 /// throw is the caller's own error: the transport aborts the request and
 /// hands it back untouched inside ``HTTPTransportError/Kind/sinkFailed``.
-struct HTTPResponseSink: Sendable {
+package struct HTTPResponseSink: Sendable {
     /// Called once with the final status and headers, before any body byte:
     /// true streams the body to ``receive``; false collects it into
     /// ``HTTPResponse/body`` as usual (for error answers). Throwing aborts
     /// the request.
-    var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool
+    package var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool
     /// Called with the next body bytes; they are valid only during the call.
     /// Throwing aborts the request.
-    var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
+    package var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
+
+    package init(
+        begin: @escaping @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool,
+        receive: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
+    ) {
+        self.begin = begin
+        self.receive = receive
+    }
 }
 
 /// A complete HTTP response.
-struct HTTPResponse: Sendable {
-    var status: Int
-    var headers: HTTPHeaders
-    var body: Data
+package struct HTTPResponse: Sendable {
+    package var status: Int
+    package var headers: HTTPHeaders
+    package var body: Data
+
+    package init(status: Int, headers: HTTPHeaders, body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
 }
 
 /// A failure below HTTP.
-struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
-    enum Kind: Sendable, Equatable {
+package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: Sendable, Equatable {
         /// Could not connect.
         case connectFailed
         /// The connection broke (reset, closed early) before the response was complete.
@@ -241,27 +261,49 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case other
     }
 
-    var kind: Kind
-    var message: String
+    package var kind: Kind
+    package var message: String
     /// The body file's own error, for ``Kind/bodySourceFailed``; the sink's,
     /// for ``Kind/sinkFailed``. Carried as it was thrown, so the layer that
     /// owns it can recover it.
-    var underlying: (any Error)?
+    package var underlying: (any Error)?
     /// Whether sending the same request again can only fail the same way (a
     /// URL the transport cannot serve, a head it cannot write): the engine
     /// gives up at once instead of retrying.
-    var permanent = false
+    package var permanent = false
+    /// What the caller could change so that the request can work, where the transport knows;
+    /// the layer that owns the caller's settings words that advice in its own terms.
+    package var remedy: Remedy?
 
-    var description: String { "\(kind): \(message)" }
+    /// A change of the caller's that lets a request the transport failed work.
+    package enum Remedy: Sendable, Equatable {
+        /// The transport does not serve the URL's scheme: send the request with one that does.
+        case anotherTransport
+        /// The server's certificate comes from a private CA, and the transport trusts only the
+        /// system's store: send the request with a transport that takes trust roots of its own.
+        case transportWithOwnTrustRoots
+    }
+
+    package init(
+        kind: Kind, message: String, underlying: (any Error)? = nil, permanent: Bool = false, remedy: Remedy? = nil
+    ) {
+        self.kind = kind
+        self.message = message
+        self.underlying = underlying
+        self.permanent = permanent
+        self.remedy = remedy
+    }
+
+    package var description: String { "\(kind): \(message)" }
 
     /// The failure of a request whose body file threw `error`.
-    static func bodySourceFailed(_ error: any Error) -> HTTPTransportError {
+    package static func bodySourceFailed(_ error: any Error) -> HTTPTransportError {
         HTTPTransportError(
             kind: .bodySourceFailed, message: "The request body could not be read: \(error)", underlying: error)
     }
 
     /// The failure of a request whose response sink threw `error`.
-    static func sinkFailed(_ error: any Error) -> HTTPTransportError {
+    package static func sinkFailed(_ error: any Error) -> HTTPTransportError {
         HTTPTransportError(
             kind: .sinkFailed, message: "The response body was refused: \(error)", underlying: error)
     }

@@ -46,8 +46,8 @@ struct NativePreparedRequest: Sendable {
             throw HTTPTransportError(
                 kind: .other,
                 message:
-                    "The native transport speaks http:// and https:// only; this request's URL has scheme '\(request.url.scheme ?? "")' (use StorageTransportChoice.urlSession).",
-                permanent: true
+                    "The native transport speaks http:// and https:// only; this request's URL has scheme '\(request.url.scheme ?? "")'.",
+                permanent: true, remedy: .anotherTransport
             )
         }
         var host = components.host ?? ""

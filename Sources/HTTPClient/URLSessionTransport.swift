@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HTTP1
 import Synchronization
 
@@ -10,7 +10,7 @@ import FoundationNetworking
 /// and the one used for `https://` on Apple platforms and wherever the native
 /// transport cannot load OpenSSL 3.
 ///
-/// One session serves every ``Storage``; each request carries its own idle
+/// One session serves every caller; each request carries its own idle
 /// time-out.
 ///
 /// On Apple platforms bodies of any length stream through
@@ -29,20 +29,21 @@ import FoundationNetworking
 /// while its callbacks, a response sink's included, fall behind. Known gap:
 /// swift-corelibs-foundation itself gathers the body of a 301–308 answer
 /// before telling the delegate anything, beyond any limit set here.
-final class URLSessionTransport: HTTPTransport {
-    static let shared = URLSessionTransport()
+package final class URLSessionTransport: HTTPTransport {
+    /// The process's one session.
+    package static let shared = URLSessionTransport()
 
     #if canImport(FoundationNetworking)
     /// 32 MiB: large enough that round trips cost little next to the bytes,
     /// small enough to hold in memory per upload.
-    let maximumBodyLength: Int64? = 32 * 1024 * 1024
+    package let maximumBodyLength: Int64? = 32 * 1024 * 1024
     #else
-    let maximumBodyLength: Int64? = nil
+    package let maximumBodyLength: Int64? = nil
     #endif
 
     /// The largest response body collected into memory, the native
-    /// transport's limit: storage answers are small JSON documents, and a
-    /// longer one fails the request instead of growing the process.
+    /// transport's limit by default: a longer one fails the request instead of
+    /// growing the process.
     let maxResponseBodyBytes: Int
     /// Where the session's callbacks wait; it bounds how many may.
     let delegateQueue: URLSessionDelegateQueue
@@ -87,7 +88,7 @@ final class URLSessionTransport: HTTPTransport {
         #endif
     }
 
-    func execute(
+    package func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
@@ -159,7 +160,7 @@ final class URLSessionTransport: HTTPTransport {
 extension URLSessionTransport {
     /// `host:port`, as the native transport names a server in its errors;
     /// never the path or query, which may hold an upload session's secret.
-    static func serverName(_ url: URL) -> String {
+    package static func serverName(_ url: URL) -> String {
         let host = url.host ?? "the server"
         let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
         return "\(host):\(port)"
@@ -371,7 +372,7 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping (URLRequest?) -> Void
     ) {
-        // A resumable upload's 308 is an answer, not a redirect.
+        // A redirect is an answer for the caller, never followed here.
         completionHandler(nil)
     }
 
@@ -398,7 +399,7 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else {
             return
         }
-        // A 3xx whose redirect was declined (a resumable upload's 308) may
+        // A 3xx whose redirect was declined may
         // complete without a `didReceive response` callback.
         if error == nil, let response = task.response as? HTTPURLResponse, !exchange.hasResponse {
             exchange.receive(response)

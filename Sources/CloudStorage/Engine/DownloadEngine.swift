@@ -1,3 +1,4 @@
+import HTTPClient
 import Synchronization
 
 /// What a download has received so far: its state machine, shared by the engine, the response

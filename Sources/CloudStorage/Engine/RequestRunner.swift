@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import Synchronization
 
 /// Sends requests for one operation: adds credentials (refreshing them once

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// Carries one upload to the server: opens the source, then sends it in one
 /// request (small objects) or through a resumable session, retrying and

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import NativeTLS
 
 /// The ``StorageTransportChoice/automatic`` transport: each request goes to
@@ -106,6 +107,18 @@ extension StorageTransportChoice {
                 native: native(unavailableReason), other: URLSessionTransport.shared, nativeSchemes: nativeSchemes,
                 endpointScheme: endpointScheme)
         }
+    }
+}
+
+extension NativeHTTPTransport.Configuration {
+    /// The pool, connect time-out and trust roots `storage` sets (its defaults unless given,
+    /// which are this configuration's own); the rest is the transport's own tuning.
+    init(_ storage: StorageConfiguration) {
+        self.init()
+        maxConnectionsPerHost = storage.connectionPool.maxConnectionsPerHost
+        maxIdleTime = storage.connectionPool.idleTimeout
+        connectTimeout = storage.timeouts.connect
+        additionalTrustRoots = storage.tls.additionalTrustRoots.map(\.pemSource)
     }
 }
 

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 @Suite("URLSession transport")
 struct URLSessionTransportTests {

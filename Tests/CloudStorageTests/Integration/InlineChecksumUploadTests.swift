@@ -3,6 +3,7 @@ import StorageEmulator
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Large files over native TLS are hashed from the bytes the transport reads to send them
 /// (``InlineChecksum``); the emulator refuses a final request whose CRC32C differs from the

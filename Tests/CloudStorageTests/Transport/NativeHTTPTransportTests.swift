@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 @Suite("Native HTTP transport", .timeLimit(.minutes(5)))
 struct NativeHTTPTransportTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The transport knows nothing of storage: errors from above (a body file's, a
 /// response sink's) travel through it untouched, and only the engine turns

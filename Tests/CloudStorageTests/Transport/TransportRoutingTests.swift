@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Which transport carries which request: ``StorageTransportChoice/automatic``
 /// sends `https://` through the native transport wherever OpenSSL 3 loads and

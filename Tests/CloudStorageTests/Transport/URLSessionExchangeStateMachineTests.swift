@@ -3,6 +3,7 @@ import HTTP1
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// How a URLSession exchange ends when the task never reports itself complete:
 /// swift-corelibs-foundation sometimes does not after `cancel()`, so a
