@@ -3,7 +3,7 @@ package import HTTP1
 import SystemCalls
 
 /// Moves one HTTP request and its answer: the seam between the layer that
-/// builds requests (the storage engine) and the network.
+/// builds requests and the network.
 ///
 /// That layer never knows which implementation it is using. An implementation
 /// must guarantee:
@@ -25,8 +25,12 @@ import SystemCalls
 ///   ``HTTPResponseSink/begin`` once with the final status and headers; if
 ///   that returns true, the body goes to ``HTTPResponseSink/receive`` in
 ///   order, chunk by chunk as it arrives, in bounded memory and off the
-///   cooperative pool, and the returned response's body is empty. An error
-///   the sink throws aborts the request and is thrown as
+///   cooperative pool, and the returned response's body is empty. When the
+///   sink answers ``HTTPResponseSink/Demand/enough``, the transport reads no
+///   more of the body and returns the response as it would at the body's end
+///   (closing the connection rather than reusing it, as body bytes may be left
+///   unread on it). An
+///   error the sink throws is a failure: it aborts the request and is thrown as
 ///   ``HTTPTransportError/Kind/sinkFailed`` carrying it, untouched, in
 ///   ``HTTPTransportError/underlying``; an error a body file throws, as
 ///   ``HTTPTransportError/Kind/bodySourceFailed`` the same way.
@@ -37,20 +41,19 @@ import SystemCalls
 /// whether it may be sent twice (``HTTPRequest/isIdempotent``).
 package protocol HTTPTransport: Sendable {
     /// The longest body one request can carry, or nil when bodies of any
-    /// length stream through. The engine never sends a longer one.
+    /// length stream through. The caller never sends a longer one.
     var maximumBodyLength: Int64? { get }
 
-    /// Whether file regions of requests to URLs with `scheme` are sent by reading them through
-    /// ``HTTPBodyFile/readExactly(into:count:at:)`` in order (not by `sendfile(2)` or in a way of
-    /// the transport's own), so that whoever supplies the file sees every byte sent: the upload
-    /// engine then hashes them as they pass instead of reading the file a second time.
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool
+    /// What this transport does beyond the guarantees above, the same for its whole life.
+    /// Read it from the transport that carries a request (``carrier(for:)``).
+    var capabilities: HTTPTransportCapabilities { get }
 
-    /// Whether a ``HTTPResponseSink`` of a request to `scheme` may block for as long as its
-    /// caller likes (a streamed download waiting for its consumer) without holding up any other
-    /// request: true only where each request has a thread of its own.
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool
+    /// The transport that carries requests to `url`: this one, or for a transport that
+    /// hands each request on to another, that one's carrier. Its ``capabilities`` are the
+    /// ones such a request gets.
+    func carrier(for url: URL) -> any HTTPTransport
 
+    /// Sends `request` and returns the complete response (see above).
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
@@ -58,11 +61,37 @@ package protocol HTTPTransport: Sendable {
 }
 
 extension HTTPTransport {
-    /// False: a transport that does not say reads file regions in ways the engine cannot see.
-    package func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool { false }
+    /// None: a transport that does not say reads file regions in ways the caller cannot see,
+    /// and may deliver every request's body on one shared queue.
+    package var capabilities: HTTPTransportCapabilities { [] }
 
-    /// False: a transport that does not say may deliver every request's body on one shared queue.
-    package func letsResponseSinksWait(forScheme scheme: String) -> Bool { false }
+    /// This transport: it carries every request itself.
+    package func carrier(for url: URL) -> any HTTPTransport { self }
+}
+
+/// What an ``HTTPTransport`` does beyond what every transport guarantees: constant for the
+/// transport's life, so that a caller decides once how to feed it.
+package struct HTTPTransportCapabilities: OptionSet, Sendable {
+    package let rawValue: Int
+
+    package init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// File regions of `http://` requests are sent by reading them through
+    /// ``HTTPBodyFile/readExactly(into:count:at:)`` in order (not by `sendfile(2)` or in a way
+    /// of the transport's own), so whoever supplies the file sees every byte sent and can hash
+    /// them as they pass instead of reading the file a second time.
+    package static let readsPlainFileRegions = HTTPTransportCapabilities(rawValue: 1 << 0)
+    /// The same for `https://` requests.
+    package static let readsEncryptedFileRegions = HTTPTransportCapabilities(rawValue: 1 << 1)
+    /// A ``HTTPResponseSink`` may block for as long as its caller likes (waiting for a slow
+    /// consumer) without holding up any other request: each request has a thread of its own.
+    package static let letsResponseSinksWait = HTTPTransportCapabilities(rawValue: 1 << 2)
+
+    /// Whether file regions of requests to `url` are read through their ``HTTPBodyFile``:
+    /// ``readsEncryptedFileRegions`` for `https`, ``readsPlainFileRegions`` for any other scheme.
+    package func readsFileRegions(to url: URL) -> Bool {
+        contains(url.scheme?.lowercased() == "https" ? .readsEncryptedFileRegions : .readsPlainFileRegions)
+    }
 }
 
 /// A request for an ``HTTPTransport``.
@@ -78,7 +107,7 @@ package struct HTTPRequest: Sendable {
     /// the request and its complete answer — must be over, or it fails with
     /// ``HTTPTransportError/Kind/timedOut``; nil (the default) leaves only the
     /// idle time-out. Unlike that time-out, no pace of bytes moves it. The
-    /// layer that builds the request sets it (the engine does, from its retry
+    /// layer that builds the request sets it (from its retry
     /// rules); a transfer whose bytes keep moving has none.
     package var deadline: ContinuousClock.Instant?
     /// Where the response body goes instead of ``HTTPResponse/body``, for
@@ -184,22 +213,31 @@ package struct HTTPRequestBody: Sendable {
 /// Receives a response body as it arrives, on the transport's own thread.
 ///
 /// Both closures run on a thread that may block (never the cooperative
-/// pool), one call at a time, in order; they must not suspend. What they
-/// throw is the caller's own error: the transport aborts the request and
+/// pool), one call at a time, in order; they must not suspend. A sink that
+/// has what it wants says so by returning ``Demand/enough``; what it throws
+/// is a failure of the caller's own: the transport aborts the request and
 /// hands it back untouched inside ``HTTPTransportError/Kind/sinkFailed``.
 package struct HTTPResponseSink: Sendable {
+    /// Whether a sink wants more of the body.
+    package enum Demand: Sendable, Equatable {
+        /// Go on: hand over the next bytes.
+        case more
+        /// The sink has what it wants: read no more, and return the response as complete.
+        case enough
+    }
+
     /// Called once with the final status and headers, before any body byte:
     /// true streams the body to ``receive``; false collects it into
     /// ``HTTPResponse/body`` as usual (for error answers). Throwing aborts
     /// the request.
     package var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool
     /// Called with the next body bytes; they are valid only during the call.
-    /// Throwing aborts the request.
-    package var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
+    /// Returns whether the sink wants more; throwing aborts the request.
+    package var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Demand
 
     package init(
         begin: @escaping @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool,
-        receive: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
+        receive: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Demand
     ) {
         self.begin = begin
         self.receive = receive
@@ -268,7 +306,7 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
     /// owns it can recover it.
     package var underlying: (any Error)?
     /// Whether sending the same request again can only fail the same way (a
-    /// URL the transport cannot serve, a head it cannot write): the engine
+    /// URL the transport cannot serve, a head it cannot write): the caller
     /// gives up at once instead of retrying.
     package var permanent = false
     /// What the caller could change so that the request can work, where the transport knows;

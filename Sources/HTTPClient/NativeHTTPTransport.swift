@@ -98,28 +98,26 @@ package final class NativeHTTPTransport: HTTPTransport {
     }
 
     package let maximumBodyLength: Int64? = nil
+    /// Each request runs on a thread of its own (``NativeIOThreads``), so a sink that waits
+    /// stops reading only its own connection. File regions of `https` requests are read through
+    /// their file (TLS encrypts from the buffer they are read into), and so are those of `http`
+    /// ones wherever `sendfile(2)` is off or missing (on Linux the kernel copies them).
+    package let capabilities: HTTPTransportCapabilities
     let configuration: Configuration
     let pool: NativeConnectionPool
     let threads = NativeIOThreads(name: "HTTPClient.NativeHTTPTransport")
     /// The TLS client context, made on first `https://` use (it reads trust files, so on an I/O thread).
     private let tlsContext = Mutex<Result<TLSContext, HTTPTransportError>?>(nil)
 
-    /// True for `https` (TLS encrypts from a buffer the file is read into) and wherever
-    /// `sendfile(2)` is off or missing; false for `http` on Linux, which the kernel copies.
-    package func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool {
-        #if os(Linux)
-        return scheme.lowercased() == "https" || !configuration.usesSendfile
-        #else
-        return true
-        #endif
-    }
-
-    /// True: each request runs on a thread of its own (``NativeIOThreads``), so a sink that
-    /// waits stops reading only its own connection.
-    package func letsResponseSinksWait(forScheme scheme: String) -> Bool { true }
-
     package init(configuration: Configuration = .init()) {
         self.configuration = configuration
+        var capabilities: HTTPTransportCapabilities = [.letsResponseSinksWait, .readsEncryptedFileRegions]
+        #if os(Linux)
+        if !configuration.usesSendfile { capabilities.insert(.readsPlainFileRegions) }
+        #else
+        capabilities.insert(.readsPlainFileRegions)
+        #endif
+        self.capabilities = capabilities
         self.pool = NativeConnectionPool(
             maxConnectionsPerHost: configuration.maxConnectionsPerHost,
             maxIdlePerHost: configuration.maxIdleConnectionsPerHost,

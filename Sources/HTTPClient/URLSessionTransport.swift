@@ -27,7 +27,7 @@ import FoundationNetworking
 /// same error), an announced `Content-Length` above it is refused before a
 /// body byte is taken, and ``URLSessionDelegateQueue`` holds the session back
 /// while its callbacks, a response sink's included, fall behind. Known gap:
-/// swift-corelibs-foundation itself gathers the body of a 301–308 answer
+/// swift-corelibs-foundation itself gathers the body of a redirect (3xx) answer
 /// before telling the delegate anything, beyond any limit set here.
 package final class URLSessionTransport: HTTPTransport {
     /// The process's one session.
@@ -287,19 +287,18 @@ private final class Exchange: Sendable {
     /// Takes body bytes: into the sink when streaming, else into the body
     /// within the limit.
     ///
-    /// - Returns: False when the sink threw, the body outgrew the limit or the
-    ///   request is over: abort the task.
+    /// - Returns: False when the sink threw or has enough, the body outgrew the
+    ///   limit or the request is over: abort the task.
     func receive(_ data: Data) -> Bool {
         let (deliver, abort) = state.withLock { $0.machine.receive(data) }
         guard deliver, let sink else { return !abort }
         let delivered = data.withUnsafeBytes { raw in
             Result { try sink.receive(raw) }
         }
-        let thrown: (any Error)?
-        if case .failure(let error) = delivered { thrown = error } else { thrown = nil }
-        let outcome = state.withLock { $0.machine.finishDelivery(throwing: thrown) }
+        let outcome = state.withLock { $0.machine.finishDelivery(delivered) }
         resume(outcome)
-        return thrown == nil && outcome == nil
+        guard case .success(.more) = delivered else { return false }
+        return outcome == nil
     }
 }
 

@@ -155,8 +155,8 @@ struct UploadEngine: Sendable {
                 source,
                 computingChecksum: configuration.verifiesChecksums,
                 upFrontLimit: max(configuration.uploads.multipartThreshold, PreparedSource.overlapThreshold),
-                hashingInline: storage.transport.readsFileRegionsThroughBodyFile(
-                    forScheme: storage.endpoint.baseURL.scheme ?? "")
+                hashingInline: storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
+                    .readsFileRegions(to: storage.endpoint.baseURL)
             )
             if let resuming { try await adopt(resuming, prepared, checkpoint) }
             checkpoint.source = prepared

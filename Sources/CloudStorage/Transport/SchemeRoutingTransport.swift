@@ -37,26 +37,19 @@ struct SchemeRoutingTransport: HTTPTransport {
         maximumBodyLength = endpointIsNative ? native.maximumBodyLength : other.maximumBodyLength
     }
 
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool {
-        nativeSchemes.contains(scheme.lowercased())
-            ? native.readsFileRegionsThroughBodyFile(forScheme: scheme)
-            : other.readsFileRegionsThroughBodyFile(forScheme: scheme)
-    }
-
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool {
-        nativeSchemes.contains(scheme.lowercased())
-            ? native.letsResponseSinksWait(forScheme: scheme)
-            : other.letsResponseSinksWait(forScheme: scheme)
+    /// The native transport's carrier for URLs whose scheme it serves, the other's for the rest.
+    func carrier(for url: URL) -> any HTTPTransport {
+        if let scheme = url.scheme?.lowercased(), nativeSchemes.contains(scheme) {
+            return native.carrier(for: url)
+        }
+        return other.carrier(for: url)
     }
 
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
-        if let scheme = request.url.scheme?.lowercased(), nativeSchemes.contains(scheme) {
-            return try await native.execute(request, progress: progress)
-        }
-        return try await other.execute(request, progress: progress)
+        try await carrier(for: request.url).execute(request, progress: progress)
     }
 }
 

@@ -193,6 +193,42 @@ struct NativeHTTPTransportTests {
         #expect(transport.pool.idleCount == 0)
     }
 
+    /// A sink that has what it wants ends the answer: the transport returns the response as
+    /// complete without waiting for the rest of the body (the server holds it back), and
+    /// closes the connection rather than reuse it with body bytes unread.
+    @Test(arguments: ["Content-Length: 100", "Transfer-Encoding: chunked"])
+    func aSinkWithEnoughEndsTheAnswerAndItsConnectionIsNotReused(framing: String) async throws {
+        let server = try ScriptedHTTPServer { connection, index in
+            guard connection.readRequest() != nil else { return }
+            guard index == 0 else {
+                connection.write(Self.ok())
+                return
+            }
+            // Half the body (0x32 = 50 bytes), then nothing until the client hangs up.
+            let half = String(repeating: "a", count: 50)
+            let body = framing.hasPrefix("Content-Length") ? half : "32\r\n\(half)\r\n"
+            connection.write("HTTP/1.1 200 OK\r\n\(framing)\r\n\r\n\(body)")
+            _ = connection.drainUntilClosed()
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport(configuration: .forTests())
+        let received = Mutex(0)
+        var request = HTTPRequest(method: "GET", url: Self.url(server.port))
+        request.responseSink = HTTPResponseSink(
+            begin: { _, _ in true },
+            receive: { bytes in
+                received.withLock { $0 += bytes.count }
+                return .enough
+            })
+        let response = try await transport.execute(request, progress: nil)
+        #expect(response.status == 200 && response.body.isEmpty)
+        #expect((1...50).contains(received.withLock { $0 }))
+        let next = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        #expect(next.body == Data("ok".utf8))
+        #expect(transport.connectionsOpened == 2)
+        #expect(server.acceptedConnections == 2)
+    }
+
     @Test func connectionCloseFromTheRequestIsHonoured() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             while connection.readRequest() != nil { connection.write(Self.ok()) }

@@ -298,6 +298,7 @@ final class PausingSink: Sendable {
                     // A hang guard only: the server resumes the client as soon as its bytes are delivered.
                     _ = resume.wait(timeout: .now() + 90)
                 }
+                return .more
             })
     }
 

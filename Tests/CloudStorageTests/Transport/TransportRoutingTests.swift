@@ -34,6 +34,23 @@ struct TransportRoutingTests {
         }
     }
 
+    /// The engine asks the transport that will carry a request what it can do, once: a routing
+    /// transport names its carrier per URL, and the carrier's capabilities are its own.
+    @Test func aRoutingTransportNamesTheCarrierOfEachURLWhoseCapabilitiesTheEngineReads() throws {
+        let routing = try #require(
+            StorageTransportChoice.automatic.transport(for: Self.https, tlsUnavailableReason: nil)
+                as? SchemeRoutingTransport)
+        let https = URL(string: "https://127.0.0.1:1/o")!
+        let carrier = try #require(routing.carrier(for: https) as? NativeHTTPTransport)
+        #expect(carrier === routing.native as? NativeHTTPTransport)
+        #expect(carrier.capabilities.contains(.letsResponseSinksWait))
+        #expect(carrier.capabilities.readsFileRegions(to: https))
+        let other = routing.carrier(for: URL(string: "gs://b/o")!)
+        #expect(other is URLSessionTransport)
+        #expect(!other.capabilities.contains(.letsResponseSinksWait))
+        #expect(!other.capabilities.readsFileRegions(to: https))
+    }
+
     @Test func automaticSendsHTTPSThroughTheNativeTransportWhereOpenSSLLoads() throws {
         let available = StorageTransportChoice.automatic.transport(
             for: Self.https, tlsUnavailableReason: nil)

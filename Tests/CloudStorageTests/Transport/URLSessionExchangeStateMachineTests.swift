@@ -176,9 +176,9 @@ struct URLSessionExchangeStateMachineTests {
         #expect(accepted)
         let taken = machine.receive(Data("ab".utf8))
         #expect(taken == (true, false))
-        let returned = machine.finishDelivery(throwing: Full())
+        let returned = machine.finishDelivery(.failure(Full()))
         #expect(returned == nil)
-        #expect(machine.isFailed)
+        #expect(machine.abortsTask)
         guard case .failure(let error)? = machine.end(.aborted) else {
             Issue.record("an aborted exchange must fail")
             return
