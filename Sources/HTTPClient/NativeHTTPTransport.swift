@@ -38,7 +38,7 @@ import Synchronization
 ///   thread, for a turn (``NativeConnectionPool/acquire(_:)``). A burst of
 ///   uploads thus reuses a bounded set of warm connections and threads
 ///   instead of opening one each, which a server would refuse beyond its own
-///   limit (our emulator answers `503` beyond 256).
+///   limit.
 /// - **Connections** are kept alive in a ``NativeConnectionPool`` per
 ///   `host:port` (``Configuration/maxIdleTime`` at most) and reused only after a
 ///   response was read completely and neither side said `Connection: close`.

@@ -103,7 +103,7 @@ struct URLSessionTLSFailure: Sendable, Equatable {
     }
 
     /// The transport's error: ``HTTPTransportError/Kind/tlsFailure``, permanent, naming the
-    /// server (`host:port`, never the path, which may hold an upload session's secret).
+    /// server (`host:port`, never the path, which may hold a credential).
     func transportError(server: String) -> HTTPTransportError {
         let message = "Cannot talk to \(server) over TLS: \(cause.explanation) (URLSession: \(detail))."
         #if canImport(FoundationNetworking)

@@ -105,24 +105,11 @@ package final class URLSessionTransport: HTTPTransport {
         // answer (a reset, a server that committed and then closed), rewinding the
         // body through `needNewBodyStream`, which swift-corelibs-foundation cannot do
         // for a `Data` body (see there). On a fresh connection it never resends: the
-        // failure reaches the engine, which asks the server what it kept and resumes.
+        // failure reaches the caller, which may ask the server what it kept and resume.
         urlRequest.setValue("close", forHTTPHeaderField: "Connection")
         #endif
-        let bodyLength = request.body.length
         let exchange = Exchange(request: request, progress: progress, maxResponseBodyBytes: maxResponseBodyBytes)
-        if bodyLength == 0 {
-            if request.method != "GET" && request.method != "HEAD" {
-                urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
-            }
-        } else {
-            #if canImport(FoundationNetworking)
-            urlRequest.httpBody = try await request.body.collected()
-            #else
-            // With a length, Apple's URLSession streams the body without chunked coding.
-            urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
-            urlRequest.httpBodyStream = exchange.makeBodyStream()
-            #endif
-        }
+        try await attachBody(of: request, to: &urlRequest, exchange)
         let dataTask = session.dataTask(with: urlRequest)
         // Late callbacks of a task that ended early find no exchange.
         defer { router.unregister(dataTask) }
@@ -158,8 +145,29 @@ package final class URLSessionTransport: HTTPTransport {
 }
 
 extension URLSessionTransport {
+    /// Gives `urlRequest` the body of `request`: gathered into memory where URLSession would
+    /// otherwise send it chunked (Linux), streamed through `exchange` with its length elsewhere.
+    private func attachBody(
+        of request: HTTPRequest, to urlRequest: inout URLRequest, _ exchange: Exchange
+    ) async throws {
+        let bodyLength = request.body.length
+        guard bodyLength > 0 else {
+            if request.method != "GET" && request.method != "HEAD" {
+                urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
+            }
+            return
+        }
+        #if canImport(FoundationNetworking)
+        urlRequest.httpBody = try await request.body.collected()
+        #else
+        // With a length, Apple's URLSession streams the body without chunked coding.
+        urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
+        urlRequest.httpBodyStream = exchange.makeBodyStream()
+        #endif
+    }
+
     /// `host:port`, as the native transport names a server in its errors;
-    /// never the path or query, which may hold an upload session's secret.
+    /// never the path or query, which may hold a credential.
     package static func serverName(_ url: URL) -> String {
         let host = url.host ?? "the server"
         let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
@@ -431,8 +439,8 @@ extension HTTPTransportError {
         default:
             kind = .other
         }
-        // Never the error's description: URLError's names the URL, and an upload
-        // session's URL is a credential.
+        // Never the error's description: URLError's names the URL, which may hold a
+        // credential.
         self.init(kind: kind, message: "URL loading failed (\(code.map { String($0.rawValue) } ?? "unknown code"))")
         // A URL that URLSession cannot load at all will not load on a retry either.
         let unloadable: [URLError.Code] = [.badURL, .unsupportedURL, .userAuthenticationRequired]

@@ -17,6 +17,9 @@ import NativeTLS
 /// transport would choose; by `URLSession` on Linux, that body is gathered in
 /// memory. Servers that hand out session URLs on another scheme than their
 /// own are not known to exist.
+///
+/// It declares no ``HTTPTransportCapabilities`` of its own: what a request gets is its
+/// carrier's (``carrier(for:)``), which is what the engine reads.
 struct SchemeRoutingTransport: HTTPTransport {
     let native: any HTTPTransport
     let other: any HTTPTransport
