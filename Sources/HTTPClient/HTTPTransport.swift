@@ -74,6 +74,7 @@ extension HTTPTransport {
 package struct HTTPTransportCapabilities: OptionSet, Sendable {
     package let rawValue: Int
 
+    /// The capabilities whose bits `rawValue` sets.
     package init(rawValue: Int) { self.rawValue = rawValue }
 
     /// File regions of `http://` requests are sent by reading them through
@@ -96,9 +97,13 @@ package struct HTTPTransportCapabilities: OptionSet, Sendable {
 
 /// A request for an ``HTTPTransport``.
 package struct HTTPRequest: Sendable {
+    /// The method, such as `GET`.
     package var method: String
+    /// Where the request goes: `http://` or `https://` for the native transport.
     package var url: URL
+    /// The header fields; the transport adds `Host` and the body's framing.
     package var headers: HTTPHeaders
+    /// What the request sends.
     package var body: HTTPRequestBody
     /// How long the request may go without progress before it fails with
     /// ``HTTPTransportError/Kind/timedOut``.
@@ -118,12 +123,12 @@ package struct HTTPRequest: Sendable {
     /// its own when the kept-alive connection it used turns out dead, even
     /// after some of it reached the kernel.
     ///
-    /// The layer that builds the request decides, from its protocol's rules
-    /// (see the wire protocols' builders); the transport never guesses from
-    /// the method. False, the default, means a transport sends it again only
-    /// when none of it was written.
+    /// The layer that builds the request decides, from its protocol's rules;
+    /// the transport never guesses from the method. False, the default, means
+    /// a transport sends it again only when none of it was written.
     package var isIdempotent: Bool
 
+    /// A request without a deadline or a response sink.
     package init(
         method: String,
         url: URL,
@@ -145,12 +150,14 @@ package struct HTTPRequest: Sendable {
 /// A request body: a sequence of in-memory and file-backed segments, sent in
 /// order, each re-readable so a transport may replay it.
 package struct HTTPRequestBody: Sendable {
+    /// A part of a body.
     package enum Segment: Sendable {
         /// Bytes in memory, sent from the `Data`'s own storage (a slice, never a copy).
         case data(Data)
         /// `length` bytes of a file starting at `offset`, read when sent.
         case fileRegion(any HTTPBodyFile, offset: Int64, length: Int64)
 
+        /// The part's byte count.
         package var length: Int64 {
             switch self {
             case .data(let data): Int64(data.count)
@@ -159,6 +166,7 @@ package struct HTTPRequestBody: Sendable {
         }
     }
 
+    /// The segments, sent in order.
     package var segments: [Segment]
 
     /// A body of `segments`, in order.
@@ -166,8 +174,10 @@ package struct HTTPRequestBody: Sendable {
         self.segments = segments
     }
 
+    /// No body.
     package static let empty = HTTPRequestBody(segments: [])
 
+    /// A body of `data` alone.
     package static func data(_ data: Data) -> HTTPRequestBody {
         HTTPRequestBody(segments: [.data(data)])
     }
@@ -235,6 +245,7 @@ package struct HTTPResponseSink: Sendable {
     /// Returns whether the sink wants more; throwing aborts the request.
     package var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Demand
 
+    /// A sink of the two calls.
     package init(
         begin: @escaping @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool,
         receive: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Demand
@@ -246,10 +257,14 @@ package struct HTTPResponseSink: Sendable {
 
 /// A complete HTTP response.
 package struct HTTPResponse: Sendable {
+    /// The final status code.
     package var status: Int
+    /// The final head's header fields.
     package var headers: HTTPHeaders
+    /// The body, unless a response sink took it.
     package var body: Data
 
+    /// A response of `status`, `headers` and `body` (empty when a sink took it).
     package init(status: Int, headers: HTTPHeaders, body: Data) {
         self.status = status
         self.headers = headers
@@ -259,6 +274,7 @@ package struct HTTPResponse: Sendable {
 
 /// A failure below HTTP.
 package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
+    /// What failed.
     package enum Kind: Sendable, Equatable {
         /// Could not connect.
         case connectFailed
@@ -299,7 +315,9 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case other
     }
 
+    /// What failed.
     package var kind: Kind
+    /// What happened, naming the server as `host:port`, never a URL's path or query.
     package var message: String
     /// The body file's own error, for ``Kind/bodySourceFailed``; the sink's,
     /// for ``Kind/sinkFailed``. Carried as it was thrown, so the layer that
@@ -322,6 +340,7 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case transportWithOwnTrustRoots
     }
 
+    /// A failure of `kind`; see the properties for the rest.
     package init(
         kind: Kind, message: String, underlying: (any Error)? = nil, permanent: Bool = false, remedy: Remedy? = nil
     ) {

@@ -127,6 +127,7 @@ package final class NativeHTTPTransport: HTTPTransport {
     /// Connections this transport has opened so far.
     var connectionsOpened: Int { pool.connectionsOpened }
 
+    /// Sends `request` on one of this transport's connections (see ``HTTPTransport``).
     package func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?

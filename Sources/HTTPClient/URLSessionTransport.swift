@@ -88,6 +88,7 @@ package final class URLSessionTransport: HTTPTransport {
         #endif
     }
 
+    /// Sends `request` as one task of the shared session (see ``HTTPTransport``).
     package func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
