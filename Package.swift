@@ -62,9 +62,16 @@ let package = Package(
             dependencies: ["CMappedFileGuard"],
             swiftSettings: strictSwift
         ),
+        // The HTTP client: the native transport (connection pool, exchanges, I/O threads, TLS
+        // glue), the URLSession one, and the seam both implement. It knows nothing of storage.
+        .target(
+            name: "HTTPClient",
+            dependencies: ["HTTP1", "SystemCalls", "NativeTLS"],
+            swiftSettings: strictSwift
+        ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCRC32C", "HTTP1", "SystemCalls", "NativeTLS", "V4Signing"],
+            dependencies: ["CCRC32C", "HTTP1", "HTTPClient", "SystemCalls", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
@@ -108,8 +115,8 @@ let package = Package(
         .testTarget(
             name: "CloudStorageTests",
             dependencies: [
-                "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "CloudStorageCLI",
-                "NativeTLS", "V4Signing", "SystemCalls",
+                "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "HTTPClient",
+                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls",
             ],
             swiftSettings: strictSwift
         ),

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// A handle for one bucket on one endpoint: the starting point for references.
 ///

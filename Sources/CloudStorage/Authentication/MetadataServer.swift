@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import HTTPClient
 
 /// The metadata server of Compute Engine, Cloud Run, GKE and Cloud Functions: it hands out
 /// access tokens for the service account the workload runs as.

@@ -1,3 +1,4 @@
+import HTTPClient
 import Synchronization
 
 /// One credential's access token, shared by every copy of its ``StorageAuthorization`` and

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import HTTPClient
 
 /// The requests a credential makes to get a token: to an OAuth 2 token endpoint (a form
 /// `POST`) or to the metadata server (a `GET`), through the requesting ``Storage``'s own

@@ -1,3 +1,5 @@
+import HTTPClient
+
 extension StorageConfiguration {
     /// How many connections the SDK's own HTTP/1.1 transport keeps to each
     /// server, and for how long. Requests `URLSession` carries follow its own
@@ -26,7 +28,7 @@ extension StorageConfiguration {
         /// thread), so a burst of thousands of uploads reuses a few warm
         /// connections instead of opening one each, which a server would refuse
         /// beyond its own limit.
-        public private(set) var maxConnectionsPerHost = 32
+        public private(set) var maxConnectionsPerHost = NativeHTTPTransport.Configuration().maxConnectionsPerHost
 
         /// How long a connection may wait unused in the pool before it is
         /// closed rather than reused. Default 30 seconds. Set it with
@@ -35,7 +37,7 @@ extension StorageConfiguration {
         /// Servers and load balancers close idle connections after their own
         /// time; one closed under the pool costs a failed first attempt on it
         /// (resent at once when the request is safe to send twice).
-        public private(set) var idleTimeout: Duration = .seconds(30)
+        public private(set) var idleTimeout = NativeHTTPTransport.Configuration().maxIdleTime
 
         /// Creates the default pool settings.
         public init() {}

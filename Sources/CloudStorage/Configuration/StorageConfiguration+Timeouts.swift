@@ -1,3 +1,5 @@
+import HTTPClient
+
 extension StorageConfiguration {
     /// When connecting and requests time out. A request that times out
     /// counts as failed and is retried within its operation's retry time
@@ -33,7 +35,7 @@ extension StorageConfiguration {
         /// server that sends its handshake a byte at a time cannot stretch it),
         /// and never longer than ``request``. Default 30 seconds. `URLSession`
         /// uses its own. Set it with ``setConnect(_:)``.
-        public private(set) var connect: Duration = .seconds(30)
+        public private(set) var connect = NativeHTTPTransport.Configuration().connectTimeout
 
         /// Creates the default time-outs.
         public init() {}

@@ -1,3 +1,4 @@
+import HTTPClient
 import Synchronization
 
 /// What a download has received so far: its state machine, shared by the engine, the response
@@ -123,12 +124,12 @@ struct DownloadEngine: Sendable {
                     throw error
                 }
             },
-            receive: { (raw) throws(StorageError) in
+            receive: { (raw) throws(StorageError) -> HTTPResponseSink.Demand in
                 // Only this request's sink writes while it runs, so the offset the machine
                 // gives stays valid across the unlocked write.
                 switch checkpoint.machine.withLock({ $0.bodyArrived(raw.count) }) {
                 case .skip:
-                    return
+                    return .more
                 case .abort(let error):
                     throw error
                 case .write(let delivery):
@@ -139,8 +140,8 @@ struct DownloadEngine: Sendable {
                     crc.update(bytes)
                     checkpoint.machine.withLock { $0.bodyWritten(delivery, crc: crc) }
                     progress(delivery.end, delivery.expected)
-                    // The run's next event is this abort, which the machine knows for the range's end.
-                    if delivery.completesRange { throw .cancelled() }
+                    // The rest of the answer is not wanted: the request ends as answered.
+                    return delivery.completesRange ? .enough : .more
                 }
             }
         )

@@ -1,3 +1,4 @@
+import HTTPClient
 import Synchronization
 
 /// The CRC32C of an upload's file, computed from the bytes the transport reads

@@ -107,7 +107,7 @@ struct RangedDownloadStateMachine: Sendable {
         /// How many bytes the download delivers in all, when known.
         var expected: Int64?
         /// Whether these bytes complete the range, so the rest of the answer is not wanted:
-        /// the sink aborts it, and that abort is the download's success.
+        /// the sink tells the transport it has enough, and the answer ends there.
         var completesRange: Bool
 
         /// The offset after the last byte written.
@@ -195,7 +195,6 @@ struct RangedDownloadStateMachine: Sendable {
     /// Decides what a failed request means: the end of a range that was complete, an object
     /// that changed (start over, within the restart budget), or the download's end.
     private mutating func recover(from error: StorageError, _ read: MediaRead, _ answer: Answer) -> Action {
-        if answer.rangeComplete { return verify() }
         var restart = answer.restartRequested
         if read.expectedGeneration != nil && error.code == .preconditionFailed {
             // Only the generation this download pinned failed: the object was replaced since
@@ -293,11 +292,9 @@ struct RangedDownloadStateMachine: Sendable {
 
     /// Records that `delivery` was written, and the CRC32C of every byte up to its end.
     mutating func bodyWritten(_ delivery: Delivery, crc: CRC32C) {
-        guard case .awaitingAnswer(let read, var answer) = phase else { return }
+        guard case .awaitingAnswer = phase else { return }
         self.crc = crc
         received = delivery.end
-        answer.rangeComplete = delivery.completesRange
-        phase = .awaitingAnswer(read, answer)
     }
 
     /// Checks a finished download against the size and CRC32C the server reported.
@@ -353,8 +350,6 @@ extension RangedDownloadStateMachine {
         /// Bytes at the head of its body that precede what the download wants next (a server
         /// answered a `Range` request with the whole object): dropped, never written.
         var skip: Int64 = 0
-        /// Set when its bytes completed the range: the abort of the rest is the download's success.
-        var rangeComplete = false
         /// Set when it showed that the object changed: the download starts over.
         var restartRequested = false
     }

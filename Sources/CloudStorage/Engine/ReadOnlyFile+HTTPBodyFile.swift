@@ -1,3 +1,4 @@
+import HTTPClient
 import SystemCalls
 
 /// An upload's file is what the transport sends regions of; its failures go

@@ -1,3 +1,5 @@
+import HTTPClient
+
 extension RequestRunner {
     /// Sends a request that may safely be repeated until the server accepts
     /// it, backing off between retryable failures within the retry budget.

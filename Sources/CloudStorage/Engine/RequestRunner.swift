@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import Synchronization
 
 /// Sends requests for one operation: adds credentials (refreshing them once
@@ -72,15 +73,7 @@ struct RequestRunner: Sendable {
             } catch  where error.underlyingError is RetryTimeRanOut {
                 return .retryable(error)
             }
-            if let credential {
-                guard !storage.authorization.isSecret || !request.url.isPlainHTTPToAnotherMachine else {
-                    throw .invalidArgument(
-                        "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
-                    )
-                }
-                request.headers.set("Authorization", "\(credential.scheme) \(credential.token)")
-                if let project = credential.quotaProject { request.headers.set("x-goog-user-project", project) }
-            }
+            if let credential { try authorize(&request, with: credential) }
             if !isTransfer {
                 request.deadline = attempts.deadline(
                     forAttemptAt: .now, limit: storage.configuration.timeouts.request, policy: policy)
@@ -115,6 +108,17 @@ struct RequestRunner: Sendable {
         }
         // Only reached after a refreshed token was refused too.
         throw StorageError(.unauthenticated, "The server refused a freshly fetched token.", httpStatus: 401)
+    }
+
+    /// Adds `credential` to `request`, refusing to send a secret in the clear to another machine.
+    private func authorize(_ request: inout HTTPRequest, with credential: Credential) throws(StorageError) {
+        guard !storage.authorization.isSecret || !request.url.isPlainHTTPToAnotherMachine else {
+            throw .invalidArgument(
+                "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
+            )
+        }
+        request.headers.set("Authorization", "\(credential.scheme) \(credential.token)")
+        if let project = credential.quotaProject { request.headers.set("x-goog-user-project", project) }
     }
 
     /// How much of a request the calling task's cancellation may not interrupt.

@@ -1,3 +1,5 @@
+import HTTPClient
+
 /// When to retry a failed request and how long to wait first: exponential
 /// back-off with jitter, inside an overall time budget.
 struct RetryPolicy: Sendable {

@@ -1,3 +1,5 @@
+import HTTPClient
+
 /// What a failure below HTTP means for an operation: one that may pass if the request is
 /// sent again, or a final error.
 ///
@@ -60,9 +62,9 @@ enum TransportFailureVerdict: Sendable {
         switch error.kind {
         case .tlsFailure:
             // Before any request byte: the message names the cause and the server, never a token.
-            self = .final(StorageError(.tlsFailure, error.message, underlyingError: error))
+            self = .final(StorageError(.tlsFailure, Self.advised(error), underlyingError: error))
         case _ where error.permanent:
-            self = .final(StorageError(.invalidArgument, error.message, underlyingError: error))
+            self = .final(StorageError(.invalidArgument, Self.advised(error), underlyingError: error))
         case .corruptStream:
             self = .final(
                 .protocolViolation(
@@ -79,6 +81,22 @@ enum TransportFailureVerdict: Sendable {
         case .connectFailed, .connectionLost, .timedOut, .other, .bodySourceFailed, .sinkFailed:
             self = .retryable(
                 StorageError(.unknown, "The request to \(server) failed: \(error.kind).", underlyingError: error))
+        }
+    }
+}
+
+extension TransportFailureVerdict {
+    /// The transport's message, with the setting of ``StorageConfiguration`` that lets the
+    /// request work where the transport names a remedy.
+    static func advised(_ error: HTTPTransportError) -> String {
+        switch error.remedy {
+        case nil:
+            error.message
+        case .anotherTransport:
+            "\(error.message) Use StorageTransportChoice.urlSession for such URLs."
+        case .transportWithOwnTrustRoots:
+            "\(error.message) URLSession on Linux trusts only the system's certificate store; to trust a private"
+                + " CA, use the native transport with StorageConfiguration.tls.additionalTrustRoots."
         }
     }
 }

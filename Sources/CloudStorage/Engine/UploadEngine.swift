@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// Carries one upload to the server: opens the source, then sends it in one
 /// request (small objects) or through a resumable session, retrying and
@@ -154,8 +155,8 @@ struct UploadEngine: Sendable {
                 source,
                 computingChecksum: configuration.verifiesChecksums,
                 upFrontLimit: max(configuration.uploads.multipartThreshold, PreparedSource.overlapThreshold),
-                hashingInline: storage.transport.readsFileRegionsThroughBodyFile(
-                    forScheme: storage.endpoint.baseURL.scheme ?? "")
+                hashingInline: storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
+                    .readsFileRegions(to: storage.endpoint.baseURL)
             )
             if let resuming { try await adopt(resuming, prepared, checkpoint) }
             checkpoint.source = prepared

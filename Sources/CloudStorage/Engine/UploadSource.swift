@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// Where an upload's bytes come from.
 enum UploadSource: Sendable {

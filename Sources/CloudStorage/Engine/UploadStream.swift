@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import Synchronization
 
 /// The bytes of a streamed upload: an `AsyncSequence` read by one task of its own into a buffer

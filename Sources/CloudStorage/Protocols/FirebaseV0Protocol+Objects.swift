@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import HTTPClient
 
 /// Objects in Firebase Storage v0: `GET`, `PATCH` and `DELETE` on
 /// `/v0/b/{bucket}/o/{object}`, listings on `/v0/b/{bucket}/o`, media with

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// The Firebase Storage v0 upload protocol, spoken by Cloud Storage for
 /// Firebase and the Firebase emulator: `X-Goog-Upload-Protocol: multipart`

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// Server-side copies in the Google Cloud Storage JSON API: `rewriteTo` (called again with its
 /// `rewriteToken` until done), `compose` and the atomic `moveTo`.

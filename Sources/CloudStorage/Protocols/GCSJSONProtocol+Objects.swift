@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import HTTPClient
 
 /// Objects in the Google Cloud Storage JSON API: `GET`, `PATCH` and `DELETE`
 /// on `/storage/v1/b/{bucket}/o/{object}`, listings on `/storage/v1/b/{bucket}/o`,

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// The Google Cloud Storage JSON API's upload protocol: `uploadType=multipart`
 /// for small objects and `uploadType=resumable` sessions for the rest.

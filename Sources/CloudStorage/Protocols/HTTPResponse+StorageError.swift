@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 extension HTTPResponse {
     /// What the request was about, so a 404 can say what was not found.

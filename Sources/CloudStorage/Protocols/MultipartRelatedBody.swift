@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// A `multipart/related` body of two parts, metadata JSON and then the
 /// object's bytes: the single-request upload of both wire protocols.

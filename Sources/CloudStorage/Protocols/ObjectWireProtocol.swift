@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import HTTPClient
 
 /// Operations on stored objects in one wire protocol — metadata, deletion,
 /// listing, media downloads, download URLs, and server-side copies, composes

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// The steps of an upload in one wire protocol, as requests to build and
 /// responses to read. It performs no I/O: the engine sends the requests and

@@ -55,7 +55,8 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
     /// Starts a download and returns its iterator.
     public func makeAsyncIterator() -> Iterator {
         let storage = reference.storage
-        let waits = storage.transport.letsResponseSinksWait(forScheme: storage.endpoint.baseURL.scheme ?? "")
+        let waits = storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
+            .contains(.letsResponseSinksWait)
         return Iterator(
             Self.start(
                 reference: reference, range: range, preconditions: preconditions,

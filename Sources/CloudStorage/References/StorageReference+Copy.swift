@@ -1,3 +1,5 @@
+import HTTPClient
+
 extension StorageReference {
     /// How many rewrite calls in a row may answer without copying a byte more than before until
     /// ``copy(to:metadata:preconditions:sourcePreconditions:progress:)`` gives up on the server.

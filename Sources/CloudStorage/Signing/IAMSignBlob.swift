@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 
 /// One call to the IAM Credentials API's `signBlob`: the signature of some bytes by a
 /// service account's Google-managed key, for a caller that holds a token but no key.

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPClient
 import NativeTLS
 
 /// The ``StorageTransportChoice/automatic`` transport: each request goes to
@@ -16,6 +17,9 @@ import NativeTLS
 /// transport would choose; by `URLSession` on Linux, that body is gathered in
 /// memory. Servers that hand out session URLs on another scheme than their
 /// own are not known to exist.
+///
+/// It declares no ``HTTPTransportCapabilities`` of its own: what a request gets is its
+/// carrier's (``carrier(for:)``), which is what the engine reads.
 struct SchemeRoutingTransport: HTTPTransport {
     let native: any HTTPTransport
     let other: any HTTPTransport
@@ -36,26 +40,19 @@ struct SchemeRoutingTransport: HTTPTransport {
         maximumBodyLength = endpointIsNative ? native.maximumBodyLength : other.maximumBodyLength
     }
 
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool {
-        nativeSchemes.contains(scheme.lowercased())
-            ? native.readsFileRegionsThroughBodyFile(forScheme: scheme)
-            : other.readsFileRegionsThroughBodyFile(forScheme: scheme)
-    }
-
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool {
-        nativeSchemes.contains(scheme.lowercased())
-            ? native.letsResponseSinksWait(forScheme: scheme)
-            : other.letsResponseSinksWait(forScheme: scheme)
+    /// The native transport's carrier for URLs whose scheme it serves, the other's for the rest.
+    func carrier(for url: URL) -> any HTTPTransport {
+        if let scheme = url.scheme?.lowercased(), nativeSchemes.contains(scheme) {
+            return native.carrier(for: url)
+        }
+        return other.carrier(for: url)
     }
 
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
-        if let scheme = request.url.scheme?.lowercased(), nativeSchemes.contains(scheme) {
-            return try await native.execute(request, progress: progress)
-        }
-        return try await other.execute(request, progress: progress)
+        try await carrier(for: request.url).execute(request, progress: progress)
     }
 }
 
@@ -106,6 +103,18 @@ extension StorageTransportChoice {
                 native: native(unavailableReason), other: URLSessionTransport.shared, nativeSchemes: nativeSchemes,
                 endpointScheme: endpointScheme)
         }
+    }
+}
+
+extension NativeHTTPTransport.Configuration {
+    /// The pool, connect time-out and trust roots `storage` sets (its defaults unless given,
+    /// which are this configuration's own); the rest is the transport's own tuning.
+    init(_ storage: StorageConfiguration) {
+        self.init()
+        maxConnectionsPerHost = storage.connectionPool.maxConnectionsPerHost
+        maxIdleTime = storage.connectionPool.idleTimeout
+        connectTimeout = storage.timeouts.connect
+        additionalTrustRoots = storage.tls.additionalTrustRoots.map(\.pemSource)
     }
 }
 

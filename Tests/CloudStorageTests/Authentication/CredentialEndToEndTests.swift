@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Uploads through every credential kind to the emulator with its authentication servers
 /// on and tokens required: the token endpoint verifies the SDK's JWTs and refresh tokens, the

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Each credential kind against a loopback token endpoint, metadata server and storage
 /// server (``GoogleAuthFake``): what is sent, what is cached, what a refusal and a transient

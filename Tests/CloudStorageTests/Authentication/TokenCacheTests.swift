@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The token cache on its own: exchanges are closures the tests hold until they decide, so
 /// nothing depends on timing.

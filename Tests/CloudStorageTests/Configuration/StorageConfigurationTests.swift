@@ -3,6 +3,7 @@ import NativeTLS
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The grouped configuration: each default in one place, each value checked where it is set,
 /// and the flat names of earlier releases forwarding to the groups.

@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+import SystemCalls
 import Testing
 
 @testable import CloudStorage

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 @Suite("HTTP status to StorageError")
 struct ErrorMappingTests {

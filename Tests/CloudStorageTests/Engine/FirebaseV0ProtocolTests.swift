@@ -3,6 +3,7 @@ import HTTP1
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Uploads over Firebase Storage v0, driven through the scripted v0 server:
 /// the exact requests of each step, resumption from the server's committed

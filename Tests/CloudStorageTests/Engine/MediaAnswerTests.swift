@@ -3,6 +3,7 @@ import HTTP1
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The object wire protocols build every media request and read every media answer's head:
 /// the download engine sets no header and reads none.

@@ -3,6 +3,7 @@ import HTTP1
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The requests the object protocols build and the answers they read, without a network.
 @Suite("Object wire protocols")

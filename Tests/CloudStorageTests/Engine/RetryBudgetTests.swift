@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 @testable import StorageEmulator
 
 /// Each kind of operation is bounded by the retry time named for it —

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The upload's retry time is a deadline that only a new high of the committed
 /// offset moves: ground regained after the server lost a session does not.

@@ -3,6 +3,7 @@ import HTTP1
 import Synchronization
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// A test double for the Firebase Storage v0 upload protocol: an in-memory
 /// model of one bucket's `/v0/b/{bucket}/o` endpoints, strict about the

@@ -3,6 +3,7 @@ import HTTP1
 import Synchronization
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// A test double for the engine's protocol state machine: an in-memory model
 /// of one GCS bucket's upload endpoints with faults scripted per request.

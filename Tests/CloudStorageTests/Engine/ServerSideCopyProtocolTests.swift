@@ -3,6 +3,7 @@ import HTTP1
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The requests server-side copies, composes and moves build, and how rewrite answers are read,
 /// without a network.

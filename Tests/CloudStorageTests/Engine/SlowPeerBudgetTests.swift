@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// A server or token endpoint that trickles its answer cannot keep an operation past its
 /// bounds: a request that moves no object bytes is over within the request time-out, and a

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 @Suite("URLSession transport")
 struct URLSessionTransportTests {
@@ -18,6 +19,21 @@ struct URLSessionTransportTests {
         #expect(error?.kind == .connectFailed)
         #expect(error?.description.contains("SECRET") == false)
         #expect(error?.description.contains("upload_id") == false)
+    }
+
+    /// A sink that has what it wants ends the answer as complete: the response comes back as
+    /// such, not as the aborted task's failure, while the server still holds the rest back.
+    @Test func aSinkWithEnoughEndsTheAnswerWithTheResponse() async throws {
+        let server = try ScriptedHTTPServer { connection, _ in
+            guard connection.readRequest() != nil else { return }
+            connection.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + String(repeating: "a", count: 50))
+            _ = connection.drainUntilClosed()
+        }
+        defer { server.stop() }
+        var request = HTTPRequest(method: "GET", url: URL(string: "http://127.0.0.1:\(server.port)/o")!)
+        request.responseSink = HTTPResponseSink(begin: { _, _ in true }, receive: { _ in .enough })
+        let response = try await URLSessionTransport.shared.execute(request, progress: nil)
+        #expect(response.status == 200 && response.body.isEmpty)
     }
 
     @Test(arguments: TestRoute.plain)
@@ -240,6 +256,7 @@ struct URLSessionTransportTests {
             receive: { bytes in
                 // The first chunk stalls the sink, as a disk that stopped keeping up would.
                 if received.add(Int64(bytes.count), ordering: .relaxed).oldValue == 0 { release.wait() }
+                return .more
             })
         // Watched from a thread of its own: while the transport is held back, calls into
         // URLSession from Swift's cooperative threads may wait too.

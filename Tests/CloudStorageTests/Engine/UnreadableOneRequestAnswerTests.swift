@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// A one-request (multipart) upload answered `200` with a body cut short: the
 /// object may or may not be stored. The engine reads the object's metadata and

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The resumable protocol state machine, driven through answers real servers
 /// give only sometimes: lost connections after partial commits, forgotten

@@ -3,6 +3,7 @@ import StorageEmulator
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Uploads through `Storage` to our own emulator (which implements the
 /// protocols exactly, faults included), on each route (``TestRoute``).

@@ -6,6 +6,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// References pinned to a generation, in a versioned bucket, against fake-gcs-server and the
 /// built-in emulator: reads, metadata, deletes, copies, moves and composes of a noncurrent

@@ -3,6 +3,7 @@ import StorageEmulator
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Large files over native TLS are hashed from the bytes the transport reads to send them
 /// (``InlineChecksum``); the emulator refuses a final request whose CRC32C differs from the
@@ -20,12 +21,13 @@ struct InlineChecksumUploadTests {
     }
 
     @Test func theTransportReadsFileRegionsThroughTheBodyFileOnlyOverTLS() throws {
+        let https = URL(string: "https://127.0.0.1:1/o")!
         let native = NativeHTTPTransport(configuration: .forTests())
-        #expect(native.readsFileRegionsThroughBodyFile(forScheme: "https"))
+        #expect(native.capabilities.readsFileRegions(to: https))
         #if os(Linux)
-        #expect(!native.readsFileRegionsThroughBodyFile(forScheme: "http"), "sendfile copies in the kernel")
+        #expect(!native.capabilities.readsFileRegions(to: URL(string: "http://127.0.0.1:1/o")!), "sendfile copies")
         #endif
-        #expect(!URLSessionTransport.shared.readsFileRegionsThroughBodyFile(forScheme: "https"))
+        #expect(!URLSessionTransport.shared.capabilities.readsFileRegions(to: https))
     }
 
     @Test(arguments: [nil, Int64(8 * Int.mebibyte)] as [Int64?])

@@ -4,6 +4,7 @@ import StorageEmulator
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Metadata, deletion, download URLs and listings against the built-in
 /// emulator (both protocols) and fake-gcs-server (GCS), on each route (``TestRoute``).

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 @testable import StorageEmulator
 
 /// ``StoragePreconditions`` on uploads, metadata updates, deletes and downloads

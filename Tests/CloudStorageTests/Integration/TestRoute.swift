@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 @testable import StorageEmulator
 
 /// How a test's `Storage` reaches a server: which transport moves the bytes,

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Endpoints choose the wire protocol and the credential scheme; emulator
 /// endpoints come from the environment or the emulator factories.

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 @testable import StorageEmulator
 
 /// Faults on the response body of media downloads: a download broken by a

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Answers IAM `signBlob` calls from a script, signing with a real key, and records them.
 final class ScriptedSignBlobTransport: HTTPTransport {

@@ -3,6 +3,7 @@ import StorageEmulator
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// The native transport's per-host connection limit is a setting of each
 /// ``Storage``, not of the process.

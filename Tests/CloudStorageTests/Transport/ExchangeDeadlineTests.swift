@@ -3,6 +3,7 @@ import NativeTLS
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Deadlines that a peer cannot move by trickling bytes: connecting plus the TLS handshake
 /// (``NativeHTTPTransport/Configuration/connectTimeout``), and a whole exchange

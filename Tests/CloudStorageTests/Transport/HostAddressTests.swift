@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Which hosts are this machine: the one check behind sending secrets over plain
 /// HTTP only to loopback, and behind never sending a loopback request to a proxy.

@@ -4,6 +4,7 @@ import SystemCalls
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 @Suite("Native HTTP transport", .timeLimit(.minutes(5)))
 struct NativeHTTPTransportTests {
@@ -190,6 +191,42 @@ struct NativeHTTPTransportTests {
         #expect(server.acceptedConnections == 3)
         #expect(transport.connectionsOpened == 3)
         #expect(transport.pool.idleCount == 0)
+    }
+
+    /// A sink that has what it wants ends the answer: the transport returns the response as
+    /// complete without waiting for the rest of the body (the server holds it back), and
+    /// closes the connection rather than reuse it with body bytes unread.
+    @Test(arguments: ["Content-Length: 100", "Transfer-Encoding: chunked"])
+    func aSinkWithEnoughEndsTheAnswerAndItsConnectionIsNotReused(framing: String) async throws {
+        let server = try ScriptedHTTPServer { connection, index in
+            guard connection.readRequest() != nil else { return }
+            guard index == 0 else {
+                connection.write(Self.ok())
+                return
+            }
+            // Half the body (0x32 = 50 bytes), then nothing until the client hangs up.
+            let half = String(repeating: "a", count: 50)
+            let body = framing.hasPrefix("Content-Length") ? half : "32\r\n\(half)\r\n"
+            connection.write("HTTP/1.1 200 OK\r\n\(framing)\r\n\r\n\(body)")
+            _ = connection.drainUntilClosed()
+        }
+        defer { server.stop() }
+        let transport = NativeHTTPTransport(configuration: .forTests())
+        let received = Mutex(0)
+        var request = HTTPRequest(method: "GET", url: Self.url(server.port))
+        request.responseSink = HTTPResponseSink(
+            begin: { _, _ in true },
+            receive: { bytes in
+                received.withLock { $0 += bytes.count }
+                return .enough
+            })
+        let response = try await transport.execute(request, progress: nil)
+        #expect(response.status == 200 && response.body.isEmpty)
+        #expect((1...50).contains(received.withLock { $0 }))
+        let next = try await transport.execute(HTTPRequest(method: "GET", url: Self.url(server.port)), progress: nil)
+        #expect(next.body == Data("ok".utf8))
+        #expect(transport.connectionsOpened == 2)
+        #expect(server.acceptedConnections == 2)
     }
 
     @Test func connectionCloseFromTheRequestIsHonoured() async throws {

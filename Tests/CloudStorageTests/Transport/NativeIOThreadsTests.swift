@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// What an I/O thread keeps between jobs: nothing. A streamed upload's previous request (up to
 /// 8 MiB of the caller's bytes) stayed referenced while its thread waited for the next job, so

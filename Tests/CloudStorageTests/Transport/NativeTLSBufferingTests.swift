@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 #if canImport(Glibc)
 import Glibc
@@ -297,6 +298,7 @@ final class PausingSink: Sendable {
                     // A hang guard only: the server resumes the client as soon as its bytes are delivered.
                     _ = resume.wait(timeout: .now() + 90)
                 }
+                return .more
             })
     }
 

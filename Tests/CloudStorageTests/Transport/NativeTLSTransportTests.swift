@@ -3,6 +3,7 @@ import NativeTLS
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 #if canImport(Glibc)
 import Glibc

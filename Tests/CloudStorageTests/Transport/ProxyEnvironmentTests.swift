@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// ``StorageTransportChoice/automatic`` leaves an endpoint the environment
 /// sends through a proxy to `URLSession` (the native transport connects

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// A server that accepts the connection and never answers the ClientHello: the
 /// native transport's request time-out and cancellation end the handshake too,

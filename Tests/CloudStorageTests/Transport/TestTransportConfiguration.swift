@@ -1,4 +1,5 @@
 @testable import CloudStorage
+@testable import HTTPClient
 
 extension NativeHTTPTransport.Configuration {
     /// The default configuration, except that idle connections never age out during a test.

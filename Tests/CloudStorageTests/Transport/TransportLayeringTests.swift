@@ -2,9 +2,11 @@ import Foundation
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
-/// The transport knows nothing of storage: errors from above (a body file's, a
-/// response sink's) travel through it untouched, and only the engine turns
+/// The transport knows nothing of storage: the HTTP client is a target of its own that
+/// CloudStorage depends on, never the reverse (the compiler keeps that), errors from above (a
+/// body file's, a response sink's) travel through it untouched, and only the engine turns
 /// them back into its own.
 @Suite("Transport layering", .timeLimit(.minutes(5)))
 struct TransportLayeringTests {
@@ -27,9 +29,7 @@ struct TransportLayeringTests {
     /// once held CRC32C and the TLS shim together (SwiftPM would let a module import a
     /// dependency's C target unchecked), and none calls the loader's functions.
     @Test func onlyNativeTLSSeesTheOpenSSLLoader() throws {
-        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
-        let files = try #require(FileManager.default.enumerator(at: sources, includingPropertiesForKeys: nil))
+        let files = try #require(FileManager.default.enumerator(at: Self.sources, includingPropertiesForKeys: nil))
         var checked = 0
         for case let file as URL in files where file.pathExtension == "swift" {
             guard !file.path.contains("/Sources/NativeTLS/") else { continue }
@@ -42,6 +42,48 @@ struct TransportLayeringTests {
             checked += 1
         }
         #expect(checked > 100)
+    }
+
+    /// The repository's `Sources` folder.
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Sources")
+
+    /// The HTTP client names nothing of the storage layer: no file imports CloudStorage (which
+    /// its target could not build against anyway), and none names storage's settings, errors or
+    /// protocols, in code or in the messages and documentation it hands out; the engine adds
+    /// such advice where it maps the client's errors.
+    @Test func theHTTPClientNamesNothingOfStorage() throws {
+        let client = Self.sources.appendingPathComponent("HTTPClient")
+        let files = try #require(FileManager.default.enumerator(at: client, includingPropertiesForKeys: nil))
+        var checked = 0
+        for case let file as URL in files where file.pathExtension == "swift" {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            for line in text.split(separator: "\n") where line.contains("import ") {
+                #expect(line.split(separator: " ").last != "CloudStorage", "\(file.lastPathComponent): \(line)")
+            }
+            for word in ["StorageTransportChoice", "StorageConfiguration", "StorageError", "Firebase", "308"] {
+                #expect(!text.contains(word), "\(file.lastPathComponent) names \(word)")
+            }
+            checked += 1
+        }
+        #expect(checked >= 15)
+    }
+
+    /// Where the client names a remedy, the engine words it as the setting to change.
+    @Test func theEngineAddsTheConfigurationAdviceToTheClientsRemedy() {
+        let scheme = HTTPTransportError(kind: .other, message: "x.", permanent: true, remedy: .anotherTransport)
+        guard case .final(let error) = TransportFailureVerdict(scheme, server: "s") else {
+            Issue.record("a permanent failure is final")
+            return
+        }
+        #expect(error.message.contains("StorageTransportChoice.urlSession"))
+        let roots = HTTPTransportError(
+            kind: .tlsFailure, message: "x.", permanent: true, remedy: .transportWithOwnTrustRoots)
+        guard case .final(let tls) = TransportFailureVerdict(roots, server: "s") else {
+            Issue.record("a TLS failure is final")
+            return
+        }
+        #expect(tls.code == .tlsFailure && tls.message.contains("StorageConfiguration.tls.additionalTrustRoots"))
     }
 
     @Test func aBodyFilesOwnErrorComesBackUntouched() async throws {

@@ -5,6 +5,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 
 /// Which transport carries which request: ``StorageTransportChoice/automatic``
 /// sends `https://` through the native transport wherever OpenSSL 3 loads and
@@ -31,6 +32,23 @@ struct TransportRoutingTests {
             urls.withLock { $0.append(request.url) }
             return HTTPResponse(status: 200, headers: .init(), body: Data())
         }
+    }
+
+    /// The engine asks the transport that will carry a request what it can do, once: a routing
+    /// transport names its carrier per URL, and the carrier's capabilities are its own.
+    @Test func aRoutingTransportNamesTheCarrierOfEachURLWhoseCapabilitiesTheEngineReads() throws {
+        let routing = try #require(
+            StorageTransportChoice.automatic.transport(for: Self.https, tlsUnavailableReason: nil)
+                as? SchemeRoutingTransport)
+        let https = URL(string: "https://127.0.0.1:1/o")!
+        let carrier = try #require(routing.carrier(for: https) as? NativeHTTPTransport)
+        #expect(carrier === routing.native as? NativeHTTPTransport)
+        #expect(carrier.capabilities.contains(.letsResponseSinksWait))
+        #expect(carrier.capabilities.readsFileRegions(to: https))
+        let other = routing.carrier(for: URL(string: "gs://b/o")!)
+        #expect(other is URLSessionTransport)
+        #expect(!other.capabilities.contains(.letsResponseSinksWait))
+        #expect(!other.capabilities.readsFileRegions(to: https))
     }
 
     @Test func automaticSendsHTTPSThroughTheNativeTransportWhereOpenSSLLoads() throws {

@@ -33,7 +33,7 @@ final class URLSessionDelegateQueue: OperationQueue, @unchecked Sendable {  // S
         self.limit = max(1, limit)
         self.slots = DispatchSemaphore(value: max(1, limit))
         super.init()
-        name = "CloudStorage.URLSessionTransport"
+        name = "HTTPClient.URLSessionTransport"
         maxConcurrentOperationCount = 1
     }
 

@@ -42,12 +42,12 @@ struct NativePreparedRequest: Sendable {
         guard let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true),
             let scheme = components.scheme?.lowercased(), scheme == "http" || scheme == "https"
         else {
-            // Never the URL itself: an upload session's URL is a credential.
+            // Never the URL itself: a URL may hold a credential.
             throw HTTPTransportError(
                 kind: .other,
                 message:
-                    "The native transport speaks http:// and https:// only; this request's URL has scheme '\(request.url.scheme ?? "")' (use StorageTransportChoice.urlSession).",
-                permanent: true
+                    "The native transport speaks http:// and https:// only; this request's URL has scheme '\(request.url.scheme ?? "")'.",
+                permanent: true, remedy: .anotherTransport
             )
         }
         var host = components.host ?? ""
@@ -66,21 +66,7 @@ struct NativePreparedRequest: Sendable {
         self.idleTimeout = request.idleTimeout
         self.deadline = request.deadline
 
-        var headers = request.headers
-        if headers["Host"] == nil {
-            let hostField = host.contains(":") ? "[\(host)]" : host
-            headers.set("Host", components.port.map { "\(hostField):\($0)" } ?? hostField)
-        }
-        // The body always goes with its length, never chunked.
-        headers.remove("Transfer-Encoding")
-        let length = request.body.length
-        // Framing, not retry safety: RFC 9110 §8.6 has a client send no
-        // Content-Length for a bodiless request whose method gives a body no meaning.
-        if length > 0 || (request.method != "GET" && request.method != "HEAD") {
-            headers.set("Content-Length", String(length))
-        } else {
-            headers.remove("Content-Length")
-        }
+        let headers = Self.headers(of: request, host: host, port: components.port)
         self.closesConnection = headers.tokens("Connection").contains("close")
         self.isReplayable = request.isIdempotent
 
@@ -97,5 +83,25 @@ struct NativePreparedRequest: Sendable {
             throw HTTPTransportError(kind: .other, message: "The request cannot be sent: \(error).", permanent: true)
         }
         self.head = head
+    }
+
+    /// The head's fields: the request's own, with `Host` (the URL's `host[:port]`) unless it has one,
+    /// and the body's framing, always `Content-Length`, never chunked.
+    private static func headers(of request: HTTPRequest, host: String, port: Int?) -> HTTPHeaders {
+        var headers = request.headers
+        if headers["Host"] == nil {
+            let hostField = host.contains(":") ? "[\(host)]" : host
+            headers.set("Host", port.map { "\(hostField):\($0)" } ?? hostField)
+        }
+        headers.remove("Transfer-Encoding")
+        let length = request.body.length
+        // Framing, not retry safety: RFC 9110 §8.6 has a client send no
+        // Content-Length for a bodiless request whose method gives a body no meaning.
+        if length > 0 || (request.method != "GET" && request.method != "HEAD") {
+            headers.set("Content-Length", String(length))
+        } else {
+            headers.remove("Content-Length")
+        }
+        return headers
     }
 }

@@ -1,13 +1,13 @@
-import Foundation
+package import Foundation
 
 /// The HTTP proxies a process's environment names, as curl and Go read them:
 /// `https_proxy` / `HTTPS_PROXY` for `https://`, `http_proxy` / `HTTP_PROXY`
 /// for `http://`, and `no_proxy` / `NO_PROXY` for the hosts reached
 /// directly.
 ///
-/// The native transport connects directly, so ``StorageTransportChoice/automatic``
-/// asks this whether an endpoint is meant to be reached through a proxy and
-/// then leaves it to `URLSession`, whose libcurl uses that proxy. Loopback
+/// The native transport connects directly, so a caller that chooses between
+/// transports asks this whether a server is meant to be reached through a proxy
+/// and then leaves it to `URLSession`, whose libcurl uses that proxy. Loopback
 /// hosts (`localhost`, `127.0.0.0/8`, `::1`) are always reached directly, as
 /// Go does, so that a proxy set for the outside world never swallows a local
 /// emulator.
@@ -16,7 +16,7 @@ import Foundation
 /// (`example.com` or `.example.com`, matching it and every name below it),
 /// an IP address, or a CIDR block (`10.0.0.0/8`, `fd00::/8`); an entry may
 /// end in `:port` to match only that port.
-struct ProxyEnvironment: Sendable, Equatable {
+package struct ProxyEnvironment: Sendable, Equatable {
     /// The proxy for `https://` URLs, if any.
     var httpsProxy: String?
     /// The proxy for `http://` URLs, if any.
@@ -25,7 +25,7 @@ struct ProxyEnvironment: Sendable, Equatable {
     var noProxy: [String]
 
     /// Reads the variables from `environment`; the lowercase spelling wins, as in curl.
-    init(_ environment: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(_ environment: [String: String] = ProcessInfo.processInfo.environment) {
         func value(_ name: String) -> String? {
             for spelling in [name, name.uppercased()] {
                 if let value = environment[spelling]?.trimmingCharacters(in: .whitespaces), !value.isEmpty {
@@ -42,7 +42,7 @@ struct ProxyEnvironment: Sendable, Equatable {
     }
 
     /// Whether a request to `url` is meant to go through a proxy.
-    func usesProxy(for url: URL) -> Bool {
+    package func usesProxy(for url: URL) -> Bool {
         let proxy: String? =
             switch url.scheme?.lowercased() {
             case "https": httpsProxy

@@ -98,7 +98,7 @@ final class NativeConnectionPool: Sendable {
     /// The most idle connections kept per `host:port`.
     let maxIdlePerHost: Int
     /// How long a connection may wait in the pool; shorter than typical
-    /// server idle time-outs (our emulator's is 60 s) so that the pool rarely
+    /// server idle time-outs (60 s is common) so that the pool rarely
     /// hands out a connection the server is closing at that moment.
     let maxIdleTime: Duration
     private let state = Mutex(State())

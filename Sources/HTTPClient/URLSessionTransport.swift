@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import HTTP1
 import Synchronization
 
@@ -10,7 +10,7 @@ import FoundationNetworking
 /// and the one used for `https://` on Apple platforms and wherever the native
 /// transport cannot load OpenSSL 3.
 ///
-/// One session serves every ``Storage``; each request carries its own idle
+/// One session serves every caller; each request carries its own idle
 /// time-out.
 ///
 /// On Apple platforms bodies of any length stream through
@@ -27,22 +27,23 @@ import FoundationNetworking
 /// same error), an announced `Content-Length` above it is refused before a
 /// body byte is taken, and ``URLSessionDelegateQueue`` holds the session back
 /// while its callbacks, a response sink's included, fall behind. Known gap:
-/// swift-corelibs-foundation itself gathers the body of a 301–308 answer
+/// swift-corelibs-foundation itself gathers the body of a redirect (3xx) answer
 /// before telling the delegate anything, beyond any limit set here.
-final class URLSessionTransport: HTTPTransport {
-    static let shared = URLSessionTransport()
+package final class URLSessionTransport: HTTPTransport {
+    /// The process's one session.
+    package static let shared = URLSessionTransport()
 
     #if canImport(FoundationNetworking)
     /// 32 MiB: large enough that round trips cost little next to the bytes,
     /// small enough to hold in memory per upload.
-    let maximumBodyLength: Int64? = 32 * 1024 * 1024
+    package let maximumBodyLength: Int64? = 32 * 1024 * 1024
     #else
-    let maximumBodyLength: Int64? = nil
+    package let maximumBodyLength: Int64? = nil
     #endif
 
     /// The largest response body collected into memory, the native
-    /// transport's limit: storage answers are small JSON documents, and a
-    /// longer one fails the request instead of growing the process.
+    /// transport's limit by default: a longer one fails the request instead of
+    /// growing the process.
     let maxResponseBodyBytes: Int
     /// Where the session's callbacks wait; it bounds how many may.
     let delegateQueue: URLSessionDelegateQueue
@@ -87,7 +88,8 @@ final class URLSessionTransport: HTTPTransport {
         #endif
     }
 
-    func execute(
+    /// Sends `request` as one task of the shared session (see ``HTTPTransport``).
+    package func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {
@@ -104,24 +106,11 @@ final class URLSessionTransport: HTTPTransport {
         // answer (a reset, a server that committed and then closed), rewinding the
         // body through `needNewBodyStream`, which swift-corelibs-foundation cannot do
         // for a `Data` body (see there). On a fresh connection it never resends: the
-        // failure reaches the engine, which asks the server what it kept and resumes.
+        // failure reaches the caller, which may ask the server what it kept and resume.
         urlRequest.setValue("close", forHTTPHeaderField: "Connection")
         #endif
-        let bodyLength = request.body.length
         let exchange = Exchange(request: request, progress: progress, maxResponseBodyBytes: maxResponseBodyBytes)
-        if bodyLength == 0 {
-            if request.method != "GET" && request.method != "HEAD" {
-                urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
-            }
-        } else {
-            #if canImport(FoundationNetworking)
-            urlRequest.httpBody = try await request.body.collected()
-            #else
-            // With a length, Apple's URLSession streams the body without chunked coding.
-            urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
-            urlRequest.httpBodyStream = exchange.makeBodyStream()
-            #endif
-        }
+        try await attachBody(of: request, to: &urlRequest, exchange)
         let dataTask = session.dataTask(with: urlRequest)
         // Late callbacks of a task that ended early find no exchange.
         defer { router.unregister(dataTask) }
@@ -157,9 +146,30 @@ final class URLSessionTransport: HTTPTransport {
 }
 
 extension URLSessionTransport {
+    /// Gives `urlRequest` the body of `request`: gathered into memory where URLSession would
+    /// otherwise send it chunked (Linux), streamed through `exchange` with its length elsewhere.
+    private func attachBody(
+        of request: HTTPRequest, to urlRequest: inout URLRequest, _ exchange: Exchange
+    ) async throws {
+        let bodyLength = request.body.length
+        guard bodyLength > 0 else {
+            if request.method != "GET" && request.method != "HEAD" {
+                urlRequest.setValue("0", forHTTPHeaderField: "Content-Length")
+            }
+            return
+        }
+        #if canImport(FoundationNetworking)
+        urlRequest.httpBody = try await request.body.collected()
+        #else
+        // With a length, Apple's URLSession streams the body without chunked coding.
+        urlRequest.setValue(String(bodyLength), forHTTPHeaderField: "Content-Length")
+        urlRequest.httpBodyStream = exchange.makeBodyStream()
+        #endif
+    }
+
     /// `host:port`, as the native transport names a server in its errors;
-    /// never the path or query, which may hold an upload session's secret.
-    static func serverName(_ url: URL) -> String {
+    /// never the path or query, which may hold a credential.
+    package static func serverName(_ url: URL) -> String {
         let host = url.host ?? "the server"
         let port = url.port ?? (url.scheme?.lowercased() == "https" ? 443 : 80)
         return "\(host):\(port)"
@@ -286,19 +296,18 @@ private final class Exchange: Sendable {
     /// Takes body bytes: into the sink when streaming, else into the body
     /// within the limit.
     ///
-    /// - Returns: False when the sink threw, the body outgrew the limit or the
-    ///   request is over: abort the task.
+    /// - Returns: False when the sink threw or has enough, the body outgrew the
+    ///   limit or the request is over: abort the task.
     func receive(_ data: Data) -> Bool {
         let (deliver, abort) = state.withLock { $0.machine.receive(data) }
         guard deliver, let sink else { return !abort }
         let delivered = data.withUnsafeBytes { raw in
             Result { try sink.receive(raw) }
         }
-        let thrown: (any Error)?
-        if case .failure(let error) = delivered { thrown = error } else { thrown = nil }
-        let outcome = state.withLock { $0.machine.finishDelivery(throwing: thrown) }
+        let outcome = state.withLock { $0.machine.finishDelivery(delivered) }
         resume(outcome)
-        return thrown == nil && outcome == nil
+        guard case .success(.more) = delivered else { return false }
+        return outcome == nil
     }
 }
 
@@ -371,7 +380,7 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping (URLRequest?) -> Void
     ) {
-        // A resumable upload's 308 is an answer, not a redirect.
+        // A redirect is an answer for the caller, never followed here.
         completionHandler(nil)
     }
 
@@ -398,7 +407,7 @@ private final class TaskRouter: NSObject, URLSessionDataDelegate, Sendable {
         guard let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else {
             return
         }
-        // A 3xx whose redirect was declined (a resumable upload's 308) may
+        // A 3xx whose redirect was declined may
         // complete without a `didReceive response` callback.
         if error == nil, let response = task.response as? HTTPURLResponse, !exchange.hasResponse {
             exchange.receive(response)
@@ -431,8 +440,8 @@ extension HTTPTransportError {
         default:
             kind = .other
         }
-        // Never the error's description: URLError's names the URL, and an upload
-        // session's URL is a credential.
+        // Never the error's description: URLError's names the URL, which may hold a
+        // credential.
         self.init(kind: kind, message: "URL loading failed (\(code.map { String($0.rawValue) } ?? "unknown code"))")
         // A URL that URLSession cannot load at all will not load on a retry either.
         let unloadable: [URLError.Code] = [.badURL, .unsupportedURL, .userAuthenticationRequired]

@@ -11,7 +11,7 @@
 ///   hand it to `sendfile(2)` or `pread` from any thread.
 /// - Its methods may block and are called from a transport's own threads,
 ///   never from Swift's cooperative pool, possibly concurrently.
-protocol HTTPBodyFile: Sendable {
+package protocol HTTPBodyFile: Sendable {
     /// The open descriptor, for `sendfile(2)` and `pread` at absolute offsets.
     var descriptor: Int32 { get }
 
@@ -36,5 +36,5 @@ protocol HTTPBodyFile: Sendable {
 
 extension HTTPBodyFile {
     /// Nothing: a supplier that does not say does not watch the bytes sent.
-    func observe(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
+    package func observe(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
 }

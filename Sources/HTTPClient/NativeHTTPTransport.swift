@@ -1,5 +1,5 @@
 import Foundation
-import NativeTLS
+package import NativeTLS
 import Synchronization
 
 /// An ``HTTPTransport`` speaking HTTP/1.1 over POSIX sockets, for `http://`
@@ -33,12 +33,12 @@ import Synchronization
 ///   (`sendfile` cannot suppress it per call) and suppressed per call
 ///   (`MSG_NOSIGNAL`) or per socket (`SO_NOSIGPIPE`) besides.
 /// - **Concurrency per host**: at most ``Configuration/maxConnectionsPerHost``
-///   (``StorageConfiguration/ConnectionPool/maxConnectionsPerHost``) requests to one
+///   requests to one
 ///   `host:port` are in flight; more wait, without a
 ///   thread, for a turn (``NativeConnectionPool/acquire(_:)``). A burst of
 ///   uploads thus reuses a bounded set of warm connections and threads
 ///   instead of opening one each, which a server would refuse beyond its own
-///   limit (our emulator answers `503` beyond 256).
+///   limit.
 /// - **Connections** are kept alive in a ``NativeConnectionPool`` per
 ///   `host:port` (``Configuration/maxIdleTime`` at most) and reused only after a
 ///   response was read completely and neither side said `Connection: close`.
@@ -47,7 +47,7 @@ import Synchronization
 ///   twice: none of it reached the kernel, or its builder marked it
 ///   ``HTTPRequest/isIdempotent`` (the transport never guesses from the
 ///   method). Any other request whose bytes were partly sent fails with
-///   ``HTTPTransportError/Kind/connectionLost`` instead, and the engine asks
+///   ``HTTPTransportError/Kind/connectionLost`` instead, and the caller asks
 ///   the server what it has. Progress never goes back on a resend: it
 ///   resumes reporting once the new attempt passes what was reported.
 /// - **Time-outs**: connecting and the TLS handshake together may take
@@ -65,66 +65,59 @@ import Synchronization
 /// let transport = NativeHTTPTransport()
 /// let response = try await transport.execute(HTTPRequest(method: "GET", url: url), progress: nil)
 /// ```
-final class NativeHTTPTransport: HTTPTransport {
-    /// The settings a ``StorageConfiguration`` chooses, and internal tuning for tests and benchmarks.
-    struct Configuration: Sendable {
+package final class NativeHTTPTransport: HTTPTransport {
+    /// The transport's settings. The defaults of the pool and the connect time-out are the
+    /// ones a caller's own configuration starts from, so that each has one source.
+    package struct Configuration: Sendable {
         /// Requests in flight per `host:port`, each on its own connection; more wait for a turn.
-        var maxConnectionsPerHost: Int
+        package var maxConnectionsPerHost = 32
         /// Idle keep-alive connections kept per `host:port`.
-        var maxIdleConnectionsPerHost = 32
+        package var maxIdleConnectionsPerHost = 32
         /// How long a connection may wait unused in the pool.
-        var maxIdleTime: Duration
+        package var maxIdleTime: Duration = .seconds(30)
         /// The longest connecting and the TLS handshake may take together (a deadline from the
         /// start of connecting, not a time-out per read).
-        var connectTimeout: Duration
+        package var connectTimeout: Duration = .seconds(30)
         /// `SO_SNDBUF` to ask for (the kernel caps it at `net.core.wmem_max`); nil keeps auto-tuning.
-        var sendBufferSize: Int? = 4 * 1024 * 1024
-        /// The largest response body accepted; storage answers are small JSON documents.
-        var maxResponseBodyBytes = 64 * 1024 * 1024
+        package var sendBufferSize: Int? = 4 * 1024 * 1024
+        /// The largest response body collected into memory (a response sink's body has no limit).
+        package var maxResponseBodyBytes = 64 * 1024 * 1024
         /// Whether file regions go with `sendfile(2)` where available (false: `pread` + `sendmsg`).
-        var usesSendfile = true
+        package var usesSendfile = true
         /// PEM certificates trusted for `https://` besides the system store.
-        var additionalTrustRoots: [TLSPEMSource]
+        package var additionalTrustRoots: [TLSPEMSource] = []
         /// Whether the system trust store is trusted (tests turn it off so the machine cannot change a verdict).
-        var trustsSystemRoots = true
-        /// Why TLS cannot be used here, as the ``Storage`` that made this transport found
+        package var trustsSystemRoots = true
+        /// Why TLS cannot be used here, as whoever made this transport found
         /// (``TLSLibrary/unavailableReason``), so that its routing and this transport agree; nil
         /// leaves it to the first `https://` request to find out.
-        var tlsUnavailableReason: String?
+        package var tlsUnavailableReason: String?
 
-        /// The pool, connect time-out and trust roots `storage` sets (its defaults unless
-        /// given), so that they have one source; the rest is this transport's own tuning.
-        init(_ storage: StorageConfiguration = StorageConfiguration()) {
-            maxConnectionsPerHost = storage.connectionPool.maxConnectionsPerHost
-            maxIdleTime = storage.connectionPool.idleTimeout
-            connectTimeout = storage.timeouts.connect
-            additionalTrustRoots = storage.tls.additionalTrustRoots.map(\.pemSource)
-        }
+        /// The defaults.
+        package init() {}
     }
 
-    let maximumBodyLength: Int64? = nil
+    package let maximumBodyLength: Int64? = nil
+    /// Each request runs on a thread of its own (``NativeIOThreads``), so a sink that waits
+    /// stops reading only its own connection. File regions of `https` requests are read through
+    /// their file (TLS encrypts from the buffer they are read into), and so are those of `http`
+    /// ones wherever `sendfile(2)` is off or missing (on Linux the kernel copies them).
+    package let capabilities: HTTPTransportCapabilities
     let configuration: Configuration
     let pool: NativeConnectionPool
-    let threads = NativeIOThreads(name: "CloudStorage.NativeHTTPTransport")
+    let threads = NativeIOThreads(name: "HTTPClient.NativeHTTPTransport")
     /// The TLS client context, made on first `https://` use (it reads trust files, so on an I/O thread).
     private let tlsContext = Mutex<Result<TLSContext, HTTPTransportError>?>(nil)
 
-    /// True for `https` (TLS encrypts from a buffer the file is read into) and wherever
-    /// `sendfile(2)` is off or missing; false for `http` on Linux, which the kernel copies.
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool {
-        #if os(Linux)
-        return scheme.lowercased() == "https" || !configuration.usesSendfile
-        #else
-        return true
-        #endif
-    }
-
-    /// True: each request runs on a thread of its own (``NativeIOThreads``), so a sink that
-    /// waits stops reading only its own connection.
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool { true }
-
-    init(configuration: Configuration = .init()) {
+    package init(configuration: Configuration = .init()) {
         self.configuration = configuration
+        var capabilities: HTTPTransportCapabilities = [.letsResponseSinksWait, .readsEncryptedFileRegions]
+        #if os(Linux)
+        if !configuration.usesSendfile { capabilities.insert(.readsPlainFileRegions) }
+        #else
+        capabilities.insert(.readsPlainFileRegions)
+        #endif
+        self.capabilities = capabilities
         self.pool = NativeConnectionPool(
             maxConnectionsPerHost: configuration.maxConnectionsPerHost,
             maxIdlePerHost: configuration.maxIdleConnectionsPerHost,
@@ -134,7 +127,8 @@ final class NativeHTTPTransport: HTTPTransport {
     /// Connections this transport has opened so far.
     var connectionsOpened: Int { pool.connectionsOpened }
 
-    func execute(
+    /// Sends `request` on one of this transport's connections (see ``HTTPTransport``).
+    package func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse {

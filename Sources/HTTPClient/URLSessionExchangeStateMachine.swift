@@ -7,7 +7,7 @@ import HTTP1
 /// A request ends when the session's delegate reports the task complete, but
 /// also, without waiting for that report, when the calling task is cancelled,
 /// when its deadline passes and when the delegate's side aborts it (a sink that
-/// threw, a body over the limit): swift-corelibs-foundation does not always
+/// threw or has enough, a body over the limit): swift-corelibs-foundation does not always
 /// report a task complete after `cancel()`, and an exchange waiting for that
 /// report would wait forever. An end that is not the delegate's decides from
 /// what has arrived: a deadline that finds the response whole (its head, and
@@ -30,7 +30,8 @@ struct URLSessionExchangeStateMachine {
         case cancelled
         /// The request's deadline passed.
         case deadlinePassed
-        /// The delegate's side aborted the task: a sink threw or the body outgrew the limit.
+        /// The delegate's side aborted the task: a sink threw or had enough, or the body
+        /// outgrew the limit.
         case aborted
     }
 
@@ -52,6 +53,8 @@ struct URLSessionExchangeStateMachine {
     private var bodyError: (any Error)?
     /// What the sink threw.
     private var sinkError: (any Error)?
+    /// Whether the sink said it has enough: the response is complete for the caller.
+    private var isSatisfied = false
     /// Whether the body collected into memory outgrew the limit.
     private var tooLarge = false
     /// Whether a sink call is running.
@@ -75,8 +78,8 @@ struct URLSessionExchangeStateMachine {
             kind: .responseTooLarge, message: "The response from \(server) is larger than \(maxBodyBytes) bytes.")
     }
 
-    /// Whether the delegate's side should abort the task.
-    var isFailed: Bool { sinkError != nil || tooLarge }
+    /// Whether the delegate's side should abort the task: a failure, or a sink that has enough.
+    var abortsTask: Bool { sinkError != nil || tooLarge || isSatisfied }
 
     /// Keeps a failure to read the request body; the request ends with it.
     mutating func recordBodyError(_ error: any Error) {
@@ -92,12 +95,19 @@ struct URLSessionExchangeStateMachine {
         return true
     }
 
-    /// Marks the running sink call as returned, keeping what it threw.
+    /// Marks the running sink call as returned, keeping what it came to (nil for a call of
+    /// `begin`, whose refusal ``receiveHead(status:headers:streaming:refusal:)`` takes).
     ///
     /// - Returns: The outcome, when an end came while the sink ran.
-    mutating func finishDelivery(throwing error: (any Error)? = nil) -> Result<HTTPResponse, any Error>? {
+    mutating func finishDelivery(
+        _ delivered: Result<HTTPResponseSink.Demand, any Error>? = nil
+    ) -> Result<HTTPResponse, any Error>? {
         delivering = false
-        if let error { sinkError = sinkError ?? error }
+        switch delivered {
+        case .failure(let error)?: sinkError = sinkError ?? error
+        case .success(.enough)?: isSatisfied = true
+        case .success(.more)?, nil: break
+        }
         guard let ending = pendingEnding else { return nil }
         pendingEnding = nil
         return end(ending)
@@ -124,7 +134,7 @@ struct URLSessionExchangeStateMachine {
         if refusal == nil && !streaming && Self.announces(moreThan: maxBodyBytes, headers) {
             tooLarge = true
         }
-        return !isFailed
+        return !abortsTask
     }
 
     /// Takes body bytes: counts them, and collects them unless they stream to the sink.
@@ -143,7 +153,7 @@ struct URLSessionExchangeStateMachine {
                 body.append(data)
             }
         }
-        if isFailed { return (false, true) }
+        if abortsTask { return (false, true) }
         guard isStreaming else { return (false, false) }
         delivering = true
         return (true, false)
@@ -186,6 +196,8 @@ struct URLSessionExchangeStateMachine {
         }
         if let sinkError { return .failure(HTTPTransportError.sinkFailed(sinkError)) }
         if tooLarge { return .failure(limitExceeded) }
+        // The sink has what it wants, whatever ended the task after: the response is complete.
+        if isSatisfied { return .success(response) }
         switch ending {
         case .cancelled:
             return .failure(CancellationError())

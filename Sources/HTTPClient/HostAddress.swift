@@ -2,10 +2,10 @@ import SystemCalls
 
 /// Host names and IP-address literals as URLs carry them: which are this
 /// machine, and the bytes of an address.
-enum HostAddress {
+package enum HostAddress {
     /// Whether `host` (lowercased or not, IPv6 with or without brackets) is this machine:
     /// `localhost` or a name below it, an address in `127.0.0.0/8`, or `::1` in any spelling.
-    static func isLoopback(_ host: String) -> Bool {
+    package static func isLoopback(_ host: String) -> Bool {
         var host = host.lowercased()
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         if host == "localhost" || host.hasSuffix(".localhost") { return true }

@@ -317,12 +317,13 @@ final class NativeExchange {
             repeat {
                 try emit(0..<input.count, to: &body)
                 input.removeAll(keepingCapacity: true)
+                if body.isSatisfied { break }
             } while try readBlocking() != 0
         }
         // Bytes nobody asked for: the connection's framing cannot be trusted any more.
         // Bytes the connection holds count too (over TLS, records received but not returned): the
-        // pool's poll cannot see them.
-        if !input.isEmpty || socket.hasBufferedInput { keepAlive = false }
+        // pool's poll cannot see them. A body the sink cut short may have bytes left unread.
+        if !input.isEmpty || socket.hasBufferedInput || body.isSatisfied { keepAlive = false }
         return (HTTPResponse(status: head.status, headers: head.headers, body: body.collected), keepAlive)
     }
 
@@ -370,16 +371,16 @@ final class NativeExchange {
         let delivered = input.withUnsafeBytes { raw in
             Result { try sink.receive(UnsafeRawBufferPointer(rebasing: raw[range])) }
         }
-        if case .failure(let error) = delivered { throw .sinkFailed(error) }
+        try body.record(delivered)
     }
 
     /// Receives a body of `length` bytes.
     private func receiveBody(length: Int64, into body: inout ResponseBody) throws(HTTPTransportError) {
         guard body.sink != nil || length <= Int64(maxResponseBody) else { throw tooLarge() }
         var remaining = length
-        while remaining > 0 {
-            if input.isEmpty, let sink = body.sink {
-                remaining -= Int64(try receiveDirectly(upTo: remaining, into: sink))
+        while remaining > 0 && !body.isSatisfied {
+            if input.isEmpty, body.sink != nil {
+                remaining -= Int64(try receiveDirectly(upTo: remaining, into: &body))
                 continue
             }
             if input.isEmpty, try readBlocking() == 0 { throw truncated() }
@@ -396,15 +397,16 @@ final class NativeExchange {
     ///
     /// - Returns: The bytes handed on, at least one.
     private func receiveDirectly(
-        upTo remaining: Int64, into sink: HTTPResponseSink
+        upTo remaining: Int64, into body: inout ResponseBody
     ) throws(HTTPTransportError) -> Int {
+        guard let sink = body.sink else { return 0 }
         let buffer = socket.copyBuffer
         let wanted = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<Int(min(Int64(buffer.count), remaining))])
         let count = try receiveWaiting(into: wanted)
         if count == 0 { throw truncated() }
         receivedResponseBytes = true
         let delivered = Result { try sink.receive(UnsafeRawBufferPointer(rebasing: buffer[0..<count])) }
-        if case .failure(let error) = delivered { throw .sinkFailed(error) }
+        try body.record(delivered)
         return count
     }
 
@@ -413,7 +415,7 @@ final class NativeExchange {
         var decoder = ChunkedBodyDecoder()
         while true {
             var consumed = 0
-            while consumed < input.count && !decoder.isComplete {
+            while consumed < input.count && !decoder.isComplete && !body.isSatisfied {
                 let step = input.withUnsafeBytes { raw in
                     Result { () throws(HTTP1Error) in
                         try decoder.decode(UnsafeRawBufferPointer(rebasing: raw[consumed...]))
@@ -430,7 +432,7 @@ final class NativeExchange {
                 if used == 0 { break }
             }
             input.removeFirst(consumed)
-            if decoder.isComplete { return }
+            if decoder.isComplete || body.isSatisfied { return }
             if try readBlocking() == 0 { throw truncated() }
         }
     }
@@ -522,6 +524,17 @@ private struct ResponseBody {
     let sink: HTTPResponseSink?
     /// The body, when it is collected.
     var collected = Data()
+    /// Whether the sink said it has enough: nothing more is read.
+    private(set) var isSatisfied = false
+
+    /// Keeps what a sink call came to: whether the sink wants more, or what it threw, as the
+    /// transport's failure.
+    mutating func record(_ delivered: Result<HTTPResponseSink.Demand, any Error>) throws(HTTPTransportError) {
+        switch delivered {
+        case .success(let demand): isSatisfied = demand == .enough
+        case .failure(let error): throw .sinkFailed(error)
+        }
+    }
 }
 
 /// Reports body bytes sent at a bounded rate: at most once per 10 ms, plus the final total.

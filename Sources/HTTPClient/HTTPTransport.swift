@@ -1,10 +1,11 @@
-import Foundation
-import HTTP1
+package import Foundation
+package import HTTP1
+import SystemCalls
 
-/// Moves one HTTP request and its answer: the seam between the upload engine
-/// and the network.
+/// Moves one HTTP request and its answer: the seam between the layer that
+/// builds requests and the network.
 ///
-/// The engine never knows which implementation it is using. An implementation
+/// That layer never knows which implementation it is using. An implementation
 /// must guarantee:
 /// - `execute` sends the whole ``HTTPRequest/body`` (re-reading file regions
 ///   from their offsets, never buffering a whole region in memory) and returns
@@ -24,33 +25,35 @@ import HTTP1
 ///   ``HTTPResponseSink/begin`` once with the final status and headers; if
 ///   that returns true, the body goes to ``HTTPResponseSink/receive`` in
 ///   order, chunk by chunk as it arrives, in bounded memory and off the
-///   cooperative pool, and the returned response's body is empty. An error
-///   the sink throws aborts the request and is thrown as
+///   cooperative pool, and the returned response's body is empty. When the
+///   sink answers ``HTTPResponseSink/Demand/enough``, the transport reads no
+///   more of the body and returns the response as it would at the body's end
+///   (closing the connection rather than reusing it, as body bytes may be left
+///   unread on it). An
+///   error the sink throws is a failure: it aborts the request and is thrown as
 ///   ``HTTPTransportError/Kind/sinkFailed`` carrying it, untouched, in
 ///   ``HTTPTransportError/underlying``; an error a body file throws, as
 ///   ``HTTPTransportError/Kind/bodySourceFailed`` the same way.
 ///
-/// The transport knows nothing of storage: it throws only its own errors
+/// The transport knows nothing of the layer above: it throws only its own errors
 /// (and `CancellationError`), carries errors from above opaquely, and decides
 /// nothing from a request's method; the layer that builds a request says
 /// whether it may be sent twice (``HTTPRequest/isIdempotent``).
-protocol HTTPTransport: Sendable {
+package protocol HTTPTransport: Sendable {
     /// The longest body one request can carry, or nil when bodies of any
-    /// length stream through. The engine never sends a longer one.
+    /// length stream through. The caller never sends a longer one.
     var maximumBodyLength: Int64? { get }
 
-    /// Whether file regions of requests to URLs with `scheme` are sent by reading them through
-    /// ``HTTPBodyFile/readExactly(into:count:at:)``, or from a map reported through
-    /// ``HTTPBodyFile/observe(_:at:)``, in order (not by `sendfile(2)` or in a way of the
-    /// transport's own), so that whoever supplies the file sees every byte sent: the upload
-    /// engine then hashes them as they pass instead of reading the file a second time.
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool
+    /// What this transport does beyond the guarantees above, the same for its whole life.
+    /// Read it from the transport that carries a request (``carrier(for:)``).
+    var capabilities: HTTPTransportCapabilities { get }
 
-    /// Whether a ``HTTPResponseSink`` of a request to `scheme` may block for as long as its
-    /// caller likes (a streamed download waiting for its consumer) without holding up any other
-    /// request: true only where each request has a thread of its own.
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool
+    /// The transport that carries requests to `url`: this one, or for a transport that
+    /// hands each request on to another, that one's carrier. Its ``capabilities`` are the
+    /// ones such a request gets.
+    func carrier(for url: URL) -> any HTTPTransport
 
+    /// Sends `request` and returns the complete response (see above).
     func execute(
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
@@ -58,44 +61,76 @@ protocol HTTPTransport: Sendable {
 }
 
 extension HTTPTransport {
-    /// False: a transport that does not say reads file regions in ways the engine cannot see.
-    func readsFileRegionsThroughBodyFile(forScheme scheme: String) -> Bool { false }
+    /// None: a transport that does not say reads file regions in ways the caller cannot see,
+    /// and may deliver every request's body on one shared queue.
+    package var capabilities: HTTPTransportCapabilities { [] }
 
-    /// False: a transport that does not say may deliver every request's body on one shared queue.
-    func letsResponseSinksWait(forScheme scheme: String) -> Bool { false }
+    /// This transport: it carries every request itself.
+    package func carrier(for url: URL) -> any HTTPTransport { self }
+}
+
+/// What an ``HTTPTransport`` does beyond what every transport guarantees: constant for the
+/// transport's life, so that a caller decides once how to feed it.
+package struct HTTPTransportCapabilities: OptionSet, Sendable {
+    package let rawValue: Int
+
+    /// The capabilities whose bits `rawValue` sets.
+    package init(rawValue: Int) { self.rawValue = rawValue }
+
+    /// File regions of `http://` requests are sent by reading them through
+    /// ``HTTPBodyFile/readExactly(into:count:at:)``, or from a map reported through
+    /// ``HTTPBodyFile/observe(_:at:)``, in order (not by `sendfile(2)` or in a way of the
+    /// transport's own), so whoever supplies the file sees every byte sent and can hash
+    /// them as they pass instead of reading the file a second time.
+    package static let readsPlainFileRegions = HTTPTransportCapabilities(rawValue: 1 << 0)
+    /// The same for `https://` requests.
+    package static let readsEncryptedFileRegions = HTTPTransportCapabilities(rawValue: 1 << 1)
+    /// A ``HTTPResponseSink`` may block for as long as its caller likes (waiting for a slow
+    /// consumer) without holding up any other request: each request has a thread of its own.
+    package static let letsResponseSinksWait = HTTPTransportCapabilities(rawValue: 1 << 2)
+
+    /// Whether file regions of requests to `url` are read through their ``HTTPBodyFile``:
+    /// ``readsEncryptedFileRegions`` for `https`, ``readsPlainFileRegions`` for any other scheme.
+    package func readsFileRegions(to url: URL) -> Bool {
+        contains(url.scheme?.lowercased() == "https" ? .readsEncryptedFileRegions : .readsPlainFileRegions)
+    }
 }
 
 /// A request for an ``HTTPTransport``.
-struct HTTPRequest: Sendable {
-    var method: String
-    var url: URL
-    var headers: HTTPHeaders
-    var body: HTTPRequestBody
+package struct HTTPRequest: Sendable {
+    /// The method, such as `GET`.
+    package var method: String
+    /// Where the request goes: `http://` or `https://` for the native transport.
+    package var url: URL
+    /// The header fields; the transport adds `Host` and the body's framing.
+    package var headers: HTTPHeaders
+    /// What the request sends.
+    package var body: HTTPRequestBody
     /// How long the request may go without progress before it fails with
     /// ``HTTPTransportError/Kind/timedOut``.
-    var idleTimeout: Duration
+    package var idleTimeout: Duration
     /// The instant by which the whole exchange — connecting, a TLS handshake,
     /// the request and its complete answer — must be over, or it fails with
     /// ``HTTPTransportError/Kind/timedOut``; nil (the default) leaves only the
     /// idle time-out. Unlike that time-out, no pace of bytes moves it. The
-    /// layer that builds the request sets it (the engine does, from its retry
+    /// layer that builds the request sets it (from its retry
     /// rules); a transfer whose bytes keep moving has none.
-    var deadline: ContinuousClock.Instant?
+    package var deadline: ContinuousClock.Instant?
     /// Where the response body goes instead of ``HTTPResponse/body``, for
     /// bodies too large to hold in memory (downloads).
-    var responseSink: HTTPResponseSink?
+    package var responseSink: HTTPResponseSink?
     /// Whether the server may receive this request twice with no effect
     /// beyond receiving it once, so that a transport may send it again on
     /// its own when the kept-alive connection it used turns out dead, even
     /// after some of it reached the kernel.
     ///
-    /// The layer that builds the request decides, from its protocol's rules
-    /// (see the wire protocols' builders); the transport never guesses from
-    /// the method. False, the default, means a transport sends it again only
-    /// when none of it was written.
-    var isIdempotent: Bool
+    /// The layer that builds the request decides, from its protocol's rules;
+    /// the transport never guesses from the method. False, the default, means
+    /// a transport sends it again only when none of it was written.
+    package var isIdempotent: Bool
 
-    init(
+    /// A request without a deadline or a response sink.
+    package init(
         method: String,
         url: URL,
         headers: HTTPHeaders = HTTPHeaders(),
@@ -115,14 +150,16 @@ struct HTTPRequest: Sendable {
 
 /// A request body: a sequence of in-memory and file-backed segments, sent in
 /// order, each re-readable so a transport may replay it.
-struct HTTPRequestBody: Sendable {
-    enum Segment: Sendable {
+package struct HTTPRequestBody: Sendable {
+    /// A part of a body.
+    package enum Segment: Sendable {
         /// Bytes in memory, sent from the `Data`'s own storage (a slice, never a copy).
         case data(Data)
         /// `length` bytes of a file starting at `offset`, read when sent.
         case fileRegion(any HTTPBodyFile, offset: Int64, length: Int64)
 
-        var length: Int64 {
+        /// The part's byte count.
+        package var length: Int64 {
             switch self {
             case .data(let data): Int64(data.count)
             case .fileRegion(_, _, let length): length
@@ -130,16 +167,24 @@ struct HTTPRequestBody: Sendable {
         }
     }
 
-    var segments: [Segment]
+    /// The segments, sent in order.
+    package var segments: [Segment]
 
-    static let empty = HTTPRequestBody(segments: [])
+    /// A body of `segments`, in order.
+    package init(segments: [Segment]) {
+        self.segments = segments
+    }
 
-    static func data(_ data: Data) -> HTTPRequestBody {
+    /// No body.
+    package static let empty = HTTPRequestBody(segments: [])
+
+    /// A body of `data` alone.
+    package static func data(_ data: Data) -> HTTPRequestBody {
         HTTPRequestBody(segments: [.data(data)])
     }
 
     /// The total number of bytes, sent as `Content-Length`.
-    var length: Int64 { segments.reduce(0) { $0 + $1.length } }
+    package var length: Int64 { segments.reduce(0) { $0 + $1.length } }
 
     /// The whole body in one `Data`: a single data segment as it is, anything
     /// else gathered off the cooperative pool (file segments with `pread`).
@@ -147,13 +192,13 @@ struct HTTPRequestBody: Sendable {
     /// - Throws: ``HTTPTransportError/Kind/bodySourceFailed`` carrying the
     ///   file's own error when a file segment cannot be read whole;
     ///   `CancellationError` when the task is cancelled before the reading starts.
-    func collected() async throws -> Data {
+    package func collected() async throws -> Data {
         if segments.count == 1, case .data(let data) = segments[0] {
             return data
         }
         let segments = segments
         let total = Int(length)
-        return try await BlockingIO.pool.run { () throws(HTTPTransportError) -> Data in
+        return try await BlockingThreadPool.shared.run { () throws(HTTPTransportError) -> Data in
             var data = Data(count: total)
             var position = 0
             for segment in segments {
@@ -179,30 +224,59 @@ struct HTTPRequestBody: Sendable {
 /// Receives a response body as it arrives, on the transport's own thread.
 ///
 /// Both closures run on a thread that may block (never the cooperative
-/// pool), one call at a time, in order; they must not suspend. What they
-/// throw is the caller's own error: the transport aborts the request and
+/// pool), one call at a time, in order; they must not suspend. A sink that
+/// has what it wants says so by returning ``Demand/enough``; what it throws
+/// is a failure of the caller's own: the transport aborts the request and
 /// hands it back untouched inside ``HTTPTransportError/Kind/sinkFailed``.
-struct HTTPResponseSink: Sendable {
+package struct HTTPResponseSink: Sendable {
+    /// Whether a sink wants more of the body.
+    package enum Demand: Sendable, Equatable {
+        /// Go on: hand over the next bytes.
+        case more
+        /// The sink has what it wants: read no more, and return the response as complete.
+        case enough
+    }
+
     /// Called once with the final status and headers, before any body byte:
     /// true streams the body to ``receive``; false collects it into
     /// ``HTTPResponse/body`` as usual (for error answers). Throwing aborts
     /// the request.
-    var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool
+    package var begin: @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool
     /// Called with the next body bytes; they are valid only during the call.
-    /// Throwing aborts the request.
-    var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Void
+    /// Returns whether the sink wants more; throwing aborts the request.
+    package var receive: @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Demand
+
+    /// A sink of the two calls.
+    package init(
+        begin: @escaping @Sendable (_ status: Int, _ headers: HTTPHeaders) throws -> Bool,
+        receive: @escaping @Sendable (_ bytes: UnsafeRawBufferPointer) throws -> Demand
+    ) {
+        self.begin = begin
+        self.receive = receive
+    }
 }
 
 /// A complete HTTP response.
-struct HTTPResponse: Sendable {
-    var status: Int
-    var headers: HTTPHeaders
-    var body: Data
+package struct HTTPResponse: Sendable {
+    /// The final status code.
+    package var status: Int
+    /// The final head's header fields.
+    package var headers: HTTPHeaders
+    /// The body, unless a response sink took it.
+    package var body: Data
+
+    /// A response of `status`, `headers` and `body` (empty when a sink took it).
+    package init(status: Int, headers: HTTPHeaders, body: Data) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
 }
 
 /// A failure below HTTP.
-struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
-    enum Kind: Sendable, Equatable {
+package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
+    /// What failed.
+    package enum Kind: Sendable, Equatable {
         /// Could not connect.
         case connectFailed
         /// The connection broke (reset, closed early) before the response was complete.
@@ -242,27 +316,52 @@ struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         case other
     }
 
-    var kind: Kind
-    var message: String
+    /// What failed.
+    package var kind: Kind
+    /// What happened, naming the server as `host:port`, never a URL's path or query.
+    package var message: String
     /// The body file's own error, for ``Kind/bodySourceFailed``; the sink's,
     /// for ``Kind/sinkFailed``. Carried as it was thrown, so the layer that
     /// owns it can recover it.
-    var underlying: (any Error)?
+    package var underlying: (any Error)?
     /// Whether sending the same request again can only fail the same way (a
-    /// URL the transport cannot serve, a head it cannot write): the engine
+    /// URL the transport cannot serve, a head it cannot write): the caller
     /// gives up at once instead of retrying.
-    var permanent = false
+    package var permanent = false
+    /// What the caller could change so that the request can work, where the transport knows;
+    /// the layer that owns the caller's settings words that advice in its own terms.
+    package var remedy: Remedy?
 
-    var description: String { "\(kind): \(message)" }
+    /// A change of the caller's that lets a request the transport failed work.
+    package enum Remedy: Sendable, Equatable {
+        /// The transport does not serve the URL's scheme: send the request with one that does.
+        case anotherTransport
+        /// The server's certificate comes from a private CA, and the transport trusts only the
+        /// system's store: send the request with a transport that takes trust roots of its own.
+        case transportWithOwnTrustRoots
+    }
+
+    /// A failure of `kind`; see the properties for the rest.
+    package init(
+        kind: Kind, message: String, underlying: (any Error)? = nil, permanent: Bool = false, remedy: Remedy? = nil
+    ) {
+        self.kind = kind
+        self.message = message
+        self.underlying = underlying
+        self.permanent = permanent
+        self.remedy = remedy
+    }
+
+    package var description: String { "\(kind): \(message)" }
 
     /// The failure of a request whose body file threw `error`.
-    static func bodySourceFailed(_ error: any Error) -> HTTPTransportError {
+    package static func bodySourceFailed(_ error: any Error) -> HTTPTransportError {
         HTTPTransportError(
             kind: .bodySourceFailed, message: "The request body could not be read: \(error)", underlying: error)
     }
 
     /// The failure of a request whose response sink threw `error`.
-    static func sinkFailed(_ error: any Error) -> HTTPTransportError {
+    package static func sinkFailed(_ error: any Error) -> HTTPTransportError {
         HTTPTransportError(
             kind: .sinkFailed, message: "The response body was refused: \(error)", underlying: error)
     }

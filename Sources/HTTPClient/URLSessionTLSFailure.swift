@@ -103,16 +103,15 @@ struct URLSessionTLSFailure: Sendable, Equatable {
     }
 
     /// The transport's error: ``HTTPTransportError/Kind/tlsFailure``, permanent, naming the
-    /// server (`host:port`, never the path, which may hold an upload session's secret).
+    /// server (`host:port`, never the path, which may hold a credential).
     func transportError(server: String) -> HTTPTransportError {
-        var message = "Cannot talk to \(server) over TLS: \(cause.explanation) (URLSession: \(detail))."
+        let message = "Cannot talk to \(server) over TLS: \(cause.explanation) (URLSession: \(detail))."
         #if canImport(FoundationNetworking)
-        if cause == .untrustedIssuer {
-            message +=
-                " URLSession on Linux trusts only the system's certificate store; to trust a private CA, use the"
-                + " native transport with StorageConfiguration.tls.additionalTrustRoots."
-        }
+        // URLSession on Linux trusts only the system's certificate store.
+        let remedy: HTTPTransportError.Remedy? = cause == .untrustedIssuer ? .transportWithOwnTrustRoots : nil
+        #else
+        let remedy: HTTPTransportError.Remedy? = nil
         #endif
-        return HTTPTransportError(kind: .tlsFailure, message: message, permanent: true)
+        return HTTPTransportError(kind: .tlsFailure, message: message, permanent: true, remedy: remedy)
     }
 }
