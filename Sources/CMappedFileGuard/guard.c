@@ -118,8 +118,9 @@ int cs_mapped_region_open(int fd, int64_t offset, size_t length, cs_mapped_regio
         atomic_store(&slots[slot].taken, 0);
         return code;
     }
-    /* Advice only: a failure changes nothing but speed. */
-    (void)madvise(mapping, length + lead, MADV_SEQUENTIAL | MADV_WILLNEED);
+    /* Advice only: a failure changes nothing but speed. Advice values are not flags: one call each. */
+    (void)madvise(mapping, length + lead, MADV_SEQUENTIAL);
+    (void)madvise(mapping, length + lead, MADV_WILLNEED);
     atomic_store(&slots[slot].faulted, 0);
     atomic_store(&slots[slot].end, (uintptr_t)mapping + length + lead);
     atomic_store(&slots[slot].start, (uintptr_t)mapping);
