@@ -1,5 +1,6 @@
 # Shared by the benchmark scripts (sourced, not run): finding the `cloud-storage` tool and
 # starting its emulator on a free port.
+emulator_pids=()
 
 # find_tool ROOT: sets $tool to $CLOUD_STORAGE, else .build/release/cloud-storage, else
 # .build/debug/cloud-storage; exits 1 when none is executable.
@@ -14,16 +15,42 @@ find_tool() {
 }
 
 # start_emulator LOG [ARGS...]: starts `$tool emulator --port 0 ARGS` in the background, logging
-# to LOG; sets $emulator_pid, and $endpoint once it listens (exits 1 if it never does).
+# to LOG; sets $emulator_pid (and adds it to $emulator_pids), and $endpoint once it listens (exits 1
+# if it never does).
 start_emulator() {
     local log=$1
     shift
     "$tool" emulator --port 0 "$@" > "$log" 2>&1 &
     emulator_pid=$!
+    emulator_pids+=("$emulator_pid")
     for _ in $(seq 100); do
         grep -q "listening on" "$log" 2>/dev/null && break
         sleep 0.1
     done
     endpoint=$(sed -n 's/.*listening on \(http[^ ]*\).*/\1/p' "$log")
     [[ -n "$endpoint" ]] || { cat "$log" >&2; exit 1; }
+}
+
+# tls_bench_workspace NAME SIZE_MIB: a fresh tmpfs directory $work holding $work/payload, SIZE_MIB
+# random MiB; it and every emulator started after it (start_emulator) go when the script exits.
+# Sets $certificates, the test CA and the emulator's certificate for --tls-cert/--ca-file.
+tls_bench_workspace() {
+    work=$(mktemp -d "/dev/shm/$1.XXXXXX")
+    certificates="$root/Tests/TLSTestCertificates"
+    trap 'stop_emulators; rm -rf "$work"' EXIT
+    head -c $(($2 * 1048576)) /dev/urandom > "$work/payload"
+}
+
+# start_tls_emulator LOG STORE: start_emulator keeping objects in STORE, serving https with the
+# test certificate (clients trust it with --ca-file "$certificates/test-ca.pem").
+start_tls_emulator() {
+    mkdir -p "$2"
+    start_emulator "$1" --dir "$2" --tls-cert "$certificates/localhost.pem" --tls-key "$certificates/localhost.key"
+}
+
+# stop_emulators: stops every emulator start_emulator started.
+stop_emulators() {
+    local pid
+    for pid in "${emulator_pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    return 0
 }

@@ -22,20 +22,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=Benchmarks/scripts/common.sh
 source "$root/Benchmarks/scripts/common.sh"
 tool=${SINK:-${clients[0]}}
-certificates="$root/Tests/TLSTestCertificates"
-
-work=$(mktemp -d /dev/shm/tls-cpu.XXXXXX)
-emulator_pid=
-cleanup() {
-    [[ -n "$emulator_pid" ]] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-head -c $((size_mib * 1048576)) /dev/urandom > "$work/payload"
-mkdir -p "$work/store"
-start_emulator "$work/emulator.log" --dir "$work/store" --tls-cert "$certificates/localhost.pem" \
-    --tls-key "$certificates/localhost.key"
+tls_bench_workspace tls-cpu "$size_mib"
+start_tls_emulator "$work/emulator.log" "$work/store"
 echo "sink: $tool ($endpoint); payload $size_mib MiB on tmpfs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 curl_base=(curl -sS --fail --cacert "$certificates/test-ca.pem")
 aes128=(--tls13-ciphers "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")

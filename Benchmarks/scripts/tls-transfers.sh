@@ -21,24 +21,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=Benchmarks/scripts/common.sh
 source "$root/Benchmarks/scripts/common.sh"
 tool=${SINK:-${clients[0]}}
-certificates="$root/Tests/TLSTestCertificates"
-
-work=$(mktemp -d /dev/shm/tls-transfers.XXXXXX)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-head -c $((size_mib * 1048576)) /dev/urandom > "$work/payload"
-mkdir -p "$work/tls-store" "$work/plain-store"
-start_emulator "$work/tls.log" --dir "$work/tls-store" --tls-cert "$certificates/localhost.pem" \
-    --tls-key "$certificates/localhost.key"
-pids+=("$emulator_pid")
+tls_bench_workspace tls-transfers "$size_mib"
+start_tls_emulator "$work/tls.log" "$work/tls-store"
 https=$endpoint
+mkdir -p "$work/plain-store"
 start_emulator "$work/plain.log" --dir "$work/plain-store"
-pids+=("$emulator_pid")
 http=$endpoint
 echo "sink: $tool (https $https, http $http); payload $size_mib MiB on tmpfs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 

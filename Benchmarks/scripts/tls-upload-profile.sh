@@ -14,20 +14,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=Benchmarks/scripts/common.sh
 source "$root/Benchmarks/scripts/common.sh"
 tool=${SINK:-$client}
-certificates="$root/Tests/TLSTestCertificates"
-
-work=$(mktemp -d /dev/shm/tls-upload-profile.XXXXXX)
-emulator_pid=
-cleanup() {
-    [[ -n "$emulator_pid" ]] && kill "$emulator_pid" 2>/dev/null && wait "$emulator_pid" 2>/dev/null
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-head -c $((size_mib * 1048576)) /dev/urandom > "$work/payload"
-mkdir -p "$work/store"
-start_emulator "$work/emulator.log" --dir "$work/store" --tls-cert "$certificates/localhost.pem" \
-    --tls-key "$certificates/localhost.key"
+tls_bench_workspace tls-upload-profile "$size_mib"
+start_tls_emulator "$work/emulator.log" "$work/store"
 upload=("$client" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$endpoint" "$work/payload")
 
 perf record -F 999 -g -o "$work/perf.data" -- "${upload[@]}" gs://bench/profiled > /dev/null 2>&1
