@@ -13,7 +13,7 @@ import Darwin
 #endif
 
 /// The support target that installs and runs fake-gcs-server for the compatibility tests.
-@Suite(.timeLimit(.minutes(5)))
+@Suite(.timeLimit(.minutes(10)))
 struct FakeGCSServerTests {
     @Test func sharedReturnsTheSameRunningServer() async throws {
         let first = try await FakeGCSServer.shared()

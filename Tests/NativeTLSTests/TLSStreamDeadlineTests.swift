@@ -11,7 +11,7 @@ import Darwin
 
 /// A stream over a non-blocking socket waits for the socket itself, within each call's
 /// deadline, and tells a stream that breaks TLS from one that is merely cut short.
-@Suite(.timeLimit(.minutes(2))) struct TLSStreamDeadlineTests {
+@Suite(.timeLimit(.minutes(10))) struct TLSStreamDeadlineTests {
     static func makeNonBlocking(_ fd: Int32) {
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }

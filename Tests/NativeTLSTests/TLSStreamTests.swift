@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// A loopback server (our server side) and our client, each on its own thread.
-@Suite(.timeLimit(.minutes(2))) struct TLSStreamTests {
+@Suite(.timeLimit(.minutes(10))) struct TLSStreamTests {
     @Test func echoesMegabytesBothWaysWithHTTP11() async throws {
         let listener = try LoopbackListener()
         let serverContext = try TLSContext(server: TestPKI.server("localhost"))

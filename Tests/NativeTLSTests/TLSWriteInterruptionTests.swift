@@ -17,7 +17,7 @@ private let interruptions = Atomic<Int>(0)
 ///
 /// Whether the writing thread waits is read from `/proc/self/task/*/syscall` (the system call
 /// a thread is blocked in, with its arguments), not guessed from time.
-@Suite(.timeLimit(.minutes(3)), .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task")))
+@Suite(.timeLimit(.minutes(10)), .enabled(if: FileManager.default.fileExists(atPath: "/proc/self/task")))
 struct TLSWriteInterruptionTests {
     @Test func aFlushInterruptedBySignalsGoesOn() async throws {
         var action = sigaction()

@@ -12,7 +12,7 @@ import Testing
 /// A ``WriteBarrier`` holds every racing request just before the application hands its write to the
 /// store, until all of them are there: the race is certain, not a matter of timing. (When the
 /// conditions were checked before that point, every writer passed them and all succeeded.)
-@Suite("Conditional writes are atomic", .timeLimit(.minutes(2)))
+@Suite("Conditional writes are atomic", .timeLimit(.minutes(10)))
 struct AtomicPreconditionTests {
     static let writers = 16
 

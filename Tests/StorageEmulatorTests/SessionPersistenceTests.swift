@@ -12,7 +12,7 @@ import Darwin
 
 /// With directory backing, resumable upload sessions survive the emulator dying and resume
 /// when an emulator starts again on the directory.
-@Suite("Upload sessions persisted in the storage directory", .timeLimit(.minutes(2)))
+@Suite("Upload sessions persisted in the storage directory", .timeLimit(.minutes(10)))
 struct SessionPersistenceTests {
     static let total = 3 * kib256 + 1000
     static let firebaseBucket = "demo.appspot.com"

@@ -13,7 +13,7 @@ import Darwin
 /// the real `~/.config` or environment): the order of the places looked at, what is kept,
 /// and the message when nothing is found. A missing metadata server is a closed loopback
 /// port, refused at once, so no test waits for a time-out.
-@Suite("Application Default Credentials", .timeLimit(.minutes(5)))
+@Suite("Application Default Credentials", .timeLimit(.minutes(10)))
 struct ApplicationDefaultCredentialsTests {
     /// A temporary directory that the test removes, with helpers to place credential files.
     struct Sandbox {

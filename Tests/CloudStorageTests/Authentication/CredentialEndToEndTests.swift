@@ -10,7 +10,7 @@ import Testing
 /// on and tokens required: the token endpoint verifies the SDK's JWTs and refresh tokens, the
 /// metadata server answers its probe and token requests, and every storage request needs a
 /// live token the emulator issued.
-@Suite("Credentials end to end, against the emulator's token endpoint and metadata server", .timeLimit(.minutes(3)))
+@Suite("Credentials end to end, against the emulator's token endpoint and metadata server", .timeLimit(.minutes(10)))
 struct CredentialEndToEndTests {
     static func emulator() throws -> StorageEmulator {
         var configuration = StorageEmulator.Configuration()

@@ -8,7 +8,7 @@ import Testing
 /// Each credential kind against a loopback token endpoint, metadata server and storage
 /// server (``GoogleAuthFake``): what is sent, what is cached, what a refusal and a transient
 /// failure become, and that no secret reaches a description.
-@Suite("Credentials: token exchange, cache, 401 refresh, errors", .timeLimit(.minutes(2)))
+@Suite("Credentials: token exchange, cache, 401 refresh, errors", .timeLimit(.minutes(10)))
 struct CredentialFlowTests {
     static func storage(
         _ fake: GoogleAuthFake, _ authorization: StorageAuthorization,

@@ -7,7 +7,7 @@ import Testing
 
 /// The token cache on its own: exchanges are closures the tests hold until they decide, so
 /// nothing depends on timing.
-@Suite("Token cache: single flight, refresh margin, stale tokens, cancellation", .timeLimit(.minutes(5)))
+@Suite("Token cache: single flight, refresh margin, stale tokens, cancellation", .timeLimit(.minutes(10)))
 struct TokenCacheTests {
     /// An exchange that counts its calls and, when gated, waits until the test opens the gate.
     final class ScriptedExchange: Sendable {

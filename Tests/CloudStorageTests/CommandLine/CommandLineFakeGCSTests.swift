@@ -16,7 +16,7 @@ import Darwin
 /// `cat`, downloads, `cp -r` both ways and `rm -r`, each checked byte for byte.
 ///
 /// Serialized because `cp` takes over SIGINT and SIGTERM while it runs.
-@Suite("cloud-storage against fake-gcs-server", .serialized, .timeLimit(.minutes(5)))
+@Suite("cloud-storage against fake-gcs-server", .serialized, .timeLimit(.minutes(10)))
 struct CommandLineFakeGCSTests {
     /// Runs `cloud-storage WORDS --endpoint SERVER` through the command types, with standard
     /// output captured; `input` stands for standard input.

@@ -21,7 +21,7 @@ import Darwin
 /// tests start; what got stored is read back over HTTP.
 ///
 /// Serialized because `cp` takes over SIGINT and SIGTERM while it runs.
-@Suite("cloud-storage command", .serialized, .timeLimit(.minutes(5)))
+@Suite("cloud-storage command", .serialized, .timeLimit(.minutes(10)))
 struct CommandLineToolTests {
     // MARK: Helpers
 

@@ -17,7 +17,7 @@ import Darwin
 /// standard output captured through a pipe.
 ///
 /// Serialized because `cp` takes over SIGINT and SIGTERM while it runs.
-@Suite("cloud-storage cp in both directions", .serialized, .timeLimit(.minutes(5)))
+@Suite("cloud-storage cp in both directions", .serialized, .timeLimit(.minutes(10)))
 struct CopyDirectionsTests {
     // MARK: Helpers
 

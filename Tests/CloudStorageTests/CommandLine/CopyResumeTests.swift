@@ -15,7 +15,7 @@ import Darwin
 /// `cloud-storage` executable runs as a process of its own, held mid-upload by an emulator
 /// fault (`stall-after`, which holds the request until the client goes), and is killed once the
 /// emulator has committed some chunks; then the same command runs again.
-@Suite("cp resumes after kill -9", .serialized, .timeLimit(.minutes(5)))
+@Suite("cp resumes after kill -9", .serialized, .timeLimit(.minutes(10)))
 struct CopyResumeTests {
     static let chunk = 1024 * 1024
     /// Above the 8 MiB multipart threshold, so the upload goes through a resumable session.

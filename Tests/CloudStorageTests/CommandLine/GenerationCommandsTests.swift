@@ -7,7 +7,7 @@ import Testing
 
 /// `gs://BUCKET/PATH#GENERATION` in the single-object commands, against a versioned bucket of
 /// the emulator.
-@Suite("cloud-storage with #GENERATION", .timeLimit(.minutes(2)))
+@Suite("cloud-storage with #GENERATION", .timeLimit(.minutes(10)))
 struct GenerationCommandsTests {
     /// A versioned bucket `demo` holding `o` twice ("one", then "two"); the two generations.
     static func versions(_ emulator: StorageEmulator) async throws -> (Int64, Int64) {

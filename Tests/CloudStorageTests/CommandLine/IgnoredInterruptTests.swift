@@ -14,7 +14,7 @@ import Darwin
 /// A command started with SIGINT ignored (a background job of a non-interactive shell) leaves it
 /// ignored, as Unix programs do: the tool runs as a process of its own, started through
 /// `sh -c 'trap "" INT; exec …'`, and its signal dispositions are read from `/proc`.
-@Suite("An ignored SIGINT stays ignored", .timeLimit(.minutes(3)))
+@Suite("An ignored SIGINT stays ignored", .timeLimit(.minutes(10)))
 struct IgnoredInterruptTests {
     /// A signal mask from `/proc/PID/status` (`SigCgt`: caught, `SigIgn`: ignored).
     static func signalMask(_ field: String, of pid: pid_t) -> UInt64? {

@@ -17,7 +17,7 @@ import Darwin
 
 /// `cloud-storage ls`, `stat`, `cat` and `rm`, run in-process against emulators the tests
 /// start, with standard output captured through a pipe.
-@Suite("cloud-storage ls, stat, cat, rm", .timeLimit(.minutes(5)))
+@Suite("cloud-storage ls, stat, cat, rm", .timeLimit(.minutes(10)))
 struct ObjectCommandsTests {
     // MARK: Helpers
 

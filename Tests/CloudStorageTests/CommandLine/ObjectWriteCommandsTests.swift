@@ -10,7 +10,7 @@ import Testing
 /// against emulators the tests start; what was stored is read back from the server.
 ///
 /// Serialized because `cp`, `mv` and `compose` take over SIGINT and SIGTERM while they run.
-@Suite("cloud-storage cp gs://→gs://, mv, compose, update, hash", .serialized, .timeLimit(.minutes(5)))
+@Suite("cloud-storage cp gs://→gs://, mv, compose, update, hash", .serialized, .timeLimit(.minutes(10)))
 struct ObjectWriteCommandsTests {
     // MARK: Helpers
 

@@ -18,7 +18,7 @@ import FoundationNetworking
 /// offline one and the Emulators article's plain-HTTP emulator on the plain
 /// ones). Examples with fixed addresses, credentials or files outside the
 /// test's control are only compiled.
-@Suite("Documentation examples", .timeLimit(.minutes(5)))
+@Suite("Documentation examples", .timeLimit(.minutes(10)))
 struct DocumentationExampleTests {
     /// The bucket the Getting Started article uses.
     static let articleStorage = Storage(bucket: "my-project.appspot.com")

@@ -9,7 +9,7 @@ import Testing
 /// the article says of them: the status codes, the bytes served, a counter that concurrent
 /// writers never lose an increment of, and an upload finished by a "restarted process" (a
 /// fresh ``Storage``).
-@Suite("Documentation examples: Using CloudStorage in a server", .timeLimit(.minutes(5)))
+@Suite("Documentation examples: Using CloudStorage in a server", .timeLimit(.minutes(10)))
 struct ServerArticleExampleTests {
     static let route = TestRoute.nativeHTTP
 

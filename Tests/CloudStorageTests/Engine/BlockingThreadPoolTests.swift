@@ -8,7 +8,7 @@ import Testing
 /// The bounded pool that blocking file work runs on (``BlockingThreadPool``): never more jobs at
 /// once than it has threads, every job run in the end, and a job whose task is cancelled before
 /// it started never run at all.
-@Suite("Blocking thread pool", .timeLimit(.minutes(1)))
+@Suite("Blocking thread pool", .timeLimit(.minutes(10)))
 struct BlockingThreadPoolTests {
     /// Counts the jobs running at once and the most there ever were.
     final class Concurrency: Sendable {

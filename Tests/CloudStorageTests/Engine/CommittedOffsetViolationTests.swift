@@ -7,7 +7,7 @@ import Testing
 /// reported before in the same session (a `308` without `Range` after a positive
 /// offset included), or beyond the bytes sent. Each is a protocol violation that
 /// ends the upload at once — never a trap, a retry loop or a false success.
-@Suite("Committed offset violations", .timeLimit(.minutes(2)))
+@Suite("Committed offset violations", .timeLimit(.minutes(10)))
 struct CommittedOffsetViolationTests {
     static let mebibyte = 1024 * 1024
 

@@ -9,7 +9,7 @@ import Testing
 /// Download and answer failures reported with codes that say what happened: a
 /// destination that cannot be written, an object replaced mid-download, and an
 /// answer that is not valid HTTP.
-@Suite("Download and answer error codes", .timeLimit(.minutes(2)))
+@Suite("Download and answer error codes", .timeLimit(.minutes(10)))
 struct DownloadErrorCodeTests {
     static func storage(
         _ server: ScriptedHTTPServer, route: TestRoute,

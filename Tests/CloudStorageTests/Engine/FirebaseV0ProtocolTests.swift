@@ -8,7 +8,7 @@ import Testing
 /// Uploads over Firebase Storage v0, driven through the scripted v0 server:
 /// the exact requests of each step, resumption from the server's committed
 /// size, sessions that end under the engine, and the answers it must read.
-@Suite("Firebase v0 protocol", .timeLimit(.minutes(5)))
+@Suite("Firebase v0 protocol", .timeLimit(.minutes(10)))
 struct FirebaseV0ProtocolTests {
     static let size = 3 * 256 * 1024 + 17
 

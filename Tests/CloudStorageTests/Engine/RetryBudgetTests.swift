@@ -10,7 +10,7 @@ import Testing
 /// `retry.maxUploadTime`, `retry.maxDownloadTime`, `retry.maxOperationTime` — and
 /// by no other. A retry time of zero allows no retry, so a single `503` decides
 /// the outcome without any race against a clock.
-@Suite("Retry budgets", .timeLimit(.minutes(2)))
+@Suite("Retry budgets", .timeLimit(.minutes(10)))
 struct RetryBudgetTests {
     enum Operation: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case upload, download, metadata, delete

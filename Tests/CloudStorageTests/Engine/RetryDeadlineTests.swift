@@ -11,7 +11,7 @@ import Testing
 /// 100 ms, so exactly one retry fits since the last reset, however loaded the
 /// machine: a second failure comes at least 60 ms after the first, and its wait
 /// of at least 60 ms would end past 100 ms. Nothing here races a clock.
-@Suite("Upload retry deadline", .timeLimit(.minutes(2)))
+@Suite("Upload retry deadline", .timeLimit(.minutes(10)))
 struct RetryDeadlineTests {
     static func storage(_ transport: ScriptedGCSTransport) -> Storage {
         UploadEngineProtocolTests.storage(transport) { configuration in

@@ -11,7 +11,7 @@ import Testing
 /// The peers drip a byte every 10 ms forever (``DrippingPeer``), so only those bounds can end
 /// a request; the verdicts are the error (a time-out, not the lost connection the peer's hang
 /// guard would cause) and the requests the server counted.
-@Suite("A trickling peer cannot outlast the request time-out or the retry time", .timeLimit(.minutes(2)))
+@Suite("A trickling peer cannot outlast the request time-out or the retry time", .timeLimit(.minutes(10)))
 struct SlowPeerBudgetTests {
     static let objectPath = "/storage/v1/b/b/o/o"
     static let tokenPath = "/token"

@@ -9,7 +9,7 @@ import Testing
 /// keeps it only when its size and CRC32C are those of the bytes sent; otherwise
 /// it sends again. It never deletes anything: an object that differs may be
 /// another writer's.
-@Suite("Unreadable one-request answers", .timeLimit(.minutes(2)))
+@Suite("Unreadable one-request answers", .timeLimit(.minutes(10)))
 struct UnreadableOneRequestAnswerTests {
     static let size = 100_000
 

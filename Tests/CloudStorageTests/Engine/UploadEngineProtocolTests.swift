@@ -7,7 +7,7 @@ import Testing
 /// The resumable protocol state machine, driven through answers real servers
 /// give only sometimes: lost connections after partial commits, forgotten
 /// sessions, throttling, refused tokens and wrong checksums.
-@Suite("Upload engine protocol", .timeLimit(.minutes(5)))
+@Suite("Upload engine protocol", .timeLimit(.minutes(10)))
 struct UploadEngineProtocolTests {
     static let size = 3 * 256 * 1024 + 17
 

@@ -241,7 +241,7 @@ struct DownloadStreamTests {
     /// A consumer that takes nothing holds up only its own download: its sink waits on that
     /// request's own I/O thread, so other requests of the same storage (same host, same
     /// transport) still complete, downloads and uploads, streamed or not.
-    @Test(.timeLimit(.minutes(3)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    @Test(.timeLimit(.minutes(10)), arguments: TestRoute.all)  // a hang guard: it takes seconds
     func aStalledConsumerDoesNotHoldUpOtherRequests(route: TestRoute) async throws {
         let emulator = try route.startEmulator()
         defer { emulator.stop() }
@@ -271,7 +271,7 @@ struct DownloadStreamTests {
 
     /// Cancelling the consuming task while its `next()` waits (the emulator holds the
     /// body) throws `cancelled`, ends the download's task, and leaves the storage usable.
-    @Test(.timeLimit(.minutes(5)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    @Test(.timeLimit(.minutes(10)), arguments: TestRoute.all)  // a hang guard: it takes seconds
     func cancellingTheConsumerEndsTheDownload(route: TestRoute) async throws {
         try await Reliability.withEmulator(for: route, faults: ["pass", "stall-after-300000"]) { emulator in
             let storage = DownloadTests.storage(emulator, firebase: false, route: route)
@@ -305,7 +305,7 @@ struct DownloadStreamTests {
 
     /// Breaking out of the loop (the iterator is dropped) cancels the download and
     /// wakes the sink that waits for room; the next download works.
-    @Test(.timeLimit(.minutes(5)), arguments: TestRoute.all)  // a hang guard: it takes seconds
+    @Test(.timeLimit(.minutes(10)), arguments: TestRoute.all)  // a hang guard: it takes seconds
     func breakingOutOfTheLoopReleasesTheDownload(route: TestRoute) async throws {
         let emulator = try route.startEmulator()
         defer { emulator.stop() }

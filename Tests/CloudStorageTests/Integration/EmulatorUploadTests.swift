@@ -7,7 +7,7 @@ import Testing
 
 /// Uploads through `Storage` to our own emulator (which implements the
 /// protocols exactly, faults included), on each route (``TestRoute``).
-@Suite("Uploads to the built-in emulator", .timeLimit(.minutes(5)))
+@Suite("Uploads to the built-in emulator", .timeLimit(.minutes(10)))
 struct EmulatorUploadTests {
     static func storage(
         _ emulator: StorageEmulator, _ route: TestRoute, firebase: Bool = false

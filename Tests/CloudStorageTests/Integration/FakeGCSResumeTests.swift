@@ -12,7 +12,7 @@ import Testing
 /// SDK notices (size differs from the file), deletes that object and, since a resumed upload
 /// cannot open a session in its place, fails with `uploadSessionExpired`: upload again. Real GCS
 /// and our emulator answer the query with `308` (see ``ResumableSessionTests``).
-@Suite("Resuming on fake-gcs-server", .timeLimit(.minutes(5)))
+@Suite("Resuming on fake-gcs-server", .timeLimit(.minutes(10)))
 struct FakeGCSResumeTests {
     @Test func aStatusQueryThatFinalizesEndsInUploadSessionExpiredAndNoTruncatedObject() async throws {
         let (storage, server) = try await TestSupport.fakeGCSStorage(label: "resume", route: .nativeHTTP)

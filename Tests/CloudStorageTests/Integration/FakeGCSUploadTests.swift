@@ -9,7 +9,7 @@ import Testing
 /// JSON API. It finalizes an upload on any status query, so only flows that
 /// tolerate that are meaningful here; the strict flows run against our own
 /// emulator.
-@Suite("Uploads to fake-gcs-server", .timeLimit(.minutes(5)))
+@Suite("Uploads to fake-gcs-server", .timeLimit(.minutes(10)))
 struct FakeGCSUploadTests {
     static let sizes = [0, 1, 300 * .kibibyte, 20 * .mebibyte, 100 * .mebibyte]
     @Test("putData stores every byte", arguments: TestRoute.all, sizes)

@@ -7,7 +7,7 @@ import Testing
 
 /// The Firebase SDK's spellings: `reference(for:)`, the async methods'
 /// `onProgress:` closures, and `updateMetadata` with a `StorageMetadata`, on each route.
-@Suite("Firebase spellings", .timeLimit(.minutes(5)))
+@Suite("Firebase spellings", .timeLimit(.minutes(10)))
 struct FirebaseSpellingsTests {
     /// Progress values seen by a callback, in order.
     final class Seen: Sendable {

@@ -17,7 +17,7 @@ import Testing
 /// deletes the live object: the scenarios that delete, patch, copy, move or compose a
 /// generation, resume a download through a fault, or use a signed URL run only against the
 /// emulator (a strict server).
-@Suite("Generations", .timeLimit(.minutes(5)))
+@Suite("Generations", .timeLimit(.minutes(10)))
 struct GenerationIntegrationTests {
     enum Server: String, Sendable, CustomTestStringConvertible {
         case fakeGCS, emulator

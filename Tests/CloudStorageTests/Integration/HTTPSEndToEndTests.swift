@@ -8,7 +8,7 @@ import Testing
 /// TLS: the first end-to-end route over TLS (both wire protocols, uploads in
 /// one request and resumable, downloads, metadata), and a server whose
 /// certificate is not trusted refused before anything reaches it.
-@Suite("HTTPS end to end", .timeLimit(.minutes(5)))
+@Suite("HTTPS end to end", .timeLimit(.minutes(10)))
 struct HTTPSEndToEndTests {
     static func storage(_ emulator: StorageEmulator, wire: Reliability.Wire, trustingTestCA: Bool) -> Storage {
         var configuration = StorageConfiguration()

@@ -8,7 +8,7 @@ import Testing
 /// Large files over native TLS are hashed from the bytes the transport reads to send them
 /// (``InlineChecksum``); the emulator refuses a final request whose CRC32C differs from the
 /// bytes it holds, so each upload here succeeding proves the inline value right.
-@Suite("Inline CRC32C over TLS", .timeLimit(.minutes(5)))
+@Suite("Inline CRC32C over TLS", .timeLimit(.minutes(10)))
 struct InlineChecksumUploadTests {
     static func storage(_ emulator: StorageEmulator, chunkSize: Int64? = nil) throws -> Storage {
         var configuration = StorageConfiguration()

@@ -10,7 +10,7 @@ import Testing
 /// Deterministic: the emulator passes the session start and two 256 KiB chunks, then answers the
 /// third with a fault; a retry time of zero allows no retry at all, so the first fault ends the
 /// upload whatever the clock says.
-@Suite("A session left open when retries run out", .timeLimit(.minutes(5)))
+@Suite("A session left open when retries run out", .timeLimit(.minutes(10)))
 struct KeptSessionTests {
     static let chunk = 256 * 1024
     static let size = 4 * chunk + 5

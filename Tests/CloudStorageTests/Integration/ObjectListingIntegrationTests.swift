@@ -11,7 +11,7 @@ import FoundationNetworking
 
 /// ``Storage/objects(_:)`` with each listing option, against the built-in emulator and
 /// fake-gcs-server. The options fake-gcs-server lacks are listed in ``Option/onFakeGCS``.
-@Suite("Object listings against servers", .timeLimit(.minutes(5)))
+@Suite("Object listings against servers", .timeLimit(.minutes(10)))
 struct ObjectListingIntegrationTests {
     enum Server: String, Sendable, CustomTestStringConvertible {
         case fakeGCS, emulator

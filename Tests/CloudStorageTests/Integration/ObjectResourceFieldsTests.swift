@@ -6,7 +6,7 @@ import Testing
 /// The object-resource fields beyond the headers — storage class, custom time, retention — go out
 /// with uploads and updates and come back from fake-gcs-server, which keeps them; Firebase
 /// endpoints refuse them before sending anything.
-@Suite("Object resource fields", .timeLimit(.minutes(3)))
+@Suite("Object resource fields", .timeLimit(.minutes(10)))
 struct ObjectResourceFieldsTests {
     @Test(arguments: [false, true])
     func uploadsAndUpdatesCarryTheGCSOnlyFields(resumable: Bool) async throws {

@@ -12,7 +12,7 @@ import Testing
 /// ``StorageErrorCode/preconditionFailed`` and leaves the object as it was.
 /// Requests are seen through a transport that records them (and can act just
 /// before one goes out, to play another writer at an exact moment).
-@Suite("Preconditions", .timeLimit(.minutes(5)))
+@Suite("Preconditions", .timeLimit(.minutes(10)))
 struct PreconditionTests {
     static let bucket = "preconditions"
 

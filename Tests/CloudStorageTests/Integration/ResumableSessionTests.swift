@@ -17,7 +17,7 @@ import Darwin
 /// The first task is stopped deterministically: the emulator passes the session start and the
 /// first 512 KiB chunk and holds the second (`stall-after-100K`) until the client lets go; the
 /// test pauses once the emulator has counted those bytes (an event, not a sleep).
-@Suite("Resuming an upload session in a new process", .timeLimit(.minutes(5)))
+@Suite("Resuming an upload session in a new process", .timeLimit(.minutes(10)))
 struct ResumableSessionTests {
     static let chunk = 512 * 1024
     static let heldPlan = ["pass", "pass", "stall-after-100K"]

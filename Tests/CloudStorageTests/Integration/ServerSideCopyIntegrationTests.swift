@@ -12,7 +12,7 @@ import Testing
 /// fake-gcs-server copies in one rewrite call, ignores preconditions on copies and composes, and
 /// has no `moveTo` (moves there take the copy-then-delete path), so the scenarios that need a
 /// strict server run only against the emulator.
-@Suite("Server-side copies", .timeLimit(.minutes(5)))
+@Suite("Server-side copies", .timeLimit(.minutes(10)))
 struct ServerSideCopyIntegrationTests {
     enum Server: String, Sendable, CustomTestStringConvertible {
         case fakeGCS, emulator

@@ -6,7 +6,7 @@ import Testing
 
 /// `putStream` against fake-gcs-server's resumable sessions: several requests, with and
 /// without a size (`bytes a-b/*` until the last one).
-@Suite("Streamed uploads on fake-gcs-server", .timeLimit(.minutes(5)))
+@Suite("Streamed uploads on fake-gcs-server", .timeLimit(.minutes(10)))
 struct StreamUploadCompatibilityTests {
     @Test(arguments: [Int64?.some(1024 * 1024 + 3), nil])
     func streamedObjectReadsBackByteForByte(declared: Int64?) async throws {

@@ -15,7 +15,7 @@ import Darwin
 /// each route (the checks made before any request included: the transport
 /// must not change which error wins). The case about plain HTTP itself runs on the
 /// plain routes (``TestRoute/plain``).
-@Suite("Upload errors", .timeLimit(.minutes(5)))
+@Suite("Upload errors", .timeLimit(.minutes(10)))
 struct UploadErrorTests {
     static func failure(of task: StorageUploadTask) async -> StorageError? {
         do {

@@ -13,7 +13,7 @@ import Testing
 /// the upload cannot finish before the control arrives, however slow the
 /// machine, and the test sends the control once the emulator has counted the
 /// bytes (an event, not a sleep). The other cases run against fake-gcs-server.
-@Suite("Upload task control", .timeLimit(.minutes(5)))
+@Suite("Upload task control", .timeLimit(.minutes(10)))
 struct UploadTaskControlTests {
     /// The emulator's plan: the session start and the first chunk pass; the second chunk is held.
     static let heldPlan = ["pass", "pass", "stall-after-100K"]

@@ -7,7 +7,7 @@ import Testing
 /// Object names with empty segments, and leading or trailing slashes (`a//b`, `dir/`, `/lead`),
 /// are legal and name other objects than their normalized spellings: references made exactly,
 /// from URLs, and from the server's listings and metadata keep them byte for byte.
-@Suite("Exact object names", .timeLimit(.minutes(3)))
+@Suite("Exact object names", .timeLimit(.minutes(10)))
 struct ExactNameTests {
     let storage = Storage(bucket: "my-bucket")
 

@@ -6,7 +6,7 @@ import Testing
 
 /// ``Storage/objects(_:)`` against scripted servers: queries refused before any request, answers
 /// that break the query ended with `protocolViolation`, and page tokens that would loop.
-@Suite("Object listings: rules and hostile servers", .timeLimit(.minutes(2)))
+@Suite("Object listings: rules and hostile servers", .timeLimit(.minutes(10)))
 struct ObjectListingTests {
     /// A resource a GCS listing item carries.
     static func item(_ name: String, generation: Int = 1) -> String {

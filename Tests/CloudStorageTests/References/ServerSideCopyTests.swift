@@ -8,7 +8,7 @@ import Testing
 /// Copies, composes and moves against a scripted JSON API server, for what real servers will not
 /// do on demand: rewrites of several calls, servers that never finish or lie about a result, and
 /// servers without `moveTo`.
-@Suite("Server-side copies (scripted server)", .timeLimit(.minutes(2)))
+@Suite("Server-side copies (scripted server)", .timeLimit(.minutes(10)))
 struct ServerSideCopyTests {
     /// One request the scripted server saw.
     struct Seen: Sendable, CustomStringConvertible {

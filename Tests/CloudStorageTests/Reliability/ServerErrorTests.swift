@@ -7,7 +7,7 @@ import Testing
 /// Failures that retrying cannot fix, and the one that a new session can:
 /// exhausted retry budgets, refused credentials, missing buckets, forgotten sessions;
 /// each on both wire protocols and each route (``TestRoute``).
-@Suite("Reliability: server errors", .timeLimit(.minutes(5)))
+@Suite("Reliability: server errors", .timeLimit(.minutes(10)))
 struct ServerErrorTests {
     static let payload = TestSupport.payload(size: 300 * 1024, seed: 77)
 

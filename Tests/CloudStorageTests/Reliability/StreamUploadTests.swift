@@ -7,7 +7,7 @@ import Testing
 
 /// `putStream`: round trips, faults at and around the buffer's boundaries, a server that loses
 /// bytes already dropped, sequences that throw or disagree with their size, pause and cancel.
-@Suite("Streamed uploads", .timeLimit(.minutes(5)))
+@Suite("Streamed uploads", .timeLimit(.minutes(10)))
 struct StreamUploadTests {
     static let granule = Reliability.granule
     static let route = TestRoute.nativeHTTP

@@ -8,7 +8,7 @@ import Testing
 /// here, the metadata server's account through IAM `signBlob` — and the emulator, which
 /// verifies V4 signatures with the account's key, serves the URL to a client with no
 /// credentials.
-@Suite("Signed URLs signed by the Storage's own credentials", .timeLimit(.minutes(2)))
+@Suite("Signed URLs signed by the Storage's own credentials", .timeLimit(.minutes(10)))
 struct DefaultURLSignerTests {
     @Test(
         "each credential kind that can sign yields URLs the emulator serves",

@@ -18,7 +18,7 @@ import Darwin
 /// URLs the SDK signs, used with a plain HTTP client (URLSession, no credentials) against the
 /// emulator, which verifies V4 signatures with its configured service accounts' keys and
 /// requires a token for every unsigned storage request.
-@Suite("V4 signed URLs against the emulator", .timeLimit(.minutes(2)))
+@Suite("V4 signed URLs against the emulator", .timeLimit(.minutes(10)))
 struct SignedURLEmulatorTests {
     /// The account of Tests/TestCredentials/service-account.json (whose key is service-account.key).
     static let email = "test-account@cloudstorage-test.iam.gserviceaccount.com"

@@ -9,7 +9,7 @@ import Testing
 /// resources (a temporary file, bytes in memory) must follow every path. On the
 /// native transport, over plain HTTP and over TLS (where a cancel also ends a TLS stream
 /// mid-record).
-@Suite("Download task stress", .timeLimit(.minutes(5)))
+@Suite("Download task stress", .timeLimit(.minutes(10)))
 struct DownloadTaskStressTests {
     static let size = 3 * 1024 * 1024 + 77
 

@@ -106,7 +106,7 @@ private final class Shared: Sendable {
     let stop = Atomic<Bool>(false)
 }
 
-@Suite("SnapshotBroadcast", .timeLimit(.minutes(5)))
+@Suite("SnapshotBroadcast", .timeLimit(.minutes(10)))
 struct SnapshotBroadcastTests {
     // MARK: First element
 

@@ -4,7 +4,7 @@ import Testing
 @testable import CloudStorage
 
 /// A finished task that nobody holds is freed, and with it the bytes it uploaded.
-@Suite("Upload task lifetime", .timeLimit(.minutes(5)))
+@Suite("Upload task lifetime", .timeLimit(.minutes(10)))
 struct UploadTaskLifetimeTests {
     /// Waits until `isFreed` holds (the worker lets go of the task just after
     /// publishing the end): a loaded two-core run can delay any task for longer

@@ -6,7 +6,7 @@ import Testing
 /// Random interleavings of pause, resume, cancel and Swift task cancellation
 /// against uploads in flight, with request latency so that every control
 /// lands at every point of an exchange.
-@Suite("Upload task stress", .timeLimit(.minutes(5)))
+@Suite("Upload task stress", .timeLimit(.minutes(10)))
 struct UploadTaskStressTests {
     static let size = 1024 * 1024 + 123
 

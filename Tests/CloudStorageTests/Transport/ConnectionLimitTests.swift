@@ -7,7 +7,7 @@ import Testing
 
 /// The native transport's per-host connection limit is a setting of each
 /// ``Storage``, not of the process.
-@Suite("Connection limit per Storage", .timeLimit(.minutes(2)))
+@Suite("Connection limit per Storage", .timeLimit(.minutes(10)))
 struct ConnectionLimitTests {
     /// The native transport a storage created for itself.
     static func native(_ storage: Storage) -> NativeHTTPTransport? {

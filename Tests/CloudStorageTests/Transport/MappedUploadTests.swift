@@ -14,7 +14,7 @@ import Glibc
 /// (``MappedFileRegion``), instead of copying it into a buffer first: the bytes sent are still
 /// the file's, the engine's inline checksum still sees each of them, and a file that shrinks
 /// under the map ends the request in the file's own early-end error, never in a crash.
-@Suite("Uploads from mapped files", .timeLimit(.minutes(2)))
+@Suite("Uploads from mapped files", .timeLimit(.minutes(10)))
 struct MappedUploadTests {
     /// A file of `count` test bytes, and its bytes.
     static func file(count: Int, seed: UInt64) throws -> (URL, Data) {

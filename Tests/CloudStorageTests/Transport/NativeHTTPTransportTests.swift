@@ -6,7 +6,7 @@ import Testing
 @testable import CloudStorage
 @testable import HTTPClient
 
-@Suite("Native HTTP transport", .timeLimit(.minutes(5)))
+@Suite("Native HTTP transport", .timeLimit(.minutes(10)))
 struct NativeHTTPTransportTests {
     // MARK: - Helpers
 

@@ -7,7 +7,7 @@ import Testing
 /// What an I/O thread keeps between jobs: nothing. A streamed upload's previous request (up to
 /// 8 MiB of the caller's bytes) stayed referenced while its thread waited for the next job, so
 /// two requests' worth were alive at once.
-@Suite("Native I/O threads", .timeLimit(.minutes(5)))
+@Suite("Native I/O threads", .timeLimit(.minutes(10)))
 struct NativeIOThreadsTests {
     /// Tells a stream when the last reference to it goes.
     final class Payload: Sendable {

@@ -17,7 +17,7 @@ import Glibc
 /// out from what the client has visibly done (a sink call, an acknowledgement), never
 /// from time; time limits only guard against hangs.
 @Suite(
-    "Native transport: TLS read-ahead and write buffering", .timeLimit(.minutes(5)),
+    "Native transport: TLS read-ahead and write buffering", .timeLimit(.minutes(10)),
     .enabled(if: TLSLibrary.isAvailable))
 struct NativeTLSBufferingTests {
     /// Where a server puts bytes nobody asked for after a response.

@@ -12,7 +12,7 @@ import Glibc
 /// The native transport over `https://`: TLS as a stream layer under the same HTTP/1.1
 /// exchange, against ``TLSTestServer``. No verdict depends on timing: tests wait for the
 /// server's events, and time limits only guard against hangs.
-@Suite("Native transport over TLS", .timeLimit(.minutes(2)), .enabled(if: TLSLibrary.isAvailable))
+@Suite("Native transport over TLS", .timeLimit(.minutes(10)), .enabled(if: TLSLibrary.isAvailable))
 struct NativeTLSTransportTests {
     static func url(_ server: TLSTestServer, _ path: String = "/x") -> URL {
         URL(string: "https://127.0.0.1:\(server.port)\(path)")!

@@ -19,7 +19,7 @@ import Glibc
 /// Each `Storage` keeps a 600 s retry budget, so a failure treated as transient
 /// would be retried (and reconnect) long past the suite's time limit; the
 /// verdict is what the server counted: exactly one connection, no HTTP request.
-@Suite("TLS failures on every route", .timeLimit(.minutes(2)), .enabled(if: TLSLibrary.isAvailable))
+@Suite("TLS failures on every route", .timeLimit(.minutes(10)), .enabled(if: TLSLibrary.isAvailable))
 struct TLSFailureTests {
     enum Route: String, CaseIterable, Sendable {
         case native, automatic, urlSession

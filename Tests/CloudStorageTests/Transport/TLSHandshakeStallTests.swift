@@ -9,7 +9,7 @@ import Testing
 /// as they end a stalled exchange, instead of waiting on the socket.
 ///
 /// The server reads until the client goes, so only the client can end each case.
-@Suite("TLS handshake stalls", .timeLimit(.minutes(2)))
+@Suite("TLS handshake stalls", .timeLimit(.minutes(10)))
 struct TLSHandshakeStallTests {
     /// Accepts and drains, never speaking TLS.
     static func silentServer() throws -> ScriptedHTTPServer {

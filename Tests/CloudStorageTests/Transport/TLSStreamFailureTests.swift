@@ -15,7 +15,7 @@ import Testing
 /// Only the first request is answered so; a second would get `204`. So a failure that was
 /// retried ends in success, one that was not ends in an error, and the server's counts show
 /// which happened.
-@Suite("TLS streams that fail after the handshake", .timeLimit(.minutes(2)), .enabled(if: TLSLibrary.isAvailable))
+@Suite("TLS streams that fail after the handshake", .timeLimit(.minutes(10)), .enabled(if: TLSLibrary.isAvailable))
 struct TLSStreamFailureTests {
     enum Breakage: String, CaseIterable, Sendable {
         /// Clear text where a record should start.

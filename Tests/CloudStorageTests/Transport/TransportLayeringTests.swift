@@ -8,7 +8,7 @@ import Testing
 /// CloudStorage depends on, never the reverse (the compiler keeps that), errors from above (a
 /// body file's, a response sink's) travel through it untouched, and only the engine turns
 /// them back into its own.
-@Suite("Transport layering", .timeLimit(.minutes(5)))
+@Suite("Transport layering", .timeLimit(.minutes(10)))
 struct TransportLayeringTests {
     /// An error no transport could know.
     struct Marker: Error, Equatable {

@@ -13,7 +13,7 @@ import Testing
 /// without OpenSSL fails `https://` at once, saying why. Where OpenSSL is
 /// missing is simulated by handing the choice a reason, as a machine without
 /// `libssl.so.3` would.
-@Suite("Transport routing", .timeLimit(.minutes(2)))
+@Suite("Transport routing", .timeLimit(.minutes(10)))
 struct TransportRoutingTests {
     static let https = StorageEndpoint.gcs(URL(string: "https://127.0.0.1:1")!)
     static let http = StorageEndpoint.gcs(URL(string: "http://127.0.0.1:1")!)

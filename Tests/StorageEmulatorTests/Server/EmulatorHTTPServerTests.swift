@@ -10,7 +10,7 @@ import Glibc
 import Darwin
 #endif
 
-@Suite("Emulator HTTP server", .serialized, .timeLimit(.minutes(5)))
+@Suite("Emulator HTTP server", .serialized, .timeLimit(.minutes(10)))
 struct EmulatorHTTPServerTests {
     @Test func keepAliveServesSeveralRequestsOnOneConnection() async throws {
         try await withServer(EchoApplication()) { _, port in

@@ -6,7 +6,7 @@ import Testing
 
 /// The emulator over HTTPS, driven byte by byte by ``RawClient`` with a TLS client that trusts
 /// only the committed test CA (Tests/TLSTestCertificates).
-@Suite("Emulator over TLS", .serialized, .timeLimit(.minutes(5)))
+@Suite("Emulator over TLS", .serialized, .timeLimit(.minutes(10)))
 struct EmulatorTLSTests {
     static let certificates = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("TLSTestCertificates")

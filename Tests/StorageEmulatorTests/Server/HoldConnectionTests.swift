@@ -12,7 +12,7 @@ import Darwin
 
 /// `holdConnection` (what `stall-after-<N>` uses) ends on events, never on a clock:
 /// the peer closing, or the server stopping. Bounds here only matter once a test failed.
-@Suite("Server: holding a connection until the peer gives up", .timeLimit(.minutes(5)))
+@Suite("Server: holding a connection until the peer gives up", .timeLimit(.minutes(10)))
 struct HoldConnectionTests {
     @Test func theHoldEndsWhenThePeerClosesNotWhenBytesArrive() async throws {
         let entered = DispatchSemaphore(value: 0)

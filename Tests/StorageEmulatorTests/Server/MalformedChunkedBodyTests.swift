@@ -6,7 +6,7 @@ import Testing
 
 /// A chunked request body with broken framing gets a `400` with `Connection: close`,
 /// not a silent close that a client would take for a network failure.
-@Suite("Malformed chunked bodies", .serialized, .timeLimit(.minutes(5)))
+@Suite("Malformed chunked bodies", .serialized, .timeLimit(.minutes(10)))
 struct MalformedChunkedBodyTests {
     @Test(
         "the emulator answers 400 and closes",

@@ -23,7 +23,7 @@ private func sendByte(_ fd: Int32) -> Bool {
 
 /// Slowloris: clients that trickle request heads (or send nothing) must neither hold a
 /// connection forever nor keep well-behaved clients out.
-@Suite("Slow clients", .serialized, .timeLimit(.minutes(2)))
+@Suite("Slow clients", .serialized, .timeLimit(.minutes(10)))
 struct SlowClientTests {
     /// How long a test client waits for an answer: far beyond anything the server takes to
     /// answer (its time-outs are set out of reach where that matters), so that only the

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Emulator HTTP server with URLSession", .timeLimit(.minutes(5)))
+@Suite("Emulator HTTP server with URLSession", .timeLimit(.minutes(10)))
 struct URLSessionInteropTests {
     @Test func putOf20MiBIsReadCompletely() async throws {
         try await withServer(CountingApplication()) { _, port in
