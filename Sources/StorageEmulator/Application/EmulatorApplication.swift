@@ -607,7 +607,7 @@ package final class EmulatorApplication: ServerApplication {
             // pages, so it starts a new page rather than overfill this one (a page of one holds it).
             let count = filter.includeTrailingDelimiter && entry.isPrefix && entry.key == name ? 2 : 1
             let used = page.items.count + page.prefixes.count
-            if used + count > maxResults, used > 0 || maxResults == 0 {
+            if used + count > maxResults, used > 0 {
                 if let lastKey {
                     let tag = lastKey.isPrefix ? "p:" : filter.versions ? "v:\(lastKey.generation):" : "i:"
                     page.nextPageToken = Data(Array(tag.utf8) + lastKey.key.bytes).base64EncodedString()

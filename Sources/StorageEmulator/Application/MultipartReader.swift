@@ -17,7 +17,6 @@ final class MultipartReader {
     /// lines in LF, so a part that ends in CR keeps it — with 1 in 256 random files ending in
     /// CR, dropping it would store the wrong bytes.
     private var lineBreaksAreCRLF = true
-    private var startedAPart = false
     private var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
     /// The boundary from a `Content-Type: multipart/related; boundary=…` value.
@@ -53,7 +52,8 @@ final class MultipartReader {
     /// Reads the next part's header fields, or nil after the closing delimiter.
     func nextPart() throws -> [String: String]? {
         if finished { return nil }
-        if !sawFirstDelimiter {
+        let isFirstPart = !sawFirstDelimiter
+        if isFirstPart {
             // Skip the preamble up to the first delimiter.
             sawFirstDelimiter = true
             try streamUntilDelimiter { _ in }
@@ -65,8 +65,6 @@ final class MultipartReader {
             finished = true
             return nil
         }
-        let isFirstPart = !startedAPart
-        startedAPart = true
         if buffer[position] == 0x0D, buffer[position + 1] == 0x0A {
             position += 2
         } else if buffer[position] == 0x0A {
