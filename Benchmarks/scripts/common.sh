@@ -54,3 +54,13 @@ stop_emulators() {
     for pid in "${emulator_pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
     return 0
 }
+
+# read_size_rounds_clients SIZE_MIB ROUNDS CLIENT...: sets $size_mib, $rounds and the $clients
+# array from a script's arguments; exits 2 when one is missing.
+read_size_rounds_clients() {
+    size_mib=${1:?SIZE_MIB}
+    rounds=${2:?ROUNDS}
+    shift 2
+    clients=("$@")
+    [[ ${#clients[@]} -gt 0 ]] || { echo "name at least one cloud-storage CLIENT" >&2; exit 2; }
+}

@@ -13,14 +13,10 @@
 # $SINK is the emulator's tool (default: the first CLIENT). Needs perf. Runs only on loopback.
 # Check `uptime` first: CPU seconds on a loaded 2-core machine move by ±20 %, so run several rounds.
 set -euo pipefail
-size_mib=${1:?SIZE_MIB}
-rounds=${2:?ROUNDS}
-shift 2
-clients=("$@")
-[[ ${#clients[@]} -gt 0 ]] || { echo "name at least one cloud-storage CLIENT" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=Benchmarks/scripts/common.sh
 source "$root/Benchmarks/scripts/common.sh"
+read_size_rounds_clients "$@"
 tool=${SINK:-${clients[0]}}
 tls_bench_workspace tls-cpu "$size_mib"
 start_tls_emulator "$work/emulator.log" "$work/store"

@@ -12,14 +12,10 @@
 # system CPU seconds of the client process alone (/usr/bin/time), MB/s and CPU-seconds per GiB.
 # Runs only on loopback. Check `uptime` first: on a loaded machine the numbers mean little.
 set -euo pipefail
-size_mib=${1:?SIZE_MIB}
-rounds=${2:?ROUNDS}
-shift 2
-clients=("$@")
-[[ ${#clients[@]} -gt 0 ]] || { echo "name at least one cloud-storage CLIENT" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=Benchmarks/scripts/common.sh
 source "$root/Benchmarks/scripts/common.sh"
+read_size_rounds_clients "$@"
 tool=${SINK:-${clients[0]}}
 tls_bench_workspace tls-transfers "$size_mib"
 start_tls_emulator "$work/tls.log" "$work/tls-store"
