@@ -142,39 +142,18 @@ public struct PythonVirtualEnvironment: Sendable {
     @discardableResult
     private func run(_ command: [String], step: String) throws -> String {
         let outputFile = directory.appendingPathComponent("install-stdout.log")
-        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        let log: FileHandle
-        let output: FileHandle
+        let process: ChildProcess
         do {
-            log = try FileHandle(forWritingTo: logFile)
-            output = try FileHandle(forWritingTo: outputFile)
-        } catch {
-            throw FakeGCSServerError(
-                .installationFailed, "\(step) failed: cannot open logs in \(directory.path): \(error)")
-        }
-        defer {
-            try? log.close()
-            try? output.close()
-        }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = output
-        process.standardError = log
-        let exited = DispatchSemaphore(value: 0)
-        process.terminationHandler = { _ in exited.signal() }
-        do {
-            try process.run()
+            process = try ChildProcess(
+                command[0], Array(command.dropFirst()), environment: ProcessInfo.processInfo.environment,
+                output: .file(outputFile.path), errors: .file(logFile.path))
         } catch {
             throw FakeGCSServerError(
                 .installationFailed,
                 "\(step) failed: could not run `\(command.joined(separator: " "))`: \(error)"
             )
         }
-        exited.wait()
+        process.waitUntilExit()
 
         let stdout = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
         guard process.terminationReason == .exit, process.terminationStatus == 0 else {

@@ -12,7 +12,7 @@ import Synchronization
 ///
 /// The supervisor exits as soon as the program does, with the program's
 /// status, which lets us see early exits (for example a port taken between
-/// choosing and binding it) through `Process.terminationHandler`.
+/// choosing and binding it): a thread of its own waits for that.
 final class SupervisedProcess: Sendable {
     /// How long the supervisor waits after `SIGTERM` before it sends `SIGKILL`.
     static let gracePeriodSeconds = 3
@@ -76,12 +76,10 @@ final class SupervisedProcess: Sendable {
         var errorClosed = false
     }
 
-    private let process: Process
+    private let process: ChildProcess
     private let state: Mutex<State>
 
     /// The supervisor's process identifier.
-    ///
-    /// `Process` sets it once, inside `run()`, before `init` returns.
     var processIdentifier: Int32 {
         process.processIdentifier
     }
@@ -96,30 +94,41 @@ final class SupervisedProcess: Sendable {
     ///   - arguments: the program's arguments.
     /// - Throws: `FakeGCSServerError` with code `launchFailed` if the supervisor cannot be spawned.
     init(python: [String], program: String, arguments: [String]) throws {
-        let input = Pipe()
-        let errors = Pipe()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python[0])
-        process.arguments = Array(python.dropFirst()) + ["-c", Self.supervisorScript, program] + arguments
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        self.process = process
-        self.state = Mutex(State(input: input.fileHandleForWriting))
-
-        process.terminationHandler = { [weak self] finished in
-            self?.didExit(status: finished.terminationStatus)
-        }
-        do {
-            try process.run()
-        } catch {
-            throw FakeGCSServerError(
+        let launchFailed = { (error: any Error) in
+            FakeGCSServerError(
                 .launchFailed,
-                "could not launch the supervisor `\(python.joined(separator: " "))` for \(program): \(error)"
-            )
+                "could not launch the supervisor `\(python.joined(separator: " "))` for \(program): \(error)")
         }
-        // Foundation closes our copies of the child's pipe ends after spawning.
-        let reader = errors.fileHandleForReading
+        let input: (read: Int32, write: Int32)
+        let errors: (read: Int32, write: Int32)
+        do {
+            input = try ChildProcess.makePipe()
+            errors = try ChildProcess.makePipe()
+        } catch {
+            throw launchFailed(error)
+        }
+        // The child's ends are closed here whatever happens; ours are owned by file handles.
+        defer {
+            close(input.read)
+            close(errors.write)
+        }
+        let writer = FileHandle(fileDescriptor: input.write, closeOnDealloc: true)
+        let reader = FileHandle(fileDescriptor: errors.read, closeOnDealloc: true)
+        do {
+            process = try ChildProcess(
+                python[0], Array(python.dropFirst()) + ["-c", Self.supervisorScript, program] + arguments,
+                environment: ProcessInfo.processInfo.environment,
+                input: .descriptor(input.read), output: .null, errors: .descriptor(errors.write))
+        } catch {
+            throw launchFailed(error)
+        }
+        state = Mutex(State(input: writer))
+        let process = process
+        let waiter = Thread { [weak self] in
+            process.waitUntilExit()
+            self?.didExit(status: process.terminationStatus)
+        }
+        waiter.start()
         let thread = Thread { [weak self] in
             // A dedicated thread may block in read(2); it ends at EOF, once
             // both the supervisor and the program have exited.
@@ -160,9 +169,8 @@ final class SupervisedProcess: Sendable {
             return (input, state.exitStatus == nil)
         }
         try? input?.close()
-        // Only signal a process that has not been reaped, so a recycled pid is never hit.
         if running, input != nil {
-            kill(processIdentifier, SIGTERM)
+            process.send(SIGTERM)
         }
     }
 

@@ -1,4 +1,5 @@
 import CloudStorage
+import FakeGCSServer
 import Foundation
 import NativeTLS
 import Testing
@@ -30,31 +31,20 @@ extension CommandLineToolTests {
         return try emulator.application.store.readAll(record)
     }
 
-    /// Runs the built tool with `arguments` and `environment`, until it exits.
+    /// Runs the built tool with `arguments` and `environment`, until it exits (killed should the
+    /// suite's time limit cancel the test).
     ///
     /// - Returns: The exit status and what it wrote to standard error.
     static func runTool(_ arguments: [String], environment: [String: String]) async throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = try toolExecutable
-        process.arguments = arguments
-        process.environment = environment
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
-        // Read on a thread of its own: the pipe's end comes when the tool exits (or, should
-        // the suite's time limit cancel the test, when it is killed).
-        let pid = process.processIdentifier
-        let output = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-                Thread { continuation.resume(returning: errors.fileHandleForReading.readDataToEndOfFile()) }.start()
-            }
+        let errors = try CopyResumeTests.ErrorLog()
+        let process = try ChildProcess(
+            try toolExecutable.path, arguments, environment: environment, errors: .file(errors.url.path))
+        await withTaskCancellationHandler {
+            await process.exited()
         } onCancel: {
-            kill(pid, SIGKILL)
+            process.send(SIGKILL)
         }
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        return (process.terminationStatus, errors.text)
     }
 
     @Test(.enabled(if: TLSLibrary.isAvailable))

@@ -418,14 +418,14 @@ struct CommandLineToolTests {
         let (process, errors) = try CopyResumeTests.launch(
             ["cp", "--quiet", "--endpoint", "http://127.0.0.1:\(server.port)", source.path, "gs://demo/held.bin"],
             environment: ["HOME": source.deletingLastPathComponent().path])
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer { process.send(SIGKILL) }
 
         // Signalled once the server holds the tool's request.
         while requests.load(ordering: .acquiring) == 0 && process.isRunning {
             try await Task.sleep(for: .milliseconds(10))
         }
         try #require(process.isRunning, "cp ended before its request reached the server")
-        kill(process.processIdentifier, signal)
+        process.send(signal)
         // The tool gives the server 2 s to confirm; unfixed, it waited 60 s. No guess of its own
         // (a starved machine can exceed any): the suite's time limit ends a cp that never ends.
         while process.isRunning {

@@ -1,4 +1,5 @@
 import CloudStorage
+import FakeGCSServer
 import Foundation
 import StorageEmulator
 import Testing
@@ -49,97 +50,6 @@ struct CopyResumeTests {
         try await body(Scene(directory: directory, file: file, payload: payload))
     }
 
-    /// Runs the tool; returns the running process and the pipe of its standard error.
-    /// The `cloud-storage` tool started by `posix_spawn`, with standard output to /dev/null,
-    /// standard error to a file, and no other descriptor inherited (`closefrom` 3).
-    ///
-    /// Not Foundation's `Process`: under load, with the rest of the suite opening and closing
-    /// descriptors beside it, `Process.run()` crashed the test process once (a bad pointer in its
-    /// memcpy), and is reported to close descriptors other threads own (swiftlang/swift#57827).
-    final class SpawnedTool: @unchecked Sendable {  // SAFETY: `state` is only touched under `lock`.
-        enum TerminationReason { case exit, uncaughtSignal }
-
-        let processIdentifier: pid_t
-        private let lock = NSLock()
-        private var state: Int32?  // the raw wait status, once reaped
-
-        /// - Parameter input: The descriptor standard input reads (a pipe's end); /dev/null when nil.
-        init(
-            _ executable: String, _ arguments: [String], environment: [String: String], errorsTo path: String,
-            input: Int32? = nil
-        ) throws {
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            if let input {
-                posix_spawn_file_actions_adddup2(&actions, input, 0)
-            } else {
-                posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            }
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 2, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            // glibc 2.34+ (not in Swift's Glibc module): nothing else is inherited, not even the
-            // descriptors of other tests that lack O_CLOEXEC (a pipe's end would stay open in the child).
-            typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
-            if let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") {
-                _ = unsafeBitCast(symbol, to: CloseFrom.self)(&actions, 3)
-            }
-            // SIGINT and SIGTERM at their defaults and no signal blocked, as a shell starts a foreground
-            // command: the test process may be ignoring them just then (an in-process `cp` of another
-            // test does while it runs), and the tool keeps a signal it was started with ignored.
-            var attributes = posix_spawnattr_t()
-            posix_spawnattr_init(&attributes)
-            defer { posix_spawnattr_destroy(&attributes) }
-            var defaults = sigset_t()
-            sigemptyset(&defaults)
-            sigaddset(&defaults, SIGINT)
-            sigaddset(&defaults, SIGTERM)
-            var unblocked = sigset_t()
-            sigemptyset(&unblocked)
-            posix_spawnattr_setsigdefault(&attributes, &defaults)
-            posix_spawnattr_setsigmask(&attributes, &unblocked)
-            posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-            let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-            defer { (argv + envp).forEach { free($0) } }
-            var pid = pid_t()
-            let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-            guard code == 0 else { throw POSIXError(POSIXErrorCode(rawValue: code) ?? .EINVAL) }
-            processIdentifier = pid
-        }
-
-        /// Reaps the process if it ended (without waiting when `blocking` is false).
-        private func reap(blocking: Bool) -> Int32? {
-            lock.lock()
-            defer { lock.unlock() }
-            if let state { return state }
-            var status: Int32 = 0
-            while true {
-                let result = waitpid(processIdentifier, &status, blocking ? 0 : WNOHANG)
-                if result == processIdentifier {
-                    state = status
-                    return status
-                }
-                if result < 0 && errno == EINTR { continue }
-                return nil
-            }
-        }
-
-        var isRunning: Bool { reap(blocking: false) == nil }
-
-        func waitUntilExit() { _ = reap(blocking: true) }
-
-        /// The exit status, or the signal that ended the process.
-        var terminationStatus: Int32 {
-            guard let status = reap(blocking: false) else { return -1 }
-            return status & 0x7f == 0 ? (status >> 8) & 0xff : status & 0x7f
-        }
-
-        var terminationReason: TerminationReason {
-            (reap(blocking: false) ?? 0) & 0x7f == 0 ? .exit : .uncaughtSignal
-        }
-    }
-
     /// A launched tool's standard error, in a file.
     final class ErrorLog: Sendable {
         let url: URL
@@ -153,27 +63,28 @@ struct CopyResumeTests {
         deinit { try? FileManager.default.removeItem(at: url.deletingLastPathComponent()) }
     }
 
-    static func launch(_ arguments: [String], environment: [String: String]) throws -> (SpawnedTool, ErrorLog) {
+    /// Starts the tool (see ``ChildProcess``); returns it and its standard error.
+    static func launch(_ arguments: [String], environment: [String: String]) throws -> (ChildProcess, ErrorLog) {
         let errors = try ErrorLog()
-        let tool = try SpawnedTool(
-            try CommandLineToolTests.toolExecutable.path, arguments, environment: environment, errorsTo: errors.url.path
-        )
+        let tool = try ChildProcess(
+            try CommandLineToolTests.toolExecutable.path, arguments, environment: environment,
+            errors: .file(errors.url.path))
         return (tool, errors)
     }
 
     /// Waits for `process` to end (the bound only matters once a test failed); its status and standard error.
-    static func finish(_ process: SpawnedTool, _ errors: ErrorLog) async throws -> (Int32, String) {
+    static func finish(_ process: ChildProcess, _ errors: ErrorLog) async throws -> (Int32, String) {
         let deadline = ContinuousClock.now + .seconds(240)
         while process.isRunning && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
         }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        process.send(SIGKILL)
+        await process.exited()
         return (process.terminationStatus, errors.text)
     }
 
     /// Waits until `condition` holds while `process` runs (polling state, not deciding by the clock).
-    static func wait(for process: SpawnedTool, until condition: () -> Bool) async throws {
+    static func wait(for process: ChildProcess, until condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(120)
         while !condition() && process.isRunning && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
@@ -182,8 +93,8 @@ struct CopyResumeTests {
         try #require(process.isRunning, "cp ended although the emulator holds its request")
     }
 
-    static func kill9(_ process: SpawnedTool, _ errors: ErrorLog) async throws {
-        kill(process.processIdentifier, SIGKILL)
+    static func kill9(_ process: ChildProcess, _ errors: ErrorLog) async throws {
+        process.send(SIGKILL)
         let (status, _) = try await finish(process, errors)
         #expect(status == SIGKILL && process.terminationReason == .uncaughtSignal)
     }
@@ -202,7 +113,7 @@ struct CopyResumeTests {
     static func killedUpload(_ scene: Scene, _ emulator: StorageEmulator) async throws {
         let (process, errors) = try launch(
             copyArguments(scene, endpoint: emulator.baseURL), environment: scene.environment)
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer { process.send(SIGKILL) }
         try await wait(for: process) { emulator.bytesReceived >= heldAt && scene.recordFiles().count == 1 }
         try await kill9(process, errors)
     }
@@ -280,11 +191,11 @@ struct CopyResumeTests {
             defer { emulator.stop() }
             let (process, errors) = try Self.launch(
                 Self.copyArguments(scene, endpoint: emulator.baseURL), environment: scene.environment)
-            defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+            defer { process.send(SIGKILL) }
             try await Self.wait(for: process) {
                 emulator.bytesReceived >= Self.heldAt && scene.recordFiles().count == 1
             }
-            kill(process.processIdentifier, SIGINT)
+            process.send(SIGINT)
             let (status, stderr) = try await Self.finish(process, errors)
             #expect(status == ExitCode.interrupted.rawValue, "\(stderr)")
             #expect(scene.recordFiles().isEmpty, "the server's session is deleted: nothing is left to resume")

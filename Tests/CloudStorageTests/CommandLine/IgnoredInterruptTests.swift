@@ -1,4 +1,5 @@
 import CloudStorage
+import FakeGCSServer
 import Foundation
 import StorageEmulator
 import Testing
@@ -39,15 +40,15 @@ struct IgnoredInterruptTests {
         var writeEnd: Int32? = fds[1]
         defer { if let writeEnd { close(writeEnd) } }
         let errors = try CopyResumeTests.ErrorLog()
-        let process = try CopyResumeTests.SpawnedTool(
+        let process = try ChildProcess(
             "/bin/sh",
             [
                 "-c", #"trap '' INT; exec "$0" "$@""#, try CommandLineToolTests.toolExecutable.path, "cp", "--quiet",
                 "--endpoint", emulator.baseURL.absoluteString, "-", "gs://demo/ignored.txt",
             ],
-            environment: [:], errorsTo: errors.url.path, input: fds[0])
+            environment: [:], input: .descriptor(fds[0]), errors: .file(errors.url.path))
         close(fds[0])
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        defer { process.send(SIGKILL) }
         let pid = process.processIdentifier
 
         // `cp -` waits for standard input with its signal handling in place: SIGTERM is caught then.

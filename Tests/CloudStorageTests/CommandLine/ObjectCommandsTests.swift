@@ -1,4 +1,5 @@
 import CloudStorage
+import FakeGCSServer
 import Foundation
 import StorageEmulator
 import Testing
@@ -452,29 +453,28 @@ struct ObjectCommandsTests {
         let emulator = try Self.emulator()
         defer { emulator.stop() }
         try await Self.put(["big.bin": TestSupport.payload(size: 8 * 1024 * 1024, seed: 5)], in: emulator)
-        let process = Process()
-        process.executableURL = tool
-        process.arguments = ["cat", "--endpoint", emulator.baseURL.absoluteString, "gs://demo/big.bin"]
-        process.environment = [:]
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let output = try ChildProcess.makePipe()
+        let errors = try CopyResumeTests.ErrorLog()
+        let process: ChildProcess
+        do {
+            defer { close(output.write) }
+            process = try ChildProcess(
+                tool.path, ["cat", "--endpoint", emulator.baseURL.absoluteString, "gs://demo/big.bin"],
+                environment: [:], output: .descriptor(output.write), errors: .file(errors.url.path))
+        } catch {
+            close(output.read)
+            throw error
+        }
+        defer { process.send(SIGKILL) }
         // Read 10 bytes, then go away, as `head -c 10` does.
-        let first = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-            Thread { continuation.resume(returning: output.fileHandleForReading.readData(ofLength: 10)) }.start()
-        }
+        let reader = FileHandle(fileDescriptor: output.read, closeOnDealloc: true)
+        let first = try await BlockingWork.run { reader.readData(ofLength: 10) }
         #expect(first.count == 10)
-        try output.fileHandleForReading.close()
-        let messages = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
-            Thread { continuation.resume(returning: errors.fileHandleForReading.readDataToEndOfFile()) }.start()
-        }
-        process.waitUntilExit()
+        try reader.close()
+        await process.exited()
         #expect(process.terminationReason == .exit, "ended by signal \(process.terminationStatus)")
         #expect(process.terminationStatus == 0)
-        #expect(messages.isEmpty, "\(String(decoding: messages, as: UTF8.self))")
+        #expect(errors.text.isEmpty, "\(errors.text)")
     }
 
     // MARK: rm
