@@ -118,8 +118,12 @@ struct UploadEngineProtocolTests {
         let transport = ScriptedGCSTransport()
         let payload = TestSupport.payload(size: Self.size, seed: 11)
         let gate = DispatchSemaphore(value: 0)
+        defer { gate.signal() }
+        // The checksum is done only when the test says so (or after 10 minutes, beyond the
+        // suite's time limit): a gate that opened on its own would let the whole upload go out
+        // in one request, and a stalled machine would fail the test.
         let run = Self.runWithPendingChecksum(transport, payload) { _ in
-            _ = gate.wait(timeout: .now() + 60)
+            _ = gate.wait(timeout: .now() + 600)
             return .success(CRC32C.checksum(payload))
         }
         // Everything but the tail goes out, without finalizing, while the checksum is computed.
