@@ -17,7 +17,7 @@ extension GCSJSONProtocol {
         query +=
             newObjectItems(
                 .rewrite(kmsKeyName: copy.destinationKMSKeyName, predefinedACL: copy.destinationPredefinedACL))
-            + billingItems
+            + (copy.userProject.map { [("userProject", $0)] } ?? [])
         let path =
             "/storage/v1/b/\(WireURL.pathSegment(copy.sourceBucket))/o/\(WireURL.pathSegment(copy.sourceName))"
             + "/rewriteTo/b/\(WireURL.pathSegment(copy.destinationBucket))/o/\(WireURL.pathSegment(copy.destinationName))"

@@ -388,7 +388,13 @@ package final class EmulatorApplication: ServerApplication {
         switch route.action {
         case .request(let access, let handler):
             try authorize(call.request, access)
-            if access == .gcs { try checkBilling(call.request, bucket: call.bucket) }
+            if access == .gcs {
+                try checkBilling(call.request, bucket: call.bucket)
+                // A copy into a requester-pays bucket needs the project as well.
+                if let destination = call.parameters.operation?.destinationBucket {
+                    try checkBilling(call.request, bucket: destination)
+                }
+            }
             return try handler(self, call)
         case .session(let unknown, let handler):
             let id = call.request.query("upload_id") ?? ""

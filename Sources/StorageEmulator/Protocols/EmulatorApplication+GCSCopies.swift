@@ -13,6 +13,14 @@ enum GCSObjectOperation: Equatable {
     case compose(destination: String)
     case move(source: String, destination: String)
 
+    /// The bucket a copy or rewrite writes to, when it is named apart from the path's.
+    var destinationBucket: String? {
+        switch self {
+        case .copy(_, let bucket, _), .rewrite(_, let bucket, _): bucket
+        case .compose, .move: nil
+        }
+    }
+
     /// Parses the path segments after `/storage/v1/b/{bucket}/o/`, still percent-encoded.
     ///
     /// - Returns: Nil when they name no operation.

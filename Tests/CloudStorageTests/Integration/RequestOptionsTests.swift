@@ -173,6 +173,19 @@ struct RequestOptionsTests {
                 "\(request.method) \(request.url.path)")
         }
         #expect(captured.all.contains { $0.url.absoluteString.contains("upload_id=") }, "a chunked session ran")
+
+        // A copy into the requester-pays bucket from another needs the project too: the
+        // destination's, when the source names none.
+        let elsewhere = storage.bucket(TestSupport.bucketName("free")).reference(withPath: "free.txt")
+        _ = try await elsewhere.putDataAsync(Data("free".utf8))
+        do {
+            _ = try await elsewhere.copy(to: storage.reference(withPath: "in.txt"))
+            Issue.record("a copy into a requester-pays bucket went without userProject")
+        } catch {
+            #expect(error.httpStatus == 400)
+        }
+        _ = try await elsewhere.copy(to: billed.reference(withPath: "in.txt"))
+        #expect(try await billed.reference(withPath: "in.txt").data(maxSize: 100) == Data("free".utf8))
     }
 
     /// Marks the storage's bucket requester-pays through the JSON API's `buckets.patch`.
