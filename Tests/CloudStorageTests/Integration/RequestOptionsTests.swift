@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import CloudStorageCLI
 @testable import HTTPClient
 
 /// Per-request options (``StorageRequestOptions``) against the built-in emulator, which checks
@@ -435,6 +436,11 @@ struct RequestOptionsTests {
             #expect(error.code == .unauthenticated)
             #expect(error.underlyingError is NoToken)
         }
+    }
+
+    @Test func theEmulatorCommandTakesAnAppCheckToken() throws {
+        #expect(try EmulatorCommand(["--app-check-token", "tok"]).configuration.appCheckToken == "tok")
+        #expect(try EmulatorCommand([]).configuration.appCheckToken == nil)
     }
 
     @Test func optionsAnEndpointDoesNotHaveAreRefused() async throws {
