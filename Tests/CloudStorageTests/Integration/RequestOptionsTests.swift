@@ -286,6 +286,34 @@ struct RequestOptionsTests {
         #expect(try await destination.data(maxSize: 1 << 20) == payload + payload)
     }
 
+    @Test func anUploadResumedFromItsSessionCarriesTheKeyOfTheStorageItIsResumedOn() async throws {
+        let chunk = 256 * 1024
+        let route = Reliability.Route(wire: .gcs, via: .nativeHTTP)
+        // The start and two chunks pass; the third chunk's 503 ends an upload with no retry time.
+        try await Reliability.withEmulator(for: route.via, faults: ["pass", "pass", "pass", "return-503"]) {
+            emulator in
+            let payload = TestSupport.payload(size: 4 * chunk + 5, seed: 21)
+            let file = try TestSupport.file(containing: payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let storage = Reliability.storage(route, emulator) {
+                $0.uploads.multipartThreshold = -1
+                try $0.uploads.setChunkSize(Int64(chunk))
+                try $0.retry.setMaxUploadTime(.zero)
+            }
+            let keyed = StorageRequestOptions(encryptionKey: Self.key)
+            let task = storage.reference(withPath: "kept/secret.bin").with(keyed).putFile(from: file)
+            if case .success = await task.result() { Issue.record("the upload outlived its 503") }
+            let session = try #require(task.resumableSession)
+            // Resumed on a storage with the key, each chunk carries it (the emulator refuses a
+            // chunk without it with 400, a final error that would delete the session).
+            let plain = Reliability.storage(route, emulator)
+            let metadata = try await plain.with(keyed).resumeUpload(session, from: file).value
+            #expect(metadata.customerEncryption?.keySHA256 == Self.key.sha256)
+            let read = try await plain.reference(withPath: "kept/secret.bin").with(keyed).data(maxSize: 1 << 21)
+            #expect(read == payload)
+        }
+    }
+
     // MARK: KMS key, storage class, predefined ACL
 
     @Test func newObjectsKeepTheirKMSKeyAndStorageClass() async throws {
