@@ -21,6 +21,10 @@ public struct Storage: Sendable {
     public let authorization: StorageAuthorization
     /// Settings for every operation: uploads, retries, time-outs, connections, TLS.
     public let configuration: StorageConfiguration
+    /// What every call of this handle's references sends: user project, encryption key, extra
+    /// headers and the like (see ``with(_:)``). Its retry rules and time-outs are already in
+    /// ``configuration``.
+    public let options: StorageRequestOptions
     let transport: any HTTPTransport
     /// Where IAM `signBlob` calls go when a signed URL is signed by the metadata server's
     /// account: Google's IAM Credentials API, or an emulator a test injects through the
@@ -56,7 +60,8 @@ public struct Storage: Sendable {
         authorization: StorageAuthorization,
         configuration: StorageConfiguration,
         transport: any HTTPTransport,
-        iamCredentialsBaseURL: URL = SignedURLSigner.defaultIAMBaseURL
+        iamCredentialsBaseURL: URL = SignedURLSigner.defaultIAMBaseURL,
+        options: StorageRequestOptions = .init()
     ) {
         self.bucket = bucket
         self.endpoint = endpoint
@@ -64,9 +69,10 @@ public struct Storage: Sendable {
         self.configuration = configuration
         self.transport = transport
         self.iamCredentialsBaseURL = iamCredentialsBaseURL
+        self.options = options
     }
 
-    /// A handle for another bucket on the same endpoint, with the same credentials and settings.
+    /// A handle for another bucket on the same endpoint, with the same credentials, settings and options.
     ///
     /// The two handles share everything below the bucket: the connection pool (the HTTP
     /// transport), and the credentials with their token cache, so a token fetched for one is
@@ -88,7 +94,7 @@ public struct Storage: Sendable {
     public func bucket(_ name: String) -> Storage {
         Storage(
             bucket: name, endpoint: endpoint, authorization: authorization, configuration: configuration,
-            transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL)
+            transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: options)
     }
 
     /// A reference to the root of the bucket.

@@ -82,20 +82,4 @@ public struct StorageEndpoint: Hashable, Sendable, CustomStringConvertible {
 
     /// The base URL.
     public var description: String { baseURL.absoluteString }
-
-    /// The steps of an upload in this endpoint's wire protocol.
-    /// The endpoint's protocol for operations on stored objects.
-    var objectProtocol: any ObjectWireProtocol {
-        switch wireProtocol {
-        case .gcsJSON: GCSJSONProtocol(baseURL: baseURL)
-        case .firebaseV0: FirebaseV0Protocol(baseURL: baseURL)
-        }
-    }
-
-    var uploadProtocol: any UploadWireProtocol {
-        switch wireProtocol {
-        case .gcsJSON: GCSJSONProtocol(baseURL: baseURL)
-        case .firebaseV0: FirebaseV0Protocol(baseURL: baseURL)
-        }
-    }
 }

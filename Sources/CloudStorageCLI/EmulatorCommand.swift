@@ -18,6 +18,9 @@ struct EmulatorCommand {
                              on every request, fault-plan endpoint included; others get 401
           --accept-owner     with --token, also accept `owner` (Bearer or Firebase), the
                              Firebase emulator's administrator; no secret, so off by default
+          --app-check-token TOKEN
+                             Firebase (v0) requests need X-Firebase-AppCheck: TOKEN, as with
+                             App Check enforced; others get 401 (download-token URLs need none)
           --session-lifetime SECONDS
                              how long a resumable upload session lives after it starts
                              (default 604800, a week, as on Cloud Storage); then it answers 404
@@ -58,7 +61,7 @@ struct EmulatorCommand {
             valued: [
                 "--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions",
                 "--tls-cert", "--tls-key", "--service-account", "--authorized-user", "--metadata-account",
-                "--metadata-project", "--token-lifetime",
+                "--metadata-project", "--token-lifetime", "--app-check-token",
             ],
             flags: ["--discard", "--accept-owner", "--require-access-token"]
         )
@@ -82,6 +85,7 @@ struct EmulatorCommand {
             configuration.backing = .memory
         }
         configuration.requiredToken = arguments.value("--token")
+        configuration.appCheckToken = arguments.value("--app-check-token")
         if arguments.has("--accept-owner") {
             guard configuration.requiredToken != nil else {
                 throw UsageError("--accept-owner needs --token (without a token everything is accepted)")

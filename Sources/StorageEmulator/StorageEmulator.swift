@@ -56,6 +56,10 @@ public final class StorageEmulator: Sendable {
         /// sends. Off by default: `owner` is a well-known word, not a secret. Without a required
         /// token it changes nothing (everything is accepted).
         public var acceptsOwner = false
+        /// When set, Firebase requests must carry this Firebase App Check token in
+        /// `X-Firebase-AppCheck`, as a Firebase project that enforces App Check requires; others
+        /// get 401. A Firebase download token's URL needs none, nor do JSON API requests.
+        public var appCheckToken: String? = nil
         /// A fault plan applied to every request without an `x-emulator-faults` header:
         /// instructions such as `["return-503", "reset-after-256K"]`, or `["random:seed=1,rate=0.05"]`.
         public var faults: [String] = []
@@ -148,6 +152,7 @@ public final class StorageEmulator: Sendable {
         var settings = EmulatorApplication.Settings()
         settings.requiredToken = configuration.requiredToken
         settings.acceptsOwner = configuration.acceptsOwner
+        settings.appCheckToken = configuration.appCheckToken
         settings.autoCreateBuckets = configuration.autoCreateBuckets
         settings.sessionLifetime = configuration.uploadSessionLifetime
         settings.maxSessions = configuration.maxUploadSessions

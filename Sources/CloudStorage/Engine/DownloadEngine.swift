@@ -38,7 +38,7 @@ struct DownloadEngine: Sendable {
                 range: range, generation: generation,
                 // A reference or a caller that names a generation needs no pin of its own; the
                 // caller's `412` must stay a failed precondition, not an object that changed.
-                pinsResumptions: storage.endpoint.objectProtocol.pinsGenerations && generation == nil
+                pinsResumptions: storage.objectProtocol.pinsGenerations && generation == nil
                     && preconditions.ifGenerationMatch == nil,
                 isRewindable: destination.isRewindable, maxSize: maxSize))
     }
@@ -84,7 +84,7 @@ struct DownloadEngine: Sendable {
         _ runner: inout RequestRunner,
         progress: @escaping @Sendable (Int64, Int64?) -> Void
     ) async -> RangedDownloadStateMachine.Event {
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         var request = wire.media(bucket: storage.bucket, name: name, read, preconditions: preconditions)
         request.responseSink = sink(checkpoint, answering: read, progress: progress)
         do throws(StorageError) {
@@ -105,7 +105,7 @@ struct DownloadEngine: Sendable {
         progress: @escaping @Sendable (Int64, Int64?) -> Void
     ) -> HTTPResponseSink {
         let destination = destination
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         let statuses = wire.mediaAnswerStatuses
         return HTTPResponseSink(
             begin: { (status, headers) throws(StorageError) -> Bool in

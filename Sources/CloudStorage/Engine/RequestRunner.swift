@@ -64,6 +64,7 @@ struct RequestRunner: Sendable {
     ) async throws(StorageError) -> Outcome {
         var request = request
         request.idleTimeout = storage.configuration.timeouts.request
+        try await storage.options.prepare(&request, for: storage.endpoint)
         let isTransfer = progress != nil || request.responseSink != nil
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }

@@ -47,7 +47,7 @@ struct UploadEngine: Sendable {
 
     /// The endpoint's protocol: the engine is the same for all of them.
     private var wire: any UploadWireProtocol {
-        storage.endpoint.uploadProtocol
+        storage.uploadProtocol
     }
 
     /// The bytes one request of a streamed upload carries at most (unless

@@ -14,12 +14,19 @@ extension GCSJSONProtocol {
         if let generation = copy.sourceGeneration { query.append(("sourceGeneration", String(generation))) }
         query += copy.preconditions.queryItems + copy.sourcePreconditions.sourceQueryItems
         if let limit = copy.maxBytesRewrittenPerCall { query.append(("maxBytesRewrittenPerCall", String(limit))) }
+        query +=
+            newObjectItems(
+                .rewrite(kmsKeyName: copy.destinationKMSKeyName, predefinedACL: copy.destinationPredefinedACL))
+            + (copy.userProject.map { [("userProject", $0)] } ?? [])
         let path =
             "/storage/v1/b/\(WireURL.pathSegment(copy.sourceBucket))/o/\(WireURL.pathSegment(copy.sourceName))"
             + "/rewriteTo/b/\(WireURL.pathSegment(copy.destinationBucket))/o/\(WireURL.pathSegment(copy.destinationName))"
         // `{}` when no metadata is given: the copy keeps the source's.
         let body = JSONText.Value.object(copy.metadata?.resourceFields ?? [])
-        return jsonPOST(url: WireURL.make(base: baseURL, path: path, query: query), body: body)
+        var request = jsonPOST(url: WireURL.make(base: baseURL, path: path, query: query), body: body)
+        addEncryption(copy.sourceEncryptionKey, copySource: true, to: &request)
+        addEncryption(copy.destinationEncryptionKey, to: &request)
+        return request
     }
 
     func compose(
@@ -38,13 +45,15 @@ extension GCSJSONProtocol {
                     ])
         }
         let body = JSONText.Value.object([
-            ("destination", .object(metadata.resourceFields)), ("sourceObjects", .array(sourceObjects)),
+            ("destination", .object(newObject(metadata).resourceFields)), ("sourceObjects", .array(sourceObjects)),
         ])
         let url = WireURL.make(
             base: baseURL,
             path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(name))/compose",
-            query: preconditions.queryItems)
-        return jsonPOST(url: url, body: body)
+            query: preconditions.queryItems + newObjectItems(.compose) + billingItems)
+        var request = jsonPOST(url: url, body: body)
+        addEncryption(options.encryptionKey, to: &request)
+        return request
     }
 
     func move(
@@ -55,7 +64,7 @@ extension GCSJSONProtocol {
             base: baseURL,
             path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o/\(WireURL.pathSegment(source))"
                 + "/moveTo/o/\(WireURL.pathSegment(destination))",
-            query: preconditions.queryItems + sourcePreconditions.sourceQueryItems)
+            query: preconditions.queryItems + sourcePreconditions.sourceQueryItems + billingItems)
         return HTTPRequest(method: "POST", url: url, isIdempotent: false)
     }
 

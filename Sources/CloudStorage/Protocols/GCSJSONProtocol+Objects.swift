@@ -11,9 +11,13 @@ import HTTPClient
 /// precondition), so a transport never resends one on its own.
 extension GCSJSONProtocol: ObjectWireProtocol {
     func getMetadata(bucket: String, name: String, generation: Int64? = nil) -> HTTPRequest {
-        HTTPRequest(
-            method: "GET", url: objectURL(bucket: bucket, name: name, query: Self.generationItem(generation)),
+        var request = HTTPRequest(
+            method: "GET",
+            url: objectURL(bucket: bucket, name: name, query: Self.generationItem(generation) + billingItems),
             isIdempotent: true)
+        // Without the key Cloud Storage leaves out the hashes of a CSEK object.
+        addEncryption(options.encryptionKey, to: &request)
+        return request
     }
 
     func updateMetadata(
@@ -22,6 +26,7 @@ extension GCSJSONProtocol: ObjectWireProtocol {
     ) -> HTTPRequest {
         var query = Self.generationItem(generation) + preconditions.queryItems
         if update.overrideUnlockedRetention { query.append(("overrideUnlockedRetention", "true")) }
+        query += billingItems
         var request = HTTPRequest(
             method: "PATCH", url: objectURL(bucket: bucket, name: name, query: query),
             body: .data(update.patchBody), isIdempotent: false)
@@ -35,7 +40,8 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         HTTPRequest(
             method: "DELETE",
             url: objectURL(
-                bucket: bucket, name: name, query: Self.generationItem(generation) + preconditions.queryItems),
+                bucket: bucket, name: name,
+                query: Self.generationItem(generation) + preconditions.queryItems + billingItems),
             isIdempotent: true)
     }
 
@@ -54,6 +60,7 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         // request per object; but only the fields StorageMetadata reads: `selfLink`,
         // `mediaLink`, `id`, `etag`, `kind` and the storage class would about double it.
         items.append(("fields", "items(\(StorageMetadata.gcsResourceFields)),prefixes,nextPageToken"))
+        items += billingItems
         return HTTPRequest(
             method: "GET",
             url: WireURL.make(base: baseURL, path: "/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: items),
@@ -80,8 +87,9 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         }
         let url = objectURL(
             bucket: bucket, name: name,
-            query: [("alt", "media")] + Self.generationItem(read.generation) + conditions.queryItems)
+            query: [("alt", "media")] + Self.generationItem(read.generation) + conditions.queryItems + billingItems)
         var request = HTTPRequest(method: "GET", url: url, isIdempotent: true)
+        addEncryption(options.encryptionKey, to: &request)
         if let range = read.rangeHeader { request.headers.add("Range", range) }
         return request
     }

@@ -20,6 +20,8 @@ import HTTPClient
 ///   arrive: idempotent.
 struct GCSJSONProtocol: UploadWireProtocol {
     let baseURL: URL
+    /// What every request carries besides its arguments (see ``StorageRequestOptions``).
+    var options = StorageRequestOptions()
 
     /// Statuses 308 (incomplete), 200/201 (complete) and 404/410 (the
     /// session is gone).
@@ -29,7 +31,7 @@ struct GCSJSONProtocol: UploadWireProtocol {
 
     func singleRequestUpload(_ upload: UploadDescription, body: HTTPRequestBody) -> HTTPRequest {
         let multipart = MultipartRelatedBody(
-            metadataJSON: upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c),
+            metadataJSON: newObject(upload.metadata).resourceJSON(name: upload.objectName, crc32c: upload.crc32c),
             jsonContentType: "application/json; charset=UTF-8",
             mediaContentType: upload.contentType,
             media: body,
@@ -38,11 +40,13 @@ struct GCSJSONProtocol: UploadWireProtocol {
         var request = HTTPRequest(
             method: "POST",
             url: uploadURL(
-                bucket: upload.bucket, query: [("uploadType", "multipart")] + upload.preconditions.queryItems),
+                bucket: upload.bucket,
+                query: [("uploadType", "multipart")] + upload.preconditions.queryItems + newObjectItems(.upload)),
             body: multipart.body,
             isIdempotent: false
         )
         request.headers.add("Content-Type", multipart.contentType)
+        addEncryption(options.encryptionKey, to: &request)
         return request
     }
 
@@ -53,11 +57,13 @@ struct GCSJSONProtocol: UploadWireProtocol {
                 bucket: upload.bucket,
                 // The session keeps the start's preconditions and checks them again when it finalizes.
                 query: [("uploadType", "resumable"), ("name", upload.objectName)] + upload.preconditions.queryItems
+                    + newObjectItems(.upload)
             ),
-            body: .data(upload.metadata.resourceJSON(name: upload.objectName, crc32c: upload.crc32c)),
+            body: .data(newObject(upload.metadata).resourceJSON(name: upload.objectName, crc32c: upload.crc32c)),
             isIdempotent: false
         )
         request.headers.add("Content-Type", "application/json; charset=UTF-8")
+        addEncryption(options.encryptionKey, to: &request)
         request.headers.add("X-Upload-Content-Type", upload.contentType)
         if upload.declaresSize {
             request.headers.add("X-Upload-Content-Length", String(upload.size))
@@ -87,6 +93,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
         let range = length == 0 ? "bytes */\(total)" : "bytes \(offset)-\(offset + length - 1)/\(total)"
         var request = HTTPRequest(method: "PUT", url: session, body: body, isIdempotent: true)
         request.headers.add("Content-Range", range)
+        // Cloud Storage needs the key with every request that carries bytes of a CSEK upload.
+        addEncryption(options.encryptionKey, to: &request)
         if isFinal, let crc32c {
             request.headers.add("X-Goog-Hash", "crc32c=" + CRC32CEncoding.base64(crc32c))
         }
@@ -96,6 +104,8 @@ struct GCSJSONProtocol: UploadWireProtocol {
     func query(session: URL) -> HTTPRequest {
         var request = HTTPRequest(method: "PUT", url: session, isIdempotent: true)
         request.headers.add("Content-Range", "bytes */*")
+        // So that a finished session's answer shows a CSEK object's hashes, which the engine checks.
+        addEncryption(options.encryptionKey, to: &request)
         return request
     }
 
@@ -104,13 +114,13 @@ struct GCSJSONProtocol: UploadWireProtocol {
     }
 
     func objectMetadata(bucket: String, name: String) -> HTTPRequest {
-        HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name, query: []), isIdempotent: true)
+        getMetadata(bucket: bucket, name: name)
     }
 
     func deleteObject(bucket: String, name: String, generation: Int64) -> HTTPRequest {
         HTTPRequest(
             method: "DELETE",
-            url: objectURL(bucket: bucket, name: name, query: [("generation", String(generation))]),
+            url: objectURL(bucket: bucket, name: name, query: [("generation", String(generation))] + billingItems),
             isIdempotent: true
         )
     }
@@ -144,6 +154,66 @@ struct GCSJSONProtocol: UploadWireProtocol {
     // MARK: URLs
 
     private func uploadURL(bucket: String, query: [(String, String)]) -> URL {
-        WireURL.make(base: baseURL, path: "/upload/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query)
+        WireURL.make(
+            base: baseURL, path: "/upload/storage/v1/b/\(WireURL.pathSegment(bucket))/o", query: query + billingItems)
+    }
+
+    // MARK: Options
+
+    /// `userProject`, for every request to the API (not for session URLs, which carry what the
+    /// start sent, nor for download URLs, which anyone may use).
+    var billingItems: [(String, String)] {
+        options.userProject.map { [("userProject", $0)] } ?? []
+    }
+
+    /// How a request that creates an object names its KMS key and ACL.
+    enum NewObjectRequest {
+        /// `kmsKeyName` and `predefinedAcl`.
+        case upload
+        /// `kmsKeyName` and `destinationPredefinedAcl`.
+        case compose
+        /// `destinationKmsKeyName` and `destinationPredefinedAcl`: a copy runs on the source's
+        /// options, so the destination's come with it (``ServerSideCopy``).
+        case rewrite(kmsKeyName: String?, predefinedACL: StoragePredefinedACL?)
+    }
+
+    /// The query parameters of a request that creates an object: its KMS key and ACL.
+    func newObjectItems(_ kind: NewObjectRequest) -> [(String, String)] {
+        var kms = options.kmsKeyName
+        var acl = options.predefinedACL
+        if case .rewrite(let kmsKeyName, let predefinedACL) = kind { (kms, acl) = (kmsKeyName, predefinedACL) }
+        var items: [(String, String)] = []
+        if let kms {
+            if case .rewrite = kind {
+                items.append(("destinationKmsKeyName", kms))
+            } else {
+                items.append(("kmsKeyName", kms))
+            }
+        }
+        if let acl {
+            if case .upload = kind {
+                items.append(("predefinedAcl", acl.rawValue))
+            } else {
+                items.append(("destinationPredefinedAcl", acl.rawValue))
+            }
+        }
+        return items
+    }
+
+    /// `metadata` with the options' storage class unless it names one.
+    func newObject(_ metadata: StorageMetadata) -> StorageMetadata {
+        var metadata = metadata
+        if metadata.storageClass == nil { metadata.storageClass = options.storageClass }
+        return metadata
+    }
+
+    /// The `x-goog-encryption-*` headers of `key` (or with `copySource`, the
+    /// `x-goog-copy-source-encryption-*` ones), when there is a key.
+    func addEncryption(_ key: StorageEncryptionKey?, copySource: Bool = false, to request: inout HTTPRequest) {
+        guard let key else { return }
+        let prefix = copySource ? "x-goog-copy-source-encryption-" : "x-goog-encryption-"
+        request.headers.set(prefix + "algorithm", "AES256")
+        request.headers.set(prefix + "key", key.base64)
+        request.headers.set(prefix + "key-sha256", key.sha256)
     }
 }

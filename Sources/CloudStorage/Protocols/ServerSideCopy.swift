@@ -16,6 +16,17 @@ struct ServerSideCopy: Sendable, Equatable {
     /// The most bytes the server copies per call; nil lets it choose. For tests that need a
     /// rewrite of several calls from a server that would do it in one.
     var maxBytesRewrittenPerCall: Int64?
+    /// The project billed: the source reference's, or else the destination's
+    /// (``StorageRequestOptions/userProject``; one call, one project).
+    var userProject: String?
+    /// The key the source is encrypted with (its reference's ``StorageRequestOptions/encryptionKey``).
+    var sourceEncryptionKey: StorageEncryptionKey?
+    /// The key the copy is to be encrypted with (the destination reference's).
+    var destinationEncryptionKey: StorageEncryptionKey?
+    /// The Cloud KMS key of the copy (the destination reference's).
+    var destinationKMSKeyName: String?
+    /// The ACL of the copy (the destination reference's).
+    var destinationPredefinedACL: StoragePredefinedACL?
 }
 
 /// One source of a compose: an object of the destination's bucket, at the generation whose

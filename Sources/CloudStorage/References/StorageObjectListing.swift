@@ -67,7 +67,7 @@ public struct StorageObjectListing: AsyncSequence, Sendable {
         let token = token.flatMap { $0.isEmpty ? nil : $0 }
         try query.validate(for: storage.endpoint)
         if Task.isCancelled { throw .cancelled() }
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         var runner = RequestRunner(storage: storage, operation: .other)
         let response = try await runner.sendRetrying(
             wire.list(bucket: storage.bucket, query, pageToken: token), accepting: [200],

@@ -47,7 +47,7 @@ extension StorageReference {
         preconditions: StoragePreconditions = .none
     ) async throws(StorageError) -> StorageMetadata {
         let name = try validatedWriteTarget("A compose")
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         guard
             wire.compose(bucket: storage.bucket, name: name, sources: [], metadata: metadata, preconditions: .none)
                 != nil
@@ -119,7 +119,7 @@ extension StorageReference {
         guard let problem else { return composed }
         if let generation = composed.generation {
             // Best effort, as after an upload found wrong: the error stays whatever happens.
-            let delete = storage.endpoint.uploadProtocol.deleteObject(
+            let delete = storage.uploadProtocol.deleteObject(
                 bucket: storage.bucket, name: name, generation: generation)
             _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(name))
         }

@@ -70,7 +70,12 @@ extension StorageReference {
         let copy = ServerSideCopy(
             sourceBucket: storage.bucket, sourceName: sourceName, sourceGeneration: generation,
             destinationBucket: destination.storage.bucket, destinationName: destinationName,
-            metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions)
+            metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions,
+            userProject: storage.options.userProject ?? destination.storage.options.userProject,
+            sourceEncryptionKey: storage.options.encryptionKey,
+            destinationEncryptionKey: destination.storage.options.encryptionKey,
+            destinationKMSKeyName: destination.storage.options.kmsKeyName,
+            destinationPredefinedACL: destination.storage.options.predefinedACL)
         return try await rewrite(copy, progress: progress)
     }
 
@@ -79,7 +84,7 @@ extension StorageReference {
     func rewrite(
         _ copy: ServerSideCopy, progress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         guard wire.rewrite(copy, rewriteToken: nil) != nil else {
             throw .invalidArgument(
                 "Firebase Storage has no server-side copy (the JSON API's rewriteTo); "
@@ -171,11 +176,16 @@ extension StorageReference {
         guard destination.storage.bucket != storage.bucket || destination.path != path else {
             throw .invalidArgument("An object cannot be moved onto itself (\(self)).")
         }
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         let copy = ServerSideCopy(
             sourceBucket: storage.bucket, sourceName: sourceName, sourceGeneration: generation,
             destinationBucket: destination.storage.bucket, destinationName: destinationName,
-            preconditions: preconditions, sourcePreconditions: sourcePreconditions)
+            preconditions: preconditions, sourcePreconditions: sourcePreconditions,
+            userProject: storage.options.userProject ?? destination.storage.options.userProject,
+            sourceEncryptionKey: storage.options.encryptionKey,
+            destinationEncryptionKey: destination.storage.options.encryptionKey,
+            destinationKMSKeyName: destination.storage.options.kmsKeyName,
+            destinationPredefinedACL: destination.storage.options.predefinedACL)
         // Every protocol with a move has a copy, so one that cannot build a copy cannot move at all.
         guard wire.rewrite(copy, rewriteToken: nil) != nil else {
             throw .invalidArgument(
@@ -184,7 +194,10 @@ extension StorageReference {
         }
         try preconditions.validate(for: storage.endpoint)
         try sourcePreconditions.validate(for: storage.endpoint)
-        if copy.sourceBucket == copy.destinationBucket, generation == nil,
+        // A move that names keys or a new ACL goes by rewrite, whose requests carry them.
+        if copy.sourceBucket == copy.destinationBucket, generation == nil, copy.sourceEncryptionKey == nil,
+            copy.destinationEncryptionKey == nil, copy.destinationKMSKeyName == nil,
+            copy.destinationPredefinedACL == nil,
             let request = wire.move(
                 bucket: storage.bucket, from: sourceName, to: destinationName, preconditions: preconditions,
                 sourcePreconditions: sourcePreconditions)

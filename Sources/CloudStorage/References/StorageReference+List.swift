@@ -39,7 +39,7 @@ extension StorageReference {
         guard (1...Self.maximumListResults).contains(maxResults) else {
             throw .invalidArgument("maxResults must be between 1 and \(Self.maximumListResults); it is \(maxResults).")
         }
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         let prefix = path.listingPrefix
         var runner = RequestRunner(storage: storage, operation: .other)
         let query = StorageObjectQuery(prefix: prefix, delimiter: "/", pageSize: maxResults)

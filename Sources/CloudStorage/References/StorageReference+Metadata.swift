@@ -22,7 +22,7 @@ extension StorageReference {
     public func getMetadata() async throws(StorageError) -> StorageMetadata {
         let (name, generation) = try validatedObject()
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = storage.endpoint.objectProtocol.getMetadata(
+        let request = storage.objectProtocol.getMetadata(
             bucket: storage.bucket, name: name, generation: generation)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
         return try checkedGeneration(StorageMetadata(objectResource: response.body))
@@ -101,7 +101,7 @@ extension StorageReference {
             return current
         }
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = storage.endpoint.objectProtocol.updateMetadata(
+        let request = storage.objectProtocol.updateMetadata(
             bucket: storage.bucket, name: name, generation: generation, update, preconditions: preconditions)
         let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
         return try checkedGeneration(StorageMetadata(objectResource: response.body))
@@ -159,7 +159,7 @@ extension StorageReference {
         let (name, generation) = try validatedObject()
         try preconditions.validate(for: storage.endpoint)
         var runner = RequestRunner(storage: storage, operation: .other)
-        let request = storage.endpoint.objectProtocol.delete(
+        let request = storage.objectProtocol.delete(
             bucket: storage.bucket, name: name, generation: generation, preconditions: preconditions)
         _ = try await runner.sendRetrying(request, accepting: [200, 204], about: .object(name))
     }
@@ -187,7 +187,7 @@ extension StorageReference {
     ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func downloadURL() async throws(StorageError) -> URL {
         let (name, generation) = try validatedObject()
-        let wire = storage.endpoint.objectProtocol
+        let wire = storage.objectProtocol
         var runner = RequestRunner(storage: storage, operation: .other)
         // Read first even where no token is needed, so a missing object fails here, not at download.
         let current = try checkedGeneration(

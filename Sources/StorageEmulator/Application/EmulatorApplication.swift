@@ -19,6 +19,8 @@ package final class EmulatorApplication: ServerApplication {
         package var requiredToken: String?
         /// With a required token, also accept `owner` (see ``StorageEmulator/Configuration/acceptsOwner``).
         package var acceptsOwner = false
+        /// When set, Firebase requests must carry this App Check token (see ``StorageEmulator/Configuration/appCheckToken``).
+        package var appCheckToken: String?
         /// Create a bucket the first time a request names it.
         package var autoCreateBuckets = true
         /// The scheme the emulator is served with: `https` when it speaks TLS. URLs it hands
@@ -386,6 +388,13 @@ package final class EmulatorApplication: ServerApplication {
         switch route.action {
         case .request(let access, let handler):
             try authorize(call.request, access)
+            if access == .gcs {
+                try checkBilling(call.request, bucket: call.bucket)
+                // A copy into a requester-pays bucket needs the project as well.
+                if let destination = call.parameters.operation?.destinationBucket {
+                    try checkBilling(call.request, bucket: destination)
+                }
+            }
             return try handler(self, call)
         case .session(let unknown, let handler):
             let id = call.request.query("upload_id") ?? ""
@@ -505,6 +514,8 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Answers an object's bytes, whole or a range.
     func mediaReply(_ request: any ServerRequest, _ record: ObjectRecord) throws -> Reply {
+        // Every route to an object's bytes comes here: none serves a CSEK object without its key.
+        try CustomerKey.check(given: try CustomerKey.sha256(request), stored: record.attributes.customerKeySHA256)
         let range = try byteRange(request.headers["Range"], size: record.size)
         var reply = Reply(status: range == nil ? 200 : 206)
         reply.headers.set("Content-Type", record.attributes.contentType ?? "application/octet-stream")
@@ -764,6 +775,9 @@ package final class EmulatorApplication: ServerApplication {
     /// - Parameter storageRequest: False for the control endpoint: issued tokens govern storage
     ///   requests, so there only the configured token counts.
     private func authorizeFirebase(_ request: any ServerRequest, storageRequest: Bool = true) throws {
+        if storageRequest, let appCheck = settings.appCheckToken, request.headers["X-Firebase-AppCheck"] != appCheck {
+            throw HTTPError(401, "Unauthorized: the request needs a valid Firebase App Check token.")
+        }
         let issuedTokens = storageRequest ? issuedTokens : nil
         guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
@@ -781,6 +795,16 @@ package final class EmulatorApplication: ServerApplication {
             }
         }
         throw HTTPError(401, "Unauthorized: the request needs a valid Authorization header.")
+    }
+
+    /// A request about a requester-pays bucket must name the project billed (`userProject`), as
+    /// Cloud Storage requires of everyone but the bucket's owners (the emulator knows no owners).
+    /// Requests to an upload session need not: the session's start named it.
+    private func checkBilling(_ request: any ServerRequest, bucket: String) throws {
+        guard !bucket.isEmpty, request.query("userProject") == nil, store.bucket(bucket)?.requesterPays == true
+        else { return }
+        throw HTTPError(
+            400, "Bucket is a requester pays bucket but no user project provided.", reason: "userProjectMissing")
     }
 
     /// Storage scopes, and whether each allows writing.

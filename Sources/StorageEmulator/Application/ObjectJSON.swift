@@ -3,7 +3,11 @@ import Foundation
 /// The JSON shapes of objects in both protocols, and the metadata fields clients write.
 enum ObjectJSON {
     /// The GCS JSON API object resource.
-    static func gcsResource(_ record: ObjectRecord, base: String) -> [String: Any] {
+    ///
+    /// - Parameter keySHA256: The digest of the customer-supplied key the request sent, if any:
+    ///   as in Cloud Storage, an object encrypted with such a key shows its hashes only to a
+    ///   request that carried the key (``CustomerKey`` checked it where it matters).
+    static func gcsResource(_ record: ObjectRecord, base: String, keySHA256: String? = nil) -> [String: Any] {
         let bucket = URLText.encodeComponent(record.bucket)
         let name = URLText.encodeComponent(record.name)
         var json: [String: Any] = [
@@ -16,15 +20,21 @@ enum ObjectJSON {
             "generation": String(record.generation),
             "metageneration": String(record.metageneration),
             "contentType": record.attributes.contentType ?? "application/octet-stream",
-            "storageClass": "STANDARD",
+            "storageClass": record.attributes.storageClass?.uppercased() ?? "STANDARD",
             "size": String(record.size),
-            "crc32c": ChecksumEncoding.base64(crc32c: record.crc32c),
             "etag": etag(record),
             "timeCreated": Timestamp.format(record.timeCreated),
             "updated": Timestamp.format(record.updated),
             "timeStorageClassUpdated": Timestamp.format(record.timeCreated),
         ]
-        if let md5 = record.md5 { json["md5Hash"] = md5.base64EncodedString() }
+        if let stored = record.attributes.customerKeySHA256 {
+            json["customerEncryption"] = ["encryptionAlgorithm": "AES256", "keySha256": stored]
+        }
+        if let kms = record.attributes.kmsKeyName { json["kmsKeyName"] = kms }
+        if record.attributes.customerKeySHA256 == nil || record.attributes.customerKeySHA256 == keySHA256 {
+            json["crc32c"] = ChecksumEncoding.base64(crc32c: record.crc32c)
+            if let md5 = record.md5 { json["md5Hash"] = md5.base64EncodedString() }
+        }
         if let timeDeleted = record.timeDeleted { json["timeDeleted"] = Timestamp.format(timeDeleted) }
         if let componentCount = record.componentCount { json["componentCount"] = componentCount }
         var metadata = record.attributes.metadata
@@ -87,6 +97,13 @@ enum ObjectJSON {
     static func attributes(from json: [String: Any]) throws -> ObjectAttributes {
         var attributes = ObjectAttributes()
         try apply(patch: json, to: &attributes)
+        // Set when an object is written, never by a patch (only a rewrite changes them).
+        for (key, path) in [("storageClass", \ObjectAttributes.storageClass), ("kmsKeyName", \.kmsKeyName)] {
+            guard let value = json[key], !(value is NSNull) else { continue }
+            guard let text = value as? String else { throw HTTPError.badRequest("Invalid value for field '\(key)'.") }
+            attributes[keyPath: path] = text
+        }
+        try WriteOptions.checkStorageClass(attributes.storageClass)
         if let tokens = attributes.metadata.removeValue(forKey: "firebaseStorageDownloadTokens") {
             attributes.downloadTokens = tokens.split(separator: ",").map(String.init)
         }

@@ -44,7 +44,10 @@ extension EmulatorApplication {
         let record = try gcsRecord(request, bucket: bucket, name: name)
         try ObjectPreconditions(request).check(record, read: true)
         if request.query("alt") == "media" { return try mediaReply(request, record) }
-        return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+        // Without a key, a CSEK object's metadata leaves out its hashes; a key must be the right one.
+        let key = try CustomerKey.sha256(request)
+        if key != nil { try CustomerKey.check(given: key, stored: record.attributes.customerKeySHA256) }
+        return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request), keySHA256: key))
     }
 
     /// `objects.patch` (PATCH) and `objects.update` (PUT, which replaces every writable field).
@@ -58,6 +61,10 @@ extension EmulatorApplication {
             if request.method == "PUT" {
                 var replaced = ObjectAttributes()
                 replaced.downloadTokens = attributes.downloadTokens
+                // How the object is stored and encrypted is not metadata an update replaces.
+                replaced.customerKeySHA256 = attributes.customerKeySHA256
+                replaced.kmsKeyName = attributes.kmsKeyName
+                replaced.storageClass = attributes.storageClass
                 attributes = replaced
             }
             try ObjectJSON.apply(patch: patch, to: &attributes)
@@ -131,6 +138,8 @@ extension EmulatorApplication {
 
     /// `objects.insert` with `uploadType` `media`, `multipart` or `resumable` (a session's start).
     func gcsUpload(_ request: any ServerRequest, _ body: BodyReader, bucket: String) throws -> Reply {
+        let options = try WriteOptions(request, destination: false)
+        let key = options.customerKeySHA256
         switch request.query("uploadType") {
         case "media":
             guard let name = request.query("name"), !name.isEmpty else {
@@ -138,6 +147,7 @@ extension EmulatorApplication {
             }
             var attributes = ObjectAttributes()
             attributes.contentType = request.headers["Content-Type"] ?? "application/octet-stream"
+            try options.apply(to: &attributes)
             var expected = ExpectedHashes()
             try expected.merge(googHash: request.headers.values("x-goog-hash"))
             let record = try storeObject(
@@ -146,10 +156,10 @@ extension EmulatorApplication {
             ) {
                 sink in _ = try body.stream(into: sink)
             }
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request), keySHA256: key))
         case "multipart":
-            let record = try multipartUpload(request, body, bucket: bucket, firebase: false)
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request)))
+            let record = try multipartUpload(request, body, bucket: bucket, firebase: false, options: options)
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base(request), keySHA256: key))
         case "resumable":
             let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
             let name = try ObjectJSON.objectName(query: request.query("name"), json: json)
@@ -157,6 +167,7 @@ extension EmulatorApplication {
             if attributes.contentType == nil {
                 attributes.contentType = request.headers["X-Upload-Content-Type"] ?? "application/octet-stream"
             }
+            try options.apply(to: &attributes)
             var declared: Int64?
             if let text = request.headers["X-Upload-Content-Length"] {
                 declared = try RequestNumber.byteCount(text, field: "X-Upload-Content-Length")
@@ -221,8 +232,11 @@ extension EmulatorApplication {
     }
 
     /// A `multipart/related` upload: a JSON metadata part, then the media part.
+    ///
+    /// - Parameter options: A JSON API upload's key, KMS key and ACL; nil for Firebase.
     func multipartUpload(
-        _ request: any ServerRequest, _ body: BodyReader, bucket: String, firebase: Bool
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, firebase: Bool,
+        options: WriteOptions? = nil
     ) throws
         -> ObjectRecord
     {
@@ -241,6 +255,7 @@ extension EmulatorApplication {
             attributes.contentType = mediaHeaders["content-type"] ?? "application/octet-stream"
         }
         if firebase { attributes.downloadTokens = [UUID().uuidString.lowercased()] }
+        try options?.apply(to: &attributes)
         var expected = try ObjectJSON.expectedHashes(json)
         try expected.merge(googHash: request.headers.values("x-goog-hash"))
         return try storeObject(
@@ -281,13 +296,13 @@ extension EmulatorApplication {
     /// A request without bytes: `bytes */*` asks; `bytes */N` with N == committed finalises.
     private func gcsSessionStatus(
         _ session: UploadSession, _ state: inout UploadSession.State, total: Int64?, extra: ExpectedHashes,
-        base: String
+        base: String, key: String?
     ) throws -> Reply {
         guard let total else { return incomplete(state) }
         if total == state.committed {
             let record = try session.finalize(
                 &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base, keySHA256: key))
         }
         if total < state.committed {
             throw HTTPError.badRequest(
@@ -300,8 +315,14 @@ extension EmulatorApplication {
         _ request: any ServerRequest, _ body: BodyReader, _ session: UploadSession, _ state: inout UploadSession.State
     ) throws -> Reply {
         let base = base(request)
+        // Cloud Storage needs a CSEK upload's key with every request that carries its bytes; a
+        // request without bytes may leave it out, and then sees no hashes.
+        let key = try CustomerKey.sha256(request)
+        if key != nil || request.contentLength ?? 0 > 0 {
+            try CustomerKey.check(given: key, stored: session.attributes.customerKeySHA256)
+        }
         switch state.phase {
-        case .finalized(let record): return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+        case .finalized(let record): return Reply.json(200, ObjectJSON.gcsResource(record, base: base, keySHA256: key))
         case .cancelled: throw HTTPError(404, "No such upload session.")
         case .active: break
         }
@@ -313,7 +334,7 @@ extension EmulatorApplication {
                 "The total size \(total) in Content-Range does not match X-Upload-Content-Length \(declared).")
         }
         guard let first = range.first, let last = range.last else {
-            return try gcsSessionStatus(session, &state, total: range.total, extra: extra, base: base)
+            return try gcsSessionStatus(session, &state, total: range.total, extra: extra, base: base, key: key)
         }
         // Both bounds are at most RequestNumber.maxObjectSize, so this cannot overflow.
         let length = last - first + 1
@@ -345,7 +366,7 @@ extension EmulatorApplication {
         do {
             let record = try session.finalize(
                 &state, store: store, extra: extra, beforeStoreWrite: settings.beforeStoreWrite)
-            return Reply.json(200, ObjectJSON.gcsResource(record, base: base))
+            return Reply.json(200, ObjectJSON.gcsResource(record, base: base, keySHA256: key))
         } catch {
             UploadSession.rollBack(&state, to: snapshot)
             throw error

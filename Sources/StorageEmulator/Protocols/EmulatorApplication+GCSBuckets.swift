@@ -2,7 +2,7 @@ import Foundation
 import HTTP1
 
 /// The GCS JSON API's bucket calls that Google's clients make: insert, get, list, patch
-/// (versioning), delete, and the storage layout gcloud reads before `mv` and `rm -r`.
+/// (versioning, requester pays), delete, and the storage layout gcloud reads before `mv` and `rm -r`.
 extension EmulatorApplication {
     /// `buckets.get`.
     func gcsGetBucket(_ request: any ServerRequest, bucket name: String) throws -> Reply {
@@ -12,11 +12,13 @@ extension EmulatorApplication {
         return Reply.json(200, bucketResource(bucket, base: base(request)))
     }
 
-    /// `buckets.patch` (PATCH) and `buckets.update` (PUT): versioning is the one writable setting.
+    /// `buckets.patch` (PATCH) and `buckets.update` (PUT): versioning and requester pays
+    /// (`billing.requesterPays`) are the writable settings.
     func gcsUpdateBucket(_ request: any ServerRequest, _ body: BodyReader, bucket name: String) throws -> Reply {
         let preconditions = try BucketPreconditions(request)
         let patch = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-        let versioning = try Self.versioning(in: patch)
+        let versioning = try Self.flag(in: patch, "versioning", "enabled")
+        let requesterPays = try Self.flag(in: patch, "billing", "requesterPays")
         settings.beforeStoreWrite?()
         let updated = try store.updateBucket(name) { bucket in
             try preconditions.check(bucket)
@@ -25,6 +27,11 @@ extension EmulatorApplication {
                 bucket.versioning = versioning
             } else if request.method == "PUT" {
                 bucket.versioning = false
+            }
+            if let requesterPays {
+                bucket.requesterPays = requesterPays
+            } else if request.method == "PUT" {
+                bucket.requesterPays = false
             }
             bucket.metageneration += 1
             bucket.updated = Date()
@@ -71,7 +78,8 @@ extension EmulatorApplication {
     func gcsCreateBucket(_ request: any ServerRequest, _ body: BodyReader) throws -> Reply {
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
         guard let name = json["name"] as? String else { throw HTTPError(400, "Required", reason: "required") }
-        let versioning = try Self.versioning(in: json)
+        let versioning = try Self.flag(in: json, "versioning", "enabled")
+        let requesterPays = try Self.flag(in: json, "billing", "requesterPays")
         let created: Bool
         do {
             created = try store.createBucket(name)
@@ -82,7 +90,12 @@ extension EmulatorApplication {
             throw HTTPError(409, "Your previous request to create the named bucket succeeded and you already own it.")
         }
         var bucket = store.bucket(name)
-        if versioning == true { bucket = try store.updateBucket(name) { $0.versioning = true } }
+        if versioning == true || requesterPays == true {
+            bucket = try store.updateBucket(name) { bucket in
+                bucket.versioning = versioning == true
+                bucket.requesterPays = requesterPays == true
+            }
+        }
         guard let bucket else { throw noSuchBucket }
         return Reply.json(200, bucketResource(bucket, base: base(request)))
     }
@@ -126,18 +139,19 @@ extension EmulatorApplication {
             "etag": Data("\(bucket.name):\(bucket.metageneration)".utf8).base64EncodedString(),
         ]
         if bucket.versioning { json["versioning"] = ["enabled": true] }
+        if bucket.requesterPays { json["billing"] = ["requesterPays": true] }
         return json
     }
 
-    /// `versioning.enabled` of a bucket resource: nil when the body does not set it.
-    private static func versioning(in json: [String: Any]) throws -> Bool? {
-        guard let value = json["versioning"], !(value is NSNull) else { return nil }
-        guard let object = value as? [String: Any] else {
-            throw HTTPError.badRequest("Invalid value for field 'versioning'.")
+    /// A flag of a bucket resource, such as `versioning.enabled`: nil when the body does not set it.
+    private static func flag(in json: [String: Any], _ object: String, _ field: String) throws -> Bool? {
+        guard let value = json[object], !(value is NSNull) else { return nil }
+        guard let settings = value as? [String: Any] else {
+            throw HTTPError.badRequest("Invalid value for field '\(object)'.")
         }
-        guard let enabled = object["enabled"], !(enabled is NSNull) else { return nil }
-        guard let flag = enabled as? Bool else {
-            throw HTTPError.badRequest("Invalid value for field 'versioning.enabled'.")
+        guard let setting = settings[field], !(setting is NSNull) else { return nil }
+        guard let flag = setting as? Bool else {
+            throw HTTPError.badRequest("Invalid value for field '\(object).\(field)'.")
         }
         return flag
     }

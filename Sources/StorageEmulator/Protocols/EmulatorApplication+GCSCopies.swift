@@ -13,6 +13,14 @@ enum GCSObjectOperation: Equatable {
     case compose(destination: String)
     case move(source: String, destination: String)
 
+    /// The bucket a copy or rewrite writes to, when it is named apart from the path's.
+    var destinationBucket: String? {
+        switch self {
+        case .copy(_, let bucket, _), .rewrite(_, let bucket, _): bucket
+        case .compose, .move: nil
+        }
+    }
+
     /// Parses the path segments after `/storage/v1/b/{bucket}/o/`, still percent-encoded.
     ///
     /// - Returns: Nil when they name no operation.
@@ -73,16 +81,19 @@ extension EmulatorApplication {
         switch operation {
         case .copy(let source, let destinationBucket, let destination):
             let record = try copySource(request, bucket: bucket, name: source)
-            let attributes = try destinationAttributes(body, source: record)
+            let options = try WriteOptions(request, destination: true)
+            let attributes = try destinationAttributes(body, source: record, options: options)
             let copied = try writeCopy(
                 of: [record], bucket: destinationBucket, name: destination, attributes: attributes,
                 componentCount: record.componentCount, preconditions: try ObjectPreconditions(request))
-            return Reply.json(200, ObjectJSON.gcsResource(copied, base: base))
+            return Reply.json(200, ObjectJSON.gcsResource(copied, base: base, keySHA256: options.customerKeySHA256))
         case .rewrite(let source, let destinationBucket, let destination):
             return try rewrite(request, body, from: (bucket, source), to: (destinationBucket, destination))
         case .compose(let destination):
-            let composed = try compose(request, body, bucket: bucket, destination: destination)
-            return Reply.json(200, ObjectJSON.gcsResource(composed, base: base))
+            let options = try WriteOptions(request, destination: false)
+            let composed = try compose(request, body, bucket: bucket, destination: destination, options: options)
+            return Reply.json(
+                200, ObjectJSON.gcsResource(composed, base: base, keySHA256: options.customerKeySHA256))
         case .move(let source, let destination):
             let moved = try move(request, bucket: bucket, from: source, to: destination)
             return Reply.json(200, ObjectJSON.gcsResource(moved, base: base))
@@ -103,6 +114,8 @@ extension EmulatorApplication {
             throw HTTPError(404, "No such object: \(bucket)/\(name)")
         }
         try ObjectPreconditions(request, source: true).check(record)
+        try CustomerKey.check(
+            given: try CustomerKey.sha256(request, copySource: true), stored: record.attributes.customerKeySHA256)
         return record
     }
 
@@ -110,11 +123,20 @@ extension EmulatorApplication {
     /// writable field, otherwise that resource's alone, as Cloud Storage does: metadata given with
     /// a copy replaces the source's rather than merging with it, so a field the body leaves out is
     /// not set. `name` and `bucket` in the body are the path's business.
-    private func destinationAttributes(_ body: BodyReader, source: ObjectRecord) throws -> ObjectAttributes {
+    private func destinationAttributes(
+        _ body: BodyReader, source: ObjectRecord, options: WriteOptions
+    ) throws -> ObjectAttributes {
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
-        let attributes = try ObjectJSON.attributes(from: json)
         let setsAField = json.keys.contains { $0 != "name" && $0 != "bucket" && $0 != "kind" }
-        return setsAField ? attributes : source.attributes
+        var attributes = try ObjectJSON.attributes(from: json)
+        if !setsAField {
+            // The source's metadata, but the copy is encrypted and stored as the request says.
+            attributes = source.attributes
+            attributes.kmsKeyName = nil
+            attributes.storageClass = nil
+        }
+        try options.apply(to: &attributes)
+        return attributes
     }
 
     /// `rewriteTo`: copies in calls of at most `maxBytesRewrittenPerCall` bytes, each call but
@@ -151,7 +173,8 @@ extension EmulatorApplication {
             }
             token = sent
         }
-        let attributes = try destinationAttributes(body, source: record)
+        let options = try WriteOptions(request, destination: true)
+        let attributes = try destinationAttributes(body, source: record, options: options)
         let done = perCall.map { min(record.size, token.bytesRewritten + $0) } ?? record.size
         var json: [String: Any] = [
             "kind": "storage#rewriteResponse", "totalBytesRewritten": String(done),
@@ -164,7 +187,7 @@ extension EmulatorApplication {
             let copied = try writeCopy(
                 of: [record], bucket: destination.bucket, name: destination.name, attributes: attributes,
                 componentCount: record.componentCount, preconditions: preconditions)
-            json["resource"] = ObjectJSON.gcsResource(copied, base: base(request))
+            json["resource"] = ObjectJSON.gcsResource(copied, base: base(request), keySHA256: options.customerKeySHA256)
         }
         return Reply.json(200, json)
     }
@@ -205,8 +228,11 @@ extension EmulatorApplication {
 
     /// `compose`: concatenates up to 32 objects of the bucket into a composite object, whose
     /// CRC32C is combined from theirs and which has no MD5, as in Cloud Storage.
+    /// - Parameter options: The composite's key (every source must be encrypted with it, or all
+    ///   with none), KMS key and ACL.
     private func compose(
-        _ request: any ServerRequest, _ body: BodyReader, bucket: String, destination: String
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, destination: String,
+        options: WriteOptions
     ) throws -> ObjectRecord {
         guard store.bucket(bucket) != nil else { throw HTTPError(404, "The specified bucket does not exist.") }
         let json = try JSON.decodeObject(try body.readAll(limit: 1024 * 1024))
@@ -228,6 +254,7 @@ extension EmulatorApplication {
             if let expected = source.ifGenerationMatch, expected != record.generation {
                 throw HTTPError(412, "At least one of the pre-conditions you specified did not hold.")
             }
+            try CustomerKey.check(given: options.customerKeySHA256, stored: record.attributes.customerKeySHA256)
             records.append(record)
         }
         let componentCount = records.reduce(0) { $0 + ($1.componentCount ?? 1) }
@@ -243,6 +270,7 @@ extension EmulatorApplication {
             }
             attributes = try ObjectJSON.attributes(from: resource)
         }
+        try options.apply(to: &attributes)
         let composed = try writeCopy(
             of: records, bucket: bucket, name: destination, attributes: attributes, componentCount: componentCount,
             preconditions: try ObjectPreconditions(request))

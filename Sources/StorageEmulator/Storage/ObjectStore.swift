@@ -33,6 +33,13 @@ package struct ObjectAttributes: Sendable, Codable, Equatable {
     package var contentLanguage: String?
     package var metadata: [String: String] = [:]
     package var downloadTokens: [String] = []
+    /// The base64 SHA-256 of the customer-supplied key the object is encrypted with; the key
+    /// itself is never kept (as in Cloud Storage, the digest is what later requests are checked against).
+    package var customerKeySHA256: String?
+    /// The Cloud KMS key the object is encrypted with (`kmsKeyName`).
+    package var kmsKeyName: String?
+    /// The storage class the object was written with; nil for the bucket's default, `STANDARD`.
+    package var storageClass: String?
 
     package init() {}
 }
@@ -47,6 +54,8 @@ package struct BucketRecord: Sendable, Codable, Equatable {
     package var metageneration: Int64 = 1
     /// Whether replaced and deleted objects are kept as noncurrent versions (`versioning.enabled`).
     package var versioning = false
+    /// Whether requests must name the project billed for them (`billing.requesterPays`).
+    package var requesterPays = false
 
     package init(name: String, timeCreated: Date) {
         self.name = name
@@ -54,7 +63,9 @@ package struct BucketRecord: Sendable, Codable, Equatable {
         updated = timeCreated
     }
 
-    private enum CodingKeys: String, CodingKey { case name, timeCreated, updated, metageneration, versioning }
+    private enum CodingKeys: String, CodingKey {
+        case name, timeCreated, updated, metageneration, versioning, requesterPays
+    }
 
     /// Reads the fields stores wrote before buckets had settings as defaults.
     package init(from decoder: any Decoder) throws {
@@ -64,6 +75,7 @@ package struct BucketRecord: Sendable, Codable, Equatable {
         updated = try container.decodeIfPresent(Date.self, forKey: .updated) ?? timeCreated
         metageneration = try container.decodeIfPresent(Int64.self, forKey: .metageneration) ?? 1
         versioning = try container.decodeIfPresent(Bool.self, forKey: .versioning) ?? false
+        requesterPays = try container.decodeIfPresent(Bool.self, forKey: .requesterPays) ?? false
     }
 }
 

@@ -115,8 +115,8 @@ struct StorageEndpointTests {
 
     @Test func productionEndpointsAndTheirProtocols() {
         #expect(StorageEndpoint.firebaseStorage.baseURL.absoluteString == "https://firebasestorage.googleapis.com")
-        #expect(StorageEndpoint.firebaseStorage.uploadProtocol is FirebaseV0Protocol)
-        #expect(StorageEndpoint.googleCloudStorage.uploadProtocol is GCSJSONProtocol)
+        #expect(Storage(bucket: "b", endpoint: .firebaseStorage).uploadProtocol is FirebaseV0Protocol)
+        #expect(Storage(bucket: "b").uploadProtocol is GCSJSONProtocol)
         #expect(StorageEndpoint.firebaseStorage != .gcs(StorageEndpoint.firebaseStorage.baseURL))
     }
 

@@ -249,4 +249,37 @@ refused(lambda: client.get_bucket("py-calls-other"), exceptions.NotFound, "delet
 refused(lambda: bucket.delete_blob("nothing-here"), exceptions.NotFound, "deleting a missing object")
 ok("deletes")
 
+# Customer-supplied encryption keys: one request and a chunked session (each chunk carries the key).
+key = bytes(range(32))
+bucket.blob("csek.bin", encryption_key=key).upload_from_string(b"secret bytes")
+big = bytes(i % 251 for i in range(600 * 1024))
+chunked = bucket.blob("csek-big.bin", encryption_key=key, chunk_size=256 * 1024)
+chunked.upload_from_string(big)
+expect(bucket.blob("csek.bin", encryption_key=key).download_as_bytes() == b"secret bytes", "read with the key")
+expect(bucket.blob("csek-big.bin", encryption_key=key).download_as_bytes() == big, "chunked read with the key")
+refused(lambda: bucket.blob("csek.bin").download_as_bytes(), exceptions.BadRequest, "read without the key")
+wrong = bytes(32)
+refused(lambda: bucket.blob("csek.bin", encryption_key=wrong).download_as_bytes(), exceptions.BadRequest, "wrong key")
+keyed = bucket.get_blob("csek.bin", encryption_key=key)
+expect(keyed.crc32c is not None, "hashes with the key")
+unkeyed = bucket.get_blob("csek.bin")
+expect(unkeyed.crc32c is None and unkeyed.md5_hash is None, "no hashes without the key")
+rotated = bucket.blob("csek-rotated.bin", encryption_key=wrong)
+token, _, _ = rotated.rewrite(bucket.blob("csek.bin", encryption_key=key))
+expect(token is None and rotated.download_as_bytes() == b"secret bytes", "rewrite to a new key")
+ok("customer-supplied encryption keys")
+
+# Requester pays: every call on the bucket names the project billed.
+pays = client.create_bucket("py-calls-pays")
+pays.requester_pays = True
+pays.patch()
+refused(lambda: pays.blob("x").upload_from_string(b"x"), exceptions.BadRequest, "no user project")
+billed = client.bucket("py-calls-pays", user_project="py-billing")
+billed.blob("x").upload_from_string(b"billed")
+expect(billed.blob("x").download_as_bytes() == b"billed", "billed read")
+expect([b.name for b in client.list_blobs(billed)] == ["x"], "billed listing")
+billed.delete_blob("x")
+billed.delete()
+ok("requester pays")
+
 print("all %d steps passed" % steps, flush=True)

@@ -1,0 +1,62 @@
+import HTTPClient
+
+extension Storage {
+    /// This handle with `options` merged into its own (``StorageRequestOptions/merging(_:)``):
+    /// every call of its references sends them.
+    ///
+    /// The copy shares the connections and credentials of this one, so making one per call costs
+    /// nothing. ``StorageRequestOptions/retry`` and ``StorageRequestOptions/timeouts`` replace
+    /// those of the copy's ``configuration``, where the retry policy and the request runner read
+    /// them.
+    ///
+    /// ```swift
+    /// let billed = storage.with(.init(userProject: "my-billing-project"))
+    /// for try await page in billed.reference(withPath: "logs").listPages(maxResults: 100) { … }
+    /// ```
+    ///
+    /// - Parameter options: The options that win over this handle's.
+    /// - Returns: A handle like this one that sends the merged options.
+    public func with(_ options: StorageRequestOptions) -> Storage {
+        let merged = self.options.merging(options)
+        var configuration = self.configuration
+        if let retry = merged.retry { configuration.retry = retry }
+        if let timeouts = merged.timeouts { configuration.timeouts = timeouts }
+        return Storage(
+            bucket: bucket, endpoint: endpoint, authorization: authorization, configuration: configuration,
+            transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: merged)
+    }
+
+    /// The endpoint's protocol for operations on stored objects, building requests with ``options``.
+    var objectProtocol: any ObjectWireProtocol {
+        switch endpoint.wireProtocol {
+        case .gcsJSON: GCSJSONProtocol(baseURL: endpoint.baseURL, options: options)
+        case .firebaseV0: FirebaseV0Protocol(baseURL: endpoint.baseURL)
+        }
+    }
+
+    /// The steps of an upload in the endpoint's protocol, building requests with ``options``.
+    var uploadProtocol: any UploadWireProtocol {
+        switch endpoint.wireProtocol {
+        case .gcsJSON: GCSJSONProtocol(baseURL: endpoint.baseURL, options: options)
+        case .firebaseV0: FirebaseV0Protocol(baseURL: endpoint.baseURL)
+        }
+    }
+}
+
+extension StorageReference {
+    /// This reference with `options` merged into its storage's (``Storage/with(_:)``): every
+    /// call on it — and every task it starts, with each of its requests — sends them.
+    ///
+    /// ```swift
+    /// let key = try StorageEncryptionKey(base64: keyText)
+    /// let secret = storage.reference(withPath: "vault/report.pdf").with(.init(encryptionKey: key))
+    /// _ = try await secret.putDataAsync(report)
+    /// let metadata = try await secret.getMetadata()  // needs the key for its hashes
+    /// ```
+    ///
+    /// - Parameter options: The options that win over the storage's.
+    /// - Returns: The same object's reference, sending the merged options.
+    public func with(_ options: StorageRequestOptions) -> StorageReference {
+        StorageReference(storage: storage.with(options), path: path, generation: generation)
+    }
+}
