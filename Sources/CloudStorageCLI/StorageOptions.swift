@@ -18,6 +18,9 @@ struct StorageOptions {
     /// The options that take none.
     static let flags: Set<String> = ["--production"]
 
+    /// How the tool names itself after the SDK in every request's `User-Agent`.
+    static let applicationSuffix = "cloud-storage-cli/\(StorageConfiguration.Identification.sdkVersion)"
+
     /// The usage text that says where a command goes (indented as a command's usage).
     static let destinationUsage = """
         Where it goes:
@@ -187,6 +190,8 @@ struct StorageOptions {
         }
         var configuration = configuration
         configuration.tls.additionalTrustRoots += trustRoot.map { [$0] } ?? []
+        // Printable ASCII well under the length limit, so never refused.
+        try? configuration.identification.setApplicationSuffix(Self.applicationSuffix)
         let authorization: StorageAuthorization
         if let token {
             authorization = .bearerToken(token)

@@ -56,6 +56,9 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// platforms, or Linux without OpenSSL 3).
     public var transport: StorageTransportChoice = .automatic
 
+    /// How requests name this SDK and your application (`User-Agent`, `x-goog-api-client`).
+    public var identification = Identification()
+
     /// Creates the default configuration.
     public init() {}
 }

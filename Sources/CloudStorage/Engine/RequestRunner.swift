@@ -64,6 +64,7 @@ struct RequestRunner: Sendable {
     ) async throws(StorageError) -> Outcome {
         var request = request
         request.idleTimeout = storage.configuration.timeouts.request
+        storage.configuration.identification.apply(to: &request.headers, speaking: storage.endpoint.wireProtocol)
         let isTransfer = progress != nil || request.responseSink != nil
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }
@@ -196,7 +197,8 @@ struct RequestRunner: Sendable {
         if case .credential(let credential) = storage.authorization.kind {
             let context = TokenRequestContext(
                 transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
-                retryPolicy: policy, deadline: attempts.retryTimeEnd(policy: policy))
+                retryPolicy: policy, deadline: attempts.retryTimeEnd(policy: policy),
+                identification: storage.configuration.identification)
             let fresh = try await credential.token(context: context, replacing: refreshing ? token : nil)
             token = fresh.value
             hasToken = true
