@@ -194,17 +194,21 @@ struct TokenRequestContext: Sendable {
     let deadline: ContinuousClock.Instant?
     /// How token requests name the SDK: the requesting ``Storage``'s identification.
     let identification: StorageConfiguration.Identification
+    /// Where the token fetch is reported: the requesting operation's events.
+    let events: StorageEventEmitter
 
     init(
         transport: any HTTPTransport, requestTimeout: Duration, retryPolicy: RetryPolicy,
         deadline: ContinuousClock.Instant? = nil,
-        identification: StorageConfiguration.Identification = StorageConfiguration.Identification()
+        identification: StorageConfiguration.Identification = StorageConfiguration.Identification(),
+        events: StorageEventEmitter = StorageEventEmitter(noOperationOf: nil)
     ) {
         self.transport = transport
         self.requestTimeout = requestTimeout
         self.retryPolicy = retryPolicy
         self.deadline = deadline
         self.identification = identification
+        self.events = events
     }
 
     /// The context of an operation of `storage`.
@@ -212,6 +216,6 @@ struct TokenRequestContext: Sendable {
         self.init(
             transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
             retryPolicy: RetryPolicy(configuration: storage.configuration, operation: operation),
-            identification: storage.configuration.identification)
+            identification: storage.configuration.identification, events: storage.configuration.events.emitter())
     }
 }
