@@ -96,3 +96,15 @@ struct IdentificationTests {
         #expect(identification.applicationSuffix == nil)
     }
 }
+
+extension IdentificationTests {
+    @Test("the documented identification example sets the suffix it shows")
+    func documentedExample() throws {
+        // The example's own values; it runs offline (nothing is sent).
+        try DocumentationSnippets.optionsAndObservabilityIdentification()
+        var identification = StorageConfiguration.Identification()
+        try identification.setApplicationSuffix("photo-sync/2.4.1")
+        #expect(identification.userAgent == "cloud-storage-swift/0.1.0 photo-sync/2.4.1")
+        #expect(Self.version == "0.1.0", "the documentation shows this version; update it with the constant")
+    }
+}
