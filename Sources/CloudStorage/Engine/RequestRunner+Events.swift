@@ -17,6 +17,7 @@ extension RequestRunner {
 
     /// Reports that the operation waits `delay` before trying again after `failure`.
     func reportRetry(after failure: StorageError, delay: Duration) {
+        guard events.isEnabled else { return }
         var metadata = ["reason": failure.message, "delay_ms": String(delay.milliseconds)]
         if let status = failure.httpStatus { metadata["status"] = String(status) }
         events.emit(

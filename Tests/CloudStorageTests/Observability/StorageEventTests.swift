@@ -169,6 +169,26 @@ struct StorageEventTests {
         }
     }
 
+    @Test("a download reports its checksum verdict: matched for the whole object, not checkable for a range")
+    func downloadVerdicts() async throws {
+        try await Reliability.withEmulator(for: .nativeHTTP) { emulator in
+            let recorder = EventRecorder()
+            let storage = Self.storage(emulator, recorder)
+            let reference = storage.reference(withPath: "e/d.bin")
+            let payload = TestSupport.payload(size: 1000, seed: 3)
+            _ = try await reference.putData(payload).value
+            await storage.configuration.events.flush()
+            let uploaded = recorder.events(.checksumVerdict).count
+            #expect(try await reference.data(maxSize: 1 << 20) == payload)
+            #expect(try await reference.data(maxSize: 1 << 20, range: 10...19) == payload[10...19])
+            await storage.configuration.events.flush()
+            let verdicts = recorder.events(.checksumVerdict).dropFirst(uploaded)
+            #expect(verdicts.map { $0.metadata["verdict"] } == ["matched", "not checkable"])
+            #expect(verdicts.last?.metadata["reason"]?.contains("only part of the object") == true)
+            #expect(Set(verdicts.map(\.operationID)).count == 2, "each download is an operation of its own")
+        }
+    }
+
     @Test("a token fetch is reported with its source and never the token")
     func tokenEvents() async throws {
         let fake = try GoogleAuthFake()
