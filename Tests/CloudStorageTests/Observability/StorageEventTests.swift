@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 @testable import StorageEmulator
 
 /// Records every event it is handed.
@@ -269,6 +270,37 @@ struct StorageEventTests {
         events.delivery?.emit(StorageEvent(kind: .retry, level: .info, operationID: nil, message: "x"))
         await events.flush()
         #expect(handler.names.withLock { $0 } == ["storage-events"])
+    }
+
+    @Test("the transport choice says why it falls back to URLSession: no OpenSSL 3, or a proxy")
+    func transportFallback() async throws {
+        let recorder = EventRecorder()
+        var configuration = StorageConfiguration()
+        try configuration.events.setHandler(recorder)
+        let https = StorageEndpoint.gcs(try #require(URL(string: "https://storage.example.com")))
+        let http = StorageEndpoint.gcs(try #require(URL(string: "http://127.0.0.1:9")))
+        _ = StorageTransportChoice.automatic.transport(
+            for: https, configuration: configuration, tlsUnavailableReason: "libssl.so.3 was not found",
+            proxies: ProxyEnvironment([:]))
+        _ = StorageTransportChoice.automatic.transport(
+            for: http, configuration: configuration, tlsUnavailableReason: "libssl.so.3 was not found",
+            proxies: ProxyEnvironment([:]))
+        _ = StorageTransportChoice.automatic.transport(
+            for: https, configuration: configuration, tlsUnavailableReason: nil,
+            proxies: ProxyEnvironment(["https_proxy": "http://proxy.corp:3128"]))
+        await configuration.events.flush()
+        let chosen = recorder.events(.transportChosen)
+        #expect(
+            chosen.map { $0.metadata["transport"] } == [
+                "urlSession", "native for http, urlSession for https", "urlSession",
+            ])
+        #expect(
+            chosen.map { $0.metadata["reason"] } == [
+                "TLS falls back to URLSession: libssl.so.3 was not found",
+                "TLS falls back to URLSession: libssl.so.3 was not found",
+                "the environment names a proxy for the endpoint",
+            ])
+        #expect(chosen.allSatisfy { $0.level == .info && $0.operationID == nil })
     }
 
     @Test("a capacity below 1 is refused; messages stay on one line")
