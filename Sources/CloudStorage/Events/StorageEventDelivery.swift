@@ -7,10 +7,9 @@ import Synchronization
 /// appends and signals, and never waits for the handler.
 ///
 /// The thread takes everything buffered at once and delivers it in order. While the handler is
-/// busy, at most `capacity` events wait; the ones after are counted, not kept, and the count is
-/// delivered as an ``StorageEvent/Kind/eventsDropped`` event after the batch the buffer held
-/// when they were lost: events are dropped only while the buffer is full, so every event of
-/// that batch came before them and every event buffered after it came after them.
+/// busy, at most `capacity` events wait; the ones after are counted, not kept, and the count
+/// takes their place in the buffer (one item however many were lost in a row), to be delivered
+/// as an ``StorageEvent/Kind/eventsDropped`` event exactly where they would have been.
 ///
 /// The thread ends once the last configuration holding this delivery is gone and the buffer is
 /// delivered.
@@ -20,15 +19,17 @@ final class StorageEventDelivery: Sendable {
         case event(StorageEvent)
         /// Resumed once every item before it is delivered (``flush()``); never dropped.
         case marker(CheckedContinuation<Void, Never>)
+        /// This many events were lost here, the buffer being full.
+        case dropped(Int)
     }
 
     /// The buffer the emitters and the thread share; the thread holds only this, not the delivery.
     private final class Buffer: Sendable {
         struct State {
             var items: [Item] = []
-            /// Events in `items` (markers do not count toward the capacity).
+            /// Events in `items` (markers and drop counts do not count toward the capacity; a
+            /// drop count follows an event or a marker, so there are at most as many).
             var events = 0
-            var dropped = 0
             var closed = false
         }
 
@@ -69,7 +70,11 @@ final class StorageEventDelivery: Sendable {
     func emit(_ event: StorageEvent) {
         let buffered = buffer.state.withLock { state -> Bool in
             guard state.events < buffer.capacity else {
-                state.dropped += 1
+                if case .dropped(let count)? = state.items.last {
+                    state.items[state.items.count - 1] = .dropped(count + 1)
+                } else {
+                    state.items.append(.dropped(1))
+                }
                 return false
             }
             state.items.append(.event(event))
@@ -92,26 +97,26 @@ final class StorageEventDelivery: Sendable {
     private static func deliver(_ buffer: Buffer, to handler: any StorageEventHandler) {
         while true {
             buffer.wake.wait()
-            let (items, dropped, closed) = buffer.state.withLock { state in
+            let (items, closed) = buffer.state.withLock { state in
                 defer {
                     state.items = []
                     state.events = 0
-                    state.dropped = 0
                 }
-                return (state.items, state.dropped, state.closed)
+                return (state.items, state.closed)
             }
             for item in items {
                 switch item {
-                case .event(let event): handler.handle(event)
-                case .marker(let continuation): continuation.resume()
+                case .event(let event):
+                    handler.handle(event)
+                case .marker(let continuation):
+                    continuation.resume()
+                case .dropped(let count):
+                    handler.handle(
+                        StorageEvent(
+                            kind: .eventsDropped, level: .warning, operationID: nil,
+                            message: "\(count) events were dropped: the handler fell behind",
+                            metadata: ["count": String(count)]))
                 }
-            }
-            if dropped > 0 {
-                handler.handle(
-                    StorageEvent(
-                        kind: .eventsDropped, level: .warning, operationID: nil,
-                        message: "\(dropped) events were dropped: the handler fell behind",
-                        metadata: ["count": String(dropped)]))
             }
             if closed { return }
         }
