@@ -27,6 +27,10 @@ let usage = """
       sign gs://BUCKET/PATH      print a V4 signed URL for an object
       help [COMMAND]             show help
 
+    Every command that talks to a server also takes --verbose: print what the SDK does (each request
+    with its status and duration, retries, upload sessions, token fetches, the transport chosen,
+    checksum verdicts) to standard error, one line each, without secrets.
+
     Run `cloud-storage help COMMAND` (cp, mv, compose, update, hash, ls, stat, cat, rm, du, emulator,
     sign) for its options.
     """
@@ -65,6 +69,11 @@ package func runCommandLine(
     environment: [String: String] = ProcessInfo.processInfo.environment
 ) async -> ExitCode {
     var words = arguments
+    // `cloud-storage --verbose COMMAND …` is `cloud-storage COMMAND --verbose …`.
+    if words.first == "--verbose", words.count > 1 {
+        words.removeFirst()
+        words.insert("--verbose", at: 1)
+    }
     guard let command = words.first else {
         print(usage)
         return .usage

@@ -16,7 +16,10 @@ struct StorageOptions {
     /// The options that take a value, to pass to ``CommandLineArguments``.
     static let valued: Set<String> = ["--endpoint", "--firebase", "--token", "--emulator-dir", "--ca-file"]
     /// The options that take none.
-    static let flags: Set<String> = ["--production"]
+    static let flags: Set<String> = ["--production", "--verbose"]
+
+    /// How the tool names itself after the SDK in every request's `User-Agent`.
+    static let applicationSuffix = "cloud-storage-cli/\(StorageConfiguration.Identification.sdkVersion)"
 
     /// The usage text that says where a command goes (indented as a command's usage).
     static let destinationUsage = """
@@ -62,6 +65,8 @@ struct StorageOptions {
     let environment: [String: String]
     /// The private CA certificates of `--ca-file`, trusted besides the system's store.
     let trustRoot: StorageConfiguration.TrustRoot?
+    /// Whether the SDK's events are printed to standard error (`--verbose`).
+    let verbose: Bool
 
     /// Reads the shared options out of a command's parsed arguments.
     ///
@@ -95,6 +100,7 @@ struct StorageOptions {
         usesApplicationDefaultCredentials = token == nil && googleEndpoint
         self.environment = environment
         trustRoot = try arguments.value("--ca-file").map(Self.trustRoot(file:))
+        verbose = arguments.has("--verbose")
     }
 
     /// The certificates of a `--ca-file`, read and checked now, so that a wrong path fails
@@ -149,7 +155,10 @@ struct StorageOptions {
             return error.reported()
         }
         defer { connection.close() }
-        return await body(connection)
+        let status = await body(connection)
+        // Every event is printed before the command's last words and its exit.
+        await connection.storage.configuration.events.flush()
+        return status
     }
 
     /// Starts the built-in emulator if it is the destination, makes the `Storage` for `bucket`
@@ -187,6 +196,10 @@ struct StorageOptions {
         }
         var configuration = configuration
         configuration.tls.additionalTrustRoots += trustRoot.map { [$0] } ?? []
+        // Printable ASCII well under the length limit, so never refused.
+        try? configuration.identification.setApplicationSuffix(Self.applicationSuffix)
+        // The default capacity is at least 1, so never refused.
+        if verbose { try? configuration.events.setHandler(EventPrinter()) }
         let authorization: StorageAuthorization
         if let token {
             authorization = .bearerToken(token)

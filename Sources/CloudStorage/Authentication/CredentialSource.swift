@@ -24,6 +24,15 @@ enum CredentialSource: Sendable {
         }
     }
 
+    /// Its kind, for events: `service account`, `authorized user` or `metadata server`.
+    var kind: String {
+        switch self {
+        case .serviceAccount: "service account"
+        case .authorizedUser: "authorized user"
+        case .metadataServer: "metadata server"
+        }
+    }
+
     /// What it is, for messages and descriptions: never a secret.
     var summary: String {
         switch self {

@@ -37,8 +37,21 @@ final class OAuthCredential: Sendable, CustomStringConvertible {
     ) {
         self.origin = origin
         self.scopes = scopes
+        let fetches = Atomic<Int>(0)
         self.cache = TokenCache(now: now) { (context) async throws(StorageError) -> AccessToken in
-            try await Self.source(of: origin, context: context).fetchToken(scopes: scopes, context: context)
+            let refresh = fetches.add(1, ordering: .relaxed).oldValue > 0
+            let started = ContinuousClock.now
+            var kind = origin.kind
+            do throws(StorageError) {
+                let source = try await Self.source(of: origin, context: context)
+                kind = origin.kind(resolvedTo: source)
+                let token = try await source.fetchToken(scopes: scopes, context: context)
+                Self.report(kind: kind, refresh: refresh, since: started, failure: nil, to: context.events)
+                return token
+            } catch {
+                Self.report(kind: kind, refresh: refresh, since: started, failure: error, to: context.events)
+                throw error
+            }
         }
     }
 
@@ -75,10 +88,43 @@ final class OAuthCredential: Sendable, CustomStringConvertible {
         }
     }
 
+    /// Reports a token fetch: the credential's kind, whether it replaced a token, how it ended. Never the token.
+    private static func report(
+        kind: String, refresh: Bool, since start: ContinuousClock.Instant, failure: StorageError?,
+        to events: StorageEventEmitter
+    ) {
+        let milliseconds = (ContinuousClock.now - start).milliseconds
+        let what = refresh ? "refreshed" : "fetched"
+        let outcome = failure == nil ? "fetched" : "failed"
+        events.emit(
+            .tokenFetched, failure == nil ? .debug : .warning,
+            failure.map { "access token from \(kind) failed in \(milliseconds) ms: \($0.message)" }
+                ?? "access token \(what) from \(kind) in \(milliseconds) ms",
+            ["source": kind, "refresh": String(refresh), "outcome": outcome, "duration_ms": String(milliseconds)])
+    }
+
     var description: String {
         switch origin {
         case .source(let source): source.summary
         case .applicationDefault: "Application Default Credentials"
+        }
+    }
+}
+
+extension OAuthCredential.Origin {
+    /// The credential's kind for events, before Application Default Credentials found its source.
+    var kind: String {
+        switch self {
+        case .source(let source): source.kind
+        case .applicationDefault: "Application Default Credentials"
+        }
+    }
+
+    /// The credential's kind for events once its source is known.
+    func kind(resolvedTo source: CredentialSource) -> String {
+        switch self {
+        case .source: source.kind
+        case .applicationDefault: "\(source.kind) (Application Default Credentials)"
         }
     }
 }

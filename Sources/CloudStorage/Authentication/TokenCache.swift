@@ -192,21 +192,30 @@ struct TokenRequestContext: Sendable {
     /// time once that runs. It bounds only this caller's wait (see ``TokenCache``), never an
     /// exchange other callers may share.
     let deadline: ContinuousClock.Instant?
+    /// How token requests name the SDK: the requesting ``Storage``'s identification.
+    let identification: StorageConfiguration.Identification
+    /// Where the token fetch is reported: the requesting operation's events.
+    let events: StorageEventEmitter
 
     init(
         transport: any HTTPTransport, requestTimeout: Duration, retryPolicy: RetryPolicy,
-        deadline: ContinuousClock.Instant? = nil
+        deadline: ContinuousClock.Instant? = nil,
+        identification: StorageConfiguration.Identification = StorageConfiguration.Identification(),
+        events: StorageEventEmitter = StorageEventEmitter(noOperationOf: nil)
     ) {
         self.transport = transport
         self.requestTimeout = requestTimeout
         self.retryPolicy = retryPolicy
         self.deadline = deadline
+        self.identification = identification
+        self.events = events
     }
 
     /// The context of an operation of `storage`.
     init(storage: Storage, operation: RetryPolicy.Operation) {
         self.init(
             transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
-            retryPolicy: RetryPolicy(configuration: storage.configuration, operation: operation))
+            retryPolicy: RetryPolicy(configuration: storage.configuration, operation: operation),
+            identification: storage.configuration.identification, events: storage.configuration.events.emitter())
     }
 }

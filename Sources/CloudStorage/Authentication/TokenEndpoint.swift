@@ -61,6 +61,7 @@ enum TokenEndpoint {
     ) async throws(StorageError) -> HTTPResponse {
         var attempts = RetryPolicy.Attempts()
         var request = request
+        context.identification.apply(to: &request.headers, speaking: nil)
         while true {
             if Task.isCancelled { throw .cancelled() }
             request.deadline = attempts.deadline(

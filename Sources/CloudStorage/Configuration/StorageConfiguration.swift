@@ -56,6 +56,13 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// platforms, or Linux without OpenSSL 3).
     public var transport: StorageTransportChoice = .automatic
 
+    /// How requests name this SDK and your application (`User-Agent`, `x-goog-api-client`).
+    public var identification = Identification()
+
+    /// Where the SDK reports what it does (requests, retries, sessions, tokens, checksums);
+    /// nowhere by default.
+    public var events = Events()
+
     /// Creates the default configuration.
     public init() {}
 }

@@ -68,8 +68,10 @@ struct DownloadEngine: Sendable {
                 try await runner.backOff(after: failure)
                 event = .done
             case .finish(let received):
+                reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, runner.events)
                 return received
             case .fail(let error):
+                reportVerdict(on: name, nil, error, runner.events)
                 throw error
             }
         }
@@ -145,5 +147,30 @@ struct DownloadEngine: Sendable {
                 }
             }
         )
+    }
+
+    /// Reports what the download concluded about its checksum: matched, not checkable (and why),
+    /// or mismatched when it failed with ``StorageErrorCode/nonMatchingChecksum``.
+    private func reportVerdict(
+        on name: String, _ verdict: RangedDownloadStateMachine.ChecksumVerdict?, _ failure: StorageError?,
+        _ events: StorageEventEmitter
+    ) {
+        if let failure {
+            guard failure.code == .nonMatchingChecksum else { return }
+            events.emit(
+                .checksumVerdict, .warning, "\(name): mismatched: \(failure.message)",
+                ["object": name, "verdict": "mismatched", "reason": failure.message])
+            return
+        }
+        switch verdict {
+        case .matched:
+            events.emit(.checksumVerdict, .debug, "\(name): CRC32C matched", ["object": name, "verdict": "matched"])
+        case .notCheckable(let reason):
+            events.emit(
+                .checksumVerdict, .info, "\(name): not checkable: \(reason)",
+                ["object": name, "verdict": "not checkable", "reason": reason])
+        case nil:
+            break
+        }
     }
 }

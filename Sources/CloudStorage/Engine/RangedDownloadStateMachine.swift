@@ -135,12 +135,22 @@ struct RangedDownloadStateMachine: Sendable {
     /// head resets the destination (on the transport's thread, not the cooperative pool).
     private var discardPending = false
     private var restarts = 0
+    /// What ``verify()`` concluded about the CRC32C of a download that finished, for events.
+    private(set) var checksumVerdict: ChecksumVerdict?
     /// The most bytes received in this run: only passing it restarts the retry deadline.
     private var high: Int64 = 0
     private var phase = Phase.ready
 
     init(setup: Setup) {
         self.setup = setup
+    }
+
+    /// Whether a finished download's bytes were checked against the server's CRC32C (a mismatch
+    /// is no verdict here: the download fails with ``StorageErrorCode/nonMatchingChecksum``).
+    enum ChecksumVerdict: Sendable, Equatable {
+        case matched
+        /// Why not.
+        case notCheckable(String)
     }
 
     /// How many bytes the download delivers in all, when known: the object's size for the
@@ -314,6 +324,12 @@ struct RangedDownloadStateMachine: Sendable {
                     "The downloaded bytes' CRC32C (\(CRC32CEncoding.base64(crc.value))) differs from the server's (\(CRC32CEncoding.base64(expected)))."
                 ))
         }
+        checksumVerdict =
+            !whole
+            ? .notCheckable("only part of the object was read; its CRC32C covers all of it")
+            : transformed
+                ? .notCheckable("the bytes arrived transformed (decompressed)")
+                : serverCRC32C == nil ? .notCheckable("the server reported no CRC32C") : .matched
         phase = .ended
         return .finish(received)
     }

@@ -16,6 +16,8 @@ struct RequestRunner: Sendable {
     }
 
     let storage: Storage
+    /// Where this operation's requests and retries are reported.
+    let events: StorageEventEmitter
     private let policy: RetryPolicy
     private var attempts = RetryPolicy.Attempts()
     private var token: String?
@@ -33,6 +35,7 @@ struct RequestRunner: Sendable {
         self.storage = storage
         self.policy = RetryPolicy(configuration: storage.configuration, operation: operation)
         self.credentialScheme = storage.endpoint.wireProtocol.credentialScheme
+        self.events = storage.configuration.events.emitter()
     }
 
     /// Sends `request` once (twice after a 401 with a token provider).
@@ -64,6 +67,7 @@ struct RequestRunner: Sendable {
     ) async throws(StorageError) -> Outcome {
         var request = request
         request.idleTimeout = storage.configuration.timeouts.request
+        storage.configuration.identification.apply(to: &request.headers, speaking: storage.endpoint.wireProtocol)
         try await storage.options.prepare(&request, for: storage.endpoint)
         let isTransfer = progress != nil || request.responseSink != nil
         for refreshed in [false, true] {
@@ -80,9 +84,11 @@ struct RequestRunner: Sendable {
                     forAttemptAt: .now, limit: storage.configuration.timeouts.request, policy: policy)
             }
             let response: HTTPResponse
+            let started = ContinuousClock.now
             do {
                 response = try await storage.transport.execute(request, progress: progress)
             } catch let error as HTTPTransportError {
+                reportRequest(request, startedAt: started, status: nil, failure: "\(error.kind)")
                 if Task.isCancelled { throw .cancelled() }
                 let server = URLSessionTransport.serverName(request.url)
                 switch TransportFailureVerdict(error, server: server) {
@@ -94,9 +100,11 @@ struct RequestRunner: Sendable {
                     throw failure
                 }
             } catch {
+                reportRequest(request, startedAt: started, status: nil, failure: "\(type(of: error))")
                 if Task.isCancelled || error is CancellationError { throw .cancelled() }
                 return .retryable(StorageError(.unknown, "The request failed.", underlyingError: error))
             }
+            reportRequest(request, startedAt: started, status: response.status, failure: nil)
             if accepted.contains(response.status) {
                 return .answer(response)
             }
@@ -197,7 +205,8 @@ struct RequestRunner: Sendable {
         if case .credential(let credential) = storage.authorization.kind {
             let context = TokenRequestContext(
                 transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
-                retryPolicy: policy, deadline: attempts.retryTimeEnd(policy: policy))
+                retryPolicy: policy, deadline: attempts.retryTimeEnd(policy: policy),
+                identification: storage.configuration.identification, events: events)
             let fresh = try await credential.token(context: context, replacing: refreshing ? token : nil)
             token = fresh.value
             hasToken = true
@@ -251,6 +260,7 @@ struct RequestRunner: Sendable {
                 underlyingError: reported
             )
         }
+        reportRetry(after: failure, delay: delay)
         do {
             try await Task.sleep(for: delay)
         } catch {

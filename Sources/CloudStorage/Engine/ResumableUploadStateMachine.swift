@@ -146,7 +146,9 @@ struct ResumableUploadStateMachine: Sendable {
     private(set) var session: Session
     /// The object's size, once known (a stream of unknown size tells it when it ends).
     private var size: Int64?
-    private var restarts = 0
+    /// How many times this run replaced a lost session, and why the last time.
+    private(set) var restarts = 0
+    private(set) var lastRestartReason: String?
     /// The most bytes the server has committed in this run: passing it is progress, which
     /// restarts the retry deadline; regaining lost ground is not.
     private var high: Int64
@@ -327,6 +329,7 @@ struct ResumableUploadStateMachine: Sendable {
     /// Replaces a session that is lost, once the source was rewound, within the restart budget.
     private mutating func restartSession(_ restart: Restart) -> Action {
         restarts += 1
+        lastRestartReason = restart.reason
         session.sentBytes = 0
         if session.isAdopted {
             return fail(

@@ -285,8 +285,25 @@ struct UploadEngine: Sendable {
     ) async throws(StorageError) -> StorageMetadata {
         var machine = machine
         var event = ResumableUploadStateMachine.Event.began
+        let name = upload.objectName
+        // A run that continues a session reports it once the server said what the session holds.
+        var resuming = checkpoint.session.url != nil
         while true {
+            let restarts = machine.restarts
             let action = machine.next(event)
+            if machine.restarts > restarts, case .report = action {
+                resuming = false
+                let reason = machine.lastRestartReason ?? "lost the session"
+                runner.events.emit(
+                    .uploadSessionRestarted, .warning,
+                    "\(name): the server \(reason); starting again with a new session (restart \(machine.restarts))",
+                    ["object": name, "reason": reason, "restart": String(machine.restarts)])
+            } else if resuming, case .report(let committed, _) = action {
+                resuming = false
+                runner.events.emit(
+                    .uploadSessionResumed, .info, "\(name): continuing its session, which holds \(committed) bytes",
+                    ["object": name, "committed": String(committed)])
+            }
             checkpoint.session = machine.session
             // The start is shielded, so it ends even when the run was cancelled meanwhile: stop
             // now, with the session recorded for the pause to keep or the cancel to delete.
@@ -294,6 +311,9 @@ struct UploadEngine: Sendable {
             switch action {
             case .startSession:
                 event = try await startSession(upload, &runner)
+                if case .sessionStarted = event {
+                    runner.events.emit(.uploadSessionStarted, .debug, "\(name): session opened", ["object": name])
+                }
             case .query(let session):
                 event = try await ask(wire.query(session: session), .query, upload, &runner, progress: nil)
             case .prepareSource(let offset, let through):
@@ -483,9 +503,32 @@ struct UploadEngine: Sendable {
                 "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."
             )
         }
+        reportVerdict(on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, runner.events)
         guard let problem else { return stored }
         await deleteObject(stored, upload, &runner)
         throw problem
+    }
+
+    /// Reports what ``verify(_:_:_:_:)`` concluded about the checksums: matched, mismatched (a
+    /// ``StorageErrorCode/nonMatchingChecksum``), or not checkable (no CRC32C on one side). Other
+    /// problems (a source that changed) are no verdict on the checksum.
+    private func reportVerdict(
+        on name: String, sent: UInt32?, reported: UInt32?, problem: StorageError?, _ events: StorageEventEmitter
+    ) {
+        if let problem {
+            guard problem.code == .nonMatchingChecksum else { return }
+            events.emit(
+                .checksumVerdict, .warning, "\(name): mismatched: \(problem.message)",
+                ["object": name, "verdict": "mismatched", "reason": problem.message])
+        } else if sent != nil, reported != nil {
+            events.emit(.checksumVerdict, .debug, "\(name): CRC32C matched", ["object": name, "verdict": "matched"])
+        } else {
+            let reason =
+                sent == nil ? "checksums are off (verifiesChecksums is false)" : "the server reported no CRC32C"
+            events.emit(
+                .checksumVerdict, .info, "\(name): not checkable: \(reason)",
+                ["object": name, "verdict": "not checkable", "reason": reason])
+        }
     }
 
     /// Deletes the generation of the object this upload created, when it is

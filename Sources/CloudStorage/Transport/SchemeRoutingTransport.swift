@@ -86,19 +86,45 @@ extension StorageTransportChoice {
             nativeConfiguration.tlsUnavailableReason = unavailableReason
             return NativeHTTPTransport(configuration: nativeConfiguration)
         }
+        let events = StorageEventEmitter(noOperationOf: configuration.events.delivery)
+        func chose(_ transport: String, because reason: String? = nil) {
+            events.emit(
+                .transportChosen, reason == nil ? .debug : .info,
+                "\(transport) for \(endpoint.baseURL.redactedForEvents)" + (reason.map { ": \($0)" } ?? ""),
+                ["transport": transport, "endpoint": endpoint.baseURL.redactedForEvents].merging(
+                    reason.map { ["reason": $0] } ?? [:], uniquingKeysWith: { $1 }))
+        }
         switch self {
         case .native:
+            chose("native")
             return native(tlsUnavailableReason())
         case .urlSession:
+            chose("urlSession")
             return URLSessionTransport.shared
         case .automatic:
-            if proxies().usesProxy(for: endpoint.baseURL) { return URLSessionTransport.shared }
+            if proxies().usesProxy(for: endpoint.baseURL) {
+                chose("urlSession", because: "the environment names a proxy for the endpoint")
+                return URLSessionTransport.shared
+            }
             let unavailableReason = tlsUnavailableReason()
             let nativeSchemes: Set<String> = unavailableReason == nil ? ["http", "https"] : ["http"]
             let endpointScheme = endpoint.baseURL.scheme?.lowercased()
             // Without native TLS, an https endpoint's requests all go to URLSession: no native transport (and
             // no threads) for the rare session URL on plain http.
-            guard let endpointScheme, nativeSchemes.contains(endpointScheme) else { return URLSessionTransport.shared }
+            guard let endpointScheme, nativeSchemes.contains(endpointScheme) else {
+                chose(
+                    "urlSession",
+                    because: unavailableReason.map { "TLS falls back to URLSession: \($0)" }
+                        ?? "the endpoint's scheme is neither http nor https")
+                return URLSessionTransport.shared
+            }
+            if let unavailableReason {
+                chose(
+                    "native for http, urlSession for https",
+                    because: "TLS falls back to URLSession: \(unavailableReason)")
+            } else {
+                chose("native")
+            }
             return SchemeRoutingTransport(
                 native: native(unavailableReason), other: URLSessionTransport.shared, nativeSchemes: nativeSchemes,
                 endpointScheme: endpointScheme)

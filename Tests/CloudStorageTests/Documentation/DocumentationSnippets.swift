@@ -1092,3 +1092,32 @@ extension DocumentationSnippets {
         // end snippet
     }
 }
+
+extension DocumentationSnippets {
+    static func optionsAndObservabilityIdentification() throws {
+        // snippet: README.md#15, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#1
+        var configuration = StorageConfiguration()
+        try configuration.identification.setApplicationSuffix("photo-sync/2.4.1")
+        let storage = Storage(bucket: "my-bucket", configuration: configuration)
+        // User-Agent: cloud-storage-swift/0.1.0 photo-sync/2.4.1
+        // end snippet
+        _ = storage
+    }
+
+    static func optionsAndObservabilityEvents() throws {
+        // snippet: README.md#16, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#2
+        struct StandardErrorHandler: StorageEventHandler {
+            func handle(_ event: StorageEvent) {
+                // On the SDK's event thread: blocking here holds up no request.
+                FileHandle.standardError.write(Data("\(event)\n".utf8))
+            }
+        }
+
+        var configuration = StorageConfiguration()
+        try configuration.events.setHandler(StandardErrorHandler())
+        let storage = Storage(bucket: "my-bucket", configuration: configuration)
+        // #1 request POST https://storage.googleapis.com/upload/storage/v1/b/my-bucket/o?uploadType=resumable&name=a.mp4: 200 in 85 ms
+        // end snippet
+        _ = storage
+    }
+}
