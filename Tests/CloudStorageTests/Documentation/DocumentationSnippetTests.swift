@@ -4,7 +4,7 @@ import Testing
 /// Keeps the documentation's Swift examples honest.
 ///
 /// Every ```` ```swift ```` block in README.md and in the `.md` files under
-/// DocsCatalog must equal the region of DocumentationSnippets.swift marked
+/// DocsCatalog must equal the region of a Swift file in this folder marked
 /// `// snippet: <file>#<n>` … `// end snippet`, which the compiler checks with
 /// the rest of the tests. Blocks and regions are compared after removing their
 /// common leading indentation, trailing whitespace and surrounding blank lines.
@@ -20,7 +20,29 @@ struct DocumentationSnippetTests {
         .deletingLastPathComponent()
         .deletingLastPathComponent()
 
-    static let snippetsFile = "Tests/CloudStorageTests/Documentation/DocumentationSnippets.swift"
+    /// Where the compiled regions are: every Swift file of this folder (DocumentationSnippets.swift
+    /// compiles them; the tests of a feature may also run its article's examples).
+    static let snippetsFolder = "Tests/CloudStorageTests/Documentation"
+
+    /// The regions of every Swift file in ``snippetsFolder``, keyed `<file>#<n>`.
+    ///
+    /// - Throws: ``SnippetText/MarkerError`` as ``SnippetText/regions(inSwift:)`` does, and for a key used in two files.
+    static func compiledRegions() throws -> [String: String] {
+        let folder = packageRoot.appendingPathComponent(snippetsFolder, isDirectory: true)
+        // This file's own examples of markers are test data, not regions.
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter {
+            $0.hasSuffix(".swift") && $0 != URL(fileURLWithPath: #filePath).lastPathComponent
+        }
+        var regions: [String: String] = [:]
+        for file in files.sorted() {
+            for (key, region) in try SnippetText.regions(inSwift: try read(snippetsFolder + "/" + file)) {
+                guard regions.updateValue(region, forKey: key) == nil else {
+                    throw SnippetText.MarkerError(description: "region \(key) appears twice (again in \(file))")
+                }
+            }
+        }
+        return regions
+    }
 
     /// README.md and every Markdown file in DocsCatalog, as paths from the package root.
     static func documentationFiles() throws -> [String] {
@@ -67,10 +89,10 @@ struct DocumentationSnippetTests {
 
     @Test func everySwiftBlockEqualsItsCompiledRegion() throws {
         let blocks = try Self.documentationBlocks()
-        let regions = try SnippetText.regions(inSwift: try Self.read(Self.snippetsFile))
+        let regions = try Self.compiledRegions()
         for key in blocks.keys.sorted() {
             guard let region = regions[key] else {
-                Issue.record("\(key) has no region `// snippet: \(key)` in \(Self.snippetsFile)")
+                Issue.record("\(key) has no region `// snippet: \(key)` in \(Self.snippetsFolder)")
                 continue
             }
             let expected = SnippetText.normalized(region)
@@ -84,9 +106,9 @@ struct DocumentationSnippetTests {
 
     @Test func everyRegionHasABlock() throws {
         let blocks = try Self.documentationBlocks()
-        let regions = try SnippetText.regions(inSwift: try Self.read(Self.snippetsFile))
+        let regions = try Self.compiledRegions()
         for key in regions.keys.sorted() where blocks[key] == nil {
-            Issue.record("\(Self.snippetsFile) has a region \(key), but no such swift block exists")
+            Issue.record("\(Self.snippetsFolder) has a region \(key), but no such swift block exists")
         }
     }
 

@@ -1095,7 +1095,7 @@ extension DocumentationSnippets {
 
 extension DocumentationSnippets {
     static func optionsAndObservabilityIdentification() throws {
-        // snippet: README.md#15, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#1
+        // snippet: README.md#17, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#6
         var configuration = StorageConfiguration()
         try configuration.identification.setApplicationSuffix("photo-sync/2.4.1")
         let storage = Storage(bucket: "my-bucket", configuration: configuration)
@@ -1105,7 +1105,7 @@ extension DocumentationSnippets {
     }
 
     static func optionsAndObservabilityEvents() throws {
-        // snippet: README.md#16, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#2
+        // snippet: README.md#18, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#7
         struct StandardErrorHandler: StorageEventHandler {
             func handle(_ event: StorageEvent) {
                 // On the SDK's event thread: blocking here holds up no request.

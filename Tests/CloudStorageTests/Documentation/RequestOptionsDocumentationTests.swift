@@ -4,8 +4,9 @@ import Testing
 
 @testable import CloudStorage
 
-/// The examples of DOCS-section.md and README-section.md ("Per-request options"), compiled and
-/// run against the emulator: each `// block N` region is the section's N-th Swift block.
+/// The examples of "Per-request options" (the Options and observability article and the README),
+/// compiled and run against the emulator: each region equals its documentation block (see
+/// ``DocumentationSnippetTests``).
 @Suite("Request options documentation", .timeLimit(.minutes(10)))
 struct RequestOptionsDocumentationTests {
     @Test func theExamplesRun() async throws {
@@ -26,41 +27,41 @@ struct RequestOptionsDocumentationTests {
     }
 
     func billed(_ storage: Storage) async throws {
-        // block 1
+        // snippet: README.md#15, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#1
         // One handle for a requester-pays bucket: every call names the project billed.
         let billed = storage.with(.init(userProject: "my-billing-project"))
         let report = billed.reference(withPath: "2024/report.csv")
         let bytes = try await report.data(maxSize: 10 << 20)
-        // end block
+        // end snippet
         #expect(bytes == Data("a,b\n".utf8))
     }
 
     func encrypted(_ storage: Storage, keyText: String, report: Data) async throws {
-        // block 2
+        // snippet: README.md#16, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#2
         let key = try StorageEncryptionKey(base64: keyText)  // 32 bytes, standard base64
         let secret = storage.reference(withPath: "vault/report.pdf").with(.init(encryptionKey: key))
         let stored = try await secret.putDataAsync(report)
         assert(stored.customerEncryption?.keySHA256 == key.sha256)
         let again = try await secret.data(maxSize: 10 << 20)  // without the key: HTTP 400
         print(key)  // StorageEncryptionKey(sha256: …): never the key itself
-        // end block
+        // end snippet
         #expect(again == report)
     }
 
     func archived(_ storage: Storage, data: Data) async throws {
-        // block 3
+        // snippet: DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#3
         let archive = storage.with(
             .init(
                 kmsKeyName: "projects/p/locations/us/keyRings/r/cryptoKeys/archive",
                 predefinedACL: .bucketOwnerFullControl,
                 storageClass: "ARCHIVE"))
         let stored = try await archive.reference(withPath: "2024/backup.tar").putDataAsync(data)
-        // end block
+        // end snippet
         #expect(stored.storageClass == "ARCHIVE")
     }
 
     func perCall(_ storage: Storage) async throws {
-        // block 4
+        // snippet: DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#4
         var quick = StorageConfiguration.Retry()
         try quick.setMaxOperationTime(.seconds(5))
         var timeouts = StorageConfiguration.Timeouts()
@@ -68,15 +69,15 @@ struct RequestOptionsDocumentationTests {
         let probe = storage.reference(withPath: "2024/report.csv")
             .with(.init(retry: quick, timeouts: timeouts, headers: ["X-Request-Reason": "health-check"]))
         let metadata = try await probe.getMetadata()
-        // end block
+        // end snippet
         #expect(metadata.size == 4)
     }
 
     func appCheck(_ storage: Storage, appCheckToken: @escaping @Sendable () async throws -> String) async throws {
-        // block 5
+        // snippet: DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#5
         // Firebase: the provider is asked before every request; return a cached token.
         let app = storage.with(.init(appCheckToken: { try await appCheckToken() }))
         _ = try await app.reference(withPath: "avatars/me.png").putDataAsync(Data([0x89, 0x50]))
-        // end block
+        // end snippet
     }
 }
