@@ -500,7 +500,7 @@ struct CopyCommand {
     /// Reports how a download that wrote its bytes as they came (to standard output) ended
     /// badly: what was written is unverified when the checksum or the object failed at the end.
     static func reportStreamFailure(_ error: StorageError, of reference: StorageReference, written: Int64) {
-        if error.code == .nonMatchingChecksum || error.code == .objectChanged {
+        if [.nonMatchingChecksum, .objectChanged, .undecodableContent].contains(error.code) {
             CloudStorageCLI.report(
                 "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
                     + " do not trust them")

@@ -83,6 +83,9 @@ extension GCSJSONProtocol: ObjectWireProtocol {
             query: [("alt", "media")] + Self.generationItem(read.generation) + conditions.queryItems)
         var request = HTTPRequest(method: "GET", url: url, isIdempotent: true)
         if let range = read.rangeHeader { request.headers.add("Range", range) }
+        // The stored bytes, never Cloud Storage's decompressive transcoding: their CRC32C can be
+        // checked and a Range continues them; the download decodes gzip itself.
+        request.headers.add("Accept-Encoding", "gzip")
         return request
     }
 
