@@ -151,7 +151,8 @@ struct CompressedChunks: AsyncSequence, Sendable {
             }
             var output = Data()
             let sink = { (piece: UnsafeRawBufferPointer) throws(StorageError) in output.append(contentsOf: piece) }
-            let failure = { (error: GzipError) in StorageError(.internalError, "Cannot compress the upload: \(error).") }
+            let failure = { (error: GzipError) in StorageError(.internalError, "Cannot compress the upload: \(error).")
+            }
             switch source {
             case .data(let data):
                 let end = Swift.min(data.count, Int(offset) + Self.blockSize)
