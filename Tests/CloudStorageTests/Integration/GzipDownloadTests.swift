@@ -143,6 +143,23 @@ struct GzipDownloadTests {
         #expect(try await ref.data(maxSize: 10 << 20) == Self.original + second)
     }
 
+    // MARK: fake-gcs-server
+
+    /// fake-gcs-server stores `Content-Encoding: gzip` objects, and decompresses them for clients that
+    /// do not accept gzip; the SDK gets the original bytes either way, and compressed uploads read back.
+    @Test(arguments: TestRoute.all.filter { $0.scheme == .http })
+    func fakeGCSServerGzipObjectsRoundTrip(route: TestRoute) async throws {
+        let (storage, _) = try await TestSupport.fakeGCSStorage(label: "gzip", route: route)
+        let ref = storage.reference(withPath: "web/app.js")
+        try await Self.putGzip(ref, Self.stored)
+        #expect(try await ref.data(maxSize: 10 << 20) == Self.original)
+        #expect(try await Self.streamed(ref) == Self.original)
+        let compressed = storage.reference(withPath: "web/compressed.txt")
+        let stored = try await compressed.putData(Self.original, compression: .gzip).value
+        #expect(stored.contentEncoding == "gzip")
+        #expect(try await compressed.data(maxSize: 10 << 20) == Self.original)
+    }
+
     // MARK: Scripted servers
 
     /// How a scripted server serves the gzip object.
