@@ -113,6 +113,7 @@ struct DownloadEngine: Sendable {
         progress: @escaping @Sendable (Int64, Int64?) -> Void
     ) -> HTTPResponseSink {
         let destination = destination
+        let (bucket, path) = (storage.bucket, path.string)
         let inflater = checkpoint.inflater
         let wire = storage.endpoint.objectProtocol
         let statuses = wire.mediaAnswerStatuses
@@ -126,6 +127,9 @@ struct DownloadEngine: Sendable {
                     if discardingWritten {
                         try destination.reset()
                         inflater.reset()
+                    }
+                    if destination.wantsMetadata {
+                        destination.received(StorageMetadata(mediaHeaders: headers, bucket: bucket, path: path))
                     }
                     progress(received, expected)
                     return true
