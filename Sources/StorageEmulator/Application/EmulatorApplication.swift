@@ -547,6 +547,13 @@ package final class EmulatorApplication: ServerApplication {
         if let value = record.attributes.cacheControl { reply.headers.set("Cache-Control", value) }
         if let value = record.attributes.contentDisposition { reply.headers.set("Content-Disposition", value) }
         if let value = record.attributes.contentLanguage { reply.headers.set("Content-Language", value) }
+        // Custom metadata, as Cloud Storage sends it with the bytes; what cannot be a header
+        // field (non-ASCII, control characters) is left to the JSON resource.
+        let printable = { (text: String) in text.utf8.allSatisfy { (0x20...0x7E).contains($0) } }
+        for (key, value) in record.attributes.metadata.sorted(by: { $0.key < $1.key })
+        where printable(key) && printable(value) && !key.contains(":") && !key.contains(" ") {
+            reply.headers.add("x-goog-meta-\(key)", value)
+        }
         let offset = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? record.size
         if let range {

@@ -1,7 +1,7 @@
 import CloudStorage
 import Foundation
 
-// The Swift blocks of DOCS-section.md and README-section.md (gzip), compiled with the tests until
+// The Swift blocks of DOCS-section.md and README-section.md (gzip, download()), compiled with the tests until
 // they are spliced into the "Options and observability" article and the README; then they move
 // into DocumentationSnippets.swift as regions like every other block. Nothing here runs.
 
@@ -26,4 +26,18 @@ func gzipReadme(storage: Storage) async throws {
         .value  // stored with Content-Encoding: gzip
     let original = try await storage.reference(withPath: "site/app.js").data(maxSize: 1 << 20)
     _ = (stored, original)
+}
+
+func downloadWithMetadata(storage: Storage) async throws {
+    let download = try await storage.reference(withPath: "videos/launch.mp4").download()
+    print("Content-Type:", download.metadata.contentType ?? "application/octet-stream")
+    for try await chunk in download.bytes {
+        _ = chunk  // write it to the client
+    }
+}
+
+func downloadWithMetadataReadme(storage: Storage) async throws {
+    let download = try await storage.reference(withPath: "videos/launch.mp4").download()
+    print(download.metadata.contentType ?? "", download.metadata.size)
+    for try await chunk in download.bytes { _ = chunk }
 }

@@ -18,6 +18,7 @@ struct DownloadWithMetadataTests {
         metadata.contentType = "text/plain"
         metadata.cacheControl = "public, max-age=60"
         metadata.contentLanguage = "en"
+        metadata.customMetadata = ["colour": "blue"]
         let payload = TestSupport.payload(size: 700_000, seed: 4)
         let stored = try await ref.putDataAsync(payload, metadata: metadata)
 
@@ -29,6 +30,7 @@ struct DownloadWithMetadataTests {
         #expect(download.metadata.cacheControl == "public, max-age=60")
         #expect(download.metadata.contentLanguage == "en")
         #expect(download.metadata.crc32c == stored.crc32c)
+        #expect(download.metadata.customMetadata == ["colour": "blue"])
         #expect(download.metadata.path == "media/clip.txt" && download.metadata.name == "clip.txt")
         var bytes = Data()
         for try await chunk in download.bytes { bytes.append(chunk) }
