@@ -31,6 +31,12 @@ let package = Package(
             // dlopen lives in libc from glibc 2.34; older glibc needs libdl.
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
+        // gzip over the system's zlib, loaded at run time with dlopen (no zlib.h at build time).
+        .target(
+            name: "CZlibLoader",
+            cSettings: [.treatAllWarnings(as: .error)],
+            linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
+        ),
         // Read-only maps of file regions, with a SIGBUS guard so that a file shrinking underneath
         // reads as zeros the owner is told of, instead of killing the process.
         .target(
@@ -47,6 +53,7 @@ let package = Package(
         // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.
         .target(
             name: "HTTP1",
+            dependencies: ["CZlibLoader"],
             swiftSettings: strictSwift
         ),
         // The canonical request and string to sign of V4 signed URLs, shared by the SDK's signer and the

@@ -75,7 +75,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
         case unreadableFile, fileChanged, downloadSizeExceeded
         case protocolViolation, unwritableFile, objectChanged, tlsFailure, preconditionFailed
-        case dataLoss, uploadSessionExpired
+        case dataLoss, uploadSessionExpired, undecodableContent
     }
 
     let kind: Kind
@@ -206,6 +206,13 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// stored; start the upload over with ``StorageReference/putFile(from:metadata:preconditions:)``
     /// and discard the saved description.
     public static let uploadSessionExpired = Self(kind: .uploadSessionExpired)
+
+    /// An object stored gzip-compressed (`Content-Encoding: gzip`) cannot be decompressed: its
+    /// bytes matched the server's CRC32C (so they are what is stored) but are not gzip, end
+    /// inside a gzip member, or carry something after the last one; or the system's zlib could
+    /// not be loaded. Nothing is delivered as a success: a file download leaves no file. Read
+    /// the stored bytes with ``StorageConfiguration/decompressesDownloads`` set to false.
+    public static let undecodableContent = Self(kind: .undecodableContent)
 
     /// The code's name, such as `objectNotFound`.
     public var description: String { kind.rawValue }

@@ -62,6 +62,10 @@ struct CopyCommand {
         \(ObjectWriteOptions.preconditionUsage)
           With -r only the metadata options apply; a download takes only -n, which then
           keeps an existing local file (checked before the download starts).
+          -z EXTS             gzip-compress uploaded files whose extension is in EXTS (a comma
+                              list, such as js,css,html): stored with Content-Encoding gzip,
+                              as gcloud storage cp -z does; downloads decompress them again
+          -Z                  gzip-compress every uploaded file (gcloud's -Z)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):
@@ -132,6 +136,27 @@ struct CopyCommand {
     let retryTime: Duration?
     /// How many files `-r` copies at once.
     let jobs: Int
+    /// Which uploaded files are gzip-compressed on the way (`-z EXTS`, `-Z`); nil for none.
+    let compressing: Compressing?
+
+    /// Which uploaded files `-z` and `-Z` compress.
+    enum Compressing: Equatable, Sendable {
+        /// `-Z`: every file.
+        case all
+        /// `-z EXTS`: files whose extension (after the last dot, case-insensitive) is listed.
+        case extensions(Set<String>)
+
+        /// Whether `file` is compressed.
+        func applies(to file: URL) -> Bool {
+            switch self {
+            case .all: return true
+            case .extensions(let extensions):
+                let name = file.lastPathComponent
+                guard let dot = name.lastIndex(of: ".") else { return false }
+                return extensions.contains(name[name.index(after: dot)...].lowercased())
+            }
+        }
+    }
     /// The descriptor `cp -` reads; tests give a pipe's.
     var input: Int32 = StandardStream.input
     /// The most entries per listing request; small in tests, to make many pages.
@@ -145,9 +170,9 @@ struct CopyCommand {
         let verb = moving ? "mv" : "cp"
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "rRn"),
-            valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time"])
+            valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time", "-z"])
                 .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued),
-            flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R"])
+            flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R", "-Z"])
                 .union(ObjectWriteOptions.noClobberFlags)
         )
         guard arguments.positional.count == 2 else {
@@ -188,6 +213,24 @@ struct CopyCommand {
             self.jobs = jobs
         } else {
             jobs = 8
+        }
+        if arguments.has("-Z") {
+            guard arguments.value("-z") == nil else { throw UsageError("-z and -Z cannot be combined") }
+            compressing = .all
+        } else if let text = arguments.value("-z") {
+            let extensions = Set(
+                text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                    .map { $0.hasPrefix(".") ? String($0.dropFirst()) : $0 }.filter { !$0.isEmpty })
+            guard !extensions.isEmpty else { throw UsageError("-z: no extension given (such as -z js,css)") }
+            compressing = .extensions(extensions)
+        } else {
+            compressing = nil
+        }
+        if compressing != nil {
+            switch direction {
+            case .upload, .uploadDirectory: break
+            default: throw UsageError("-z and -Z compress files \(verb) uploads; use them with FILE or -r DIR")
+            }
         }
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
@@ -374,11 +417,18 @@ struct CopyCommand {
     /// Starts the upload of one local file: the one place where `cp FILE` and `cp -r` begin a
     /// file's upload, so what every upload of a file needs (such as a record of its session
     /// for resuming) goes here.
+    ///
+    /// A file `compressing` applies to is gzip-compressed as it goes (a stream, so no session
+    /// record: a new command uploads it again).
     static func startUpload(
         of file: URL, to reference: StorageReference, metadata: StorageMetadata?,
-        preconditions: StoragePreconditions = .none, resuming uploads: ResumableUploads
+        preconditions: StoragePreconditions = .none, compressing: Compressing? = nil,
+        resuming uploads: ResumableUploads
     ) async -> StorageUploadTask {
-        await uploads.start(file, to: reference) {
+        if compressing?.applies(to: file) == true {
+            return reference.putFile(from: file, metadata: metadata, preconditions: preconditions, compression: .gzip)
+        }
+        return await uploads.start(file, to: reference) {
             reference.putFile(from: file, metadata: metadata, preconditions: preconditions)
         }
     }
@@ -397,7 +447,8 @@ struct CopyCommand {
             let status = await runTask(
                 {
                     await Self.startUpload(
-                        of: file, to: reference, metadata: metadata, preconditions: preconditions, resuming: uploads)
+                        of: file, to: reference, metadata: metadata, preconditions: preconditions,
+                        compressing: compressing, resuming: uploads)
                 },
                 output: output, skipping: reference,
                 cancelled: "cancelled; nothing was stored (an upload session, if one was open, was deleted)",
@@ -500,7 +551,7 @@ struct CopyCommand {
     /// Reports how a download that wrote its bytes as they came (to standard output) ended
     /// badly: what was written is unverified when the checksum or the object failed at the end.
     static func reportStreamFailure(_ error: StorageError, of reference: StorageReference, written: Int64) {
-        if error.code == .nonMatchingChecksum || error.code == .objectChanged {
+        if [.nonMatchingChecksum, .objectChanged, .undecodableContent].contains(error.code) {
             CloudStorageCLI.report(
                 "\(reference): the \(written) bytes written do not match the stored object (\(error.message));"
                     + " do not trust them")

@@ -17,7 +17,8 @@ package enum ExitCode: Int32 {
     case notFound = 5
     /// Retries ran out, or the server throttled until they did.
     case unavailable = 6
-    /// The stored object did not match what was sent, or changed during a download.
+    /// The stored object did not match what was sent, changed during a download, or (stored
+    /// gzip-compressed) did not decompress.
     case integrity = 7
     /// A condition on the object (`--if-generation-match`, `--if-metageneration-match`, or a
     /// generation the command pinned) did not hold: nothing was written or deleted.
@@ -38,7 +39,7 @@ package enum ExitCode: Int32 {
         case .unauthenticated, .unauthorized: self = .denied
         case .bucketNotFound, .projectNotFound, .objectNotFound: self = .notFound
         case .retryLimitExceeded, .quotaExceeded: self = .unavailable
-        case .nonMatchingChecksum, .objectChanged: self = .integrity
+        case .nonMatchingChecksum, .objectChanged, .undecodableContent: self = .integrity
         case .preconditionFailed: self = .precondition
         case .invalidArgument, .pathError, .bucketMismatch: self = .usage
         case .cancelled: self = .interrupted

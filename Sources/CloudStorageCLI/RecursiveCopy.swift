@@ -75,7 +75,7 @@ struct RecursiveCopy {
                     return ExitCode(error)
                 }
             }
-            let metadata = command.write.metadata
+            let (metadata, compressing) = (command.write.metadata, command.compressing)
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
             let jobs = tree.files.map { file in
@@ -84,7 +84,8 @@ struct RecursiveCopy {
                     name: file.url.path, size: file.size,
                     run: Self.runner {
                         await CopyCommand.startUpload(
-                            of: file.url, to: reference, metadata: metadata, resuming: uploads)
+                            of: file.url, to: reference, metadata: metadata, compressing: compressing,
+                            resuming: uploads)
                     })
             }
             let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }

@@ -88,6 +88,9 @@ package struct HTTPTransportCapabilities: OptionSet, Sendable {
     /// A ``HTTPResponseSink`` may block for as long as its caller likes (waiting for a slow
     /// consumer) without holding up any other request: each request has a thread of its own.
     package static let letsResponseSinksWait = HTTPTransportCapabilities(rawValue: 1 << 2)
+    /// The transport decodes a response's `Content-Encoding` (gzip) itself, leaving the header
+    /// in place: the sink receives decoded bytes (`URLSession` does, and cannot be told not to).
+    package static let decodesContentCoding = HTTPTransportCapabilities(rawValue: 1 << 3)
 
     /// Whether file regions of requests to `url` are read through their ``HTTPBodyFile``:
     /// ``readsEncryptedFileRegions`` for `https`, ``readsPlainFileRegions`` for any other scheme.

@@ -41,6 +41,9 @@ package final class URLSessionTransport: HTTPTransport {
     package let maximumBodyLength: Int64? = nil
     #endif
 
+    /// URLSession decodes gzip bodies itself (on Apple platforms and over libcurl alike).
+    package var capabilities: HTTPTransportCapabilities { [.decodesContentCoding] }
+
     /// The largest response body collected into memory, the native
     /// transport's limit by default: a longer one fails the request instead of
     /// growing the process.

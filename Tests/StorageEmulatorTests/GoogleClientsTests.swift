@@ -72,7 +72,7 @@ struct PythonClientTests {
             }
         }
         #expect(outcome.status == 0, "\(outcome.output)")
-        #expect(outcome.output.hasSuffix("all 15 steps passed\n"), "\(outcome.output)")
+        #expect(outcome.output.hasSuffix("all 16 steps passed\n"), "\(outcome.output)")
     }
 }
 
@@ -89,13 +89,18 @@ struct GCloudTests {
                 var environment = ["HOME": scratch.path]
                 // gcloud finds its Python, and the script its tools, on the path.
                 environment["PATH"] = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+                // Our CLI, when the build made it, downloads what gcloud stored gzip-compressed.
+                let ours = GoogleClients.directory.appendingPathComponent("../../.build/debug/cloud-storage")
+                    .standardizedFileURL.path
                 return try await SpawnedProcess.run(
                     "/bin/bash",
-                    [script, "http://127.0.0.1:\(emulator.port)/", scratch.appendingPathComponent("work").path],
+                    [script, "http://127.0.0.1:\(emulator.port)/", scratch.appendingPathComponent("work").path]
+                        + (FileManager.default.isExecutableFile(atPath: ours) ? [ours] : []),
                     environment: environment)
             }
         }
         #expect(outcome.status == 0, "\(outcome.output)")
-        #expect(outcome.output.hasSuffix("all 8 steps passed\n"), "\(outcome.output)")
+        #expect(outcome.output.hasSuffix("all 9 steps passed\n"), "\(outcome.output)")
+        #expect(outcome.output.contains("also through cloud-storage cp and cat"), "\(outcome.output)")
     }
 }

@@ -49,6 +49,26 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// Default true.
     public var verifiesChecksums = true
 
+    /// Whether a download of an object stored gzip-compressed (`Content-Encoding: gzip`, as
+    /// `gcloud storage cp -Z` stores it) delivers the original bytes, decompressed by the SDK.
+    /// Default true; false delivers the stored, compressed bytes.
+    ///
+    /// Either way the SDK asks for the stored bytes (`Accept-Encoding: gzip`) and checks them
+    /// against the object's CRC32C, so the check covers every byte from the server, and a
+    /// broken connection resumes with a `Range` over them. A server that decompresses anyway
+    /// (or `URLSession`, which decodes gzip itself) is handled: the decompressed bytes cannot be
+    /// checked, and a resumption reads them again from the start, skipping what arrived; with
+    /// this setting false such a download fails with ``StorageErrorCode/protocolViolation``,
+    /// since the stored bytes cannot be had. A ranged download addresses, and delivers, the
+    /// stored bytes whatever this says.
+    ///
+    /// ```swift
+    /// var configuration = StorageConfiguration()
+    /// configuration.decompressesDownloads = false  // archive the .gz bytes as stored
+    /// let raw = Storage(bucket: "my-bucket", configuration: configuration)
+    /// ```
+    public var decompressesDownloads = true
+
     /// Which HTTP implementation carries the requests. Default
     /// ``StorageTransportChoice/automatic``: the SDK's own HTTP/1.1 transport
     /// for `http://` URLs and, on Linux where the system's OpenSSL 3 loads,

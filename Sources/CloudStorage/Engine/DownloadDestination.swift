@@ -17,10 +17,17 @@ protocol DownloadDestination: Sendable {
     /// Whether ``reset()`` can take back what was written, so that a download whose
     /// object changed can start over; a stream cannot recall bytes already handed on.
     var isRewindable: Bool { get }
+    /// Whether the destination wants the object's metadata from each answer's head (``received(_:)``).
+    var wantsMetadata: Bool { get }
+    /// Takes the object's metadata, read from the head of an answer about to deliver bytes
+    /// (every answer's, resumptions' too), on the transport's thread.
+    func received(_ metadata: StorageMetadata)
 }
 
 extension DownloadDestination {
     var isRewindable: Bool { true }
+    var wantsMetadata: Bool { false }
+    func received(_ metadata: StorageMetadata) {}
 }
 
 /// Collects a download in memory.

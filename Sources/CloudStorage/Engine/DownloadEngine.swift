@@ -5,9 +5,12 @@ import Synchronization
 /// sink (on the transport's thread) and, across pauses, the task.
 final class DownloadCheckpoint: Sendable {
     let machine: Mutex<RangedDownloadStateMachine>
+    /// Where an inflated body stands (``RangedDownloadStateMachine/BodyCoding/inflates``).
+    let inflater: DownloadInflater
 
     init(_ setup: RangedDownloadStateMachine.Setup) {
         machine = Mutex(RangedDownloadStateMachine(setup: setup))
+        inflater = DownloadInflater(maxSize: setup.maxSize)
     }
 
     /// Bytes written to the destination, in order from the range's start.
@@ -40,7 +43,10 @@ struct DownloadEngine: Sendable {
                 // caller's `412` must stay a failed precondition, not an object that changed.
                 pinsResumptions: storage.objectProtocol.pinsGenerations && generation == nil
                     && preconditions.ifGenerationMatch == nil,
-                isRewindable: destination.isRewindable, maxSize: maxSize))
+                isRewindable: destination.isRewindable, maxSize: maxSize,
+                decodesGzip: storage.configuration.decompressesDownloads,
+                transportDecodes: storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
+                    .contains(.decodesContentCoding)))
     }
 
     /// Downloads, or continues downloading, every byte of the object.
@@ -48,7 +54,7 @@ struct DownloadEngine: Sendable {
     /// - Parameters:
     ///   - checkpoint: What earlier runs received (from ``makeCheckpoint()``); updated as bytes arrive.
     ///   - progress: Called with the received byte count and the size, when known.
-    /// - Returns: The number of bytes downloaded.
+    /// - Returns: The number of bytes downloaded (decoded, for an inflated gzip object).
     /// - Throws: The ``StorageError`` that ended the download;
     ///   ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     func run(
@@ -69,7 +75,9 @@ struct DownloadEngine: Sendable {
                 event = .done
             case .finish(let received):
                 reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, runner.events)
-                return received
+                guard checkpoint.machine.withLock({ $0.coding?.inflates }) == true else { return received }
+                try checkpoint.inflater.finish()
+                return checkpoint.inflater.written
             case .fail(let error):
                 reportVerdict(on: name, nil, error, runner.events)
                 throw error
@@ -107,6 +115,8 @@ struct DownloadEngine: Sendable {
         progress: @escaping @Sendable (Int64, Int64?) -> Void
     ) -> HTTPResponseSink {
         let destination = destination
+        let (bucket, path) = (storage.bucket, path.string)
+        let inflater = checkpoint.inflater
         let wire = storage.objectProtocol
         let statuses = wire.mediaAnswerStatuses
         return HTTPResponseSink(
@@ -115,12 +125,19 @@ struct DownloadEngine: Sendable {
                 let head = try wire.mediaHead(status: status, headers: headers, answering: read)
                 // File I/O outside the lock, on the transport's thread.
                 switch checkpoint.machine.withLock({ $0.headArrived(head) }) {
-                case .deliver(let received, let expected, let discardingWritten):
-                    if discardingWritten { try destination.reset() }
+                case .deliver(let received, let expected, let discardingWritten, _):
+                    if discardingWritten {
+                        try destination.reset()
+                        inflater.reset()
+                    }
+                    if destination.wantsMetadata {
+                        destination.received(StorageMetadata(mediaHeaders: headers, bucket: bucket, path: path))
+                    }
                     progress(received, expected)
                     return true
                 case .startOver(let error):
                     try destination.reset()
+                    inflater.reset()
                     throw error
                 case .abort(let error):
                     throw error
@@ -137,7 +154,11 @@ struct DownloadEngine: Sendable {
                 case .write(let delivery):
                     let bytes = UnsafeRawBufferPointer(
                         rebasing: raw[delivery.dropped..<(delivery.dropped + delivery.count)])
-                    if !bytes.isEmpty { try destination.write(bytes, at: delivery.offset) }
+                    if delivery.inflates {
+                        try inflater.write(bytes, to: destination)
+                    } else if !bytes.isEmpty {
+                        try destination.write(bytes, at: delivery.offset)
+                    }
                     var crc = delivery.crc
                     crc.update(bytes)
                     checkpoint.machine.withLock { $0.bodyWritten(delivery, crc: crc) }

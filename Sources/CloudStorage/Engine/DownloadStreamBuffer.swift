@@ -47,14 +47,22 @@ final class DownloadStreamBuffer: DownloadDestination {
         var delivered = false
         /// The task running the download, cancelled with the stream.
         var task: Task<Void, Never>?
+        /// The object's metadata from the first answer's head, once it arrived (``metadata()``).
+        var metadata: StorageMetadata?
+        /// Someone waiting in ``metadata()`` for the first answer's head.
+        var metadataWaiter: CheckedContinuation<Result<StorageMetadata, StorageError>, Never>?
     }
 
     let state = Mutex(State())
 
-    init(chunkSize: Int = 256 * 1024, limit: Int64 = 1024 * 1024, waits: Bool = true) {
+    /// Whether ``metadata()`` is used: the engine then hands over each answer's metadata.
+    let tracksMetadata: Bool
+
+    init(chunkSize: Int = 256 * 1024, limit: Int64 = 1024 * 1024, waits: Bool = true, tracksMetadata: Bool = false) {
         self.chunkSize = max(1, chunkSize)
         self.limit = max(1, limit)
         self.waits = waits
+        self.tracksMetadata = tracksMetadata
     }
 
     // MARK: Producer (the transport's thread)
@@ -77,6 +85,20 @@ final class DownloadStreamBuffer: DownloadDestination {
     }
 
     func discard() async {}
+
+    /// Only a download that carries its metadata (``StorageReference/download(preconditions:)``) waits for it.
+    var wantsMetadata: Bool { tracksMetadata }
+
+    func received(_ metadata: StorageMetadata) {
+        let waiter = state.withLock { state -> CheckedContinuation<Result<StorageMetadata, StorageError>, Never>? in
+            // The first answer's: a resumption serves the same generation, or the stream ends.
+            guard state.metadata == nil else { return nil }
+            state.metadata = metadata
+            defer { state.metadataWaiter = nil }
+            return state.metadataWaiter
+        }
+        waiter?.resume(returning: .success(metadata))
+    }
 
     private enum PushAction {
         case handOver(CheckedContinuation<Result<Data?, StorageError>, Never>, Data)
@@ -135,16 +157,59 @@ final class DownloadStreamBuffer: DownloadDestination {
 
     /// Records how the download ended; the consumer sees it after every buffered chunk.
     func finish(_ result: Result<Void, StorageError>) {
-        let consumer = state.withLock { state -> CheckedContinuation<Result<Data?, StorageError>, Never>? in
-            guard state.end == nil, !state.cancelled else { return nil }
+        let (consumer, waiter) = state.withLock {
+            state -> (
+                CheckedContinuation<Result<Data?, StorageError>, Never>?,
+                CheckedContinuation<Result<StorageMetadata, StorageError>, Never>?
+            ) in
+            guard state.end == nil, !state.cancelled else { return (nil, nil) }
             state.end = result
             state.task = nil
-            guard let consumer = state.consumer else { return nil }
+            let waiter = state.metadataWaiter
+            state.metadataWaiter = nil
+            guard let consumer = state.consumer else { return (nil, waiter) }
             state.consumer = nil
             state.delivered = true
-            return consumer
+            return (consumer, waiter)
         }
         consumer?.resume(returning: result.map { nil })
+        // A download that ended before any head (an error answer) has no metadata to give.
+        waiter?.resume(
+            returning: .failure(
+                Self.failure(of: result)))
+    }
+
+    /// Why a download that ended has no metadata to give: its error, or (it succeeded without
+    /// any answer's head, which cannot happen) an internal error.
+    private static func failure(of end: Result<Void, StorageError>) -> StorageError {
+        if case .failure(let error) = end { return error }
+        return .internalError("The download ended without an answer that carried the object.")
+    }
+
+    /// The object's metadata from the first answer's head, waiting for it; or the error that
+    /// ended the download before one came.
+    ///
+    /// - Throws: The download's ``StorageError``; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    func metadata() async throws(StorageError) -> StorageMetadata {
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation {
+                (continuation: CheckedContinuation<Result<StorageMetadata, StorageError>, Never>) in
+                let immediate = state.withLock { state -> Result<StorageMetadata, StorageError>? in
+                    if let metadata = state.metadata { return .success(metadata) }
+                    if state.cancelled { return .failure(.cancelled()) }
+                    if let end = state.end {
+                        return .failure(
+                            Self.failure(of: end))
+                    }
+                    state.metadataWaiter = continuation
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            cancel()
+        }
+        return try result.get()
     }
 
     // MARK: Consumer
@@ -197,11 +262,16 @@ final class DownloadStreamBuffer: DownloadDestination {
     /// and the sink (which then aborts the request), drops the buffered chunks
     /// and cancels the download's task. Idempotent; a no-op once the download ended.
     func cancel() {
-        let (consumer, producer, task) = state.withLock {
-            state -> (CheckedContinuation<Result<Data?, StorageError>, Never>?, DispatchSemaphore?, Task<Void, Never>?)
+        let (consumer, producer, task, waiter) = state.withLock {
+            state -> (
+                CheckedContinuation<Result<Data?, StorageError>, Never>?, DispatchSemaphore?, Task<Void, Never>?,
+                CheckedContinuation<Result<StorageMetadata, StorageError>, Never>?
+            )
             in
-            guard !state.cancelled, state.end == nil || !state.delivered else { return (nil, nil, nil) }
+            guard !state.cancelled, state.end == nil || !state.delivered else { return (nil, nil, nil, nil) }
             state.cancelled = true
+            let waiter = state.metadataWaiter
+            state.metadataWaiter = nil
             // A waiting consumer is told now; later calls end the loop quietly.
             if state.consumer != nil { state.delivered = true }
             state.chunks = []
@@ -212,9 +282,10 @@ final class DownloadStreamBuffer: DownloadDestination {
                 state.producer = nil
                 state.task = nil
             }
-            return (state.consumer, state.producer, state.task)
+            return (state.consumer, state.producer, state.task, waiter)
         }
         consumer?.resume(returning: .failure(.cancelled()))
+        waiter?.resume(returning: .failure(.cancelled()))
         producer?.signal()
         task?.cancel()
     }

@@ -22,8 +22,12 @@
 ///
 /// A range is a ``Setup`` value, so a download cut into slices is one machine per slice, each
 /// resuming on its own. The verdict carries how the object is stored
-/// (``MediaHead/storedEncoding``) beside how the body is encoded, so an answer that transcodes
-/// the stored bytes can be told from one that serves them as they are.
+/// (``MediaHead/storedEncoding``) beside how the body is encoded, and the machine decides the
+/// answer's ``BodyCoding`` from both: stored bytes as they are, stored gzip bytes the engine
+/// inflates (the default for a gzip object: the CRC32C checks the bytes that crossed the wire
+/// and a `Range` continues them), or bytes someone else decoded (Cloud Storage's decompressive
+/// transcoding, or a transport that decodes), which no checksum or size describes and which a
+/// resumption asks for whole, skipping what it already has.
 ///
 /// The retry time is not the machine's: it says when to back off and whether the bytes
 /// received reached a new high (which restarts the retry deadline), and
@@ -43,6 +47,31 @@ struct RangedDownloadStateMachine: Sendable {
         var isRewindable = true
         /// The most bytes the download may hold.
         var maxSize: Int64?
+        /// Whether a gzip-stored object is delivered decoded (its original bytes) rather than as
+        /// stored. A range always addresses, and delivers, the stored bytes.
+        var decodesGzip = true
+        /// Whether the transport decodes gzip bodies itself (``HTTPClient/HTTPTransportCapabilities/decodesContentCoding``).
+        var transportDecodes = false
+    }
+
+    /// What an answer's body is, next to the stored object's bytes.
+    enum BodyCoding: Sendable, Equatable {
+        /// The stored bytes, delivered as they are.
+        case stored
+        /// The stored bytes, gzip, which the engine inflates before delivering them.
+        case inflated
+        /// Decoded before it arrived (the server's decompressive transcoding, or the
+        /// transport): neither the stored size nor the CRC32C describes it, and a `Range`
+        /// would address other bytes than those delivered.
+        case transcoded
+        /// gzip made on the way out of bytes stored uncompressed, which the engine inflates:
+        /// unverifiable, and not resumable (another answer may compress differently).
+        case compressedInTransit
+
+        /// Whether the stored size and CRC32C describe the body.
+        var isStoredBytes: Bool { self == .stored || self == .inflated }
+        /// Whether the engine inflates the body before delivering it.
+        var inflates: Bool { self == .inflated || self == .compressedInTransit }
     }
 
     /// What the engine does next. Each is answered by the ``Event`` its description names.
@@ -77,9 +106,10 @@ struct RangedDownloadStateMachine: Sendable {
 
     /// What to do with an answer whose head arrived.
     enum HeadAction: Sendable {
-        /// Stream its body: first reset the destination when `discardingWritten` (the bytes
-        /// of a replaced generation), then report `received` of `expected` as progress.
-        case deliver(received: Int64, expected: Int64?, discardingWritten: Bool)
+        /// Stream its body, coded as `coding` says: first reset the destination (and the
+        /// engine's inflater) when `discardingWritten` (the bytes of a replaced generation),
+        /// then report `received` of `expected` as progress.
+        case deliver(received: Int64, expected: Int64?, discardingWritten: Bool, coding: BodyCoding)
         /// The object changed: reset the destination, then abort the answer with this error
         /// (the run's next request starts over).
         case startOver(StorageError)
@@ -109,6 +139,9 @@ struct RangedDownloadStateMachine: Sendable {
         /// Whether these bytes complete the range, so the rest of the answer is not wanted:
         /// the sink tells the transport it has enough, and the answer ends there.
         var completesRange: Bool
+        /// Whether the engine inflates these stored gzip bytes before writing them (at the
+        /// inflater's own offset, not `offset`).
+        var inflates = false
 
         /// The offset after the last byte written.
         var end: Int64 { offset + Int64(count) }
@@ -129,8 +162,8 @@ struct RangedDownloadStateMachine: Sendable {
     private var generation: Int64?
     /// The CRC32C the server reported for the stored object.
     private var serverCRC32C: UInt32?
-    /// Whether the bytes arrive transformed (decompressed), so their checksum cannot match.
-    private var transformed = false
+    /// What the answers' bodies are, once one arrived: every later answer must be the same.
+    private(set) var coding: BodyCoding?
     /// Whether the bytes written came from a generation that was replaced: the next answer's
     /// head resets the destination (on the transport's thread, not the cooperative pool).
     private var discardPending = false
@@ -195,9 +228,25 @@ struct RangedDownloadStateMachine: Sendable {
         // Both terms are bounded by sizes an answer stated.
         let (offset, overflow) = start.addingReportingOverflow(received)
         guard !overflow else { return fail(.protocolViolation("The download's offset overflows.")) }
+        if received > 0, coding == .compressedInTransit {
+            // Compressed on the way out: another answer need not compress alike, so no byte of
+            // this one can be continued. Start over where the destination can take them back.
+            guard setup.isRewindable else {
+                return fail(
+                    .protocolViolation(
+                        "The server compressed the download on the way out and the connection broke; a stream cannot start over."
+                    ))
+            }
+            forgetReceived()
+            discardPending = true
+            return request()
+        }
         let pinned = received > 0 && setup.pinsResumptions ? generation.flatMap { $0 > 0 ? $0 : nil } : nil
-        let read = MediaRead(
+        var read = MediaRead(
             generation: setup.generation, offset: offset, last: setup.range?.end, expectedGeneration: pinned)
+        // Decoded bytes cannot be continued with a Range over the stored ones (Cloud Storage
+        // ignores it while transcoding anyway): ask for the whole body and skip what arrived.
+        read.wholeObject = received > 0 && coding == .transcoded
         phase = .awaitingAnswer(read, Answer())
         return .request(read)
     }
@@ -233,15 +282,23 @@ struct RangedDownloadStateMachine: Sendable {
         guard case .awaitingAnswer(let read, var answer) = phase else {
             return .abort(.internalError("The download's state machine received an answer it did not ask for."))
         }
+        let bodyCoding = coding(of: head)
+        if !setup.decodesGzip, setup.range == nil, bodyCoding == .transcoded {
+            // Asked for the stored bytes, and given decoded ones: they cannot be delivered.
+            return .abort(
+                .protocolViolation(
+                    "The server (or the transport) decompressed the gzip-stored object, whose stored bytes were asked for."
+                ))
+        }
         let discard = discardPending
         discardPending = false
-        let size = head.isTransformed ? nil : head.objectSize
+        let size = bodyCoding.isStoredBytes ? head.objectSize : nil
         if let size, let range = setup.range, range.start >= size {
             // A server that ignored the Range of a read starting past the end (GCS answers 416).
             return .abort(
                 .invalidArgument("The range starts at byte \(range.start), past the end of the \(size)-byte object."))
         }
-        if received > 0, changed(head, size: size) {
+        if received > 0, changed(head, size: size) || bodyCoding != coding {
             // Bytes from an earlier answer are kept only if this one serves the same object.
             guard setup.isRewindable else { return .abort(Self.changed) }
             forgetReceived()
@@ -254,13 +311,28 @@ struct RangedDownloadStateMachine: Sendable {
         answer.skip = head.content == .whole ? read.offset : 0
         phase = .awaitingAnswer(read, answer)
         objectSize = size
-        transformed = head.isTransformed
+        coding = bodyCoding
         if let crc32c = head.crc32c { serverCRC32C = crc32c }
         let expected = expectedLength
-        if let maxSize = setup.maxSize, let expected, expected > maxSize {
+        // The engine holds an inflated download to maxSize: the stored size says nothing of it.
+        if !bodyCoding.inflates, let maxSize = setup.maxSize, let expected, expected > maxSize {
             return .abort(Self.sizeExceeded(total: expected, maxSize: maxSize))
         }
-        return .deliver(received: received, expected: expected, discardingWritten: discard)
+        return .deliver(received: received, expected: expected, discardingWritten: discard, coding: bodyCoding)
+    }
+
+    /// What the body of the answer whose head is `head` is.
+    private func coding(of head: MediaHead) -> BodyCoding {
+        let gzipOnWire = head.contentEncoding == "gzip"
+        if gzipOnWire && setup.transportDecodes { return .transcoded }
+        switch (head.storedEncoding == "gzip", gzipOnWire) {
+        case (true, true): return setup.decodesGzip && setup.range == nil ? .inflated : .stored
+        case (true, false): return .transcoded
+        case (false, true): return head.storedEncoding == nil ? .compressedInTransit : .transcoded
+        case (false, false):
+            // Another coding served as stored (say br), or none: the bytes as they are.
+            return head.contentEncoding == head.storedEncoding ? .stored : .transcoded
+        }
     }
 
     /// Whether an answer serves another object than the earlier ones: another generation, size or checksum.
@@ -291,13 +363,13 @@ struct RangedDownloadStateMachine: Sendable {
             completes = true
         }
         let end = received + Int64(kept)
-        if let maxSize = setup.maxSize, end > maxSize {
+        if coding?.inflates != true, let maxSize = setup.maxSize, end > maxSize {
             return .abort(Self.sizeExceeded(total: expected ?? end, maxSize: maxSize))
         }
         return .write(
             Delivery(
                 dropped: dropped, count: kept, offset: received, crc: crc, expected: expected,
-                completesRange: completes))
+                completesRange: completes, inflates: coding?.inflates ?? false))
     }
 
     /// Records that `delivery` was written, and the CRC32C of every byte up to its end.
@@ -317,7 +389,7 @@ struct RangedDownloadStateMachine: Sendable {
                 StorageError(.nonMatchingChecksum, "The server sent \(received) of the \(expected) bytes expected."))
         }
         let whole = (setup.range?.start ?? 0) == 0 && objectSize == received
-        if whole, !transformed, let expected = serverCRC32C, expected != crc.value {
+        if whole, coding?.isStoredBytes ?? true, let expected = serverCRC32C, expected != crc.value {
             return fail(
                 StorageError(
                     .nonMatchingChecksum,
@@ -341,7 +413,7 @@ struct RangedDownloadStateMachine: Sendable {
         objectSize = nil
         generation = nil
         serverCRC32C = nil
-        transformed = false
+        coding = nil
     }
 
     private mutating func fail(_ error: StorageError) -> Action {
@@ -353,7 +425,7 @@ struct RangedDownloadStateMachine: Sendable {
         .objectChanged,
         "The object changed on the server during the download (another generation, size or CRC32C).")
 
-    private static func sizeExceeded(total: Int64, maxSize: Int64) -> StorageError {
+    static func sizeExceeded(total: Int64, maxSize: Int64) -> StorageError {
         StorageError(
             .downloadSizeExceeded,
             "The object (at least \(total) bytes) is larger than the \(maxSize) bytes the download allows.")
@@ -399,7 +471,8 @@ extension RangedDownloadStateMachine.HeadAction: Equatable {
     /// Equal cases with equal values; errors are equal when their code, message and HTTP status are.
     static func == (lhs: Self, rhs: Self) -> Bool {
         switch (lhs, rhs) {
-        case (.deliver(let a, let c, let e), .deliver(let b, let d, let f)): a == b && c == d && e == f
+        case (.deliver(let a, let c, let e, let g), .deliver(let b, let d, let f, let h)):
+            a == b && c == d && e == f && g == h
         case (.startOver(let a), .startOver(let b)), (.abort(let a), .abort(let b)): a.isSame(as: b)
         default: false
         }

@@ -66,6 +66,9 @@ extension FirebaseV0Protocol: ObjectWireProtocol {
         var request = HTTPRequest(
             method: "GET", url: mediaURL(bucket: bucket, name: name, token: nil), isIdempotent: true)
         if let range = read.rangeHeader { request.headers.add("Range", range) }
+        // The stored bytes, never Cloud Storage's decompressive transcoding: their CRC32C can be
+        // checked and a Range continues them; the download decodes gzip itself.
+        request.headers.add("Accept-Encoding", "gzip")
         return request
     }
 

@@ -91,6 +91,9 @@ extension GCSJSONProtocol: ObjectWireProtocol {
         var request = HTTPRequest(method: "GET", url: url, isIdempotent: true)
         addEncryption(options.encryptionKey, to: &request)
         if let range = read.rangeHeader { request.headers.add("Range", range) }
+        // The stored bytes, never Cloud Storage's decompressive transcoding: their CRC32C can be
+        // checked and a Range continues them; the download decodes gzip itself.
+        request.headers.add("Accept-Encoding", "gzip")
         return request
     }
 

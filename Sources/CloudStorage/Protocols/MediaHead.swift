@@ -28,14 +28,12 @@ struct MediaHead: Sendable, Equatable {
     /// How the body is encoded on the wire (`Content-Encoding`, lowercased); nil when its
     /// bytes are sent as they are.
     var contentEncoding: String?
-    /// How the object is stored (`Content-Encoding` of the object, lowercased); nil for
+    /// How the object is stored (`x-goog-stored-content-encoding`, lowercased); nil for
     /// bytes stored as they are. A server that decompresses a gzip object on the way out
-    /// says `gzip` here, and its size and hashes then describe the stored bytes.
+    /// says `gzip` here, and its size and hashes then describe the stored bytes. A server that
+    /// does not send the header is taken to serve the bytes as stored: this is then
+    /// ``contentEncoding``.
     var storedEncoding: String?
-
-    /// Whether the body is not the stored bytes as they are (a `Content-Encoding`), so that
-    /// neither the object's size nor its checksum describes what arrives.
-    var isTransformed: Bool { contentEncoding != nil }
 }
 
 extension MediaHead {
@@ -74,7 +72,9 @@ extension MediaHead {
         self.objectSize = objectSize
         self.generation = generation
         contentEncoding = Self.encoding(headers["Content-Encoding"])
-        storedEncoding = Self.encoding(headers["x-goog-stored-content-encoding"])
+        storedEncoding =
+            headers["x-goog-stored-content-encoding"] == nil
+            ? contentEncoding : Self.encoding(headers["x-goog-stored-content-encoding"])
         (crc32c, md5) = Self.hashes(headers)
     }
 

@@ -13,9 +13,14 @@ struct MediaRead: Sendable, Equatable {
     /// serve or refuse with `412` (so a resumption never mixes the bytes of two generations);
     /// only given to a protocol that ``ObjectWireProtocol/pinsGenerations``.
     var expectedGeneration: Int64?
+    /// Whether to ask for the whole object, without a `Range`, although `offset` is past its
+    /// start: the body arrives decoded (decompressive transcoding), which a `Range` over the
+    /// stored bytes cannot continue; the download skips the `offset` bytes it already has.
+    var wholeObject = false
 
     /// The `Range` header value that asks for these bytes, or nil for the whole object.
     var rangeHeader: String? {
+        if wholeObject { return nil }
         if let last { return "bytes=\(offset)-\(last)" }
         return offset > 0 ? "bytes=\(offset)-" : nil
     }

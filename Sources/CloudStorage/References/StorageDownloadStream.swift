@@ -1,4 +1,5 @@
 public import Foundation
+import Synchronization
 
 /// An object's bytes as an asynchronous sequence of chunks, read from the
 /// network no faster than they are consumed.
@@ -51,9 +52,25 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
     let range: Result<ByteRange?, StorageError>
     /// The caller's conditions on the object.
     let preconditions: StoragePreconditions
+    /// A download already under way (``StorageReference/download(preconditions:)``), which the
+    /// first iteration takes over; later iterations start their own.
+    var started: StartedDownload? = nil
+
+    /// A download started before its stream was iterated; cancelled if no iteration takes it.
+    final class StartedDownload: Sendable {
+        private let buffer: Mutex<DownloadStreamBuffer?>
+
+        init(_ buffer: DownloadStreamBuffer) { self.buffer = Mutex(buffer) }
+
+        /// The download, to the first caller only.
+        func take() -> DownloadStreamBuffer? { buffer.withLock { $0.take() } }
+
+        deinit { buffer.withLock { $0 }?.cancel() }
+    }
 
     /// Starts a download and returns its iterator.
     public func makeAsyncIterator() -> Iterator {
+        if let buffer = started?.take() { return Iterator(buffer) }
         let storage = reference.storage
         let waits = storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
             .contains(.letsResponseSinksWait)
@@ -66,7 +83,7 @@ public struct StorageDownloadStream: AsyncSequence, Sendable {
     /// Runs the download into a new buffer, on a task of its own.
     static func start(
         reference: StorageReference, range: Result<ByteRange?, StorageError>,
-        preconditions: StoragePreconditions = .none, buffer: DownloadStreamBuffer = .init()
+        preconditions: StoragePreconditions = .none, buffer: DownloadStreamBuffer
     ) -> DownloadStreamBuffer {
         switch range {
         case .failure(let error):

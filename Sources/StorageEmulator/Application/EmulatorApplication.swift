@@ -308,8 +308,17 @@ package final class EmulatorApplication: ServerApplication {
                 defer { stream.reader.close() }
                 var pendingTrigger = responseFault?.triggerOffset
                 try responder.respondStreaming(
-                    status: reply.status, headers: reply.headers, contentLength: stream.length
-                ) { write in
+                    status: reply.status, headers: reply.headers, contentLength: stream.inflates ? nil : stream.length
+                ) { rawWrite in
+                    // Transcoding: the stored bytes are read (and faults counted) as for any
+                    // answer, and what goes on the wire is their decompressed form.
+                    var decoder = stream.inflates ? try GzipDecoder() : nil
+                    func write(_ bytes: UnsafeRawBufferPointer) throws {
+                        guard decoder != nil else { return try rawWrite(bytes) }
+                        try decoder!.decode(bytes, failure: { $0 as any Error }) { (piece) throws(any Error) in
+                            try rawWrite(piece)
+                        }
+                    }
                     var buffer = [UInt8](repeating: 0, count: 256 * 1024)
                     var offset = stream.offset
                     let end = stream.offset + stream.length
@@ -341,6 +350,8 @@ package final class EmulatorApplication: ServerApplication {
                         offset += Int64(count)
                         try fireIfDue()
                     }
+                    // Stored bytes that are not whole gzip end the answer with a broken connection.
+                    try decoder?.finish()
                 }
             } else {
                 try responder.respond(status: reply.status, headers: reply.headers, body: reply.body)
@@ -513,10 +524,22 @@ package final class EmulatorApplication: ServerApplication {
     }
 
     /// Answers an object's bytes, whole or a range.
+    ///
+    /// An object stored with `Content-Encoding: gzip` is served as Cloud Storage serves it: to a
+    /// request without `Accept-Encoding: gzip`, decompressed (*decompressive transcoding*): no
+    /// `Content-Encoding` or `Content-Length`, the `Range` ignored, and `x-goog-hash` and
+    /// `x-goog-stored-content-*` still describing the stored bytes. `Cache-Control: no-transform`
+    /// on the object, or `Accept-Encoding: gzip` on the request, gets the stored bytes with
+    /// `Content-Encoding: gzip`.
     func mediaReply(_ request: any ServerRequest, _ record: ObjectRecord) throws -> Reply {
         // Every route to an object's bytes comes here: none serves a CSEK object without its key.
         try CustomerKey.check(given: try CustomerKey.sha256(request), stored: record.attributes.customerKeySHA256)
-        let range = try byteRange(request.headers["Range"], size: record.size)
+        let storedEncoding = record.attributes.contentEncoding?.trimmingCharacters(in: .whitespaces).lowercased()
+        let noTransform =
+            record.attributes.cacheControl?.lowercased().split(separator: ",")
+            .contains { $0.trimmingCharacters(in: .whitespaces) == "no-transform" } ?? false
+        let transcodes = storedEncoding == "gzip" && !noTransform && !Self.acceptsGzip(request.headers)
+        let range = transcodes ? nil : try byteRange(request.headers["Range"], size: record.size)
         var reply = Reply(status: range == nil ? 200 : 206)
         reply.headers.set("Content-Type", record.attributes.contentType ?? "application/octet-stream")
         reply.headers.set("Accept-Ranges", "bytes")
@@ -524,6 +547,10 @@ package final class EmulatorApplication: ServerApplication {
         reply.headers.set("x-goog-generation", String(record.generation))
         reply.headers.set("x-goog-metageneration", String(record.metageneration))
         reply.headers.set("x-goog-stored-content-length", String(record.size))
+        reply.headers.set("x-goog-stored-content-encoding", record.attributes.contentEncoding ?? "identity")
+        if !transcodes, let encoding = record.attributes.contentEncoding, encoding.lowercased() != "identity" {
+            reply.headers.set("Content-Encoding", encoding)
+        }
         reply.headers.set(
             "x-goog-hash",
             "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))"
@@ -531,6 +558,13 @@ package final class EmulatorApplication: ServerApplication {
         if let value = record.attributes.cacheControl { reply.headers.set("Cache-Control", value) }
         if let value = record.attributes.contentDisposition { reply.headers.set("Content-Disposition", value) }
         if let value = record.attributes.contentLanguage { reply.headers.set("Content-Language", value) }
+        // Custom metadata, as Cloud Storage sends it with the bytes; what cannot be a header
+        // field (non-ASCII, control characters) is left to the JSON resource.
+        let printable = { (text: String) in text.utf8.allSatisfy { (0x20...0x7E).contains($0) } }
+        for (key, value) in record.attributes.metadata.sorted(by: { $0.key < $1.key })
+        where printable(key) && printable(value) && !key.contains(":") && !key.contains(" ") {
+            reply.headers.add("x-goog-meta-\(key)", value)
+        }
         let offset = range?.lowerBound ?? 0
         let length = range.map { $0.upperBound - $0.lowerBound + 1 } ?? record.size
         if let range {
@@ -543,8 +577,19 @@ package final class EmulatorApplication: ServerApplication {
         } catch {
             throw httpError(error)
         }
-        reply.stream = StreamedBody(reader: reader, offset: offset, length: length)
+        reply.stream = StreamedBody(reader: reader, offset: offset, length: length, inflates: transcodes)
         return reply
+    }
+
+    /// Whether a request's `Accept-Encoding` takes gzip (`gzip` or `x-gzip`, unless `q=0`).
+    static func acceptsGzip(_ headers: HTTPHeaders) -> Bool {
+        headers.tokens("Accept-Encoding").contains { token in
+            let parts = token.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let coding = parts.first, coding == "gzip" || coding == "x-gzip" else { return false }
+            return !parts.dropFirst().contains { parameter in
+                parameter.hasPrefix("q=") && Double(parameter.dropFirst(2)) == 0
+            }
+        }
     }
 
     /// A page of a listing: objects and (with a delimiter) common prefixes.

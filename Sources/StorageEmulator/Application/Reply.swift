@@ -27,6 +27,9 @@ struct StreamedBody {
     let reader: any ObjectReader
     let offset: Int64
     let length: Int64
+    /// Whether the stored bytes (gzip) are sent decompressed, in a body of unknown length
+    /// (decompressive transcoding).
+    var inflates = false
 }
 
 /// JSON for the emulator's answers and requests.

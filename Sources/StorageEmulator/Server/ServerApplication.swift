@@ -46,10 +46,13 @@ package protocol ServerResponder: AnyObject {
 
     /// Sends a response head with `Content-Length: contentLength`, then lets
     /// `writeBody` push exactly that many bytes through the function it gets.
+    ///
+    /// With a nil `contentLength` the length is not known beforehand: the body is sent in the
+    /// chunked transfer coding (to an HTTP/1.0 peer, delimited by closing the connection).
     func respondStreaming(
         status: Int,
         headers: HTTPHeaders,
-        contentLength: Int64,
+        contentLength: Int64?,
         writeBody: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws
 

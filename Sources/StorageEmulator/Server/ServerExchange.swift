@@ -203,12 +203,17 @@ final class ServerExchange: ServerRequest, ServerResponder {
     func respondStreaming(
         status: Int,
         headers: HTTPHeaders,
-        contentLength: Int64,
+        contentLength: Int64?,
         writeBody: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws {
         try checkCanRespond()
-        guard (200...999).contains(status), contentLength >= 0, !(status == 204 && contentLength > 0) else {
+        guard (200...999).contains(status), (contentLength ?? 0) >= 0, !(status == 204 && contentLength != 0)
+        else {
             throw ServerIOError.invalidResponse
+        }
+        guard let contentLength else {
+            try respondUnframed(status: status, headers: headers, writeBody: writeBody)
+            return
         }
         let wire = try responseHead(status: status, headers: headers, contentLength: contentLength)
         var written: Int64 = 0
@@ -230,6 +235,42 @@ final class ServerExchange: ServerRequest, ServerResponder {
             }
         } catch {
             // The peer cannot tell where this response ends: the connection must go.
+            response = .failed
+            throw error
+        }
+    }
+
+    /// ``respondStreaming(status:headers:contentLength:writeBody:)`` of a body whose length is
+    /// not known: chunked to an HTTP/1.1 peer, delimited by the connection's close to HTTP/1.0.
+    private func respondUnframed(
+        status: Int, headers: HTTPHeaders,
+        writeBody: (_ write: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws {
+        let chunked = head.version.minor >= 1
+        var fields = headers
+        if chunked {
+            fields.set("Transfer-Encoding", "chunked")
+        } else {
+            fields.set("Connection", "close")
+        }
+        let wire = try responseHead(status: status, headers: fields, contentLength: nil)
+        do {
+            try connection.send(wire)
+            guard head.method != "HEAD" else { return }
+            try writeBody { bytes in
+                guard case .sent = response, active else { throw ServerIOError.connectionEnded }
+                guard !bytes.isEmpty else { return }
+                if chunked {
+                    var chunk: [UInt8] = []
+                    ChunkedBodyEncoder.appendChunk(bytes, to: &chunk)
+                    try connection.send(chunk)
+                } else {
+                    try connection.send(bytes)
+                }
+            }
+            // Without chunks, the close that `Connection: close` brings ends the body.
+            if chunked { try connection.send(ChunkedBodyEncoder.lastChunk) }
+        } catch {
             response = .failed
             throw error
         }
@@ -264,11 +305,15 @@ final class ServerExchange: ServerRequest, ServerResponder {
     }
 
     /// Serializes the head with the server's framing fields and records the response as sent.
-    private func responseHead(status: Int, headers: HTTPHeaders, contentLength: Int64) throws(ServerIOError) -> [UInt8]
+    ///
+    /// A nil `contentLength` keeps the `Transfer-Encoding` the caller set (the body frames itself).
+    private func responseHead(status: Int, headers: HTTPHeaders, contentLength: Int64?) throws(ServerIOError) -> [UInt8]
     {
         var fields = headers
         let applicationCloses = fields.tokens("Connection").contains("close")
+        let transferEncoding = contentLength == nil ? fields["Transfer-Encoding"] : nil
         for name in ["Content-Length", "Transfer-Encoding", "Connection"] { fields.remove(name) }
+        if let transferEncoding { fields.add("Transfer-Encoding", transferEncoding) }
         // Unread request bytes cannot be skipped safely, so a response before the whole body closes.
         let closeAfter = applicationCloses || !head.wantsKeepAlive || !bodyComplete || bodyBroken
         if closeAfter {
@@ -276,7 +321,7 @@ final class ServerExchange: ServerRequest, ServerResponder {
         } else if head.version.minor == 0 {
             fields.add("Connection", "keep-alive")
         }
-        if status != 204 && !(status == 304 && contentLength == 0) {
+        if let contentLength, status != 204 && !(status == 304 && contentLength == 0) {
             fields.add("Content-Length", String(contentLength))
         }
         var wire: [UInt8] = []

@@ -1095,7 +1095,7 @@ extension DocumentationSnippets {
 
 extension DocumentationSnippets {
     static func optionsAndObservabilityIdentification() throws {
-        // snippet: README.md#17, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#6
+        // snippet: README.md#19, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#9
         var configuration = StorageConfiguration()
         try configuration.identification.setApplicationSuffix("photo-sync/2.4.1")
         let storage = Storage(bucket: "my-bucket", configuration: configuration)
@@ -1105,7 +1105,7 @@ extension DocumentationSnippets {
     }
 
     static func optionsAndObservabilityEvents() throws {
-        // snippet: README.md#18, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#7
+        // snippet: README.md#20, DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#10
         struct StandardErrorHandler: StorageEventHandler {
             func handle(_ event: StorageEvent) {
                 // On the SDK's event thread: blocking here holds up no request.

@@ -35,7 +35,7 @@ struct RangedDownloadStateMachineTests {
     }
 
     enum Expected: Sendable {
-        case write(dropped: Int, count: Int, at: Int64, completes: Bool = false)
+        case write(dropped: Int, count: Int, at: Int64, completes: Bool = false, inflates: Bool = false)
         case skip
         case abort(StorageError)
     }
@@ -56,22 +56,27 @@ struct RangedDownloadStateMachineTests {
 
     /// The head of a `200` with the whole 10-byte object.
     static func whole(
-        size: Int64? = 10, generation: Int64? = 7, crc32c: UInt32? = objectCRC, encoding: String? = nil
+        size: Int64? = 10, generation: Int64? = 7, crc32c: UInt32? = objectCRC, encoding: String? = nil,
+        stored: String? = nil
     ) -> MediaHead {
         MediaHead(
             content: .whole, objectSize: size, generation: generation, crc32c: crc32c, md5: nil,
-            contentEncoding: encoding, storedEncoding: nil)
+            contentEncoding: encoding, storedEncoding: stored ?? encoding)
     }
 
     /// The head of a `206` with bytes `first...last` of the 10-byte object.
-    static func part(_ first: Int64, _ last: Int64, generation: Int64? = 7, crc32c: UInt32? = objectCRC) -> MediaHead {
+    static func part(
+        _ first: Int64, _ last: Int64, generation: Int64? = 7, crc32c: UInt32? = objectCRC, encoding: String? = nil
+    ) -> MediaHead {
         MediaHead(
             content: .part(first: first, last: last), objectSize: 10, generation: generation, crc32c: crc32c,
-            md5: nil, contentEncoding: nil, storedEncoding: nil)
+            md5: nil, contentEncoding: encoding, storedEncoding: encoding)
     }
 
-    static func deliver(_ received: Int64, _ expected: Int64?, discarding: Bool = false) -> Machine.HeadAction {
-        .deliver(received: received, expected: expected, discardingWritten: discarding)
+    static func deliver(
+        _ received: Int64, _ expected: Int64?, discarding: Bool = false, coding: Machine.BodyCoding = .stored
+    ) -> Machine.HeadAction {
+        .deliver(received: received, expected: expected, discardingWritten: discarding, coding: coding)
     }
 
     static func fail(_ code: StorageErrorCode, _ message: String, status: Int? = nil) -> Action {
@@ -248,11 +253,11 @@ struct RangedDownloadStateMachineTests {
                             "The object (at least 10 bytes) is larger than the 5 bytes the download allows."))),
             ]),
         Script(
-            testDescription: "transformed bytes: no size to trust, a size limit met by the bytes, no checksum",
+            testDescription: "transcoded bytes: no size to trust, a size limit met by the bytes, no checksum",
             setup: Machine.Setup(maxSize: 6),
             steps: [
                 .event(.began, read(0)),
-                .head(whole(crc32c: 1, encoding: "gzip"), deliver(0, nil)),
+                .head(whole(crc32c: 1, stored: "gzip"), deliver(0, nil, coding: .transcoded)),
                 .body(from: 0, to: 6, .write(dropped: 0, count: 6, at: 0)),
                 .body(
                     from: 6, to: 10,
@@ -262,12 +267,93 @@ struct RangedDownloadStateMachineTests {
                             "The object (at least 10 bytes) is larger than the 6 bytes the download allows."))),
             ]),
         Script(
-            testDescription: "transformed bytes are not held to the stored object's checksum",
+            testDescription: "transcoded bytes are not held to the stored object's checksum",
             steps: [
                 .event(.began, read(0)),
-                .head(whole(crc32c: 1, encoding: "gzip"), deliver(0, nil)),
+                .head(whole(crc32c: 1, stored: "gzip"), deliver(0, nil, coding: .transcoded)),
                 .body(from: 0, to: 10, .write(dropped: 0, count: 10, at: 0)),
                 .event(.answered, .finish(10)),
+            ]),
+        Script(
+            testDescription: "a transport that decodes gzip makes stored gzip bytes transcoded ones",
+            setup: Machine.Setup(transportDecodes: true),
+            steps: [
+                .event(.began, read(0)),
+                .head(whole(crc32c: 1, encoding: "gzip"), deliver(0, nil, coding: .transcoded)),
+                .body(from: 0, to: 10, .write(dropped: 0, count: 10, at: 0)),
+                .event(.answered, .finish(10)),
+            ]),
+        Script(
+            testDescription: "stored gzip bytes are inflated, held to the checksum, and resumed with a Range",
+            setup: Machine.Setup(maxSize: 4),
+            steps: [
+                .event(.began, read(0)),
+                // maxSize holds the inflated bytes (the engine's), not the 10 stored ones.
+                .head(whole(encoding: "gzip"), deliver(0, 10, coding: .inflated)),
+                .body(from: 0, to: 6, .write(dropped: 0, count: 6, at: 0, inflates: true)),
+                .event(.retryableFailure(flaky), .backOff(after: flaky, newHigh: true)),
+                .event(.done, read(6)),
+                .head(part(6, 9, encoding: "gzip"), deliver(6, 10, coding: .inflated)),
+                .body(from: 6, to: 10, .write(dropped: 0, count: 4, at: 6, inflates: true)),
+                .event(.answered, .finish(10)),
+            ]),
+        Script(
+            testDescription: "stored gzip bytes with a wrong checksum fail",
+            steps: [
+                .event(.began, read(0)),
+                .head(whole(crc32c: 1, encoding: "gzip"), deliver(0, 10, coding: .inflated)),
+                .body(from: 0, to: 10, .write(dropped: 0, count: 10, at: 0, inflates: true)),
+                .event(
+                    .answered,
+                    fail(
+                        .nonMatchingChecksum,
+                        "The downloaded bytes' CRC32C (\(CRC32CEncoding.base64(objectCRC))) differs from the server's (AAAAAQ==)."
+                    )
+                ),
+            ]),
+        Script(
+            testDescription: "the raw setting delivers stored gzip bytes as they are",
+            setup: Machine.Setup(decodesGzip: false),
+            steps: [
+                .event(.began, read(0)),
+                .head(whole(encoding: "gzip"), deliver(0, 10, coding: .stored)),
+                .body(from: 0, to: 10, .write(dropped: 0, count: 10, at: 0)),
+                .event(.answered, .finish(10)),
+            ]),
+        Script(
+            testDescription: "the raw setting refuses bytes a server decompressed",
+            setup: Machine.Setup(decodesGzip: false),
+            steps: [
+                .event(.began, read(0)),
+                .head(
+                    whole(stored: "gzip"),
+                    .abort(
+                        .protocolViolation(
+                            "The server (or the transport) decompressed the gzip-stored object, whose stored bytes were asked for."
+                        ))),
+            ]),
+        Script(
+            testDescription: "a broken transcoded answer is asked for again whole, and what arrived skipped",
+            steps: [
+                .event(.began, read(0)),
+                .head(whole(stored: "gzip"), deliver(0, nil, coding: .transcoded)),
+                .body(from: 0, to: 4, .write(dropped: 0, count: 4, at: 0)),
+                .event(.retryableFailure(flaky), .backOff(after: flaky, newHigh: true)),
+                .event(.done, .request(MediaRead(offset: 4, wholeObject: true))),
+                .head(whole(stored: "gzip"), deliver(4, nil, coding: .transcoded)),
+                .body(from: 0, to: 3, .skip),
+                .body(from: 3, to: 10, .write(dropped: 1, count: 6, at: 4)),
+                .event(.answered, .finish(10)),
+            ]),
+        Script(
+            testDescription: "an answer whose coding differs from the first one's means the object changed",
+            steps: [
+                .event(.began, read(0)),
+                .head(whole(encoding: "gzip"), deliver(0, 10, coding: .inflated)),
+                .body(from: 0, to: 4, .write(dropped: 0, count: 4, at: 0, inflates: true)),
+                .event(.retryableFailure(flaky), .backOff(after: flaky, newHigh: true)),
+                .event(.done, read(4)),
+                .head(whole(stored: "gzip"), .startOver(changed)),
             ]),
         Script(
             testDescription: "a run after a pause that came once every byte arrived asks for nothing",
@@ -332,7 +418,8 @@ struct RangedDownloadStateMachineTests {
         _ machine: inout Machine
     ) {
         switch (action, expected) {
-        case (.write(let delivery), .write(let dropped, let count, let offset, let completes)):
+        case (.write(let delivery), .write(let dropped, let count, let offset, let completes, let inflates)):
+            #expect(delivery.inflates == inflates, "step \(step)")
             #expect(delivery.dropped == dropped && delivery.count == count, "step \(step)")
             #expect(delivery.offset == offset && delivery.completesRange == completes, "step \(step)")
             var crc = delivery.crc

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs the Google Cloud CLI's `gcloud storage` commands against a running emulator, unchanged,
-# and checks what comes back. Usage: gcloud_storage_calls.sh http://127.0.0.1:PORT/ WORKDIR
+# and checks what comes back. Usage: gcloud_storage_calls.sh http://127.0.0.1:PORT/ WORKDIR [CLOUD_STORAGE]
+# With CLOUD_STORAGE (our CLI's binary), objects gcloud stored gzip-compressed (cp -Z) are also
+# downloaded through it (cp and cat) and must come back byte-identical.
 # Prints one `ok <step>` line per step and `all <n> steps passed` at the end; the first failure
 # prints what went wrong and exits 1.
 set -euo pipefail
 
 endpoint=$1
 work=$2
+ours=${3:-}
 mkdir -p "$work/config" "$work/files"
 export CLOUDSDK_CONFIG="$work/config"
 export CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE="$endpoint"
@@ -83,6 +86,25 @@ hashes=$(g hash small.bin $b/small.bin --format='value(crc32c_hash)')
 du=$(g du -s $b)
 grep -q "^$((1024 + 3000000 * 3 + 6 + 5 + 11))" <<<"$du" || fail "du -s: $du"
 ok "hash, du"
+
+# cp -Z: stored gzip-compressed with Content-Encoding gzip; every reader gets the original back.
+for i in $(seq 1 3000); do echo "const line$i = 'a compressible line of text, number $i';"; done > page.js
+g cp -Z page.js $b/gzip/page.js
+[ "$(g objects describe $b/gzip/page.js --format='value(content_encoding)')" = gzip ] || fail "cp -Z: encoding"
+g cp $b/gzip/page.js back/page.js
+cmp page.js back/page.js || fail "cp -Z, then gcloud cp back"
+if [ -n "$ours" ]; then
+    "$ours" cp --quiet --endpoint "$endpoint" $b/gzip/page.js back/ours.js || fail "cloud-storage cp of a cp -Z object"
+    cmp page.js back/ours.js || fail "cloud-storage cp of a cp -Z object: bytes"
+    "$ours" cat --endpoint "$endpoint" $b/gzip/page.js > back/ours-cat.js || fail "cloud-storage cat of a cp -Z object"
+    cmp page.js back/ours-cat.js || fail "cloud-storage cat of a cp -Z object: bytes"
+    "$ours" cp --quiet -Z --endpoint "$endpoint" page.js $b/gzip/ours.js || fail "cloud-storage cp -Z"
+    [ "$(g objects describe $b/gzip/ours.js --format='value(content_encoding)')" = gzip ] || fail "ours -Z: encoding"
+    g cp $b/gzip/ours.js back/ours-by-gcloud.js
+    cmp page.js back/ours-by-gcloud.js || fail "cloud-storage cp -Z, then gcloud cp back"
+fi
+g rm -r $b/gzip
+ok "cp -Z (gzip objects) both ways${ours:+, also through cloud-storage cp and cat}"
 
 g rsync tree $b/synced --recursive
 g rsync $b/synced synced.back --recursive

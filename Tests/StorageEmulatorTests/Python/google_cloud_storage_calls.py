@@ -7,6 +7,7 @@ raises (a traceback, exit status 1).
 """
 
 import base64
+import gzip
 import os
 
 import google_crc32c
@@ -82,6 +83,18 @@ ok("resumable upload and download")
 expect(bucket.blob("dir/large.bin").download_as_bytes(start=10, end=99) == large[10:100], "range")
 expect(bucket.blob("dir/large.bin").download_as_bytes(start=699_990) == large[699_990:], "open range")
 ok("range downloads")
+
+# An object stored gzip-compressed (Content-Encoding: gzip): the client asks for it with
+# Accept-Encoding: gzip, checks the stored bytes and decodes them; raw_download keeps them.
+text = b"".join(b"line %d of a compressible object\n" % i for i in range(5000))
+compressed = gzip.compress(text, mtime=0)
+blob = bucket.blob("dir/page.txt")
+blob.content_encoding = "gzip"
+blob.upload_from_string(compressed, content_type="text/plain")
+expect(bucket.get_blob("dir/page.txt").content_encoding == "gzip", "gzip object's encoding")
+expect(bucket.blob("dir/page.txt").download_as_bytes(checksum="crc32c") == text, "gzip object decoded")
+expect(bucket.blob("dir/page.txt").download_as_bytes(raw_download=True) == compressed, "gzip object raw")
+ok("gzip object download")
 
 # Patch and reload.
 blob = bucket.get_blob("dir/small.bin")
