@@ -399,7 +399,7 @@ struct RangedDownloadStateMachine: Sendable {
         checksumVerdict =
             !whole
             ? .notCheckable("only part of the object was read; its CRC32C covers all of it")
-            : transformed
+            : !(coding?.isStoredBytes ?? true)
                 ? .notCheckable("the bytes arrived transformed (decompressed)")
                 : serverCRC32C == nil ? .notCheckable("the server reported no CRC32C") : .matched
         phase = .ended
