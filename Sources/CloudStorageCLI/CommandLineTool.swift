@@ -105,44 +105,9 @@ package func runCommandLine(
                 print(objectCommandUsage[command] ?? usage)
                 return .success
             }
-            // Parsed (and names checked) before anything starts.
-            switch command {
-            case "ls":
-                let parsed = try ListCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "stat":
-                let parsed = try StatCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "cat":
-                let parsed = try CatCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "mv":
-                let parsed = try CopyCommand(words, environment: environment, moving: true)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "compose":
-                let parsed = try ComposeCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "update":
-                let parsed = try UpdateCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "hash":
-                let parsed = try HashCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            case "du":
-                let parsed = try DiskUsageCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            default:
-                let parsed = try RemoveCommand(words, environment: environment)
-                return await withStandardOutput { await parsed.run(output: $0) }
-            }
+            return try await runObjectCommand(command, words, environment: environment)
         case "help", "--help", "-h":
-            switch words.first {
-            case "cp": print(CopyCommand.usage)
-            case "emulator": print(EmulatorCommand.usage)
-            case "sign": print(SignCommand.usage)
-            case let name? where objectCommandUsage[name] != nil: print(objectCommandUsage[name] ?? usage)
-            default: print(usage)
-            }
+            printHelp(for: words.first)
             return .success
         default:
             throw UsageError("unknown command \(command)")
@@ -153,5 +118,56 @@ package func runCommandLine(
             FileHandle.standardError.write(Data("\n\(usage)\n".utf8))
         }
         return .usage
+    }
+}
+
+/// Runs one of the commands on objects (`ls`, `stat`, `cat`, `rm`, `mv`, `compose`, `update`,
+/// `hash`, `du`): parses its `words` (and checks the names) before anything starts, then runs
+/// it with the standard output.
+///
+/// - Throws: The ``UsageError`` of words the command does not take.
+private func runObjectCommand(
+    _ command: String, _ words: [String], environment: [String: String]
+) async throws(UsageError) -> ExitCode {
+    // Parsed (and names checked) before anything starts.
+    switch command {
+    case "ls":
+        let parsed = try ListCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "stat":
+        let parsed = try StatCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "cat":
+        let parsed = try CatCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "mv":
+        let parsed = try CopyCommand(words, environment: environment, moving: true)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "compose":
+        let parsed = try ComposeCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "update":
+        let parsed = try UpdateCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "hash":
+        let parsed = try HashCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    case "du":
+        let parsed = try DiskUsageCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    default:
+        let parsed = try RemoveCommand(words, environment: environment)
+        return await withStandardOutput { await parsed.run(output: $0) }
+    }
+}
+
+/// Prints the usage of the command `name`, or the tool's when it names none.
+private func printHelp(for name: String?) {
+    switch name {
+    case "cp": print(CopyCommand.usage)
+    case "emulator": print(EmulatorCommand.usage)
+    case "sign": print(SignCommand.usage)
+    case let name? where objectCommandUsage[name] != nil: print(objectCommandUsage[name] ?? usage)
+    default: print(usage)
     }
 }

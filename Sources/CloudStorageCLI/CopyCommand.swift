@@ -196,24 +196,40 @@ struct CopyCommand {
         storage = try StorageOptions(arguments, environment: environment)
         write = try ObjectWriteOptions(arguments)
         try Self.check(write, arguments: arguments, for: direction, verb: verb)
-        if let text = arguments.value("--chunk-size") {
-            guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
-            // Checked here so a typo fails before any server is started or contacted.
-            guard size > 0, size % StorageConfiguration.Uploads.chunkGranularity == 0 else {
-                throw UsageError("--chunk-size: \(text) is not a positive multiple of 256K (262144 bytes)")
-            }
-            chunkSize = size
-        } else {
-            chunkSize = nil
+        chunkSize = try Self.chunkSize(arguments)
+        jobs = try Self.jobs(arguments)
+        compressing = try Self.compressing(arguments, for: direction, verb: verb)
+        verifiesChecksums = !arguments.has("--no-checksum")
+        quiet = arguments.has("--quiet")
+        retryTime = try Self.retryTime(arguments)
+    }
+
+    /// `--chunk-size`: an upload's chunk size, a positive multiple of 256 KiB; nil for the SDK's default.
+    static func chunkSize(_ arguments: CommandLineArguments) throws(UsageError) -> Int64? {
+        guard let text = arguments.value("--chunk-size") else { return nil }
+        guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
+        // Checked here so a typo fails before any server is started or contacted.
+        guard size > 0, size % StorageConfiguration.Uploads.chunkGranularity == 0 else {
+            throw UsageError("--chunk-size: \(text) is not a positive multiple of 256K (262144 bytes)")
         }
-        if let text = arguments.value("--jobs") {
-            guard let jobs = Int(text), (1...256).contains(jobs) else {
-                throw UsageError("--jobs: \(text) is not a number from 1 to 256")
-            }
-            self.jobs = jobs
-        } else {
-            jobs = 8
+        return size
+    }
+
+    /// `--jobs`: how many transfers of `-r` run at once, from 1 to 256; 8 when not given.
+    static func jobs(_ arguments: CommandLineArguments) throws(UsageError) -> Int {
+        guard let text = arguments.value("--jobs") else { return 8 }
+        guard let jobs = Int(text), (1...256).contains(jobs) else {
+            throw UsageError("--jobs: \(text) is not a number from 1 to 256")
         }
+        return jobs
+    }
+
+    /// `-Z` (every file) or `-z EXT,…` (files with those extensions), which only uploads take;
+    /// nil when neither is given.
+    static func compressing(
+        _ arguments: CommandLineArguments, for direction: Direction, verb: String
+    ) throws(UsageError) -> Compressing? {
+        let compressing: Compressing?
         if arguments.has("-Z") {
             guard arguments.value("-z") == nil else { throw UsageError("-z and -Z cannot be combined") }
             compressing = .all
@@ -232,16 +248,16 @@ struct CopyCommand {
             default: throw UsageError("-z and -Z compress files \(verb) uploads; use them with FILE or -r DIR")
             }
         }
-        verifiesChecksums = !arguments.has("--no-checksum")
-        quiet = arguments.has("--quiet")
-        if let text = arguments.value("--retry-time") {
-            guard let seconds = SignCommand.seconds(text), (0...86_400).contains(seconds) else {
-                throw UsageError("--retry-time: \(text) is not a time from 0 to 1d (such as 0, 90, 10m or 2h)")
-            }
-            retryTime = .seconds(seconds)
-        } else {
-            retryTime = nil
+        return compressing
+    }
+
+    /// `--retry-time`: how long the copy's requests keep retrying, from 0 to a day; nil for the SDK's defaults.
+    static func retryTime(_ arguments: CommandLineArguments) throws(UsageError) -> Duration? {
+        guard let text = arguments.value("--retry-time") else { return nil }
+        guard let seconds = SignCommand.seconds(text), (0...86_400).contains(seconds) else {
+            throw UsageError("--retry-time: \(text) is not a time from 0 to 1d (such as 0, 90, 10m or 2h)")
         }
+        return .seconds(seconds)
     }
 
     /// Tells the direction from the two arguments, refusing combinations that make no sense,
@@ -253,66 +269,90 @@ struct CopyCommand {
         }
         switch (remote(source), remote(destination)) {
         case (true, true):
-            let from = try ObjectAddress(source, role: "the source")
-            let to = try ObjectAddress(destination, role: "the destination")
-            if recursive {
-                try from.validate(needsObject: false)
-                try to.validate(needsObject: false)
-                return .copyPrefix(from, to: to)
-            }
-            guard !from.path.isEmpty, !from.endsInSlash else {
-                throw UsageError("\(source) names no object (to copy everything under it, use -r)")
-            }
-            try from.validate(needsObject: true, allowsGeneration: true)
-            // The copy writes a new generation: `#GEN` is refused here, before the name is rebuilt without it.
-            try to.validate(needsObject: false)
-            var path = to.path
-            if path.isEmpty || to.endsInSlash {
-                path += from.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
-            }
-            let named = ObjectAddress(bucket: to.bucket, path: path)
-            try named.validate(needsObject: true)
-            return .copyObject(from, to: named)
+            return try copyDirection(source, destination, recursive: recursive)
         case (false, false):
             throw UsageError(
                 "one of SOURCE and DESTINATION must be gs://BUCKET/PATH (both are local: \(source), \(destination))")
         case (false, true):
-            let address = try ObjectAddress(destination, role: "the destination")
-            // An upload writes a new generation: `#GEN` is refused here, before the name is rebuilt without it.
-            try address.validate(needsObject: false)
-            if source == "-" {
-                guard !recursive else { throw UsageError("-r copies a directory; it cannot read standard input (-)") }
-                guard !address.path.isEmpty, !address.endsInSlash else {
-                    throw UsageError("standard input has no file name: give the object's full path, gs://BUCKET/PATH")
-                }
-                try address.validate(needsObject: true)
-                return .uploadStandardInput(to: address)
-            }
-            let file = URL(fileURLWithPath: source)
-            if recursive {
-                try address.validate(needsObject: false)
-                return .uploadDirectory(file, to: address)
-            }
-            var path = address.path
-            if path.isEmpty || address.endsInSlash { path += file.lastPathComponent }
-            let named = ObjectAddress(bucket: address.bucket, path: path)
-            try named.validate(needsObject: true)
-            return .upload(file: file, to: named)
+            return try uploadDirection(source, destination, recursive: recursive)
         case (true, false):
-            let address = try ObjectAddress(source, role: "the source")
-            if recursive {
-                guard destination != "-" else {
-                    throw UsageError("-r copies into a directory; it cannot write standard output (-)")
-                }
-                try address.validate(needsObject: false)
-                return .downloadPrefix(address, to: destination)
-            }
-            guard !address.path.isEmpty, !address.endsInSlash else {
-                throw UsageError("\(source) names no object (to copy everything under it, use -r)")
-            }
-            try address.validate(needsObject: true, allowsGeneration: true)
-            return destination == "-" ? .downloadToStandardOutput(address) : .download(address, to: destination)
+            return try downloadDirection(source, destination, recursive: recursive)
         }
+    }
+
+    /// The direction from one object or prefix to another: `.copyPrefix` with `-r`, else
+    /// `.copyObject`, into the destination's folder when it names one.
+    static func copyDirection(
+        _ source: String, _ destination: String, recursive: Bool
+    ) throws(UsageError) -> Direction {
+        let from = try ObjectAddress(source, role: "the source")
+        let to = try ObjectAddress(destination, role: "the destination")
+        if recursive {
+            try from.validate(needsObject: false)
+            try to.validate(needsObject: false)
+            return .copyPrefix(from, to: to)
+        }
+        guard !from.path.isEmpty, !from.endsInSlash else {
+            throw UsageError("\(source) names no object (to copy everything under it, use -r)")
+        }
+        try from.validate(needsObject: true, allowsGeneration: true)
+        // The copy writes a new generation: `#GEN` is refused here, before the name is rebuilt without it.
+        try to.validate(needsObject: false)
+        var path = to.path
+        if path.isEmpty || to.endsInSlash {
+            path += from.path.split(separator: "/", omittingEmptySubsequences: false).last.map(String.init) ?? ""
+        }
+        let named = ObjectAddress(bucket: to.bucket, path: path)
+        try named.validate(needsObject: true)
+        return .copyObject(from, to: named)
+    }
+
+    /// The direction from a local file, directory (`-r`) or standard input (`-`) to an object
+    /// or prefix, which is named after the file when it names a folder.
+    static func uploadDirection(
+        _ source: String, _ destination: String, recursive: Bool
+    ) throws(UsageError) -> Direction {
+        let address = try ObjectAddress(destination, role: "the destination")
+        // An upload writes a new generation: `#GEN` is refused here, before the name is rebuilt without it.
+        try address.validate(needsObject: false)
+        if source == "-" {
+            guard !recursive else { throw UsageError("-r copies a directory; it cannot read standard input (-)") }
+            guard !address.path.isEmpty, !address.endsInSlash else {
+                throw UsageError("standard input has no file name: give the object's full path, gs://BUCKET/PATH")
+            }
+            try address.validate(needsObject: true)
+            return .uploadStandardInput(to: address)
+        }
+        let file = URL(fileURLWithPath: source)
+        if recursive {
+            try address.validate(needsObject: false)
+            return .uploadDirectory(file, to: address)
+        }
+        var path = address.path
+        if path.isEmpty || address.endsInSlash { path += file.lastPathComponent }
+        let named = ObjectAddress(bucket: address.bucket, path: path)
+        try named.validate(needsObject: true)
+        return .upload(file: file, to: named)
+    }
+
+    /// The direction from an object or prefix (`-r`) to a local file, directory or standard
+    /// output (`-`).
+    static func downloadDirection(
+        _ source: String, _ destination: String, recursive: Bool
+    ) throws(UsageError) -> Direction {
+        let address = try ObjectAddress(source, role: "the source")
+        if recursive {
+            guard destination != "-" else {
+                throw UsageError("-r copies into a directory; it cannot write standard output (-)")
+            }
+            try address.validate(needsObject: false)
+            return .downloadPrefix(address, to: destination)
+        }
+        guard !address.path.isEmpty, !address.endsInSlash else {
+            throw UsageError("\(source) names no object (to copy everything under it, use -r)")
+        }
+        try address.validate(needsObject: true, allowsGeneration: true)
+        return destination == "-" ? .downloadToStandardOutput(address) : .download(address, to: destination)
     }
 
     /// Refuses the write options where they cannot apply: on what writes no object (a download

@@ -74,16 +74,7 @@ struct EmulatorCommand {
             }
             configuration.port = port
         }
-        switch (arguments.value("--dir"), arguments.has("--discard")) {
-        case (.some, true):
-            throw UsageError("--dir and --discard exclude each other")
-        case (.some(let directory), false):
-            configuration.backing = .directory(URL(fileURLWithPath: directory))
-        case (nil, true):
-            configuration.backing = .discard
-        case (nil, false):
-            configuration.backing = .memory
-        }
+        configuration.backing = try Self.backing(arguments)
         configuration.requiredToken = arguments.value("--token")
         configuration.appCheckToken = arguments.value("--app-check-token")
         if arguments.has("--accept-owner") {
@@ -109,18 +100,39 @@ struct EmulatorCommand {
             configuration.faults =
                 faults.hasPrefix("random:") ? [faults] : faults.split(separator: ",").map(String.init)
         }
+        configuration.tls = try Self.tls(arguments)
+        configuration.authentication = try Self.authentication(arguments)
+        self.configuration = configuration
+    }
+
+    /// Where the objects live: a directory (`--dir`), nowhere (`--discard`), or memory.
+    private static func backing(
+        _ arguments: CommandLineArguments
+    ) throws(UsageError) -> StorageEmulator.Configuration.Backing {
+        switch (arguments.value("--dir"), arguments.has("--discard")) {
+        case (.some, true):
+            throw UsageError("--dir and --discard exclude each other")
+        case (.some(let directory), false):
+            return .directory(URL(fileURLWithPath: directory))
+        case (nil, true):
+            return .discard
+        case (nil, false):
+            return .memory
+        }
+    }
+
+    /// The HTTPS identity from `--tls-cert` and `--tls-key`, which come together; nil for plain HTTP.
+    private static func tls(_ arguments: CommandLineArguments) throws(UsageError) -> StorageEmulator.TLSIdentity? {
         switch (arguments.value("--tls-cert"), arguments.value("--tls-key")) {
         case (.some(let certificate), .some(let key)):
-            configuration.tls = .init(certificateChain: .file(certificate), privateKey: .file(key))
+            return .init(certificateChain: .file(certificate), privateKey: .file(key))
         case (.some, nil):
             throw UsageError("--tls-cert needs --tls-key")
         case (nil, .some):
             throw UsageError("--tls-key needs --tls-cert")
         case (nil, nil):
-            break
+            return nil
         }
-        configuration.authentication = try Self.authentication(arguments)
-        self.configuration = configuration
     }
 
     /// The authentication servers' setup from the options, or nil when none is asked for.

@@ -45,17 +45,7 @@ struct RecursiveCopy {
         let nested = address.folderName.map { $0 + "/" + name } ?? name
         // Whether PREFIX exists decides between these two; check both before contacting anything.
         let candidates = address.path.isEmpty || address.endsInSlash ? [nested] : [nested, address.path]
-        var bad: [String] = []
-        for prefix in candidates {
-            for file in tree.files {
-                let object = prefix + "/" + file.relativePath
-                do throws(StorageError) {
-                    try StorageReference.validateObjectName(object)
-                } catch {
-                    bad.append("\(file.url.path) (as gs://\(address.bucket)/\(object)): \(error.message)")
-                }
-            }
-        }
+        let bad = Self.invalidNames(of: tree, under: candidates, in: address.bucket)
         if !bad.isEmpty {
             report("nothing was copied: \(bad.count) name\(bad.count == 1 ? "" : "s") break the object-name rules:")
             for line in bad.prefix(20) { report("  \(line)") }
@@ -64,16 +54,12 @@ struct RecursiveCopy {
 
         return await command.withConnection(bucket: address.bucket) { connection in
             let storage = connection.storage
-            var prefix = nested
-            if candidates.count == 2 {
-                // gsutil's rule: into PREFIX/NAME/ when PREFIX/ already holds something, else PREFIX is the copy.
-                do throws(StorageError) {
-                    let page = try await address.folder(in: storage).list(maxResults: 1)
-                    if page.items.isEmpty && page.prefixes.isEmpty { prefix = address.path }
-                } catch {
-                    CopyCommand.reportFailure(error)
-                    return ExitCode(error)
-                }
+            let prefix: String
+            do throws(StorageError) {
+                prefix = try await Self.uploadPrefix(among: candidates, for: address, in: storage)
+            } catch {
+                CopyCommand.reportFailure(error)
+                return ExitCode(error)
             }
             let (metadata, compressing) = (command.write.metadata, command.compressing)
             let uploads = ResumableUploads(
@@ -95,6 +81,36 @@ struct RecursiveCopy {
             await uploads.settle()
             return status
         }
+    }
+
+    /// The files of `tree` whose object names under any of `prefixes` break the object-name
+    /// rules, each as a line for the report.
+    static func invalidNames(of tree: LocalTree, under prefixes: [String], in bucket: String) -> [String] {
+        var bad: [String] = []
+        for prefix in prefixes {
+            for file in tree.files {
+                let object = prefix + "/" + file.relativePath
+                do throws(StorageError) {
+                    try StorageReference.validateObjectName(object)
+                } catch {
+                    bad.append("\(file.url.path) (as gs://\(bucket)/\(object)): \(error.message)")
+                }
+            }
+        }
+        return bad
+    }
+
+    /// The prefix the upload's objects go under: the only candidate, or of the two
+    /// (`PREFIX/NAME`, `PREFIX`) the one gsutil's rule picks.
+    ///
+    /// The copy goes into `PREFIX/NAME/` when `PREFIX/` already holds something, else `PREFIX`
+    /// is the copy; only that case lists the folder.
+    static func uploadPrefix(
+        among candidates: [String], for address: ObjectAddress, in storage: Storage
+    ) async throws(StorageError) -> String {
+        guard candidates.count == 2 else { return candidates[0] }
+        let page = try await address.folder(in: storage).list(maxResults: 1)
+        return page.items.isEmpty && page.prefixes.isEmpty ? candidates[1] : candidates[0]
     }
 
     // MARK: Download
@@ -127,28 +143,8 @@ struct RecursiveCopy {
             if directory.exists || path.hasSuffix("/") {
                 root.appendPathComponent(address.path.split(separator: "/").last.map(String.init) ?? address.bucket)
             }
-            // What the listed names start with: the folder's prefix, which is not part of the file's path.
-            let prefixLength = address.folderName.map { $0.utf8.count + 1 } ?? 0
-            var failures: [Failure] = []
-            var planned: [(reference: StorageReference, file: URL, size: Int64?)] = []
-            for (object, size) in objects {
-                let relative = object.fullPath.utf8.dropFirst(prefixLength)
-                // A folder placeholder (a name ending in /) has no bytes to copy: the directory is made anyway.
-                if relative.isEmpty || relative.last == UInt8(ascii: "/") { continue }
-                let segments = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-                if let problem = Self.localPathProblem(segments, inside: root) {
-                    failures.append(Failure(name: "\(object)", reason: "refused: \(problem)", status: .localFile))
-                    continue
-                }
-                do throws(StorageError) {
-                    try StorageReference.validateObjectName(object.fullPath)
-                } catch {
-                    failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
-                    continue
-                }
-                let file = segments.reduce(root) { $0.appendingPathComponent(String(decoding: $1, as: UTF8.self)) }
-                planned.append((object, file, size))
-            }
+            let (planned, refused) = Self.plan(objects, below: address, into: root)
+            var failures = refused
             // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
             let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
             let unmade = await Self.makeDirectories(parents)
@@ -166,6 +162,39 @@ struct RecursiveCopy {
                 jobs, failures: failures, totalBytes: sizes.count == jobs.count ? sizes.reduce(0, +) : nil,
                 output: output, destination: root.path + "/")
         }
+    }
+
+    /// A listed object's copy: where it goes, and its size when the listing carried it.
+    typealias PlannedDownload = (reference: StorageReference, file: URL, size: Int64?)
+
+    /// Where each of `objects` (listed below `address`) goes inside `root`, and the objects
+    /// refused because their names cannot be a file there or break the object-name rules.
+    static func plan(
+        _ objects: [ListedObject], below address: ObjectAddress, into root: URL
+    ) -> (planned: [PlannedDownload], failures: [Failure]) {
+        // What the listed names start with: the folder's prefix, which is not part of the file's path.
+        let prefixLength = address.folderName.map { $0.utf8.count + 1 } ?? 0
+        var failures: [Failure] = []
+        var planned: [PlannedDownload] = []
+        for (object, size) in objects {
+            let relative = object.fullPath.utf8.dropFirst(prefixLength)
+            // A folder placeholder (a name ending in /) has no bytes to copy: the directory is made anyway.
+            if relative.isEmpty || relative.last == UInt8(ascii: "/") { continue }
+            let segments = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+            if let problem = Self.localPathProblem(segments, inside: root) {
+                failures.append(Failure(name: "\(object)", reason: "refused: \(problem)", status: .localFile))
+                continue
+            }
+            do throws(StorageError) {
+                try StorageReference.validateObjectName(object.fullPath)
+            } catch {
+                failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
+                continue
+            }
+            let file = segments.reduce(root) { $0.appendingPathComponent(String(decoding: $1, as: UTF8.self)) }
+            planned.append((object, file, size))
+        }
+        return (planned, failures)
     }
 
     /// Why the file path made of an object name's `segments` (below the listed prefix) cannot
@@ -249,6 +278,42 @@ struct RecursiveCopy {
         var failures: [Failure] = []
     }
 
+    /// Runs `jobs`, `limit` at a time, reporting to `progress`; what they came to.
+    ///
+    /// A job starts only while the task is not cancelled, so an interrupt lets no new copy begin.
+    private static func run(_ jobs: [Job], limit: Int, progress: OverallProgress) async -> Tally {
+        await withTaskGroup(of: (Int, Result<Int64, StorageError>).self) { group in
+            var next = 0
+            func addNext() {
+                guard next < jobs.count, !Task.isCancelled else { return }
+                let index = next
+                let job = jobs[index]
+                next += 1
+                var report: (@Sendable (Int64) -> Void)?
+                if progress.isShown {
+                    report = { @Sendable bytes in progress.update(index, bytes: bytes) }
+                }
+                group.addTask { (index, await job.run(report)) }
+            }
+            for _ in 0..<limit { addNext() }
+            var tally = Tally()
+            for await (index, result) in group {
+                switch result {
+                case .success(let bytes):
+                    tally.copied += 1
+                    tally.bytes += bytes
+                    progress.finished(index, bytes: bytes, succeeded: true)
+                case .failure(let error):
+                    let reason = error.code == .objectNotFound ? "no such object" : error.message
+                    tally.failures.append(Failure(name: jobs[index].name, reason: reason, status: ExitCode(error)))
+                    progress.finished(index, bytes: 0, succeeded: false)
+                }
+                addNext()
+            }
+            return tally
+        }
+    }
+
     /// Runs `jobs`, `--jobs` at a time, then prints the summary.
     func transfer(
         _ jobs: [Job], failures: [Failure], totalBytes: Int64?, output: OutputWriter, destination: String
@@ -259,36 +324,7 @@ struct RecursiveCopy {
         }
         let limit = command.jobs
         let (ending, signal) = await Interruptibly.run { () -> Tally in
-            await withTaskGroup(of: (Int, Result<Int64, StorageError>).self) { group in
-                var next = 0
-                func addNext() {
-                    guard next < jobs.count, !Task.isCancelled else { return }
-                    let index = next
-                    let job = jobs[index]
-                    next += 1
-                    var report: (@Sendable (Int64) -> Void)?
-                    if progress.isShown {
-                        report = { @Sendable bytes in progress.update(index, bytes: bytes) }
-                    }
-                    group.addTask { (index, await job.run(report)) }
-                }
-                for _ in 0..<limit { addNext() }
-                var tally = Tally()
-                for await (index, result) in group {
-                    switch result {
-                    case .success(let bytes):
-                        tally.copied += 1
-                        tally.bytes += bytes
-                        progress.finished(index, bytes: bytes, succeeded: true)
-                    case .failure(let error):
-                        let reason = error.code == .objectNotFound ? "no such object" : error.message
-                        tally.failures.append(Failure(name: jobs[index].name, reason: reason, status: ExitCode(error)))
-                        progress.finished(index, bytes: 0, succeeded: false)
-                    }
-                    addNext()
-                }
-                return tally
-            }
+            await Self.run(jobs, limit: limit, progress: progress)
         }
         progress.end()
         switch ending {

@@ -200,16 +200,6 @@ struct StorageOptions {
         try? configuration.identification.setApplicationSuffix(Self.applicationSuffix)
         // The default capacity is at least 1, so never refused.
         if verbose { try? configuration.events.setHandler(EventPrinter()) }
-        let authorization: StorageAuthorization
-        if let token {
-            authorization = .bearerToken(token)
-        } else if usesApplicationDefaultCredentials {
-            authorization = .applicationDefault(
-                environment: environment,
-                homeDirectory: environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path)
-        } else {
-            authorization = .none
-        }
         let storage = Storage(
             bucket: bucket,
             endpoint: storageEndpoint,
@@ -232,6 +222,16 @@ struct StorageOptions {
             }
         }
         return connection
+    }
+
+    /// How the connection's requests are authorized: `--token`, Application Default
+    /// Credentials, or nothing.
+    var authorization: StorageAuthorization {
+        if let token { return .bearerToken(token) }
+        guard usesApplicationDefaultCredentials else { return .none }
+        return .applicationDefault(
+            environment: environment,
+            homeDirectory: environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path)
     }
 
     /// A `Storage` ready for use, and the built-in emulator serving it, if any.
