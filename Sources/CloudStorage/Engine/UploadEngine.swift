@@ -291,19 +291,8 @@ struct UploadEngine: Sendable {
         while true {
             let restarts = machine.restarts
             let action = machine.next(event)
-            if machine.restarts > restarts, case .report = action {
-                resuming = false
-                let reason = machine.lastRestartReason ?? "lost the session"
-                runner.events.emit(
-                    .uploadSessionRestarted, .warning,
-                    "\(name): the server \(reason); starting again with a new session (restart \(machine.restarts))",
-                    ["object": name, "reason": reason, "restart": String(machine.restarts)])
-            } else if resuming, case .report(let committed, _) = action {
-                resuming = false
-                runner.events.emit(
-                    .uploadSessionResumed, .info, "\(name): continuing its session, which holds \(committed) bytes",
-                    ["object": name, "committed": String(committed)])
-            }
+            announceSessionChange(
+                action, of: name, machine, restartedSince: restarts, resuming: &resuming, runner.events)
             checkpoint.session = machine.session
             // The start is shielded, so it ends even when the run was cancelled meanwhile: stop
             // now, with the session recorded for the pause to keep or the cancel to delete.
@@ -321,14 +310,7 @@ struct UploadEngine: Sendable {
             case .readChecksum(let wait):
                 event = .checksumRead(wait ? try await prepared.crc32c() : prepared.knownCRC32C)
             case .send(let chunk):
-                let request = wire.send(
-                    session: chunk.session, offset: chunk.offset,
-                    body: await prepared.body(from: chunk.offset, length: chunk.length),
-                    // A finalizing chunk ends at the object's size; the protocols ignore it on the others.
-                    isFinal: chunk.finalizes, totalSize: chunk.end, crc32c: chunk.crc32c)
-                event = try await ask(
-                    request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
-                    sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
+                event = try await send(chunk, of: prepared, upload, &runner, progress)
             case .report(let committed, let newHigh):
                 progress(committed)
                 if newHigh { runner.madeProgress() }
@@ -350,6 +332,50 @@ struct UploadEngine: Sendable {
                 throw error
             }
         }
+    }
+
+    /// Tells observers what `action` shows of the session: that the machine restarted it (a
+    /// `.report` after its restart count rose past `restarts`), or, once for a run that continues
+    /// a session (`resuming`), how many bytes the server said it holds. Either clears `resuming`.
+    private func announceSessionChange(
+        _ action: ResumableUploadStateMachine.Action,
+        of name: String,
+        _ machine: ResumableUploadStateMachine,
+        restartedSince restarts: Int,
+        resuming: inout Bool,
+        _ events: StorageEventEmitter
+    ) {
+        if machine.restarts > restarts, case .report = action {
+            resuming = false
+            let reason = machine.lastRestartReason ?? "lost the session"
+            events.emit(
+                .uploadSessionRestarted, .warning,
+                "\(name): the server \(reason); starting again with a new session (restart \(machine.restarts))",
+                ["object": name, "reason": reason, "restart": String(machine.restarts)])
+        } else if resuming, case .report(let committed, _) = action {
+            resuming = false
+            events.emit(
+                .uploadSessionResumed, .info, "\(name): continuing its session, which holds \(committed) bytes",
+                ["object": name, "committed": String(committed)])
+        }
+    }
+
+    /// Sends one chunk of `prepared` to its session, and returns the wire protocol's verdict on the answer.
+    private func send(
+        _ chunk: ResumableUploadStateMachine.Chunk,
+        of prepared: PreparedSource,
+        _ upload: UploadDescription,
+        _ runner: inout RequestRunner,
+        _ progress: @escaping @Sendable (Int64) -> Void
+    ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
+        let request = wire.send(
+            session: chunk.session, offset: chunk.offset,
+            body: await prepared.body(from: chunk.offset, length: chunk.length),
+            // A finalizing chunk ends at the object's size; the protocols ignore it on the others.
+            isFinal: chunk.finalizes, totalSize: chunk.end, crc32c: chunk.crc32c)
+        return try await ask(
+            request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
+            sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
     }
 
     /// Opens a session. Shielded: once the server opens one, its URL must arrive, or a pause

@@ -83,30 +83,11 @@ public struct StorageObjectListing: AsyncSequence, Sendable {
         let prefix = Array(query.prefix.utf8)
         let delimiter = query.delimiter.map { Array($0.utf8) }
         let needsResources = storage.endpoint.wireProtocol == .gcsJSON
-        var keyed: [(key: [UInt8], rank: Int, entry: StorageListEntry)] = []
+        var keyed: [KeyedEntry] = []
         keyed.reserveCapacity(page.items.count + page.prefixes.count)
         for (index, name) in page.items.enumerated() {
             let bytes = Array(name.utf8)
-            guard bytes.starts(with: prefix) else {
-                throw .protocolViolation(
-                    "The server listed the object \"\(name)\" when asked for the names that start with "
-                        + "\"\(query.prefix)\".")
-            }
-            if let start = query.startOffset, bytes.lexicographicallyPrecedes(start.utf8) {
-                throw .protocolViolation(
-                    "The server listed the object \"\(name)\", before the startOffset \"\(start)\".")
-            }
-            if let end = query.endOffset, !bytes.lexicographicallyPrecedes(end.utf8) {
-                throw .protocolViolation(
-                    "The server listed the object \"\(name)\", not before the endOffset \"\(end)\".")
-            }
-            if let delimiter, let end = Self.endOfFirst(delimiter, in: bytes, from: prefix.count),
-                !(query.includesTrailingDelimiter && end == bytes.count)
-            {
-                throw .protocolViolation(
-                    "The server listed the object \"\(name)\", whose name goes on past the delimiter "
-                        + "after \"\(query.prefix)\", instead of its prefix.")
-            }
+            try checkListedObject(name, bytes, prefix: prefix, delimiter: delimiter)
             let metadata = index < page.metadata.count ? page.metadata[index] : nil
             if needsResources, metadata == nil {
                 throw .protocolViolation(
@@ -118,6 +99,49 @@ public struct StorageObjectListing: AsyncSequence, Sendable {
                 generation: query.includesVersions ? metadata?.generation : nil)
             keyed.append((bytes, index, .object(object, metadata)))
         }
+        try appendPrefixes(of: page, to: &keyed, prefix: prefix, delimiter: delimiter)
+        // Name order; an object before the prefix of the same text (a trailing-delimiter object),
+        // and otherwise as listed, which keeps a name's versions in generation order.
+        keyed.sort { $0.key == $1.key ? $0.rank < $1.rank : $0.key.lexicographicallyPrecedes($1.key) }
+        return keyed.map(\.entry)
+    }
+
+    /// A listed entry with its name's bytes (the sort key) and its rank in the page as listed.
+    private typealias KeyedEntry = (key: [UInt8], rank: Int, entry: StorageListEntry)
+
+    /// Checks that the object the server listed as `name` (whose UTF-8 is `bytes`) is one the
+    /// query selects: under its prefix, within its offsets, and not past a delimiter.
+    private func checkListedObject(
+        _ name: String, _ bytes: [UInt8], prefix: [UInt8], delimiter: [UInt8]?
+    ) throws(StorageError) {
+        guard bytes.starts(with: prefix) else {
+            throw .protocolViolation(
+                "The server listed the object \"\(name)\" when asked for the names that start with "
+                    + "\"\(query.prefix)\".")
+        }
+        if let start = query.startOffset, bytes.lexicographicallyPrecedes(start.utf8) {
+            throw .protocolViolation(
+                "The server listed the object \"\(name)\", before the startOffset \"\(start)\".")
+        }
+        if let end = query.endOffset, !bytes.lexicographicallyPrecedes(end.utf8) {
+            throw .protocolViolation(
+                "The server listed the object \"\(name)\", not before the endOffset \"\(end)\".")
+        }
+        if let delimiter, let end = Self.endOfFirst(delimiter, in: bytes, from: prefix.count),
+            !(query.includesTrailingDelimiter && end == bytes.count)
+        {
+            throw .protocolViolation(
+                "The server listed the object \"\(name)\", whose name goes on past the delimiter "
+                    + "after \"\(query.prefix)\", instead of its prefix.")
+        }
+    }
+
+    /// Checks the prefixes the server listed in `page` — each one delimiter below the query's
+    /// prefix, and none without a delimiter — and appends their entries to `keyed`, ranked after
+    /// the page's objects.
+    private func appendPrefixes(
+        of page: ObjectListPage, to keyed: inout [KeyedEntry], prefix: [UInt8], delimiter: [UInt8]?
+    ) throws(StorageError) {
         if delimiter == nil, let listed = page.prefixes.first {
             throw .protocolViolation("The server listed the prefix \"\(listed)\" in a listing without a delimiter.")
         }
@@ -138,10 +162,6 @@ public struct StorageObjectListing: AsyncSequence, Sendable {
                 : nil
             keyed.append((bytes, page.items.count + index, .prefix(listed, folder: folder)))
         }
-        // Name order; an object before the prefix of the same text (a trailing-delimiter object),
-        // and otherwise as listed, which keeps a name's versions in generation order.
-        keyed.sort { $0.key == $1.key ? $0.rank < $1.rank : $0.key.lexicographicallyPrecedes($1.key) }
-        return keyed.map(\.entry)
     }
 
     /// The index just past the first occurrence of `needle` in `bytes` at or after `start`.

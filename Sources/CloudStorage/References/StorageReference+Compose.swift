@@ -47,9 +47,40 @@ extension StorageReference {
         preconditions: StoragePreconditions = .none
     ) async throws(StorageError) -> StorageMetadata {
         let name = try validatedWriteTarget("A compose")
-        let wire = storage.objectProtocol
+        let names = try validatedComposeSources(sources, into: name, metadata: metadata, preconditions: preconditions)
+        let read = try await Self.metadata(of: sources)
+        let plan = try ComposePlan(names: names, sources: sources, read: read)
+        var runner = RequestRunner(storage: storage, operation: .other)
         guard
-            wire.compose(bucket: storage.bucket, name: name, sources: [], metadata: metadata, preconditions: .none)
+            let request = storage.objectProtocol.compose(
+                bucket: storage.bucket, name: name, sources: plan.parts, metadata: metadata,
+                preconditions: preconditions)
+        else { throw .internalError("The endpoint's protocol stopped offering compose.") }
+        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
+        let composed = try StorageMetadata(objectResource: response.body)
+        guard let problem = plan.problem(with: composed) else { return composed }
+        if let generation = composed.generation {
+            // Best effort, as after an upload found wrong: the error stays whatever happens.
+            let delete = storage.uploadProtocol.deleteObject(
+                bucket: storage.bucket, name: name, generation: generation)
+            _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(name))
+        }
+        throw problem
+    }
+
+    /// Checks a compose into the object `name` before any request: the endpoint offers compose,
+    /// the sources are 1 to ``maximumComposeSources`` objects of this bucket on this endpoint, and
+    /// the preconditions and metadata are ones a compose takes.
+    ///
+    /// - Returns: The sources' object names, in order.
+    /// - Throws: ``StorageErrorCode/invalidArgument`` as ``compose(from:metadata:preconditions:)`` describes.
+    private func validatedComposeSources(
+        _ sources: [StorageReference], into name: String, metadata: StorageMetadata,
+        preconditions: StoragePreconditions
+    ) throws(StorageError) -> [String] {
+        guard
+            storage.objectProtocol.compose(
+                bucket: storage.bucket, name: name, sources: [], metadata: metadata, preconditions: .none)
                 != nil
         else {
             throw .invalidArgument(
@@ -78,52 +109,7 @@ extension StorageReference {
         }
         try preconditions.validate(for: storage.endpoint)
         try metadata.validate(for: storage.endpoint)
-
-        let read = try await Self.metadata(of: sources)
-        var parts: [ComposeSource] = []
-        var combined: UInt32? = 0
-        var size: Int64 = 0
-        for (index, source) in read.enumerated() {
-            guard let generation = source.generation else {
-                throw .protocolViolation(
-                    "The server did not report the generation of \(names[index]), which a compose pins.")
-            }
-            parts.append(
-                ComposeSource(name: names[index], generation: generation, isPinned: sources[index].generation != nil))
-            if let crc = source.crc32cValue, let sum = combined {
-                combined = CRC32C.combine(sum, crc, secondLength: source.size)
-            } else {
-                combined = nil
-            }
-            size += source.size
-        }
-        var runner = RequestRunner(storage: storage, operation: .other)
-        guard
-            let request = wire.compose(
-                bucket: storage.bucket, name: name, sources: parts, metadata: metadata, preconditions: preconditions)
-        else { throw .internalError("The endpoint's protocol stopped offering compose.") }
-        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
-        let composed = try StorageMetadata(objectResource: response.body)
-        let problem: StorageError?
-        if composed.size != size {
-            problem = .protocolViolation(
-                "The server says the composed object has \(composed.size) bytes; its sources have \(size).")
-        } else if let combined, let reported = composed.crc32cValue, reported != combined {
-            problem = StorageError(
-                .nonMatchingChecksum,
-                "The server's CRC32C of the composed object (\(CRC32CEncoding.base64(reported))) differs from "
-                    + "the combination of its sources' (\(CRC32CEncoding.base64(combined))).")
-        } else {
-            problem = nil
-        }
-        guard let problem else { return composed }
-        if let generation = composed.generation {
-            // Best effort, as after an upload found wrong: the error stays whatever happens.
-            let delete = storage.uploadProtocol.deleteObject(
-                bucket: storage.bucket, name: name, generation: generation)
-            _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(name))
-        }
-        throw problem
+        return names
     }
 
     /// The metadata of each reference, in order, read a few at a time.
@@ -163,5 +149,55 @@ extension StorageReference {
             }
             return .success(results.map { $0! })
         }.get()
+    }
+}
+
+/// What a compose sends and what its result must be, from the sources' metadata read first.
+private struct ComposePlan {
+    /// The sources, each pinned to the generation read.
+    private(set) var parts: [ComposeSource] = []
+    /// The CRC32C the result must report: the sources' combined; nil when one reported none.
+    private(set) var combinedCRC32C: UInt32? = 0
+    /// The result's size: the sources' summed.
+    private(set) var size: Int64 = 0
+
+    /// Pins each source to the generation in `read`, and sums and combines what the result must be.
+    ///
+    /// - Parameters:
+    ///   - names: The sources' object names, in order.
+    ///   - sources: The references given, in order (a pinned one composes noncurrent generations too).
+    ///   - read: The sources' metadata, in order.
+    /// - Throws: ``StorageErrorCode/protocolViolation`` when the server reported no generation for one.
+    init(names: [String], sources: [StorageReference], read: [StorageMetadata]) throws(StorageError) {
+        for (index, source) in read.enumerated() {
+            guard let generation = source.generation else {
+                throw .protocolViolation(
+                    "The server did not report the generation of \(names[index]), which a compose pins.")
+            }
+            parts.append(
+                ComposeSource(name: names[index], generation: generation, isPinned: sources[index].generation != nil))
+            if let crc = source.crc32cValue, let sum = combinedCRC32C {
+                combinedCRC32C = CRC32C.combine(sum, crc, secondLength: source.size)
+            } else {
+                combinedCRC32C = nil
+            }
+            size += source.size
+        }
+    }
+
+    /// What is wrong with the object the server composed: a size other than the sources' summed,
+    /// or a CRC32C other than theirs combined; nil when nothing is (or nothing can be compared).
+    func problem(with composed: StorageMetadata) -> StorageError? {
+        if composed.size != size {
+            return .protocolViolation(
+                "The server says the composed object has \(composed.size) bytes; its sources have \(size).")
+        }
+        if let combinedCRC32C, let reported = composed.crc32cValue, reported != combinedCRC32C {
+            return StorageError(
+                .nonMatchingChecksum,
+                "The server's CRC32C of the composed object (\(CRC32CEncoding.base64(reported))) differs from "
+                    + "the combination of its sources' (\(CRC32CEncoding.base64(combinedCRC32C))).")
+        }
+        return nil
     }
 }

@@ -306,52 +306,10 @@ package final class EmulatorApplication: ServerApplication {
         do {
             if let stream = reply.stream {
                 defer { stream.reader.close() }
-                var pendingTrigger = responseFault?.triggerOffset
                 try responder.respondStreaming(
                     status: reply.status, headers: reply.headers, contentLength: stream.inflates ? nil : stream.length
                 ) { rawWrite in
-                    // Transcoding: the stored bytes are read (and faults counted) as for any
-                    // answer, and what goes on the wire is their decompressed form.
-                    var decoder = stream.inflates ? try GzipDecoder() : nil
-                    func write(_ bytes: UnsafeRawBufferPointer) throws {
-                        guard decoder != nil else { return try rawWrite(bytes) }
-                        try decoder!.decode(bytes, failure: { $0 as any Error }) { (piece) throws(any Error) in
-                            try rawWrite(piece)
-                        }
-                    }
-                    var buffer = [UInt8](repeating: 0, count: 256 * 1024)
-                    var offset = stream.offset
-                    let end = stream.offset + stream.length
-                    func fireIfDue() throws {
-                        guard let trigger = pendingTrigger, offset - stream.offset >= trigger || offset >= end
-                        else { return }
-                        pendingTrigger = nil
-                        switch responseFault {
-                        case .stall(let milliseconds, _)?:
-                            Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
-                        case .hold?:
-                            throw ResponseHold()
-                        default:
-                            throw ResponseReset()
-                        }
-                    }
-                    try fireIfDue()
-                    while offset < end {
-                        var want = Int(min(Int64(buffer.count), end - offset))
-                        if let trigger = pendingTrigger {
-                            want = Int(min(Int64(want), max(1, trigger - (offset - stream.offset))))
-                        }
-                        let count = try buffer.withUnsafeMutableBytes { raw in
-                            try stream.reader.read(
-                                at: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
-                        }
-                        guard count > 0 else { throw StoreError.io("The object ended early.") }
-                        try buffer.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-                        offset += Int64(count)
-                        try fireIfDue()
-                    }
-                    // Stored bytes that are not whole gzip end the answer with a broken connection.
-                    try decoder?.finish()
+                    try writeBody(of: stream, through: rawWrite, responseFault: responseFault)
                 }
             } else {
                 try responder.respond(status: reply.status, headers: reply.headers, body: reply.body)
@@ -363,6 +321,62 @@ package final class EmulatorApplication: ServerApplication {
         } catch {
             responder.closeConnection()
         }
+    }
+
+    /// Writes a streamed reply's body through `rawWrite`, a buffer at a time, decompressed when
+    /// it is transcoded; `responseFault` (a reset or stall) fires after that many stored bytes, or
+    /// at the end of a shorter body.
+    ///
+    /// - Throws: `ResponseReset` or `ResponseHold` when the fault says so; a read, decoding or
+    ///   write failure otherwise.
+    private func writeBody(
+        of stream: StreamedBody,
+        through rawWrite: (UnsafeRawBufferPointer) throws -> Void,
+        responseFault: FaultInstruction?
+    ) throws {
+        var pendingTrigger = responseFault?.triggerOffset
+        // Transcoding: the stored bytes are read (and faults counted) as for any
+        // answer, and what goes on the wire is their decompressed form.
+        var decoder = stream.inflates ? try GzipDecoder() : nil
+        func write(_ bytes: UnsafeRawBufferPointer) throws {
+            guard decoder != nil else { return try rawWrite(bytes) }
+            try decoder!.decode(bytes, failure: { $0 as any Error }) { (piece) throws(any Error) in
+                try rawWrite(piece)
+            }
+        }
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var offset = stream.offset
+        let end = stream.offset + stream.length
+        func fireIfDue() throws {
+            guard let trigger = pendingTrigger, offset - stream.offset >= trigger || offset >= end
+            else { return }
+            pendingTrigger = nil
+            switch responseFault {
+            case .stall(let milliseconds, _)?:
+                Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
+            case .hold?:
+                throw ResponseHold()
+            default:
+                throw ResponseReset()
+            }
+        }
+        try fireIfDue()
+        while offset < end {
+            var want = Int(min(Int64(buffer.count), end - offset))
+            if let trigger = pendingTrigger {
+                want = Int(min(Int64(want), max(1, trigger - (offset - stream.offset))))
+            }
+            let count = try buffer.withUnsafeMutableBytes { raw in
+                try stream.reader.read(
+                    at: offset, into: UnsafeMutableRawBufferPointer(rebasing: raw[0..<want]))
+            }
+            guard count > 0 else { throw StoreError.io("The object ended early.") }
+            try buffer.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            offset += Int64(count)
+            try fireIfDue()
+        }
+        // Stored bytes that are not whole gzip end the answer with a broken connection.
+        try decoder?.finish()
     }
 
     /// The protocol's error document: JSON, or the XML API's XML for signed URLs.

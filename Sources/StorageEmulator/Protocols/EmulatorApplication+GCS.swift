@@ -336,26 +336,10 @@ extension EmulatorApplication {
         guard let first = range.first, let last = range.last else {
             return try gcsSessionStatus(session, &state, total: range.total, extra: extra, base: base, key: key)
         }
-        // Both bounds are at most RequestNumber.maxObjectSize, so this cannot overflow.
+        let isFinal = try gcsCheckChunk(
+            first: first, last: last, total: range.total, contentLength: request.contentLength,
+            committed: state.committed)
         let length = last - first + 1
-        guard first <= state.committed else {
-            throw HTTPError.badRequest(
-                "Invalid request. According to the Content-Range header, the upload offset is \(first) byte(s), which exceeds already uploaded size of \(state.committed) byte(s)."
-            )
-        }
-        if let total = range.total, last >= total {
-            throw HTTPError.badRequest("The Content-Range \(first)-\(last) goes beyond the total size \(total).")
-        }
-        let isFinal = range.total.map { last + 1 == $0 } ?? false
-        if !isFinal, length % UploadSession.granularity != 0 {
-            throw HTTPError.badRequest(
-                "Invalid request. The number of bytes uploaded is required to be equal or greater than 262144, except for the final request (it's recommended to be the exact multiple of 262144). The received request contained \(length) bytes, which does not meet this requirement."
-            )
-        }
-        if let contentLength = request.contentLength, contentLength != length {
-            throw HTTPError.badRequest(
-                "The Content-Range says \(length) byte(s) but the body has \(contentLength).")
-        }
         let snapshot = state.checksums
         let received = try UploadSession.receive(body, start: first, into: &state)
         guard received == length else {
@@ -371,6 +355,39 @@ extension EmulatorApplication {
             UploadSession.rollBack(&state, to: snapshot)
             throw error
         }
+    }
+
+    /// Checks the bytes `first`-`last` a session chunk's `Content-Range` names (of `total`, when
+    /// known) against the session, which holds `committed` bytes: the chunk starts within them,
+    /// ends within the total, is a multiple of the granularity unless it is the last, and is as
+    /// long as its body (`contentLength`).
+    ///
+    /// - Returns: Whether the chunk ends the upload.
+    /// - Throws: `HTTPError.badRequest` naming the first check that fails.
+    private func gcsCheckChunk(
+        first: Int64, last: Int64, total: Int64?, contentLength: Int64?, committed: Int64
+    ) throws -> Bool {
+        // Both bounds are at most RequestNumber.maxObjectSize, so this cannot overflow.
+        let length = last - first + 1
+        guard first <= committed else {
+            throw HTTPError.badRequest(
+                "Invalid request. According to the Content-Range header, the upload offset is \(first) byte(s), which exceeds already uploaded size of \(committed) byte(s)."
+            )
+        }
+        if let total, last >= total {
+            throw HTTPError.badRequest("The Content-Range \(first)-\(last) goes beyond the total size \(total).")
+        }
+        let isFinal = total.map { last + 1 == $0 } ?? false
+        if !isFinal, length % UploadSession.granularity != 0 {
+            throw HTTPError.badRequest(
+                "Invalid request. The number of bytes uploaded is required to be equal or greater than 262144, except for the final request (it's recommended to be the exact multiple of 262144). The received request contained \(length) bytes, which does not meet this requirement."
+            )
+        }
+        if let contentLength, contentLength != length {
+            throw HTTPError.badRequest(
+                "The Content-Range says \(length) byte(s) but the body has \(contentLength).")
+        }
+        return isFinal
     }
 }
 
