@@ -231,7 +231,8 @@ package struct GzipEncoder: ~Copyable {
     }
 }
 
-// Safe: each is ~Copyable, so exactly one owner holds the zlib stream and its buffer at any time;
-// moving that owner to another thread moves the whole state, which zlib does not tie to a thread.
-extension GzipDecoder: @unchecked Sendable {}
-extension GzipEncoder: @unchecked Sendable {}
+// SAFETY (`@unchecked Sendable`): each is ~Copyable, so exactly one owner holds the zlib stream
+// and its buffer at any time; moving that owner to another thread moves the whole state, which
+// zlib does not tie to a thread.
+extension GzipDecoder: @unchecked Sendable {}  // SAFETY: see the note above
+extension GzipEncoder: @unchecked Sendable {}  // SAFETY: see the note above

@@ -127,8 +127,10 @@ struct CompressedChunks: AsyncSequence, Sendable {
 
     /// What one iteration holds: the encoder and where the source stands. Used by one iterator
     /// at a time, each step on a blocking thread, one after the other.
-    final class State: @unchecked Sendable {
-        // Safe: `next()` awaits each step before the next one starts, so no two threads touch it at once.
+    ///
+    /// SAFETY (`@unchecked Sendable`): `next()` awaits each step before the next one starts, so
+    /// no two threads touch it at once.
+    final class State: @unchecked Sendable {  // SAFETY: see the note above
         let source: Source
         var encoder: GzipEncoder?
         var file: ReadOnlyFile?
