@@ -130,36 +130,36 @@ private func runObjectCommand(
     _ command: String, _ words: [String], environment: [String: String]
 ) async throws(UsageError) -> ExitCode {
     // Parsed (and names checked) before anything starts.
-    switch command {
-    case "ls":
-        let parsed = try ListCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "stat":
-        let parsed = try StatCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "cat":
-        let parsed = try CatCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "mv":
-        let parsed = try CopyCommand(words, environment: environment, moving: true)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "compose":
-        let parsed = try ComposeCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "update":
-        let parsed = try UpdateCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "hash":
-        let parsed = try HashCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    case "du":
-        let parsed = try DiskUsageCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    default:
-        let parsed = try RemoveCommand(words, environment: environment)
-        return await withStandardOutput { await parsed.run(output: $0) }
-    }
+    let parsed: any OutputCommand =
+        switch command {
+        case "ls": try ListCommand(words, environment: environment)
+        case "stat": try StatCommand(words, environment: environment)
+        case "cat": try CatCommand(words, environment: environment)
+        case "mv": try CopyCommand(words, environment: environment, moving: true)
+        case "compose": try ComposeCommand(words, environment: environment)
+        case "update": try UpdateCommand(words, environment: environment)
+        case "hash": try HashCommand(words, environment: environment)
+        case "du": try DiskUsageCommand(words, environment: environment)
+        default: try RemoveCommand(words, environment: environment)
+        }
+    return await withStandardOutput { await parsed.run(output: $0) }
 }
+
+/// A parsed command that runs writing to the standard output.
+protocol OutputCommand {
+    /// Runs the command, writing what it prints to `output`.
+    func run(output: OutputWriter) async -> ExitCode
+}
+
+extension ListCommand: OutputCommand {}
+extension StatCommand: OutputCommand {}
+extension CatCommand: OutputCommand {}
+extension CopyCommand: OutputCommand {}
+extension ComposeCommand: OutputCommand {}
+extension UpdateCommand: OutputCommand {}
+extension HashCommand: OutputCommand {}
+extension DiskUsageCommand: OutputCommand {}
+extension RemoveCommand: OutputCommand {}
 
 /// Prints the usage of the command `name`, or the tool's when it names none.
 private func printHelp(for name: String?) {
