@@ -33,6 +33,11 @@ struct EmulatorCommand {
           --tls-cert FILE    serve HTTPS with this PEM certificate chain (leaf first);
                              needs --tls-key and the system's OpenSSL 3
           --tls-key FILE     the certificate's PEM private key; needs --tls-cert
+          --shape rate=RATE,latency=TIME
+                             model a WAN: cap each connection at RATE in each direction
+                             (B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s) and wait TIME (us, ms,
+                             s) before each response, one round trip; either key is optional,
+                             e.g. --shape rate=50MB/s,latency=10ms
 
         Google's authentication servers, on the same port:
           --service-account FILES
@@ -61,7 +66,7 @@ struct EmulatorCommand {
             valued: [
                 "--host", "--port", "--dir", "--token", "--faults", "--session-lifetime", "--max-sessions",
                 "--tls-cert", "--tls-key", "--service-account", "--authorized-user", "--metadata-account",
-                "--metadata-project", "--token-lifetime", "--app-check-token",
+                "--metadata-project", "--token-lifetime", "--app-check-token", "--shape",
             ],
             flags: ["--discard", "--accept-owner", "--require-access-token"]
         )
@@ -101,6 +106,13 @@ struct EmulatorCommand {
                 faults.hasPrefix("random:") ? [faults] : faults.split(separator: ",").map(String.init)
         }
         configuration.tls = try Self.tls(arguments)
+        if let text = arguments.value("--shape") {
+            do {
+                configuration.networkShape = try StorageEmulator.NetworkShape(parsing: text)
+            } catch {
+                throw UsageError("--shape: \(error.description)")
+            }
+        }
         configuration.authentication = try Self.authentication(arguments)
         self.configuration = configuration
     }
@@ -216,7 +228,7 @@ struct EmulatorCommand {
                 """
                 CloudStorage emulator listening on \(emulator.baseURL.absoluteString)
                   objects are kept \(storage)
-                  GCS JSON API:  export STORAGE_EMULATOR_HOST=\(emulator.baseURL.absoluteString)
+                \(shapeLine)  GCS JSON API:  export STORAGE_EMULATOR_HOST=\(emulator.baseURL.absoluteString)
                   Firebase (v0): export FIREBASE_STORAGE_EMULATOR_HOST=\(configuration.host):\(emulator.port)
                 \(authenticationLines(emulator))Press Ctrl-C to stop.
 
@@ -232,6 +244,12 @@ struct EmulatorCommand {
         emulator.stop()
         print("\nStopped after receiving \(emulator.bytesReceived) bytes.")
         return .success
+    }
+
+    /// The network model, when there is one.
+    private var shapeLine: String {
+        guard let shape = configuration.networkShape else { return "" }
+        return "  network shaped: \(shape) (per connection, each direction)\n"
     }
 
     /// What a client needs to reach the authentication servers, when they run.

@@ -95,6 +95,14 @@ public final class StorageEmulator: Sendable {
         ///     requiresToken: true)
         /// ```
         public var authentication: Authentication? = nil
+        /// A network model every connection is paced by: a rate cap per connection in each
+        /// direction and a round-trip latency, as across a WAN (see ``NetworkShape``). Nil (the
+        /// default) serves at loopback speed.
+        ///
+        /// ```swift
+        /// configuration.networkShape = .init(rate: 50_000_000, latency: .milliseconds(10))
+        /// ```
+        public var networkShape: NetworkShape? = nil
 
         /// The defaults: loopback, a free port, memory, no auth, no faults, buckets created on use.
         public init() {}
@@ -171,7 +179,8 @@ public final class StorageEmulator: Sendable {
             throw EmulatorError(description: error.message)
         }
         let server = EmulatorHTTPServer(
-            host: configuration.host, port: configuration.port, application: application, tls: tls)
+            host: configuration.host, port: configuration.port, application: application, tls: tls,
+            shape: configuration.networkShape)
         _ = try server.start()
         return StorageEmulator(
             application: application, server: server, host: configuration.host, scheme: tls == nil ? "http" : "https")
@@ -247,6 +256,10 @@ public final class StorageEmulator: Sendable {
 
     /// Requests received so far, over all connections (for tests that count a client's requests).
     package var requestsReceived: Int { application.requestsReceived }
+
+    /// The waits the network model computed so far, over all connections (for tests; zero
+    /// without ``Configuration/networkShape``).
+    package var shapingTotals: ShapingCounters.Totals { server.shapingCounters.totals }
 
     /// Stops listening, closes every connection and cancels unfinished upload sessions; idempotent.
     ///

@@ -85,6 +85,10 @@ package final class EmulatorHTTPServer: Sendable {
     let limits: Limits
     /// The server's TLS identity; nil serves plain HTTP.
     private let tls: TLSContext?
+    /// The network model every connection is paced by; nil for none (loopback speed).
+    let shape: StorageEmulator.NetworkShape?
+    /// The waits the network model computed (zero without a shape).
+    let shapingCounters = ShapingCounters()
     private let state = Mutex(State())
     /// Entered by every thread the server starts, left when it ends; ``stop()`` waits on it.
     private let threads = DispatchGroup()
@@ -98,15 +102,17 @@ package final class EmulatorHTTPServer: Sendable {
     ///   - application: What answers the requests.
     ///   - limits: Bounds and timeouts.
     ///   - tls: When set, every connection begins with a TLS server handshake on its own thread.
+    ///   - shape: When set, every connection's reads and writes are paced by this network model.
     package init(
         host: String = "127.0.0.1", port: Int = 0, application: any ServerApplication, limits: Limits = .init(),
-        tls: TLSContext? = nil
+        tls: TLSContext? = nil, shape: StorageEmulator.NetworkShape? = nil
     ) {
         self.host = host
         self.requestedPort = port
         self.application = application
         self.limits = limits
         self.tls = tls
+        self.shape = shape
     }
 
     /// The bound port; 0 before ``start()``.

@@ -30,6 +30,8 @@ final class ServerConnection {
     private(set) var evicted = false
     /// Whether a request was answered: until then a client expects an answer on the connection.
     private var answeredOne = false
+    /// The network model's state for this connection; nil when the server has no shape.
+    private var shaper: ConnectionShaper?
 
     init(id: Int, socket: SocketDescriptor, server: EmulatorHTTPServer, tls: TLSContext?) {
         self.id = id
@@ -38,6 +40,11 @@ final class ServerConnection {
         self.tls = tls
         self.server = server
         buffer = .allocate(byteCount: max(server.limits.head.maxHeadBytes + 1, 16 * 1024) + 16 * 1024, alignment: 16)
+        if let shape = server.shape {
+            // TCP's handshake costs a round trip before the first request, TLS 1.3's one more.
+            shaper = ConnectionShaper(shape, handshakes: tls == nil ? 1 : 2)
+            server.shapingCounters.addConnection()
+        }
     }
 
     deinit {
@@ -142,6 +149,7 @@ final class ServerConnection {
 
     /// Handles one request; returns whether the connection can carry another.
     private func serve(_ head: HTTPRequestHead) -> Bool {
+        shaper?.heardRequest()
         if head.version.minor >= 1 && head.headers.values("Host").count != 1 {
             answerAndClose(status: 400)
             return false
@@ -313,7 +321,13 @@ final class ServerConnection {
         if waitsForPeer, !server.connection(id, waitsForPeer: true) { throw markEvicted() }
         let result = Result { () throws(ServerIOError) in try stream.receive(into: destination, timeout: timeout) }
         if waitsForPeer, !server.connection(id, waitsForPeer: false) { throw markEvicted() }
-        if case .success(let count) = result, count > 0 { return count }
+        if case .success(let count) = result, count > 0 {
+            if let wait = shaper?.received(count) {
+                server.shapingCounters.addReceived(wait)
+                pause(wait)
+            }
+            return count
+        }
         if server.connectionWasEvicted(id) { throw markEvicted() }
         return try result.get()
     }
@@ -327,7 +341,21 @@ final class ServerConnection {
 
     func send(_ bytes: UnsafeRawBufferPointer) throws(ServerIOError) {
         guard !ended else { throw .connectionEnded }
+        if let waits = shaper?.sending(bytes.count) {
+            server.shapingCounters.addSent(waits)
+            pause(waits.total)
+        }
         try stream.send(bytes)
+    }
+
+    // MARK: - Shaping
+
+    /// Waits for the network model, on this connection's own thread: one `poll` for no event,
+    /// which the server's shutdown of the socket (``EmulatorHTTPServer/stop()``) or the peer's
+    /// reset ends early; the read or write that follows then fails.
+    private func pause(_ wait: Duration) {
+        guard wait > .zero else { return }
+        _ = try? POSIXSocket.poll(socket.fd, readable: false, writable: false, timeout: wait)
     }
 
     func send(_ bytes: [UInt8]) throws(ServerIOError) {
