@@ -102,6 +102,11 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(crypto, int, EVP_Digest, (const void *, size_t, unsigned char *, unsigned int *, const cs_evp_md *, void *)) \
     X(crypto, cs_evp_md_ctx *, EVP_MD_CTX_new, (void)) \
     X(crypto, void, EVP_MD_CTX_free, (cs_evp_md_ctx *)) \
+    X(crypto, const cs_evp_md *, EVP_md5, (void)) \
+    X(crypto, int, EVP_DigestInit_ex, (cs_evp_md_ctx *, const cs_evp_md *, void *)) \
+    X(crypto, int, EVP_DigestUpdate, (cs_evp_md_ctx *, const void *, size_t)) \
+    X(crypto, int, EVP_DigestFinal_ex, (cs_evp_md_ctx *, unsigned char *, unsigned int *)) \
+    X(crypto, int, EVP_MD_CTX_copy_ex, (cs_evp_md_ctx *, const cs_evp_md_ctx *)) \
     X(crypto, int, EVP_DigestSignInit, \
       (cs_evp_md_ctx *, cs_evp_pkey_ctx **, const cs_evp_md *, void *, cs_evp_pkey *)) \
     X(crypto, int, EVP_DigestSign, (cs_evp_md_ctx *, unsigned char *, size_t *, const unsigned char *, size_t)) \

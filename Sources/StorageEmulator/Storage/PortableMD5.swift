@@ -1,17 +1,12 @@
 import Foundation
 
-/// A streaming MD5 (RFC 1321), for the `md5Hash` of stored objects.
+/// MD5 (RFC 1321) in Swift: what ``MD5`` computes with when OpenSSL 3 cannot be loaded.
 ///
-/// Written here because Foundation on Linux has no CryptoKit. MD5 is only a
-/// content fingerprint in the storage APIs, never a security measure. A value
-/// type, so a session can snapshot the state before a request and restore it
-/// if the request is rolled back.
-///
-/// The emulator hashes every byte it receives, so this is on the hot path of
-/// every upload: the 64 steps are unrolled with their constants inline, words
-/// are loaded straight from the caller's buffer, and the partial block waits
-/// in a fixed 64-byte tuple (no heap allocation per block or per call).
-package struct MD5: Sendable {
+/// Written here because Foundation on Linux has no CryptoKit. The emulator hashes every byte
+/// it receives, so this is on the hot path of every upload without OpenSSL: the 64 steps are
+/// unrolled with their constants inline, words are loaded straight from the caller's buffer,
+/// and the partial block waits in a fixed 64-byte tuple (no heap allocation per block or per call).
+package struct PortableMD5: Sendable {
     private var a: UInt32 = 0x6745_2301
     private var b: UInt32 = 0xefcd_ab89
     private var c: UInt32 = 0x98ba_dcfe
@@ -74,13 +69,6 @@ package struct MD5: Sendable {
             }
         }
         return digest
-    }
-
-    /// The digest of `bytes`.
-    package static func digest<Bytes: Sequence<UInt8>>(_ bytes: Bytes) -> [UInt8] {
-        var md5 = MD5()
-        md5.update(bytes)
-        return md5.finalize()
     }
 
     /// One 64-byte block (RFC 1321, section 3.4); the constants are floor(abs(sin(i + 1)) * 2^32).
