@@ -64,3 +64,39 @@ read_size_rounds_clients() {
     clients=("$@")
     [[ ${#clients[@]} -gt 0 ]] || { echo "name at least one cloud-storage CLIENT" >&2; exit 2; }
 }
+
+# gcloud_environment ENDPOINT CONFIG_DIR: points `gcloud storage`, unchanged, at an emulator:
+# anonymous, no prompts, no update checks, its own configuration directory.
+gcloud_environment() {
+    mkdir -p "$2"
+    export CLOUDSDK_CONFIG="$2"
+    export CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE="${1%/}/"
+    export CLOUDSDK_AUTH_DISABLE_CREDENTIALS=True
+    export CLOUDSDK_CORE_PROJECT=emulator-bench
+    export CLOUDSDK_CORE_DISABLE_PROMPTS=1
+    export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1
+    export CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1
+}
+
+# python_storage ROOT: sets $python to the interpreter of the virtualenv the test suite uses for
+# Google's Python client (ROOT/.build/google-cloud-storage, the same pinned version and marker
+# file, under the same lock), installing it with pip first if needed; returns 1 (with a
+# message) when python3 or pip fails.
+python_storage() {
+    local requirement="google-cloud-storage==3.17.1" directory="$1/.build/google-cloud-storage"
+    python="$directory/venv/bin/python"
+    mkdir -p "$directory"
+    (
+        flock 9
+        # The marker the test suite writes: the requirements, then what its locate step printed (nothing).
+        [[ "$(cat "$directory/installed" 2>/dev/null)" == "$requirement" ]] && exit 0
+        rm -rf "$directory/venv" "$directory/installed"
+        python3 -m venv "$directory/venv" && "$directory/venv/bin/pip" install --quiet "$requirement" \
+            > "$directory/install.log" 2>&1 && printf '%s\n\n' "$requirement" > "$directory/installed"
+    ) 9> "$directory/install.lock" || { echo "cannot install $requirement (see $directory/install.log)" >&2; return 1; }
+}
+
+# median: the median of the numbers on standard input, one a line.
+median() {
+    sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}

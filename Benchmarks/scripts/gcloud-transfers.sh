@@ -32,14 +32,8 @@ trap cleanup EXIT
 # shellcheck disable=SC2086 # EMULATOR_ARGS is a list of words on purpose.
 start_emulator "$work/emulator.log" ${EMULATOR_ARGS:-}
 
-mkdir -p "$work/config" "$work/files"
-export CLOUDSDK_CONFIG="$work/config"
-export CLOUDSDK_API_ENDPOINT_OVERRIDES_STORAGE="${endpoint%/}/"
-export CLOUDSDK_AUTH_DISABLE_CREDENTIALS=True
-export CLOUDSDK_CORE_PROJECT=emulator-bench
-export CLOUDSDK_CORE_DISABLE_PROMPTS=1
-export CLOUDSDK_COMPONENT_MANAGER_DISABLE_UPDATE_CHECK=1
-export CLOUDSDK_CORE_DISABLE_USAGE_REPORTING=1
+mkdir -p "$work/files"
+gcloud_environment "$endpoint" "$work/config"
 cd "$work/files"
 
 now() { date +%s.%N; }
