@@ -15,6 +15,7 @@ from google.api_core import exceptions
 from google.auth.credentials import AnonymousCredentials
 from google.cloud import storage
 from google.cloud.storage import transfer_manager
+from google.cloud.storage.exceptions import InvalidResponse
 
 operation, endpoint, bucket_name, object_name, path = sys.argv[1:6]
 client = storage.Client(
@@ -35,6 +36,7 @@ if operation == "download":
 else:
     try:
         transfer_manager.upload_chunks_concurrently(path, blob, **options)
-    except (exceptions.GoogleAPIError, ValueError, KeyError) as error:
+    except (InvalidResponse, exceptions.NotFound, exceptions.MethodNotAllowed, exceptions.BadRequest) as error:
+        # The initiating POST ...?uploads answered with an error: no XML multipart upload here.
         print("the emulator refused the XML multipart upload: %s" % str(error).splitlines()[0], file=sys.stderr)
         sys.exit(3)
