@@ -249,7 +249,7 @@ struct EmulatorCommand {
     /// The network model, when there is one.
     private var shapeLine: String {
         guard let shape = configuration.networkShape else { return "" }
-        return "  network shaped: \(shape) (per connection, each direction)\n"
+        return "  network shape: \(shape) (the rate per connection each way, the latency per answer)\n"
     }
 
     /// What a client needs to reach the authentication servers, when they run.
