@@ -122,7 +122,9 @@ struct DownloadEngine: Sendable {
         }
         let slices = checkpoint.slices.withLock { $0 }
         guard slices.isEmpty else {
-            reportVerdict(on: name, .matched, nil, events)
+            // The slices' combined CRC32C matched the server's, when it reported one.
+            let reported = checkpoint.machine.withLock { $0.serverCRC32C } != nil
+            reportVerdict(on: name, reported ? .matched : .notCheckable("the server reported no CRC32C"), nil, events)
             return received
         }
         reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, events)
