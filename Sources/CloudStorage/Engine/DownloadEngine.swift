@@ -73,8 +73,8 @@ struct DownloadEngine: Sendable {
         // Slices write side by side, each asking for the generation the first answer named: a
         // destination that takes positioned writes, the whole object, and a protocol that pins.
         let slices =
-            destination.writesAtAnyOffset && range == nil && maxSize == nil && !transportDecodes
-            && storage.objectProtocol.pinsGenerations && downloads.sliceCount > 1
+            destination.writesAtAnyOffset && range == nil && maxSize == nil && storage.objectProtocol.pinsGenerations
+            && downloads.sliceCount > 1
         return DownloadCheckpoint(
             RangedDownloadStateMachine.Setup(
                 range: range, generation: generation,

@@ -22,16 +22,17 @@ struct SlicedDownloadTests {
 
     /// Downloads with `configure`'s slicing through a probe, after uploading `size` bytes.
     static func withSlicedDownload<T>(
-        size: Int, slices: Int, threshold: Int64 = 1, seed: UInt64 = 7,
+        size: Int, slices: Int, threshold: Int64 = 1, seed: UInt64 = 7, route: TestRoute = .nativeHTTP,
         _ body: (_ emulator: StorageEmulator, _ probe: SliceProbe, _ storage: Storage, _ payload: Data) async throws ->
             T
     ) async throws -> T {
-        try await Reliability.withEmulator(for: .nativeHTTP) { emulator in
-            let uploads = Reliability.storage(Reliability.Route(wire: .gcs, via: .nativeHTTP), emulator)
+        try await Reliability.withEmulator(for: route) { emulator in
+            let uploads = Reliability.storage(Reliability.Route(wire: .gcs, via: route), emulator)
             let payload = TestSupport.payload(size: size, seed: seed)
             _ = try await uploads.reference(withPath: name).putDataAsync(payload)
-            let probe = SliceProbe(wrapping: TestRoute.nativeHTTP.makeTransport(for: .gcs(emulator.baseURL)))
+            let probe = SliceProbe(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
             var configuration = StorageConfiguration()
+            route.apply(to: &configuration)
             configuration.applyForTest {
                 try $0.retry.setInitialDelay(.milliseconds(5))
                 try $0.retry.setMaxDelay(.milliseconds(40))
@@ -68,6 +69,19 @@ struct SlicedDownloadTests {
             #expect(
                 Set(gets.dropFirst().map { "\($0.range ?? "") \($0.pinned ?? "")" })
                     == Set(plan.dropFirst().map { "bytes=\($0.start)-\($0.end!) \(generation)" }))
+        }
+    }
+
+    @Test(arguments: TestRoute.all)
+    func slicesOnEveryTransport(route: TestRoute) async throws {
+        let size = 500_001
+        try await Self.withSlicedDownload(size: size, slices: 3, route: route) { _, probe, storage, payload in
+            let directory = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let target = directory.appendingPathComponent("copy.bin")
+            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
+            #expect(try Data(contentsOf: target) == payload)
+            #expect(probe.sent.count == 3)
         }
     }
 
