@@ -109,6 +109,31 @@ struct SlicedDownloadTests {
         }
     }
 
+    /// Firebase Storage v0 cannot ask for one generation, so a slice could not be held to the
+    /// first answer's: its downloads stay single-stream.
+    @Test func aFirebaseDownloadIsNeverSliced() async throws {
+        try await Reliability.withEmulator(for: .nativeHTTP) { emulator in
+            let route = Reliability.Route(wire: .firebase, via: .nativeHTTP)
+            let payload = TestSupport.payload(size: 300_000, seed: 5)
+            _ = try await Reliability.storage(route, emulator).reference(withPath: Self.name).putDataAsync(payload)
+            let probe = SliceProbe(wrapping: TestRoute.nativeHTTP.makeTransport(for: .firebase(emulator.baseURL)))
+            var configuration = StorageConfiguration()
+            configuration.applyForTest {
+                $0.downloads.slicingThreshold = 1
+                try $0.downloads.setSliceCount(4)
+            }
+            let storage = Storage(
+                bucket: Reliability.bucket, endpoint: .firebase(emulator.baseURL), authorization: .none,
+                configuration: configuration, transport: probe)
+            let directory = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let target = directory.appendingPathComponent("copy.bin")
+            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
+            #expect(try Data(contentsOf: target) == payload)
+            #expect(probe.sent.map(\.range) == [nil])
+        }
+    }
+
     @Test func aGzipStoredObjectIsNeverSliced() async throws {
         try await Self.withSlicedDownload(size: 1, slices: 4) { _, probe, storage, _ in
             let original = Data(String(repeating: "sliced downloads keep gzip in order. ", count: 4000).utf8)
