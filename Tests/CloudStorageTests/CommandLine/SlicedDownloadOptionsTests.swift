@@ -22,7 +22,9 @@ struct SlicedDownloadOptionsTests {
 
     @Test(arguments: [["--slices", "0"], ["--slices", "65"], ["--slices", "x"], ["--slice-threshold", "1T"]])
     func badValuesAreUsageErrors(words: [String]) {
-        #expect(throws: UsageError.self) { try CopyCommand(words + ["gs://bucket/o", "/tmp/o"], environment: Self.home) }
+        #expect(throws: UsageError.self) {
+            try CopyCommand(words + ["gs://bucket/o", "/tmp/o"], environment: Self.home)
+        }
     }
 
     @Test func theSliceCountIsCheckedWhereSet() throws {
