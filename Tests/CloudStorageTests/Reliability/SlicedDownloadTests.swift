@@ -255,6 +255,35 @@ struct SlicedDownloadTests {
         }
     }
 
+    /// Random pause, resume and cancel while every slice runs: the task ends exactly once, with
+    /// the whole file or none, and progress never runs past the object's size.
+    @Test(arguments: 0..<24)
+    func randomControlsEndExactlyOnceWithTheWholeFileOrNone(seed: Int) async throws {
+        let size = 3 * 1024 * 1024 + 77
+        var generator = SeededGenerator(seed: UInt64(seed) &* 7919)
+        try await Self.withSlicedDownload(size: size, slices: 4, seed: UInt64(seed)) { _, _, storage, payload in
+            let directory = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let target = directory.appendingPathComponent("copy.bin")
+            let task = storage.reference(withPath: Self.name).write(toFile: target)
+            let observer = Task { await TestSupport.collect(task.snapshots) }
+            try await TestSupport.applyRandomControls(
+                to: task, maxCount: 10, maxWait: .milliseconds(3), using: &generator)
+            switch await task.result() {
+            case .success:
+                #expect(try Data(contentsOf: target) == payload)
+                #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["copy.bin"])
+            case .failure(let error):
+                #expect(error.code == .cancelled, "only cancellation can fail these downloads: \(error)")
+                #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
+            }
+            let seen = await observer.value
+            #expect(seen.filter { $0.status.isTerminal }.count == 1)
+            #expect(seen.last?.status.isTerminal == true)
+            #expect(seen.allSatisfy { $0.progress.completedUnitCount <= Int64(size) })
+        }
+    }
+
     @Test func cancelWithEverySliceInFlightEndsAndLeavesNoFile() async throws {
         let (size, slices, held) = (400_000, 4, 20_000)
         try await Self.withSlicedDownload(size: size, slices: slices) { emulator, probe, storage, _ in
