@@ -31,6 +31,9 @@ final class DownloadCheckpoint: Sendable {
         return (slices.reduce(received) { $0 + $1.received }, size)
     }
 
+    /// Whether every byte the machine asks for arrived.
+    var isComplete: Bool { machine.withLock { $0.received == $0.expectedLength } }
+
     /// Makes the checkpoints of the slices the first answer planned, once; the first call
     /// returns them, any later one nothing.
     func planSlices() -> [DownloadCheckpoint] {
@@ -211,7 +214,13 @@ struct DownloadEngine: Sendable {
         if let failure { throw failure }
         let slices = checkpoint.slices.withLock { $0 }
         guard !slices.isEmpty else { return checkpoint.received }
-        return try Self.verifySlices([checkpoint] + slices)
+        let parts = [checkpoint] + slices
+        if parts.contains(where: { !$0.isComplete }) {
+            // A pause or cancel stopped the wait for the plan before the other slices started
+            // (the first may still have finished its own): they start with the next run.
+            throw Task.isCancelled ? .cancelled() : .internalError("A slice of the download ended without its bytes.")
+        }
+        return try Self.verifySlices(parts)
     }
 
     /// Checks the object's CRC32C, as the server reported it, against the slices' combined.
