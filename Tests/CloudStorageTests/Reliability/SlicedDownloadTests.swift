@@ -164,6 +164,7 @@ struct SlicedDownloadTests {
             #expect(try Data(contentsOf: target) == payload)
             let gets = probe.sent
             #expect(gets.count == plan.count + 1, "one request more than the slices: the faulted slice's resumption")
+            #expect(emulator.requestsReceived == 1 + plan.count + 1, "the server saw the upload and those GETs only")
             let resumed = try #require(gets.last)
             let start = try #require(resumed.start)
             #expect(start >= faulted.start && start <= faulted.start + 100_000, "from the slice's own offset")
