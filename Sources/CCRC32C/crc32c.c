@@ -228,3 +228,38 @@ uint32_t cs_crc32c_update(uint32_t crc, const void *bytes, size_t length) {
 #endif
     return cs_crc32c_update_portable(crc, bytes, length);
 }
+
+/* x^(2^k) modulo the polynomial, reflected (bit 31 stands for x^0), for k = 0 ... 30.
+ * x^(2^31) is x^(2^0) again (the powers x^(2^k) repeat with period 31 for this polynomial),
+ * so k is taken modulo 31 and no exponent is too large. */
+static const uint32_t x2k_table[31] = {
+    0x40000000, 0x20000000, 0x08000000, 0x00800000, 0x00008000, 0x82f63b78, 0x6ea2d55c, 0x18b8ea18,
+    0x510ac59a, 0xb82be955, 0xb8fdb1e7, 0x88e56f72, 0x74c360a4, 0xe4172b16, 0x0d65762a, 0x35d73a62,
+    0x28461564, 0xbf455269, 0xe2ea32dc, 0xfe7740e6, 0xf946610b, 0x3c204f8f, 0x538586e3, 0x59726915,
+    0x734d5309, 0xbc1ac763, 0x7d0722cc, 0xd289cabe, 0xe94ca9bc, 0x05b74f3f, 0xa51e1f42,
+};
+
+/* a(x) * b(x) modulo the polynomial, both reflected. */
+static uint32_t multiply_modulo(uint32_t a, uint32_t b) {
+    uint32_t product = 0;
+    for (uint32_t bit = (uint32_t)1 << 31; bit != 0; bit >>= 1) {
+        if (a & bit) {
+            product ^= b;
+            if ((a & (bit - 1)) == 0) break;
+        }
+        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return product;
+}
+
+uint32_t cs_crc32c_combine(uint32_t first, uint32_t second, uint64_t second_length) {
+    if (second_length == 0) return first;
+    /* Appending n bytes multiplies the first checksum by x^(8n): one table entry per set bit
+     * of n, starting at x^(2^3) = x^8 (the pre- and post-inversions cancel out). */
+    uint32_t power = (uint32_t)1 << 31;
+    unsigned k = 3;
+    for (uint64_t n = second_length; n != 0; n >>= 1, k++) {
+        if (n & 1) power = multiply_modulo(x2k_table[k % 31], power);
+    }
+    return multiply_modulo(power, first) ^ second;
+}

@@ -67,6 +67,7 @@ struct CopyCommand {
                               as gcloud storage cp -z does; downloads decompress them again
           -Z                  gzip-compress every uploaded file (gcloud's -Z)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
+        \(Self.slicingUsage)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):
                               seconds, or a number followed by s, m, h (default 10m
@@ -128,6 +129,8 @@ struct CopyCommand {
     /// Whether this is `mv`: the source goes once the copy is stored and verified.
     let moves: Bool
     let chunkSize: Int64?
+    /// How file downloads are sliced (`--slices`, `--slice-threshold`).
+    let downloads: StorageConfiguration.Downloads
     let verifiesChecksums: Bool
     let quiet: Bool
     /// How long every request of the copy keeps retrying failures that may pass, when
@@ -171,7 +174,8 @@ struct CopyCommand {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "rRn"),
             valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time", "-z"])
-                .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued),
+                .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued)
+                .union(Self.slicingValued),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R", "-Z"])
                 .union(ObjectWriteOptions.noClobberFlags)
         )
@@ -197,6 +201,7 @@ struct CopyCommand {
         write = try ObjectWriteOptions(arguments)
         try Self.check(write, arguments: arguments, for: direction, verb: verb)
         chunkSize = try Self.chunkSize(arguments)
+        downloads = try Self.downloads(arguments)
         jobs = try Self.jobs(arguments)
         compressing = try Self.compressing(arguments, for: direction, verb: verb)
         verifiesChecksums = !arguments.has("--no-checksum")
@@ -412,6 +417,7 @@ struct CopyCommand {
             throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
+        configuration.downloads = downloads
         return configuration
     }
 

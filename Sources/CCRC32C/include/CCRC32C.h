@@ -15,6 +15,11 @@ uint32_t cs_crc32c_update(uint32_t crc, const void *bytes, size_t length);
 /// Exposed so tests can check the hardware path against it.
 uint32_t cs_crc32c_update_portable(uint32_t crc, const void *bytes, size_t length);
 
+/// The CRC32C of two byte sequences one after the other, from the checksum of each and the
+/// length of the second in bytes, without the bytes (zlib's `crc32_combine`, for CRC32C).
+/// Costs at most 64 multiplications modulo the polynomial, whatever the length.
+uint32_t cs_crc32c_combine(uint32_t first, uint32_t second, uint64_t second_length);
+
 /// Whether `cs_crc32c_update` uses CPU instructions on this machine.
 int cs_crc32c_is_hardware_accelerated(void);
 

@@ -30,6 +30,9 @@ public struct StorageConfiguration: Sendable, Hashable {
     /// How uploads are split into requests.
     public var uploads = Uploads()
 
+    /// When file downloads are cut into slices that download in parallel.
+    public var downloads = Downloads()
+
     /// How long uploads, downloads and other operations keep retrying, and
     /// how long they wait between attempts.
     public var retry = Retry()

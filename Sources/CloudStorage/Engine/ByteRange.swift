@@ -5,6 +5,12 @@ struct ByteRange: Sendable, Equatable {
     /// The last byte wanted (inclusive), or nil for every byte to the end.
     var end: Int64?
 
+    /// The bytes from `start` to `end` inclusive, or to the object's end when `end` is nil.
+    init(start: Int64, end: Int64?) {
+        self.start = start
+        self.end = end
+    }
+
     /// A range from public range expressions; nil for one that means the whole object.
     ///
     /// - Throws: ``StorageErrorCode/invalidArgument`` for an empty range or a negative bound.

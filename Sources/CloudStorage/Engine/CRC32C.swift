@@ -55,8 +55,8 @@ package struct CRC32C: Sendable, Equatable {
     /// length of the second, without the bytes: what a composed object's checksum must be.
     ///
     /// Appending `n` bytes multiplies the first checksum by x^(8n) modulo the polynomial (the
-    /// pre- and post-inversion of CRC32C cancel out), and adds the second one; x^(8n) comes
-    /// from repeated squaring, so the cost grows with the bits of `n`, not with `n`.
+    /// pre- and post-inversion of CRC32C cancel out), and adds the second one: CCRC32C's
+    /// `cs_crc32c_combine`, at most 64 multiplications whatever `n`.
     ///
     /// - Parameters:
     ///   - first: The checksum of the first sequence.
@@ -64,36 +64,6 @@ package struct CRC32C: Sendable, Equatable {
     ///   - secondLength: The length of the second sequence in bytes; not negative.
     /// - Returns: The checksum of the concatenation.
     static func combine(_ first: UInt32, _ second: UInt32, secondLength: Int64) -> UInt32 {
-        guard secondLength > 0 else { return first }
-        return multiplyModulo(xPower(UInt64(secondLength) * 8), first) ^ second
-    }
-
-    /// The reflected Castagnoli polynomial; bit 31 stands for x^0, bit 0 for x^31.
-    private static let polynomial: UInt32 = 0x82F6_3B78
-
-    /// a(x)·b(x) modulo the polynomial, both in the reflected bit order.
-    private static func multiplyModulo(_ a: UInt32, _ b: UInt32) -> UInt32 {
-        var product: UInt32 = 0
-        var multiple = b  // b(x)·x^k for the bit of `a` that stands for x^k
-        var bit: UInt32 = 1 << 31
-        while bit != 0 {
-            if a & bit != 0 { product ^= multiple }
-            multiple = multiple & 1 != 0 ? (multiple >> 1) ^ polynomial : multiple >> 1
-            bit >>= 1
-        }
-        return product
-    }
-
-    /// x^n modulo the polynomial.
-    private static func xPower(_ n: UInt64) -> UInt32 {
-        var result: UInt32 = 1 << 31  // x^0
-        var square: UInt32 = 1 << 30  // x^1, then x^2, x^4, …
-        var rest = n
-        while rest != 0 {
-            if rest & 1 != 0 { result = multiplyModulo(result, square) }
-            square = multiplyModulo(square, square)
-            rest >>= 1
-        }
-        return result
+        cs_crc32c_combine(first, second, UInt64(max(0, secondLength)))
     }
 }

@@ -6,7 +6,9 @@ import SystemCalls
 /// place once the download is complete and verified.
 ///
 /// ``write(_:at:)`` and ``reset()`` run on the transport's thread (never the
-/// cooperative pool), one call at a time, bytes in order.
+/// cooperative pool), one call at a time, bytes in order; a destination that
+/// ``writesAtAnyOffset`` also takes the writes of several slices at once, each
+/// slice's in order.
 protocol DownloadDestination: Sendable {
     /// Discards everything written (the download starts over).
     func reset() throws(StorageError)
@@ -19,6 +21,9 @@ protocol DownloadDestination: Sendable {
     var isRewindable: Bool { get }
     /// Whether the destination wants the object's metadata from each answer's head (``received(_:)``).
     var wantsMetadata: Bool { get }
+    /// Whether ``write(_:at:)`` takes any offset, from several threads at once (positioned
+    /// writes), so that the slices of a sliced download can write side by side.
+    var writesAtAnyOffset: Bool { get }
     /// Takes the object's metadata, read from the head of an answer about to deliver bytes
     /// (every answer's, resumptions' too), on the transport's thread.
     func received(_ metadata: StorageMetadata)
@@ -27,6 +32,7 @@ protocol DownloadDestination: Sendable {
 extension DownloadDestination {
     var isRewindable: Bool { true }
     var wantsMetadata: Bool { false }
+    var writesAtAnyOffset: Bool { false }
     func received(_ metadata: StorageMetadata) {}
 }
 
@@ -98,6 +104,9 @@ final class FileDownloadDestination: DownloadDestination {
             throw StorageError(.unwritableFile, "Cannot truncate the download's temporary file (errno \(error.errno)).")
         }
     }
+
+    /// `pwrite` at any offset: the slices of a sliced download write side by side.
+    var writesAtAnyOffset: Bool { true }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError) {
         let fd = descriptor.withLock { $0 }

@@ -3,10 +3,16 @@ import Synchronization
 
 /// What a download has received so far: its state machine, shared by the engine, the response
 /// sink (on the transport's thread) and, across pauses, the task.
+///
+/// A sliced download keeps one checkpoint per slice: this one's machine reads the first slice,
+/// and ``slices`` holds the others' once the first answer planned them.
 final class DownloadCheckpoint: Sendable {
     let machine: Mutex<RangedDownloadStateMachine>
     /// Where an inflated body stands (``RangedDownloadStateMachine/BodyCoding/inflates``).
     let inflater: DownloadInflater
+    /// The checkpoints of the slices after the first (``RangedDownloadStateMachine/slicePlan``),
+    /// in order; empty for a download that is not sliced.
+    let slices = Mutex<[DownloadCheckpoint]>([])
 
     init(_ setup: RangedDownloadStateMachine.Setup) {
         machine = Mutex(RangedDownloadStateMachine(setup: setup))
@@ -15,6 +21,34 @@ final class DownloadCheckpoint: Sendable {
 
     /// Bytes written to the destination, in order from the range's start.
     var received: Int64 { machine.withLock { $0.received } }
+
+    /// The bytes every slice received, and how many the download delivers in all when known:
+    /// one number however many slices run.
+    var progress: (received: Int64, total: Int64?) {
+        let (received, expected, size) = machine.withLock { ($0.received, $0.expectedLength, $0.objectSize) }
+        let slices = slices.withLock { $0 }
+        guard !slices.isEmpty else { return (received, expected) }
+        return (slices.reduce(received) { $0 + $1.received }, size)
+    }
+
+    /// Whether every byte the machine asks for arrived.
+    var isComplete: Bool { machine.withLock { $0.received == $0.expectedLength } }
+
+    /// Makes the checkpoints of the slices the first answer planned, once; the first call
+    /// returns them, any later one nothing.
+    func planSlices() -> [DownloadCheckpoint] {
+        let (plan, pinned, setup) = machine.withLock { ($0.slicePlan, $0.pinnedObject, $0.setup) }
+        guard let plan, let pinned else { return [] }
+        return slices.withLock { slices in
+            guard slices.isEmpty else { return [] }
+            slices = plan.map { range in
+                var slice = setup
+                (slice.range, slice.pinned, slice.slicing, slice.isRewindable) = (range, pinned, nil, false)
+                return DownloadCheckpoint(slice)
+            }
+            return slices
+        }
+    }
 }
 
 /// Carries one download: performs what its ``RangedDownloadStateMachine`` decides — GET the
@@ -36,7 +70,15 @@ struct DownloadEngine: Sendable {
 
     /// A checkpoint for a download of this engine's object into its destination, with nothing received.
     func makeCheckpoint() -> DownloadCheckpoint {
-        DownloadCheckpoint(
+        let transportDecodes = storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
+            .contains(.decodesContentCoding)
+        let downloads = storage.configuration.downloads
+        // Slices write side by side, each asking for the generation the first answer named: a
+        // destination that takes positioned writes, the whole object, and a protocol that pins.
+        let slices =
+            destination.writesAtAnyOffset && range == nil && maxSize == nil && storage.objectProtocol.pinsGenerations
+            && downloads.sliceCount > 1
+        return DownloadCheckpoint(
             RangedDownloadStateMachine.Setup(
                 range: range, generation: generation,
                 // A reference or a caller that names a generation needs no pin of its own; the
@@ -44,12 +86,18 @@ struct DownloadEngine: Sendable {
                 pinsResumptions: storage.objectProtocol.pinsGenerations && generation == nil
                     && preconditions.ifGenerationMatch == nil,
                 isRewindable: destination.isRewindable, maxSize: maxSize,
-                decodesGzip: storage.configuration.decompressesDownloads,
-                transportDecodes: storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
-                    .contains(.decodesContentCoding)))
+                decodesGzip: storage.configuration.decompressesDownloads, transportDecodes: transportDecodes,
+                slicing: slices
+                    ? RangedDownloadStateMachine.Slicing(
+                        threshold: downloads.slicingThreshold, count: downloads.sliceCount) : nil))
     }
 
     /// Downloads, or continues downloading, every byte of the object.
+    ///
+    /// A download that may be sliced runs the first slice's machine, and once its first answer
+    /// planned the others (or, after a pause, at once), one more loop per slice beside it, each
+    /// with its own requests and retries; the first failure stops the rest. The slices' CRC32Cs
+    /// are combined into the object's and compared with the server's.
     ///
     /// - Parameters:
     ///   - checkpoint: What earlier runs received (from ``makeCheckpoint()``); updated as bytes arrive.
@@ -63,40 +111,148 @@ struct DownloadEngine: Sendable {
     ) async throws(StorageError) -> Int64 {
         let (name, _) = try StorageReference.validatedObject(path, generation: generation, on: storage.endpoint)
         try preconditions.validate(for: storage.endpoint)
+        let events = storage.configuration.events.emitter()
+        let received: Int64
+        do throws(StorageError) {
+            if checkpoint.machine.withLock({ $0.setup.slicing == nil }) {
+                received = try await download(checkpoint, of: checkpoint, name: name, progress: progress, announce: nil)
+            } else {
+                received = try await downloadSlices(checkpoint, name: name, progress: progress)
+            }
+        } catch {
+            reportVerdict(on: name, nil, error, events)
+            throw error
+        }
+        let slices = checkpoint.slices.withLock { $0 }
+        guard slices.isEmpty else {
+            // The slices' combined CRC32C matched the server's, when it reported one.
+            let reported = checkpoint.machine.withLock { $0.serverCRC32C } != nil
+            reportVerdict(on: name, reported ? .matched : .notCheckable("the server reported no CRC32C"), nil, events)
+            return received
+        }
+        reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, events)
+        guard checkpoint.machine.withLock({ $0.coding?.inflates }) == true else { return received }
+        try checkpoint.inflater.finish()
+        return checkpoint.inflater.written
+    }
+
+    /// Runs `part`'s machine (the whole download's, or one slice's) until it finishes or fails.
+    ///
+    /// - Parameters:
+    ///   - whole: The download's checkpoint, for progress across slices.
+    ///   - announce: Takes the other slices' checkpoints once the first answer planned them.
+    /// - Returns: The bytes `part` received.
+    private func download(
+        _ part: DownloadCheckpoint, of whole: DownloadCheckpoint, name: String,
+        progress: @escaping @Sendable (Int64, Int64?) -> Void,
+        announce: (@Sendable ([DownloadCheckpoint]) -> Void)?
+    ) async throws(StorageError) -> Int64 {
         var runner = RequestRunner(storage: storage, operation: .download)
         var event = RangedDownloadStateMachine.Event.began
         while true {
-            switch checkpoint.machine.withLock({ $0.next(event) }) {
+            switch part.machine.withLock({ $0.next(event) }) {
             case .request(let read):
-                event = await send(read, name: name, checkpoint, &runner, progress: progress)
+                let sink = sink(part, of: whole, answering: read, progress: progress, announce: announce)
+                event = await send(read, name: name, sink: sink, &runner)
             case .backOff(let failure, let newHigh):
                 if newHigh { runner.madeProgress() }
                 try await runner.backOff(after: failure)
                 event = .done
             case .finish(let received):
-                reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, runner.events)
-                guard checkpoint.machine.withLock({ $0.coding?.inflates }) == true else { return received }
-                try checkpoint.inflater.finish()
-                return checkpoint.inflater.written
+                return received
             case .fail(let error):
-                reportVerdict(on: name, nil, error, runner.events)
                 throw error
             }
         }
     }
 
+    /// Runs the first slice and, once it planned them, the others beside it; then checks the
+    /// object's CRC32C from theirs. Below the threshold the first "slice" is the whole object.
+    ///
+    /// - Returns: The bytes received in all.
+    private func downloadSlices(
+        _ checkpoint: DownloadCheckpoint, name: String, progress: @escaping @Sendable (Int64, Int64?) -> Void
+    ) async throws(StorageError) -> Int64 {
+        let (planned, announcer) = AsyncStream.makeStream(of: [DownloadCheckpoint].self, bufferingPolicy: .unbounded)
+        let failure = await withTaskGroup(of: StorageError?.self) { group -> StorageError? in
+            group.addTask {
+                defer { announcer.finish() }
+                do throws(StorageError) {
+                    _ = try await download(checkpoint, of: checkpoint, name: name, progress: progress) { slices in
+                        announcer.yield(slices)
+                        announcer.finish()
+                    }
+                    return nil
+                } catch {
+                    return error
+                }
+            }
+            // After a pause the slices are known: they all continue at once.
+            var slices = checkpoint.slices.withLock { $0 }
+            if slices.isEmpty {
+                for await announced in planned { slices = announced }
+            }
+            for slice in slices {
+                group.addTask {
+                    do throws(StorageError) {
+                        _ = try await download(slice, of: checkpoint, name: name, progress: progress, announce: nil)
+                        return nil
+                    } catch {
+                        return error
+                    }
+                }
+            }
+            // The first failure ends the download; the other slices' cancellations follow it.
+            var first: StorageError?
+            for await failure in group {
+                guard let failure, first == nil else { continue }
+                first = failure
+                group.cancelAll()
+            }
+            return first
+        }
+        if let failure { throw failure }
+        let slices = checkpoint.slices.withLock { $0 }
+        guard !slices.isEmpty else { return checkpoint.received }
+        let parts = [checkpoint] + slices
+        if parts.contains(where: { !$0.isComplete }) {
+            // A pause or cancel stopped the wait for the plan before the other slices started
+            // (the first may still have finished its own): they start with the next run.
+            throw Task.isCancelled ? .cancelled() : .internalError("A slice of the download ended without its bytes.")
+        }
+        return try Self.verifySlices(parts)
+    }
+
+    /// Checks the object's CRC32C, as the server reported it, against the slices' combined.
+    ///
+    /// - Returns: The bytes received in all.
+    /// - Throws: ``StorageErrorCode/nonMatchingChecksum`` when they differ.
+    static func verifySlices(_ parts: [DownloadCheckpoint]) throws(StorageError) -> Int64 {
+        var combined = CRC32C().value
+        var total: Int64 = 0
+        for part in parts {
+            let (crc, received) = part.machine.withLock { ($0.crc.value, $0.received) }
+            combined = CRC32C.combine(combined, crc, secondLength: received)
+            total += received
+        }
+        let expected = parts.first?.machine.withLock { $0.serverCRC32C }
+        if let expected, expected != combined {
+            throw StorageError(
+                .nonMatchingChecksum,
+                "The downloaded slices' combined CRC32C (\(CRC32CEncoding.base64(combined))) differs from the server's (\(CRC32CEncoding.base64(expected)))."
+            )
+        }
+        return total
+    }
+
     /// Sends `read`, its answer streaming through the machine into the destination, and tells
     /// what came of it.
     private func send(
-        _ read: MediaRead,
-        name: String,
-        _ checkpoint: DownloadCheckpoint,
-        _ runner: inout RequestRunner,
-        progress: @escaping @Sendable (Int64, Int64?) -> Void
+        _ read: MediaRead, name: String, sink: HTTPResponseSink, _ runner: inout RequestRunner
     ) async -> RangedDownloadStateMachine.Event {
         let wire = storage.objectProtocol
         var request = wire.media(bucket: storage.bucket, name: name, read, preconditions: preconditions)
-        request.responseSink = sink(checkpoint, answering: read, progress: progress)
+        request.responseSink = sink
         do throws(StorageError) {
             switch try await runner.send(request, accepting: wire.mediaAnswerStatuses, about: .object(name)) {
             case .answer: return .answered
@@ -109,10 +265,17 @@ struct DownloadEngine: Sendable {
 
     /// The sink that hands an answer's head to the wire protocol and its verdict to the
     /// machine, then writes the body where the machine says.
+    ///
+    /// - Parameters:
+    ///   - checkpoint: The machine the answer is for: the download's, or one slice's.
+    ///   - whole: The download's checkpoint, whose progress counts every slice.
+    ///   - announce: Takes the other slices once this answer's head planned them.
     private func sink(
         _ checkpoint: DownloadCheckpoint,
+        of whole: DownloadCheckpoint,
         answering read: MediaRead,
-        progress: @escaping @Sendable (Int64, Int64?) -> Void
+        progress: @escaping @Sendable (Int64, Int64?) -> Void,
+        announce: (@Sendable ([DownloadCheckpoint]) -> Void)?
     ) -> HTTPResponseSink {
         let destination = destination
         let (bucket, path) = (storage.bucket, path.string)
@@ -133,7 +296,16 @@ struct DownloadEngine: Sendable {
                     if destination.wantsMetadata {
                         destination.received(StorageMetadata(mediaHeaders: headers, bucket: bucket, path: path))
                     }
-                    progress(received, expected)
+                    if let announce {
+                        let slices = whole.planSlices()
+                        if !slices.isEmpty { announce(slices) }
+                    }
+                    if whole === checkpoint, whole.slices.withLock({ $0.isEmpty }) {
+                        progress(received, expected)
+                    } else {
+                        let (received, total) = whole.progress
+                        progress(received, total)
+                    }
                     return true
                 case .startOver(let error):
                     try destination.reset()
@@ -157,12 +329,17 @@ struct DownloadEngine: Sendable {
                     if delivery.inflates {
                         try inflater.write(bytes, to: destination)
                     } else if !bytes.isEmpty {
-                        try destination.write(bytes, at: delivery.offset)
+                        try destination.write(bytes, at: delivery.sliceStart + delivery.offset)
                     }
                     var crc = delivery.crc
                     crc.update(bytes)
                     checkpoint.machine.withLock { $0.bodyWritten(delivery, crc: crc) }
-                    progress(delivery.end, delivery.expected)
+                    if delivery.sliceStart == 0, whole === checkpoint, whole.slices.withLock({ $0.isEmpty }) {
+                        progress(delivery.end, delivery.expected)
+                    } else {
+                        let (received, total) = whole.progress
+                        progress(received, total)
+                    }
                     // The rest of the answer is not wanted: the request ends as answered.
                     return delivery.completesRange ? .enough : .more
                 }

@@ -56,7 +56,8 @@ struct DownloadJob<Output: Sendable & Equatable>: TaskJob {
     }
 
     func completion(_ output: Output) -> (progress: TaskProgress, metadata: StorageMetadata?) {
-        let (received, total) = checkpoint.machine.withLock { ($0.received, $0.objectSize) }
+        let received = checkpoint.progress.received
+        let total = checkpoint.machine.withLock { $0.objectSize }
         return (TaskProgress(completedUnitCount: received, totalUnitCount: total ?? received), nil)
     }
 }

@@ -21,7 +21,13 @@
 /// ends the download with ``StorageErrorCode/internalError``; nothing traps.
 ///
 /// A range is a ``Setup`` value, so a download cut into slices is one machine per slice, each
-/// resuming on its own. The verdict carries how the object is stored
+/// resuming on its own. A download that may be sliced (``Setup/slicing``) decides it on its
+/// first answer: an object of at least the threshold, stored as it is served, with a
+/// generation, keeps only the first slice for itself (the rest of that answer is cut off) and
+/// names the others in ``slicePlan``; the engine runs one machine for each, set up with the
+/// object the first answer described (``Setup/pinned``). Every request of a slice asks for that
+/// generation, and a slice never starts over: its bytes sit beside other slices' in one file,
+/// so an object that changed ends the download with ``StorageErrorCode/objectChanged``. The verdict carries how the object is stored
 /// (``MediaHead/storedEncoding``) beside how the body is encoded, and the machine decides the
 /// answer's ``BodyCoding`` from both: stored bytes as they are, stored gzip bytes the engine
 /// inflates (the default for a gzip object: the CRC32C checks the bytes that crossed the wire
@@ -52,6 +58,24 @@ struct RangedDownloadStateMachine: Sendable {
         var decodesGzip = true
         /// Whether the transport decodes gzip bodies itself (``HTTPClient/HTTPTransportCapabilities/decodesContentCoding``).
         var transportDecodes = false
+        /// When the first answer cuts the download into slices; nil never slices.
+        var slicing: Slicing?
+        /// For a slice after the first: the object the first answer described, which every
+        /// answer must serve.
+        var pinned: PinnedObject?
+    }
+
+    /// When a download is cut into slices: objects of at least `threshold` bytes, into `count`.
+    struct Slicing: Sendable, Equatable {
+        var threshold: Int64
+        var count: Int
+    }
+
+    /// The object a sliced download reads, as its first answer described it.
+    struct PinnedObject: Sendable, Equatable {
+        var generation: Int64
+        var size: Int64
+        var crc32c: UInt32?
     }
 
     /// What an answer's body is, next to the stored object's bytes.
@@ -142,6 +166,9 @@ struct RangedDownloadStateMachine: Sendable {
         /// Whether the engine inflates these stored gzip bytes before writing them (at the
         /// inflater's own offset, not `offset`).
         var inflates = false
+        /// Where the slice starts in the destination, for a slice of a sliced download (whose
+        /// `offset` counts from its own start); 0 otherwise.
+        var sliceStart: Int64 = 0
 
         /// The offset after the last byte written.
         var end: Int64 { offset + Int64(count) }
@@ -152,6 +179,13 @@ struct RangedDownloadStateMachine: Sendable {
     static let maxRestarts = 3
 
     let setup: Setup
+    /// The bytes this machine downloads: the setup's range, or the first slice once the first
+    /// answer cut the download into slices.
+    private(set) var range: ByteRange?
+    /// Whether this machine downloads one slice of a sliced download.
+    private(set) var isSlice: Bool
+    /// The slices after the first, once the first answer cut the download into slices.
+    private(set) var slicePlan: [ByteRange]?
     /// Bytes written to the destination, in order from the range's start.
     private(set) var received: Int64 = 0
     /// CRC32C of those bytes (what a download cut into ranged slices combines).
@@ -161,7 +195,7 @@ struct RangedDownloadStateMachine: Sendable {
     /// The generation of the first answer that named one: every later answer must serve it.
     private var generation: Int64?
     /// The CRC32C the server reported for the stored object.
-    private var serverCRC32C: UInt32?
+    private(set) var serverCRC32C: UInt32?
     /// What the answers' bodies are, once one arrived: every later answer must be the same.
     private(set) var coding: BodyCoding?
     /// Whether the bytes written came from a generation that was replaced: the next answer's
@@ -176,6 +210,24 @@ struct RangedDownloadStateMachine: Sendable {
 
     init(setup: Setup) {
         self.setup = setup
+        range = setup.range
+        isSlice = setup.pinned != nil
+        if let pinned = setup.pinned {
+            (generation, objectSize, serverCRC32C, coding) = (pinned.generation, pinned.size, pinned.crc32c, .stored)
+        }
+    }
+
+    /// The ranges of `count` slices of an object of `size` bytes, in order, as even as can be
+    /// (the first `size % count` one byte longer); fewer when the object has fewer bytes.
+    static func slices(of size: Int64, count: Int) -> [ByteRange] {
+        let count = Int64(max(1, min(Int64(count), size)))
+        let (length, longer) = size.quotientAndRemainder(dividingBy: count)
+        var start: Int64 = 0
+        return (0..<count).map { index in
+            let end = start + length + (index < longer ? 1 : 0) - 1
+            defer { start = end + 1 }
+            return ByteRange(start: start, end: end)
+        }
     }
 
     /// Whether a finished download's bytes were checked against the server's CRC32C (a mismatch
@@ -190,7 +242,7 @@ struct RangedDownloadStateMachine: Sendable {
     /// whole object; for a range, its part inside the object (Cloud Storage serves a range
     /// that runs past the end up to the last byte), or its own length before the size is known.
     var expectedLength: Int64? {
-        guard let range = setup.range else { return objectSize }
+        guard let range else { return objectSize }
         guard let total = objectSize else { return range.end.map { $0 - range.start + 1 } }
         let last = min(range.end ?? (total - 1), total - 1)
         return max(0, last - range.start + 1)
@@ -224,7 +276,7 @@ struct RangedDownloadStateMachine: Sendable {
         // Every byte arrived before an earlier run was stopped, or before the connection broke:
         // a range from the end would be refused (416), and there is nothing left to ask for.
         if received > 0, received == expectedLength { return verify() }
-        let start = setup.range?.start ?? 0
+        let start = range?.start ?? 0
         // Both terms are bounded by sizes an answer stated.
         let (offset, overflow) = start.addingReportingOverflow(received)
         guard !overflow else { return fail(.protocolViolation("The download's offset overflows.")) }
@@ -241,9 +293,11 @@ struct RangedDownloadStateMachine: Sendable {
             discardPending = true
             return request()
         }
-        let pinned = received > 0 && setup.pinsResumptions ? generation.flatMap { $0 > 0 ? $0 : nil } : nil
+        // A slice pins from its first request: the other slices' bytes are of that generation.
+        let pins = (received > 0 && setup.pinsResumptions) || isSlice
+        let pinned = pins ? generation.flatMap { $0 > 0 ? $0 : nil } : nil
         var read = MediaRead(
-            generation: setup.generation, offset: offset, last: setup.range?.end, expectedGeneration: pinned)
+            generation: setup.generation, offset: offset, last: range?.end, expectedGeneration: pinned)
         // Decoded bytes cannot be continued with a Range over the stored ones (Cloud Storage
         // ignores it while transcoding anyway): ask for the whole body and skip what arrived.
         read.wholeObject = received > 0 && coding == .transcoded
@@ -258,11 +312,11 @@ struct RangedDownloadStateMachine: Sendable {
         if read.expectedGeneration != nil && error.code == .preconditionFailed {
             // Only the generation this download pinned failed: the object was replaced since
             // its first bytes came. Start over, where the bytes handed on can be taken back.
-            guard setup.isRewindable, restarts < Self.maxRestarts else {
+            guard isRewindable, restarts < Self.maxRestarts else {
                 return fail(
                     StorageError(
                         .objectChanged,
-                        setup.isRewindable
+                        isRewindable
                             ? "The object kept changing on the server during the download."
                             : "The object changed on the server during the download (another generation).",
                         httpStatus: error.httpStatus, serverMessage: error.serverMessage))
@@ -293,14 +347,14 @@ struct RangedDownloadStateMachine: Sendable {
         let discard = discardPending
         discardPending = false
         let size = bodyCoding.isStoredBytes ? head.objectSize : nil
-        if let size, let range = setup.range, range.start >= size {
+        if let size, let range, range.start >= size {
             // A server that ignored the Range of a read starting past the end (GCS answers 416).
             return .abort(
                 .invalidArgument("The range starts at byte \(range.start), past the end of the \(size)-byte object."))
         }
-        if received > 0, changed(head, size: size) || bodyCoding != coding {
-            // Bytes from an earlier answer are kept only if this one serves the same object.
-            guard setup.isRewindable else { return .abort(Self.changed) }
+        if received > 0 || isSlice, changed(head, size: size) || bodyCoding != coding {
+            // Bytes from an earlier answer (or slice) are kept only if this one serves the same object.
+            guard isRewindable else { return .abort(Self.changed) }
             forgetReceived()
             answer.restartRequested = true
             phase = .awaitingAnswer(read, answer)
@@ -313,12 +367,40 @@ struct RangedDownloadStateMachine: Sendable {
         objectSize = size
         coding = bodyCoding
         if let crc32c = head.crc32c { serverCRC32C = crc32c }
+        if received == 0, slicePlan == nil, let plan = slicing(head, coding: bodyCoding, size: size) {
+            // The first slice is this machine's; the rest of this answer is not read.
+            range = plan[0]
+            slicePlan = Array(plan.dropFirst())
+            isSlice = true
+        }
         let expected = expectedLength
         // The engine holds an inflated download to maxSize: the stored size says nothing of it.
         if !bodyCoding.inflates, let maxSize = setup.maxSize, let expected, expected > maxSize {
             return .abort(Self.sizeExceeded(total: expected, maxSize: maxSize))
         }
         return .deliver(received: received, expected: expected, discardingWritten: discard, coding: bodyCoding)
+    }
+
+    /// The slices of the download, when its first answer is one to slice: the whole object,
+    /// large enough, stored and served as it is (an inflated or transcoded body must arrive in
+    /// order), with a generation the other slices can ask for.
+    private func slicing(_ head: MediaHead, coding: BodyCoding, size: Int64?) -> [ByteRange]? {
+        guard let slicing = setup.slicing, !isSlice, setup.range == nil, head.content == .whole,
+            coding == .stored, head.storedEncoding == nil, head.contentEncoding == nil,
+            let size, size >= slicing.threshold, let generation = head.generation, generation > 0
+        else { return nil }
+        let plan = Self.slices(of: size, count: slicing.count)
+        return plan.count > 1 ? plan : nil
+    }
+
+    /// Whether the destination can take back what was written: a slice cannot, since other
+    /// slices' bytes of the same generation lie beside its own.
+    private var isRewindable: Bool { setup.isRewindable && !isSlice }
+
+    /// The object every slice reads, once the first answer cut the download into slices.
+    var pinnedObject: PinnedObject? {
+        guard slicePlan != nil, let generation, let objectSize else { return nil }
+        return PinnedObject(generation: generation, size: objectSize, crc32c: serverCRC32C)
     }
 
     /// What the body of the answer whose head is `head` is.
@@ -369,7 +451,8 @@ struct RangedDownloadStateMachine: Sendable {
         return .write(
             Delivery(
                 dropped: dropped, count: kept, offset: received, crc: crc, expected: expected,
-                completesRange: completes, inflates: coding?.inflates ?? false))
+                completesRange: completes, inflates: coding?.inflates ?? false,
+                sliceStart: isSlice ? (range?.start ?? 0) : 0))
     }
 
     /// Records that `delivery` was written, and the CRC32C of every byte up to its end.
@@ -388,7 +471,7 @@ struct RangedDownloadStateMachine: Sendable {
             return fail(
                 StorageError(.nonMatchingChecksum, "The server sent \(received) of the \(expected) bytes expected."))
         }
-        let whole = (setup.range?.start ?? 0) == 0 && objectSize == received
+        let whole = (range?.start ?? 0) == 0 && objectSize == received
         if whole, coding?.isStoredBytes ?? true, let expected = serverCRC32C, expected != crc.value {
             return fail(
                 StorageError(

@@ -143,6 +143,13 @@ extension StorageReference {
     /// there. A download that fails or is cancelled leaves no file at
     /// `fileURL` (an existing one is untouched) and removes its temporary file.
     ///
+    /// An object of at least ``StorageConfiguration/Downloads/slicingThreshold`` bytes
+    /// (150 MiB by default) downloads in ``StorageConfiguration/Downloads/sliceCount`` ranged
+    /// requests at once, each writing its part of the file; pause, resume and cancel act on all
+    /// of them, and progress counts every slice's bytes. An object replaced on the server meanwhile
+    /// ends the download with ``StorageErrorCode/objectChanged``. See
+    /// ``StorageConfiguration/Downloads``.
+    ///
     /// ```swift
     /// let task = storage.reference(withPath: "videos/launch.mp4")
     ///     .write(toFile: URL(fileURLWithPath: "/tmp/launch.mp4"))

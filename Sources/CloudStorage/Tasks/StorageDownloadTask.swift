@@ -19,7 +19,9 @@ import Foundation
 /// ## Lifecycle
 /// - It publishes ``TaskStatus/resume``, then ``TaskStatus/progress`` as bytes arrive.
 /// - ``pause()`` aborts the request in flight and keeps what arrived;
-///   ``resume()`` continues with a `Range` request from there.
+///   ``resume()`` continues with a `Range` request from there. A sliced file
+///   download (``StorageConfiguration/Downloads``) does so for every slice,
+///   and its progress counts the bytes of all of them.
 /// - Failures that may pass (time-outs, throttling, server errors, broken
 ///   connections) are retried with back-off from the last byte received,
 ///   until ``StorageConfiguration/Retry/maxUploadTime`` runs out.

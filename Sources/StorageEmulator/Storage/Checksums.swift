@@ -31,39 +31,10 @@ extension Checksums {
     /// length, without the bytes (zlib's `crc32_combine`, for the Castagnoli polynomial): what
     /// a composite object's checksum is made of.
     ///
-    /// The first CRC is carried through `secondLength` zero bytes by squaring the matrix of
-    /// the one-zero-bit operator over GF(2), as many times as the length has bits.
+    /// Through CCRC32C's `cs_crc32c_combine` (x^(8n) modulo the polynomial, from a table of
+    /// powers), the SDK's own combine.
     package static func combineCRC32C(_ first: UInt32, _ second: UInt32, secondLength: Int64) -> UInt32 {
-        guard secondLength > 0 else { return first }
-        func times(_ matrix: [UInt32], _ vector: UInt32) -> UInt32 {
-            var sum: UInt32 = 0
-            var vector = vector
-            var row = 0
-            while vector != 0 {
-                if vector & 1 != 0 { sum ^= matrix[row] }
-                vector >>= 1
-                row += 1
-            }
-            return sum
-        }
-        func square(_ matrix: [UInt32]) -> [UInt32] { matrix.map { times(matrix, $0) } }
-        // The operator for one zero bit: the reflected polynomial, then shifts.
-        var odd: [UInt32] = [0x82F6_3B78] + (0..<31).map { UInt32(1) << UInt32($0) }
-        var even = square(odd)  // two zero bits
-        odd = square(even)  // four zero bits
-        var crc = first
-        var length = secondLength
-        // The first squaring below gives one zero byte (eight bits), the next two, then four…
-        while length != 0 {
-            even = square(odd)
-            if length & 1 != 0 { crc = times(even, crc) }
-            length >>= 1
-            if length == 0 { break }
-            odd = square(even)
-            if length & 1 != 0 { crc = times(odd, crc) }
-            length >>= 1
-        }
-        return crc ^ second
+        cs_crc32c_combine(first, second, UInt64(max(0, secondLength)))
     }
 }
 

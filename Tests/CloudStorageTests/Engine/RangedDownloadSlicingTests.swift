@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+
+@testable import CloudStorage
+
+/// The state machine's side of sliced downloads: how an object is cut, when the first answer
+/// slices, and how a slice treats another generation (never a restart over other slices' bytes).
+@Suite("Ranged download state machine: slices")
+struct RangedDownloadSlicingTests {
+    typealias Machine = RangedDownloadStateMachine
+    typealias Tests = RangedDownloadStateMachineTests
+
+    @Test(arguments: [
+        (10, 4, "0-2 3-5 6-7 8-9"), (3, 4, "0-0 1-1 2-2"), (1, 8, "0-0"), (7, 1, "0-6"), (9, 3, "0-2 3-5 6-8"),
+    ])
+    func slicesAreEvenAndCoverEveryByte(size: Int64, count: Int, expected: String) {
+        let plan = Machine.slices(of: size, count: count)
+        #expect(plan.map { "\($0.start)-\($0.end!)" }.joined(separator: " ") == expected)
+    }
+
+    static func slicing(threshold: Int64 = 5, count: Int = 2) -> Machine.Setup {
+        var setup = Machine.Setup(pinsResumptions: true)
+        setup.slicing = Machine.Slicing(threshold: threshold, count: count)
+        return setup
+    }
+
+    @Test func theFirstAnswerKeepsTheFirstSliceAndPlansTheOthers() {
+        var machine = Machine(setup: Self.slicing())
+        #expect(machine.next(.began) == Tests.read(0))
+        #expect(machine.headArrived(Tests.whole()) == Tests.deliver(0, 5))
+        #expect(machine.slicePlan == [ByteRange(start: 5, end: 9)])
+        #expect(machine.pinnedObject == Machine.PinnedObject(generation: 7, size: 10, crc32c: Tests.objectCRC))
+        // The whole object arrives: the first slice's five bytes are written, and the answer ends there.
+        guard case .write(let delivery) = machine.bodyArrived(10) else {
+            Issue.record("no write")
+            return
+        }
+        #expect(delivery.count == 5 && delivery.completesRange && delivery.sliceStart == 0)
+    }
+
+    @Test(arguments: [
+        ("below the threshold", Tests.whole(size: 4)),
+        ("stored gzip", Tests.whole(encoding: "gzip")),
+        ("transcoded", Tests.whole(stored: "gzip")),
+        ("no generation", Tests.whole(generation: nil)),
+    ])
+    func answersThatAreNotSliced(_ label: String, head: MediaHead) {
+        var machine = Machine(setup: Self.slicing())
+        _ = machine.next(.began)
+        _ = machine.headArrived(head)
+        #expect(machine.slicePlan == nil, "\(label)")
+    }
+
+    static func slice() -> Machine {
+        var setup = Machine.Setup(range: ByteRange(start: 5, end: 9), pinsResumptions: true, isRewindable: false)
+        setup.pinned = Machine.PinnedObject(generation: 7, size: 10, crc32c: Tests.objectCRC)
+        return Machine(setup: setup)
+    }
+
+    @Test func aSliceAsksForThePinnedGenerationFromItsFirstRequestAndWritesAtItsStart() {
+        var machine = Self.slice()
+        #expect(machine.next(.began) == Tests.read(5, last: 9, pinned: 7))
+        #expect(machine.headArrived(Tests.part(5, 9)) == Tests.deliver(0, 5))
+        guard case .write(let delivery) = machine.bodyArrived(5) else {
+            Issue.record("no write")
+            return
+        }
+        #expect(delivery.offset == 0 && delivery.sliceStart == 5)
+    }
+
+    @Test func aSliceThatMeetsAnotherGenerationEndsAsObjectChanged() {
+        var machine = Self.slice()
+        _ = machine.next(.began)
+        #expect(machine.headArrived(Tests.part(5, 9, generation: 8)) == .abort(Tests.changed))
+
+        var refused = Self.slice()
+        _ = refused.next(.began)
+        guard case .fail(let error) = refused.next(.failed(Tests.refused)) else {
+            Issue.record("a slice started over")
+            return
+        }
+        #expect(error.code == .objectChanged)
+    }
+}
