@@ -67,6 +67,7 @@ struct CopyCommand {
                               as gcloud storage cp -z does; downloads decompress them again
           -Z                  gzip-compress every uploaded file (gcloud's -Z)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
+        \(ParallelUploadOptions.usage)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):
                               seconds, or a number followed by s, m, h (default 10m
@@ -128,6 +129,8 @@ struct CopyCommand {
     /// Whether this is `mv`: the source goes once the copy is stored and verified.
     let moves: Bool
     let chunkSize: Int64?
+    /// `--parallel-threshold`, `--part-size`, `--connections`: when a file goes up in parts.
+    let parallel: ParallelUploadOptions
     let verifiesChecksums: Bool
     let quiet: Bool
     /// How long every request of the copy keeps retrying failures that may pass, when
@@ -171,7 +174,7 @@ struct CopyCommand {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "rRn"),
             valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time", "-z"])
-                .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued),
+                .union(ParallelUploadOptions.valued).union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R", "-Z"])
                 .union(ObjectWriteOptions.noClobberFlags)
         )
@@ -197,6 +200,7 @@ struct CopyCommand {
         write = try ObjectWriteOptions(arguments)
         try Self.check(write, arguments: arguments, for: direction, verb: verb)
         chunkSize = try Self.chunkSize(arguments)
+        parallel = try ParallelUploadOptions(arguments)
         jobs = try Self.jobs(arguments)
         compressing = try Self.compressing(arguments, for: direction, verb: verb)
         verifiesChecksums = !arguments.has("--no-checksum")
@@ -401,6 +405,7 @@ struct CopyCommand {
         var configuration = StorageConfiguration()
         do {
             try configuration.uploads.setChunkSize(chunkSize)
+            try parallel.apply(to: &configuration.uploads.parallel)
             // One option, every direction: an upload, a download (to a file, standard output or a
             // directory) and the requests around them (a listing, a metadata read) give up alike.
             if let retryTime {

@@ -18,6 +18,8 @@ struct PartsCheckpoint: Sendable, Equatable {
     var uploadID: String?
     /// The object it uploads to, which its requests name.
     var objectName = ""
+    /// The size of every part but the last, which numbers them.
+    var partSize: Int64 = 0
     /// The stored parts by number.
     var stored: [Int: Part] = [:]
     /// The server refused the protocol: this upload goes in one stream.
@@ -42,7 +44,9 @@ extension UploadEngine {
         objectName name: String, checkpoint: UploadCheckpoint, progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata? {
         let settings = storage.configuration.uploads.parallel
-        guard case .file(let url) = source, resuming == nil, storage.endpoint.wireProtocol == .gcsJSON,
+        // A recorded multipart upload continues in parts; a recorded resumable session does not.
+        guard case .file(let url) = source, resuming == nil || resuming?.partSize != nil,
+            storage.endpoint.wireProtocol == .gcsJSON,
             !checkpoint.parts.refused, checkpoint.session.url == nil,
             XMLMultipartProtocol.accepts(metadata, preconditions: preconditions, options: storage.options)
         else { return nil }
@@ -53,21 +57,24 @@ extension UploadEngine {
             // The parts are hashed one by one as they go; the whole file needs no pass of its own.
             prepared = try await PreparedSource.prepare(.file(url), computingChecksum: false, upFrontLimit: 0)
         }
-        let partSize = settings.partSize(forFileOf: prepared.size)
-        guard prepared.size >= settings.threshold, prepared.size > partSize else { return nil }
+        let partSize = resuming?.partSize ?? settings.partSize(forFileOf: prepared.size)
+        guard resuming != nil || (prepared.size >= settings.threshold && prepared.size > partSize) else { return nil }
         checkpoint.source = prepared
         let wire = XMLMultipartProtocol(baseURL: storage.endpoint.baseURL, options: storage.options)
         let upload = UploadDescription(
             bucket: storage.bucket, objectName: name, metadata: metadata,
             contentType: metadata.contentType ?? "application/octet-stream", size: prepared.size)
         var runner = RequestRunner(storage: storage, operation: .upload)
+        if let resuming, checkpoint.parts.uploadID == nil {
+            try await adoptParts(resuming, prepared, partSize: partSize, objectName: name, wire, checkpoint, &runner)
+        }
         if checkpoint.parts.uploadID == nil {
             guard let id = try await initiate(upload, wire, &runner) else {
                 checkpoint.parts.refused = true
                 checkpoint.source = nil
                 return nil
             }
-            checkpoint.parts = PartsCheckpoint(uploadID: id, objectName: name)
+            checkpoint.parts = PartsCheckpoint(uploadID: id, objectName: name, partSize: partSize)
         } else {
             let stored = checkpoint.parts.stored.count
             runner.events.emit(
@@ -77,6 +84,74 @@ extension UploadEngine {
         try await sendParts(
             upload, prepared, partSize: partSize, connections: settings.connections, wire, checkpoint, progress)
         return try await complete(upload, prepared, wire, checkpoint, &runner)
+    }
+
+    /// Takes over the multipart upload `resuming` describes (another process started it): once
+    /// the opened file proves to be the recorded one, the parts the server lists with the size
+    /// their number gives are kept, and only the others are sent. A kept part is trusted by the
+    /// file's identity and its size; its CRC32C is computed from the local file, so the object's
+    /// final check (the parts' combined CRC32C against the server's) catches any part that differs.
+    ///
+    /// - Throws: ``StorageErrorCode/fileChanged`` (the upload is then aborted, as after any
+    ///   failure), ``StorageErrorCode/uploadSessionExpired`` when the server no longer has it.
+    private func adoptParts(
+        _ resuming: StorageUploadSession, _ prepared: PreparedSource, partSize: Int64, objectName name: String,
+        _ wire: XMLMultipartProtocol, _ checkpoint: UploadCheckpoint, _ runner: inout RequestRunner
+    ) async throws(StorageError) {
+        let query = URLComponents(url: resuming.sessionURL, resolvingAgainstBaseURL: false)?.queryItems
+        guard let id = query?.first(where: { $0.name == "uploadId" })?.value, !id.isEmpty else {
+            throw .invalidArgument("The upload session names no multipart upload (no uploadId).")
+        }
+        // Recorded first, so that a failure from here on aborts the upload.
+        checkpoint.parts = PartsCheckpoint(uploadID: id, objectName: name, partSize: partSize)
+        try await Self.checkIsRecordedFile(resuming, prepared)
+        let count = Int((prepared.size + partSize - 1) / partSize)
+        var stored: [Int: PartsCheckpoint.Part] = [:]
+        var marker = 0
+        listing: while true {
+            let request = wire.listParts(uploadID: id, bucket: storage.bucket, name: name, after: marker)
+            switch try await runner.send(request, accepting: [200, 404], about: .object(name)) {
+            case .answer(let response) where response.status == 404:
+                checkpoint.parts = PartsCheckpoint()
+                throw StorageError(
+                    .uploadSessionExpired,
+                    "The multipart upload of \(name) is gone from the server (completed, aborted or expired).",
+                    httpStatus: 404)
+            case .answer(let response):
+                let page = try wire.parts(from: response)
+                for part in page.parts where (1...count).contains(part.number) {
+                    let length = min(partSize, prepared.size - Int64(part.number - 1) * partSize)
+                    // A part of another size was cut otherwise: it is sent again.
+                    if part.size == length { stored[part.number] = .init(etag: part.etag, crc32c: nil, size: length) }
+                }
+                guard let next = page.next, next > marker else { break listing }
+                marker = next
+            case .retryable(let failure):
+                try await runner.backOff(after: failure)
+            }
+        }
+        if storage.configuration.verifiesChecksums, let file = prepared.file {
+            for (number, part) in stored {
+                let offset = Int64(number - 1) * partSize
+                stored[number]?.crc32c = try await Self.crc32c(of: file, from: offset, length: part.size)
+            }
+        }
+        checkpoint.parts.stored = stored
+    }
+
+    /// The CRC32C of `length` bytes of `file` from `offset`, read on a blocking thread.
+    private static func crc32c(of file: ReadOnlyFile, from offset: Int64, length: Int64) async throws(StorageError)
+        -> UInt32
+    {
+        try await BlockingIO.run { () throws(StorageError) -> UInt32 in
+            var crc = CRC32C()
+            try crc.update(
+                reading: { (buffer, count, at) throws(StorageError) in
+                    try file.readExactly(into: buffer, count: count, at: at)
+                },
+                from: offset, to: offset + length, blockSize: PreparedSource.checksumBlockSize)
+            return crc.value
+        }
     }
 
     /// Opens the multipart upload; nil when the server does not speak the protocol (a clean
@@ -167,18 +242,8 @@ extension UploadEngine {
     ) async throws(StorageError) {
         guard let file = prepared.file else { throw .internalError("Only a file is uploaded in parts.") }
         try await prepared.checkUnchanged()
-        var crc32c: UInt32?
-        if storage.configuration.verifiesChecksums {
-            crc32c = try await BlockingIO.run { () throws(StorageError) -> UInt32 in
-                var crc = CRC32C()
-                try crc.update(
-                    reading: { (buffer, count, at) throws(StorageError) in
-                        try file.readExactly(into: buffer, count: count, at: at)
-                    },
-                    from: offset, to: offset + length, blockSize: PreparedSource.checksumBlockSize)
-                return crc.value
-            }
-        }
+        let crc32c =
+            storage.configuration.verifiesChecksums ? try await Self.crc32c(of: file, from: offset, length: length) : nil
         let request = wire.part(
             uploadID: checkpoint.parts.uploadID ?? "", bucket: upload.bucket, name: upload.objectName, number: number,
             body: HTTPRequestBody(segments: [.fileRegion(file, offset: offset, length: length)]), crc32c: crc32c)

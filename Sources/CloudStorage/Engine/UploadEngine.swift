@@ -442,6 +442,17 @@ struct UploadEngine: Sendable {
     private func adopt(
         _ resuming: StorageUploadSession, _ prepared: PreparedSource, _ checkpoint: UploadCheckpoint
     ) async throws(StorageError) {
+        try await Self.checkIsRecordedFile(resuming, prepared)
+        checkpoint.session = .adopted(resuming.sessionURL, size: prepared.size)
+    }
+
+    /// Checks that the opened source is the file `resuming` was opened for: same size,
+    /// modification time, device and inode, and the recorded CRC32C when there is one.
+    ///
+    /// - Throws: ``StorageErrorCode/fileChanged`` saying what differs.
+    static func checkIsRecordedFile(
+        _ resuming: StorageUploadSession, _ prepared: PreparedSource
+    ) async throws(StorageError) {
         guard let file = prepared.file else {
             throw .internalError("Only a file upload can continue an upload session.")
         }
@@ -469,7 +480,6 @@ struct UploadEngine: Sendable {
                 .fileChanged,
                 "The file at \(file.path) is not the one the upload session was opened for: its CRC32C differs.")
         }
-        checkpoint.session = .adopted(resuming.sessionURL, size: prepared.size)
     }
 
     /// Reads the metadata of the object a session reported complete without
