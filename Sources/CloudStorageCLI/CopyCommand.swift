@@ -174,7 +174,8 @@ struct CopyCommand {
         let arguments = try CommandLineArguments(
             ShortFlags.expand(words, letters: "rRn"),
             valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time", "-z"])
-                .union(ParallelUploadOptions.valued).union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued),
+                .union(ParallelUploadOptions.valued).union(ObjectWriteOptions.metadataValued).union(
+                    ObjectWriteOptions.preconditionValued),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R", "-Z"])
                 .union(ObjectWriteOptions.noClobberFlags)
         )

@@ -18,9 +18,10 @@ struct XMLMultipartUploadTests {
         #expect(response.status == 200)
         let body = String(decoding: response.body, as: UTF8.self)
         #expect(body.contains("<InitiateMultipartUploadResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"))
-        let id = try #require(body.range(of: "<UploadId>").flatMap { open in
-            body.range(of: "</UploadId>").map { String(body[open.upperBound..<$0.lowerBound]) }
-        })
+        let id = try #require(
+            body.range(of: "<UploadId>").flatMap { open in
+                body.range(of: "</UploadId>").map { String(body[open.upperBound..<$0.lowerBound]) }
+            })
         return id
     }
 
@@ -44,7 +45,9 @@ struct XMLMultipartUploadTests {
         return String(body[open.upperBound..<close.lowerBound])
     }
 
-    @Test("initiate, parts out of order, list, complete: one ordinary object with CRC32C, no MD5, the initiate's metadata")
+    @Test(
+        "initiate, parts out of order, list, complete: one ordinary object with CRC32C, no MD5, the initiate's metadata"
+    )
     func wholeUpload() throws {
         let harness = try Self.harness()
         let id = try Self.initiate(

@@ -140,7 +140,9 @@ extension UploadEngine {
     }
 
     /// The CRC32C of `length` bytes of `file` from `offset`, read on a blocking thread.
-    private static func crc32c(of file: ReadOnlyFile, from offset: Int64, length: Int64) async throws(StorageError)
+    private static func crc32c(
+        of file: ReadOnlyFile, from offset: Int64, length: Int64
+    ) async throws(StorageError)
         -> UInt32
     {
         try await BlockingIO.run { () throws(StorageError) -> UInt32 in
@@ -160,10 +162,12 @@ extension UploadEngine {
         _ upload: UploadDescription, _ wire: XMLMultipartProtocol, _ runner: inout RequestRunner
     ) async throws(StorageError) -> String? {
         let request = wire.initiate(
-            bucket: upload.bucket, name: upload.objectName, metadata: newObjectMetadata, contentType: upload.contentType)
+            bucket: upload.bucket, name: upload.objectName, metadata: newObjectMetadata, contentType: upload.contentType
+        )
         while true {
             // Shielded: once the server opens an upload, its id must arrive, or nothing could abort it.
-            switch try await runner.sendShielded(request, accepting: [200, 400, 404, 405, 501], about: .bucket(upload.bucket))
+            switch try await runner.sendShielded(
+                request, accepting: [200, 400, 404, 405, 501], about: .bucket(upload.bucket))
             {
             case .answer(let response) where response.status == 200:
                 let id = try wire.uploadID(from: response)
@@ -243,7 +247,8 @@ extension UploadEngine {
         guard let file = prepared.file else { throw .internalError("Only a file is uploaded in parts.") }
         try await prepared.checkUnchanged()
         let crc32c =
-            storage.configuration.verifiesChecksums ? try await Self.crc32c(of: file, from: offset, length: length) : nil
+            storage.configuration.verifiesChecksums
+            ? try await Self.crc32c(of: file, from: offset, length: length) : nil
         let request = wire.part(
             uploadID: checkpoint.parts.uploadID ?? "", bucket: upload.bucket, name: upload.objectName, number: number,
             body: HTTPRequestBody(segments: [.fileRegion(file, offset: offset, length: length)]), crc32c: crc32c)
@@ -318,7 +323,8 @@ extension UploadEngine {
         if problem == nil, let sent, let reported = stored.crc32cValue, sent != reported {
             problem = StorageError(
                 .nonMatchingChecksum,
-                "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent))).")
+                "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."
+            )
         }
         reportVerdict(on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, runner.events)
         guard let problem else { return stored }

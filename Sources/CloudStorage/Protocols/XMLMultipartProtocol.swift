@@ -59,7 +59,9 @@ struct XMLMultipartProtocol: Sendable {
     }
 
     /// `PUT ?partNumber=&uploadId=`: one part, with its CRC32C for the server to check.
-    func part(uploadID: String, bucket: String, name: String, number: Int, body: HTTPRequestBody, crc32c: UInt32?)
+    func part(
+        uploadID: String, bucket: String, name: String, number: Int, body: HTTPRequestBody, crc32c: UInt32?
+    )
         -> HTTPRequest
     {
         var request = HTTPRequest(
@@ -88,7 +90,9 @@ struct XMLMultipartProtocol: Sendable {
     }
 
     /// `POST ?uploadId=`: assembles `parts` (number and ETag, in ascending order) into the object.
-    func complete(uploadID: String, bucket: String, name: String, parts: [(number: Int, etag: String)])
+    func complete(
+        uploadID: String, bucket: String, name: String, parts: [(number: Int, etag: String)]
+    )
         -> HTTPRequest
     {
         var document = "<CompleteMultipartUpload>"
@@ -124,17 +128,23 @@ struct XMLMultipartProtocol: Sendable {
 
     /// A page of ``listParts(uploadID:bucket:name:after:)``: each part's number, ETag and size,
     /// and the marker of the next page when there is one.
-    func parts(from response: HTTPResponse) throws(StorageError) -> (
+    func parts(
+        from response: HTTPResponse
+    ) throws(StorageError) -> (
         parts: [(number: Int, etag: String, size: Int64)], next: Int?
     ) {
         var parts: [(number: Int, etag: String, size: Int64)] = []
         var rest = response.body[...]
-        while let range = Self.range(of: "<Part>", in: rest), let end = Self.range(of: "</Part>", in: rest[range.upperBound...]) {
+        while let range = Self.range(of: "<Part>", in: rest),
+            let end = Self.range(of: "</Part>", in: rest[range.upperBound...])
+        {
             let part = rest[range.upperBound..<end.lowerBound]
             guard let number = Self.element("PartNumber", in: part).flatMap({ Int($0) }),
-                let etag = Self.element("ETag", in: part), let size = Self.element("Size", in: part).flatMap({ Int64($0) })
+                let etag = Self.element("ETag", in: part),
+                let size = Self.element("Size", in: part).flatMap({ Int64($0) })
             else {
-                throw .protocolViolation("The server listed a part of a multipart upload without its number, ETag or size.")
+                throw .protocolViolation(
+                    "The server listed a part of a multipart upload without its number, ETag or size.")
             }
             parts.append((number, Self.unescaped(etag), size))
             rest = rest[end.upperBound...]
@@ -148,7 +158,8 @@ struct XMLMultipartProtocol: Sendable {
 
     /// `<base>/<bucket>/<object>?query`: the object name keeps its slashes, as XML API paths do.
     private func url(_ bucket: String, _ name: String, _ query: [(String, String)]) -> URL {
-        let path = "/" + WireURL.pathSegment(bucket) + "/"
+        let path =
+            "/" + WireURL.pathSegment(bucket) + "/"
             + name.split(separator: "/", omittingEmptySubsequences: false).map { WireURL.pathSegment(String($0)) }
             .joined(separator: "/")
         var text = WireURL.make(base: baseURL, path: path).absoluteString

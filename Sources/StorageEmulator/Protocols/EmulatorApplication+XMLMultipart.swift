@@ -79,7 +79,9 @@ extension EmulatorApplication {
     }
 
     /// `POST ?uploadId=`: assembles the named parts into the object and ends the upload.
-    func xmlCompleteMultipart(_ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String) throws
+    func xmlCompleteMultipart(
+        _ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String
+    ) throws
         -> Reply
     {
         try Self.refusePreconditions(request)
@@ -190,7 +192,9 @@ extension EmulatorApplication {
         reason: "NoSuchUpload")
 
     /// The upload the request's `uploadId` names for this object.
-    private func multipartUpload(_ request: any ServerRequest, bucket: String, name: String) throws
+    private func multipartUpload(
+        _ request: any ServerRequest, bucket: String, name: String
+    ) throws
         -> MultipartUploadTable.Upload
     {
         guard let id = request.query("uploadId"),
@@ -221,7 +225,8 @@ extension EmulatorApplication {
         for (name, value) in request.headers where name.lowercased().hasPrefix("x-goog-meta-") {
             let key = String(name.dropFirst("x-goog-meta-".count))
             guard !key.isEmpty else {
-                throw HTTPError(400, "A custom metadata header needs a name after x-goog-meta-.", reason: "InvalidArgument")
+                throw HTTPError(
+                    400, "A custom metadata header needs a name after x-goog-meta-.", reason: "InvalidArgument")
             }
             attributes.metadata[key.lowercased()] = value
         }

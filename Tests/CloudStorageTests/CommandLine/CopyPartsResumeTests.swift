@@ -47,7 +47,8 @@ struct CopyPartsResumeTests {
                 Self.arguments(scene, emulator), environment: scene.environment)
             let (status, stderr) = try await CopyResumeTests.finish(process, errors)
             #expect(status == 0, "\(stderr)")
-            #expect(stderr.contains("resuming the upload of \(scene.file.path) from byte \(2 * Self.part)"), "\(stderr)")
+            #expect(
+                stderr.contains("resuming the upload of \(scene.file.path) from byte \(2 * Self.part)"), "\(stderr)")
             let stored = try await CopyResumeTests.storedBytes(emulator) == scene.payload
             #expect(stored)
             // Without resuming, the rerun alone sends all 12 MiB on top of the 2.2 MiB sent before.
