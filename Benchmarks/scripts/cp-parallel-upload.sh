@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cp of one large file to the emulator (--discard, loopback): parallel upload in parts (the SDK's
+# cp of one large file to the emulator (in memory, loopback): parallel upload in parts (the SDK's
 # defaults, or PARALLEL_ARGS) against one stream (--parallel-threshold off), interleaved rounds.
 # Prints per round: wall seconds, CPU seconds (user+system) and peak RSS (MiB) of `cloud-storage cp`.
 #
@@ -13,7 +13,7 @@ rounds=${2:?ROUNDS}
 work=$(mktemp -d "/dev/shm/cp-parallel.XXXXXX")
 trap 'stop_emulators; rm -rf "$work"' EXIT
 head -c $((size_mib * 1048576)) /dev/urandom > "$work/payload"
-start_emulator "$work/emulator.log" --discard
+start_emulator "$work/emulator.log"
 read -r -a parallel_args <<< "${PARALLEL_ARGS:-}"
 run() {
     local label=$1

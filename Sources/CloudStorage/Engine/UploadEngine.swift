@@ -78,8 +78,17 @@ struct UploadEngine: Sendable {
         } catch {
             // The upload ends here (unless paused): stop reading a streamed source.
             if stop.reason != .pause, let stream = checkpoint.source?.stream { await stream.cancel() }
-            // A multipart upload that cannot finish is aborted: the server keeps none of its parts.
-            if stop.reason != .pause { await abortParts(checkpoint) }
+            // A multipart upload is kept, like a session, when only the retry time ran out
+            // (another process may continue it); otherwise it is aborted and the server keeps
+            // none of its parts.
+            if stop.reason != .pause, checkpoint.parts.uploadID != nil {
+                if let leftOpen = sessionLeftOpen(after: error, stop: stop, checkpoint) {
+                    checkpoint.leftOpen.session = leftOpen
+                    checkpoint.parts = PartsCheckpoint()
+                    throw Self.sayingSessionIsKept(error)
+                }
+                await abortParts(checkpoint)
+            }
             let ended = checkpoint.session
             if stop.reason != .pause, let session = ended.url {
                 if let leftOpen = sessionLeftOpen(after: error, stop: stop, checkpoint) {

@@ -146,6 +146,39 @@ struct ParallelUploadTests {
         }
     }
 
+    @Test("retries that run out keep the upload for resumeUpload, which sends only the missing parts")
+    func retriesRunOutKeepTheUpload() async throws {
+        // The initiate and one part pass; the next part is answered 503, and no retry is allowed.
+        try await Self.withParallelUpload(faults: ["pass", "pass", "return-503"]) { storage, emulator in
+            let payload = TestSupport.payload(size: 4 * Self.partSize + 9, seed: 40)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let impatient = Reliability.storage(Reliability.Route(wire: .gcs, via: .nativeHTTP), emulator) {
+                $0.uploads.parallel.threshold = 0
+                try $0.uploads.parallel.setPartSize(Int64(Self.partSize))
+                try $0.uploads.parallel.setConnections(1)
+                try $0.retry.setMaxUploadTime(.zero)
+            }
+            let task = impatient.reference(withPath: "parts/kept.bin").putFile(from: file)
+            do {
+                _ = try await task.value
+                Issue.record("an upload whose retries ran out succeeded")
+            } catch {
+                #expect((error as? StorageError)?.code == .retryLimitExceeded)
+            }
+            #expect(emulator.multipartUploadsInProgress == 1, "the upload is kept for another try")
+            let session = try #require(task.resumableSession)
+            #expect(session.partSize == Int64(Self.partSize))
+            let received = emulator.bytesReceived
+            let metadata = try await storage.resumeUpload(session, from: file).value
+            try Reliability.expectStored(payload, as: "parts/kept.bin", in: emulator, returned: metadata)
+            // The missing parts and the Complete document: the stored first part is not sent again.
+            let sent = emulator.bytesReceived - received
+            #expect(sent >= Int64(payload.count - Self.partSize) && sent < Int64(payload.count), "\(sent) bytes")
+            #expect(emulator.multipartUploadsInProgress == 0)
+        }
+    }
+
     @Test("a file that changes while its parts go up fails with fileChanged and leaves nothing")
     func fileChangedDuringUpload() async throws {
         try await Self.withParallelUpload(faults: Self.allHeld) { storage, emulator in
