@@ -68,6 +68,7 @@ struct CopyCommand {
           -Z                  gzip-compress every uploaded file (gcloud's -Z)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
         \(Self.slicingUsage)
+        \(ParallelUploadOptions.usage)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):
                               seconds, or a number followed by s, m, h (default 10m
@@ -131,6 +132,8 @@ struct CopyCommand {
     let chunkSize: Int64?
     /// How file downloads are sliced (`--slices`, `--slice-threshold`).
     let downloads: StorageConfiguration.Downloads
+    /// `--parallel-threshold`, `--part-size`, `--connections`: when a file goes up in parts.
+    let parallel: ParallelUploadOptions
     let verifiesChecksums: Bool
     let quiet: Bool
     /// How long every request of the copy keeps retrying failures that may pass, when
@@ -175,7 +178,7 @@ struct CopyCommand {
             ShortFlags.expand(words, letters: "rRn"),
             valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time", "-z"])
                 .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued)
-                .union(Self.slicingValued),
+                .union(Self.slicingValued).union(ParallelUploadOptions.valued),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R", "-Z"])
                 .union(ObjectWriteOptions.noClobberFlags)
         )
@@ -202,6 +205,7 @@ struct CopyCommand {
         try Self.check(write, arguments: arguments, for: direction, verb: verb)
         chunkSize = try Self.chunkSize(arguments)
         downloads = try Self.downloads(arguments)
+        parallel = try ParallelUploadOptions(arguments)
         jobs = try Self.jobs(arguments)
         compressing = try Self.compressing(arguments, for: direction, verb: verb)
         verifiesChecksums = !arguments.has("--no-checksum")
@@ -406,6 +410,7 @@ struct CopyCommand {
         var configuration = StorageConfiguration()
         do {
             try configuration.uploads.setChunkSize(chunkSize)
+            try parallel.apply(to: &configuration.uploads.parallel)
             // One option, every direction: an upload, a download (to a file, standard output or a
             // directory) and the requests around them (a listing, a metadata read) give up alike.
             if let retryTime {

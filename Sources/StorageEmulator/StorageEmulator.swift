@@ -78,6 +78,10 @@ public final class StorageEmulator: Sendable {
         /// new one gets `503` with `Retry-After: 1`, which clients retry. Idle sessions hold no
         /// file descriptor, so the bound is about disk and memory, not descriptors.
         public var maxUploadSessions = 1000
+        /// The least every part of an XML API multipart upload but the last must hold when the
+        /// upload completes: 5 MiB, as on Cloud Storage (smaller ones are refused with
+        /// `EntityTooSmall`). Tests lower it to exercise many parts with small files.
+        public var minimumMultipartPartSize: Int64 = 5 * 1024 * 1024
         /// When set, the emulator serves HTTPS with this identity and ``StorageEmulator/baseURL``
         /// is `https://…`; every connection starts with a TLS handshake, and one that fails (a
         /// plain-HTTP client, an untrusting one) is closed without reaching a fault plan.
@@ -164,6 +168,7 @@ public final class StorageEmulator: Sendable {
         settings.autoCreateBuckets = configuration.autoCreateBuckets
         settings.sessionLifetime = configuration.uploadSessionLifetime
         settings.maxSessions = configuration.maxUploadSessions
+        settings.minimumPartSize = configuration.minimumMultipartPartSize
         settings.scheme = configuration.tls == nil ? "http" : "https"
         settings.authentication = try configuration.authentication.map { authentication throws(EmulatorError) in
             try AuthenticationService(authentication)
@@ -253,6 +258,10 @@ public final class StorageEmulator: Sendable {
 
     /// Request body bytes received so far, over all requests (for `--discard` benchmarks).
     public var bytesReceived: Int64 { application.bytesReceived }
+
+    /// XML API multipart uploads initiated and neither completed nor aborted: what a client that
+    /// cancels or fails an upload must leave at zero.
+    public var multipartUploadsInProgress: Int { application.multipartUploadsInProgress }
 
     /// Requests received so far, over all connections (for tests that count a client's requests).
     package var requestsReceived: Int { application.requestsReceived }

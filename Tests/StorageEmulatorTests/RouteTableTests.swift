@@ -32,6 +32,15 @@ struct RouteTableTests {
         ("POST", "/v0/b/bkt/o?\(signature)", .route("POST /{path...} (noUploadID)")),
         ("PATCH", "/bkt/o?\(signature)", .status(405)),
         ("GET", "/bkt/o?\(signature)&upload_id=s", .status(405)),
+        // XML API multipart uploads, by their query parameters.
+        ("POST", "/bkt/a/b?uploads", .route("POST /{bucket}/{name...} (multipartUploads)")),
+        ("GET", "/bkt?uploads", .route("GET /{bucket}/? (multipartUploads)")),
+        ("PUT", "/bkt/a?partNumber=1&uploadId=u", .route("PUT /{bucket}/{name...} (multipartUploadID)")),
+        ("POST", "/bkt/a?uploadId=u", .route("POST /{bucket}/{name...} (multipartUploadID)")),
+        ("DELETE", "/bkt/a?uploadId=u", .route("DELETE /{bucket}/{name...} (multipartUploadID)")),
+        ("GET", "/bkt/a?uploadId=u", .route("GET /{bucket}/{name...} (multipartUploadID)")),
+        ("PATCH", "/bkt/a?uploadId=u", .status(405)),
+        ("PUT", "/bkt/a?uploads", .status(405)),
         // Google's authentication servers.
         ("POST", "/token", .route("POST /token (authenticationService)")),
         ("GET", "/token", .status(405)),

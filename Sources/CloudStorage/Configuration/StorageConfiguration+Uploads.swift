@@ -27,6 +27,9 @@ extension StorageConfiguration {
         /// one failed request wastes.
         public private(set) var chunkSize: Int64? = nil
 
+        /// When a file upload sends its parts on several connections at once (see ``Parallel``).
+        public var parallel = Parallel()
+
         /// Creates the default upload settings.
         public init() {}
 

@@ -9,6 +9,7 @@ final class UploadCheckpoint: Sendable {
     private struct State {
         var source: PreparedSource?
         var session = ResumableUploadStateMachine.Session()
+        var parts = PartsCheckpoint()
     }
 
     /// Holds the description of a session a failure left open (see
@@ -33,6 +34,17 @@ final class UploadCheckpoint: Sendable {
     var source: PreparedSource? {
         get { state.withLock { $0.source } }
         set { state.withLock { $0.source = newValue } }
+    }
+
+    /// The multipart upload of a file sent in parts: its id and the parts stored so far.
+    var parts: PartsCheckpoint {
+        get { state.withLock { $0.parts } }
+        set { state.withLock { $0.parts = newValue } }
+    }
+
+    /// Records a stored part (parts finish concurrently, so one at a time under the lock).
+    func partStored(_ number: Int, _ part: PartsCheckpoint.Part) {
+        state.withLock { $0.parts.stored[number] = part }
     }
 
     /// The resumable session: its URL once the server opened one, what it committed, and

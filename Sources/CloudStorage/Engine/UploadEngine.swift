@@ -78,6 +78,17 @@ struct UploadEngine: Sendable {
         } catch {
             // The upload ends here (unless paused): stop reading a streamed source.
             if stop.reason != .pause, let stream = checkpoint.source?.stream { await stream.cancel() }
+            // A multipart upload is kept, like a session, when only the retry time ran out
+            // (another process may continue it); otherwise it is aborted and the server keeps
+            // none of its parts.
+            if stop.reason != .pause, checkpoint.parts.uploadID != nil {
+                if let leftOpen = sessionLeftOpen(after: error, stop: stop, checkpoint) {
+                    checkpoint.leftOpen.session = leftOpen
+                    checkpoint.parts = PartsCheckpoint()
+                    throw Self.sayingSessionIsKept(error)
+                }
+                await abortParts(checkpoint)
+            }
             let ended = checkpoint.session
             if stop.reason != .pause, let session = ended.url {
                 if let leftOpen = sessionLeftOpen(after: error, stop: stop, checkpoint) {
@@ -145,6 +156,11 @@ struct UploadEngine: Sendable {
         let name = try StorageReference.validatedWriteTarget(path, generation: generation, "An upload")
         try preconditions.validate(for: storage.endpoint)
         try metadata.validate(for: storage.endpoint)
+        if checkpoint.source == nil || checkpoint.parts.uploadID != nil,
+            let stored = try await sendInPartsIfWanted(objectName: name, checkpoint: checkpoint, progress: progress)
+        {
+            return stored
+        }
         let configuration = storage.configuration
         let prepared: PreparedSource
         if let opened = checkpoint.source {
@@ -435,6 +451,17 @@ struct UploadEngine: Sendable {
     private func adopt(
         _ resuming: StorageUploadSession, _ prepared: PreparedSource, _ checkpoint: UploadCheckpoint
     ) async throws(StorageError) {
+        try await Self.checkIsRecordedFile(resuming, prepared)
+        checkpoint.session = .adopted(resuming.sessionURL, size: prepared.size)
+    }
+
+    /// Checks that the opened source is the file `resuming` was opened for: same size,
+    /// modification time, device and inode, and the recorded CRC32C when there is one.
+    ///
+    /// - Throws: ``StorageErrorCode/fileChanged`` saying what differs.
+    static func checkIsRecordedFile(
+        _ resuming: StorageUploadSession, _ prepared: PreparedSource
+    ) async throws(StorageError) {
         guard let file = prepared.file else {
             throw .internalError("Only a file upload can continue an upload session.")
         }
@@ -462,12 +489,11 @@ struct UploadEngine: Sendable {
                 .fileChanged,
                 "The file at \(file.path) is not the one the upload session was opened for: its CRC32C differs.")
         }
-        checkpoint.session = .adopted(resuming.sessionURL, size: prepared.size)
     }
 
     /// Reads the metadata of the object a session reported complete without
     /// saying what it stored.
-    private func storedMetadata(
+    func storedMetadata(
         _ upload: UploadDescription, _ runner: inout RequestRunner
     ) async throws(StorageError) -> StorageMetadata {
         while true {
@@ -538,7 +564,7 @@ struct UploadEngine: Sendable {
     /// Reports what ``verify(_:_:_:_:)`` concluded about the checksums: matched, mismatched (a
     /// ``StorageErrorCode/nonMatchingChecksum``), or not checkable (no CRC32C on one side). Other
     /// problems (a source that changed) are no verdict on the checksum.
-    private func reportVerdict(
+    func reportVerdict(
         on name: String, sent: UInt32?, reported: UInt32?, problem: StorageError?, _ events: StorageEventEmitter
     ) {
         if let problem {
@@ -559,7 +585,7 @@ struct UploadEngine: Sendable {
 
     /// Deletes the generation of the object this upload created, when it is
     /// known to be wrong. Best effort: a failure leaves the error as it was.
-    private func deleteObject(
+    func deleteObject(
         _ stored: StorageMetadata, _ upload: UploadDescription, _ runner: inout RequestRunner
     ) async {
         guard let generation = stored.generation else { return }

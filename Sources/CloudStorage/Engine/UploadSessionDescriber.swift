@@ -38,21 +38,39 @@ final class UploadSessionDescriber: Sendable {
     static func describe(
         _ checkpoint: UploadCheckpoint, storage: Storage, path: StoragePath, resuming: StorageUploadSession?
     ) -> StorageUploadSession? {
+        if let parts = describeParts(checkpoint, storage: storage, path: path) { return parts }
         let state = checkpoint.session
         guard let session = state.url, !state.mayBeFinalized, let prepared = checkpoint.source,
             let file = prepared.file,
             // A session elsewhere could not be read back (credentials go to the session's host).
             StorageUploadSession.sameOrigin(session, storage.endpoint.baseURL)
         else { return nil }
+        return StorageUploadSession(
+            sessionURL: session, endpoint: storage.endpoint, bucket: storage.bucket, objectPath: path.string,
+            source: sourceFile(file), chunkSize: storage.configuration.uploads.chunkSize ?? resuming?.chunkSize,
+            crc32c: prepared.knownCRC32C ?? resuming?.crc32c)
+    }
+
+    /// Describes a multipart upload in progress (a file sent in parts): its XML API URL with
+    /// the upload id, and the part size that numbers its parts.
+    private static func describeParts(
+        _ checkpoint: UploadCheckpoint, storage: Storage, path: StoragePath
+    ) -> StorageUploadSession? {
+        let parts = checkpoint.parts
+        guard let id = parts.uploadID, let file = checkpoint.source?.file else { return nil }
+        let wire = XMLMultipartProtocol(baseURL: storage.endpoint.baseURL, options: storage.options)
+        return StorageUploadSession(
+            sessionURL: wire.abort(uploadID: id, bucket: storage.bucket, name: parts.objectName).url,
+            endpoint: storage.endpoint, bucket: storage.bucket, objectPath: path.string, source: sourceFile(file),
+            chunkSize: nil, crc32c: nil, partSize: parts.partSize)
+    }
+
+    private static func sourceFile(_ file: ReadOnlyFile) -> StorageUploadSession.SourceFile {
         let identity = file.identity
-        let source = StorageUploadSession.SourceFile(
+        return StorageUploadSession.SourceFile(
             path: URL(fileURLWithPath: file.path).standardizedFileURL.path, size: identity.size,
             modificationSeconds: identity.modificationSeconds,
             modificationNanoseconds: identity.modificationNanoseconds, device: identity.device,
             inode: identity.inode)
-        return StorageUploadSession(
-            sessionURL: session, endpoint: storage.endpoint, bucket: storage.bucket, objectPath: path.string,
-            source: source, chunkSize: storage.configuration.uploads.chunkSize ?? resuming?.chunkSize,
-            crc32c: prepared.knownCRC32C ?? resuming?.crc32c)
     }
 }

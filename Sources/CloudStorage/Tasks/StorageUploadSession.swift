@@ -89,11 +89,16 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
     public let chunkSize: Int64?
     /// The CRC32C of the whole file, when it was known when this description was taken.
     public let crc32c: UInt32?
+    /// For a file sent in parts (``StorageConfiguration/Uploads/Parallel``), the size of its
+    /// parts; ``sessionURL`` is then the XML API multipart upload's URL (`…?uploadId=`). Nil for
+    /// a resumable session.
+    public let partSize: Int64?
 
     init(
         sessionURL: URL, endpoint: StorageEndpoint, bucket: String, objectPath: String, source: SourceFile,
-        chunkSize: Int64?, crc32c: UInt32?
+        chunkSize: Int64?, crc32c: UInt32?, partSize: Int64? = nil
     ) {
+        self.partSize = partSize
         self.formatVersion = Self.currentFormatVersion
         self.sessionURL = sessionURL
         self.endpoint = endpoint
@@ -139,6 +144,7 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
 
     private enum CodingKeys: String, CodingKey {
         case formatVersion, sessionURL, endpoint, wireProtocol, bucket, objectPath, source, chunkSize, crc32c
+        case partSize
     }
 
     private enum SourceKeys: String, CodingKey {
@@ -219,6 +225,10 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         } else {
             crc32c = nil
         }
+        partSize = try container.decodeIfPresent(Int64.self, forKey: .partSize)
+        if let partSize, partSize <= 0 {
+            throw refuse(.partSize, "the part size is not positive.")
+        }
         formatVersion = version
         sessionURL = session
     }
@@ -246,6 +256,7 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         try file.encodeIfPresent(source.inode, forKey: .inode)
         try container.encodeIfPresent(chunkSize, forKey: .chunkSize)
         try container.encodeIfPresent(crc32c.map(CRC32CEncoding.base64), forKey: .crc32c)
+        try container.encodeIfPresent(partSize, forKey: .partSize)
     }
 
     /// Whether two URLs have the same scheme, host and port (the default port of the scheme

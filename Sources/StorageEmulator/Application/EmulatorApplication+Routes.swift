@@ -5,7 +5,7 @@ import HTTP1
 /// handler it reaches. How a request is matched: ``RouteTable``; path patterns: ``RoutePattern``.
 extension EmulatorApplication {
     static let routes = RouteTable(
-        groups: [controlRoutes, signedURLRoutes, googleAuthenticationRoutes, firebaseRoutes],
+        groups: [controlRoutes, signedURLRoutes, xmlMultipartRoutes, googleAuthenticationRoutes, firebaseRoutes],
         otherwise: gcsRoutes)
 
     /// The emulator's own control endpoint, which fault plans never act on.
@@ -34,6 +34,37 @@ extension EmulatorApplication {
             // POST Object with `x-goog-resumable: start`: a resumable upload.
             .signed("POST", "/{path...}", when: .noUploadID) { app, call, _ in
                 try app.signedStartSession(call.request)
+            },
+        ])
+
+    /// Cloud Storage's XML API multipart uploads, with the JSON API's credentials, at
+    /// `/<bucket>/<object>` (see ``EmulatorApplication/xmlInitiateMultipart(_:bucket:name:)``). XML errors.
+    private static let xmlMultipartRoutes = RouteTable.Group(
+        .multipartQuery, flavor: .xml,
+        [
+            // Initiate: `POST ?uploads`.
+            Route("POST", "/{bucket}/{name...}", .gcs, when: .multipartUploads) {
+                try $0.xmlInitiateMultipart($1.request, bucket: $1.bucket, name: $1.name)
+            },
+            // The bucket's uploads in progress: `GET /<bucket>?uploads`.
+            Route("GET", "/{bucket}/?", .gcs, when: .multipartUploads) {
+                try $0.xmlListMultipartUploads($1.request, bucket: $1.bucket)
+            },
+            // Upload part: `PUT ?partNumber=&uploadId=`.
+            Route("PUT", "/{bucket}/{name...}", .gcs, when: .multipartUploadID) {
+                try $0.xmlUploadPart($1.request, $1.body, bucket: $1.bucket, name: $1.name)
+            },
+            // Complete: `POST ?uploadId=` with a CompleteMultipartUpload document.
+            Route("POST", "/{bucket}/{name...}", .gcs, when: .multipartUploadID) {
+                try $0.xmlCompleteMultipart($1.request, $1.body, bucket: $1.bucket, name: $1.name)
+            },
+            // Abort: `DELETE ?uploadId=`.
+            Route("DELETE", "/{bucket}/{name...}", .gcs, when: .multipartUploadID) {
+                try $0.xmlAbortMultipart($1.request, bucket: $1.bucket, name: $1.name)
+            },
+            // List parts: `GET ?uploadId=`.
+            Route("GET", "/{bucket}/{name...}", .gcs, when: .multipartUploadID) {
+                try $0.xmlListParts($1.request, bucket: $1.bucket, name: $1.name)
             },
         ])
 

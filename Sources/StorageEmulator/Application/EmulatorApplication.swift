@@ -32,6 +32,9 @@ package final class EmulatorApplication: ServerApplication {
         package var sessionLifetime: Duration = .seconds(7 * 24 * 3600)
         /// The most upload sessions at once (see ``StorageEmulator/Configuration/maxUploadSessions``).
         package var maxSessions = 1000
+        /// The least every part of an XML API multipart upload but the last must hold (see
+        /// ``StorageEmulator/Configuration/minimumMultipartPartSize``).
+        package var minimumPartSize: Int64 = 5 * 1024 * 1024
         /// The clock session and token expiry are measured with; tests inject their own.
         package var now: @Sendable () -> Date = { Date() }
         /// The token endpoint, metadata server and issued tokens (see ``StorageEmulator/Configuration/authentication``).
@@ -50,6 +53,8 @@ package final class EmulatorApplication: ServerApplication {
     let store: any ObjectStore
     let settings: Settings
     let sessions: SessionTable
+    /// The XML API multipart uploads in progress.
+    let multipartUploads = MultipartUploadTable()
     /// Where resumable upload sessions are kept on disk (directory backing); nil keeps them in memory only.
     let journal: SessionJournal?
     let counter = ByteCounter()
@@ -98,6 +103,9 @@ package final class EmulatorApplication: ServerApplication {
 
     /// Body bytes received so far, over all requests.
     package var bytesReceived: Int64 { counter.total }
+
+    /// XML API multipart uploads initiated and neither completed nor aborted, in every bucket.
+    package var multipartUploadsInProgress: Int { multipartUploads.count }
 
     /// Requests received so far, control requests (`/_emulator/…`) included.
     package var requestsReceived: Int { requests.load(ordering: .relaxed) }
@@ -473,7 +481,7 @@ package final class EmulatorApplication: ServerApplication {
     /// Streams a whole single-request upload into a new object.
     func storeObject(
         bucket: String, name: String, attributes: ObjectAttributes, expected: ExpectedHashes,
-        preconditions: ObjectPreconditions = ObjectPreconditions(),
+        preconditions: ObjectPreconditions = ObjectPreconditions(), computingMD5: Bool = true,
         write: (_ sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> ObjectRecord {
         do {
@@ -483,7 +491,7 @@ package final class EmulatorApplication: ServerApplication {
         }
         try requireBucket(bucket)
         let writer = try store.makeStagingWriter(bucket: bucket)
-        var checksums = Checksums(computingMD5: store.computesMD5)
+        var checksums = Checksums(computingMD5: computingMD5 && store.computesMD5)
         do {
             try write { bytes in
                 try writer.write(bytes)

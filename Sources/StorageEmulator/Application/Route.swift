@@ -43,6 +43,10 @@ struct Route: Sendable, CustomStringConvertible {
         case uploadID
         /// The query names no upload session.
         case noUploadID
+        /// The query has `uploads`: an XML API multipart upload's initiate, or a listing of them.
+        case multipartUploads
+        /// The query names an XML API multipart upload (`uploadId`).
+        case multipartUploadID
         /// The emulator serves Google's token endpoint (see ``StorageEmulator/Configuration/authentication``).
         case authenticationService
     }

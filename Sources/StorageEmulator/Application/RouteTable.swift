@@ -17,6 +17,9 @@ struct RouteTable: Sendable {
             case pathPrefix(String)
             /// Requests with a V4 signature in the query, whatever their path.
             case signedQuery
+            /// Requests whose query names an XML API multipart upload (`uploads` or `uploadId`),
+            /// whatever their path: no JSON API request has either parameter.
+            case multipartQuery
             /// The paths its routes' patterns fit.
             case routePaths
         }
@@ -41,6 +44,7 @@ struct RouteTable: Sendable {
             switch claim {
             case .pathPrefix(let prefix): request.path.hasPrefix(prefix)
             case .signedQuery: V4SignatureVerifier.isSigned(request.queryItems)
+            case .multipartQuery: request.query("uploads") != nil || request.query("uploadId") != nil
             case .routePaths: routes.contains { $0.pattern.fits(parts) }
             }
         }
@@ -92,6 +96,8 @@ struct RouteTable: Sendable {
         case .uploadID?: request.query("upload_id") != nil
         case .noUploadID?: request.query("upload_id") == nil
         case .authenticationService?: servesAuthentication
+        case .multipartUploads?: request.query("uploads") != nil
+        case .multipartUploadID?: request.query("uploadId") != nil
         }
     }
 }

@@ -1,0 +1,242 @@
+import FakeGCSServer
+import Foundation
+import Testing
+
+@testable import CloudStorage
+@testable import StorageEmulator
+
+/// File uploads sent in parts on several connections (XML API multipart upload), against the
+/// emulator with tiny parts: exact bytes and CRC32C, one part's fault, pause with every part in
+/// flight, cancel and failure leaving nothing behind, and the single-stream fallbacks.
+@Suite("Parallel upload of one file", .timeLimit(.minutes(5)))
+struct ParallelUploadTests {
+    static let partSize = 64 * 1024
+    static let connections = 3
+
+    /// An emulator taking parts of any size, with `faults` as its global plan, and a `Storage`
+    /// sending every file in 64 KiB parts, three at a time.
+    static func withParallelUpload(
+        route: TestRoute = .nativeHTTP, wire: Reliability.Wire = .gcs, faults: [String] = [],
+        _ body: (Storage, StorageEmulator) async throws -> Void
+    ) async throws {
+        try await Reliability.withEmulator(for: route, faults: faults, configure: { $0.minimumMultipartPartSize = 1 }) {
+            emulator in
+            let storage = Reliability.storage(Reliability.Route(wire: wire, via: route), emulator) {
+                $0.uploads.parallel.threshold = 0
+                try $0.uploads.parallel.setPartSize(Int64(partSize))
+                try $0.uploads.parallel.setConnections(connections)
+            }
+            try await body(storage, emulator)
+        }
+    }
+
+    static func file(_ payload: Data) throws -> URL {
+        try TestSupport.file(containing: payload)
+    }
+
+    @Test(
+        "exact bytes and whole CRC32C, sizes that divide into parts and sizes that do not",
+        arguments: [TestRoute.nativeHTTP, .nativeHTTPS], [4 * 65536, 300_001])
+    func exactBytes(route: TestRoute, size: Int) async throws {
+        try await Self.withParallelUpload(route: route) { storage, emulator in
+            let payload = TestSupport.payload(size: size, seed: 31)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/exact.bin")
+            let before = emulator.requestsReceived
+            let metadata = try await ref.putFileAsync(from: file)
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            #expect(metadata.md5Hash == nil, "an object assembled from parts has no MD5")
+            let parts = (size + Self.partSize - 1) / Self.partSize
+            // Initiate, the parts, Complete, and the read of what was stored: nothing else.
+            #expect(emulator.requestsReceived - before == parts + 3)
+            #expect(emulator.multipartUploadsInProgress == 0)
+        }
+    }
+
+    @Test("a reset in one part while the others run resends only that part")
+    func resetInOnePart() async throws {
+        // The initiate and the first part pass; the second part to arrive is reset after 10 KiB.
+        try await Self.withParallelUpload(faults: ["pass", "pass", "reset-after-10K"]) { storage, emulator in
+            let payload = TestSupport.payload(size: 5 * Self.partSize - 123, seed: 32)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/reset.bin")
+            let metadata = try await ref.putFileAsync(from: file)
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            // Five parts and one resent: initiate + 6 + Complete + the metadata read.
+            #expect(emulator.requestsReceived == 9)
+            #expect(emulator.bytesReceived < Int64(payload.count + Self.partSize), "only the reset part went twice")
+            #expect(emulator.multipartUploadsInProgress == 0)
+        }
+    }
+
+    /// The plan that holds the first three parts after 1 KiB each: every connection is busy.
+    static let allHeld = ["pass", "stall-after-1K", "stall-after-1K", "stall-after-1K"]
+
+    static func waitUntilAllHeld(_ emulator: StorageEmulator) async throws {
+        while emulator.bytesReceived < 3 * 1024 {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
+    @Test("pause with every part in flight, then resume: the object is whole")
+    func pauseWithAllPartsInFlight() async throws {
+        try await Self.withParallelUpload(faults: Self.allHeld) { storage, emulator in
+            let payload = TestSupport.payload(size: 5 * Self.partSize + 17, seed: 33)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/paused.bin")
+            let task = ref.putFile(from: file)
+            let observed = TestSupport.observe(task)
+            try await Self.waitUntilAllHeld(emulator)
+            await task.pause()
+            #expect(task.snapshot.status == .pause)
+            #expect(emulator.multipartUploadsInProgress == 1, "a pause keeps the upload")
+            await task.resume()
+            let metadata = try await task.value
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            #expect(emulator.multipartUploadsInProgress == 0)
+            let snapshots = await observed.value
+            let statuses = snapshots.map(\.status).filter { $0 != .progress }
+            #expect(statuses.suffix(3) == [.pause, .resume, .success])
+            #expect(snapshots.last?.progress.completedUnitCount == Int64(payload.count))
+            #expect(snapshots.last?.progress.totalUnitCount == Int64(payload.count))
+        }
+    }
+
+    @Test("cancel with every part in flight leaves nothing on the server")
+    func cancelLeavesNothing() async throws {
+        try await Self.withParallelUpload(faults: Self.allHeld) { storage, emulator in
+            let payload = TestSupport.payload(size: 5 * Self.partSize, seed: 34)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/cancelled.bin")
+            let task = ref.putFile(from: file)
+            try await Self.waitUntilAllHeld(emulator)
+            #expect(emulator.multipartUploadsInProgress == 1)
+            await task.cancel()
+            do {
+                _ = try await task.value
+                Issue.record("a cancelled upload succeeded")
+            } catch {
+                #expect((error as? StorageError)?.code == .cancelled)
+            }
+            #expect(emulator.multipartUploadsInProgress == 0, "the cancel aborted the upload")
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
+        }
+    }
+
+    @Test("a definitive failure of one part aborts the upload with that part's error")
+    func definitiveFailureAborts() async throws {
+        try await Self.withParallelUpload(faults: ["pass", "pass", "return-403"]) { storage, emulator in
+            let payload = TestSupport.payload(size: 5 * Self.partSize, seed: 35)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/refused.bin")
+            do {
+                _ = try await ref.putFileAsync(from: file)
+                Issue.record("an upload with a refused part succeeded")
+            } catch {
+                #expect((error as? StorageError)?.httpStatus == 403)
+                #expect((error as? StorageError)?.code != .cancelled)
+            }
+            #expect(emulator.multipartUploadsInProgress == 0, "the failure aborted the upload")
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
+        }
+    }
+
+    @Test("retries that run out keep the upload for resumeUpload, which sends only the missing parts")
+    func retriesRunOutKeepTheUpload() async throws {
+        // The initiate and one part pass; the next part is answered 503, and no retry is allowed.
+        try await Self.withParallelUpload(faults: ["pass", "pass", "return-503"]) { storage, emulator in
+            let payload = TestSupport.payload(size: 4 * Self.partSize + 9, seed: 40)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let impatient = Reliability.storage(Reliability.Route(wire: .gcs, via: .nativeHTTP), emulator) {
+                $0.uploads.parallel.threshold = 0
+                try $0.uploads.parallel.setPartSize(Int64(Self.partSize))
+                try $0.uploads.parallel.setConnections(1)
+                try $0.retry.setMaxUploadTime(.zero)
+            }
+            let task = impatient.reference(withPath: "parts/kept.bin").putFile(from: file)
+            do {
+                _ = try await task.value
+                Issue.record("an upload whose retries ran out succeeded")
+            } catch {
+                #expect((error as? StorageError)?.code == .retryLimitExceeded)
+            }
+            #expect(emulator.multipartUploadsInProgress == 1, "the upload is kept for another try")
+            let session = try #require(task.resumableSession)
+            #expect(session.partSize == Int64(Self.partSize))
+            let received = emulator.bytesReceived
+            let metadata = try await storage.resumeUpload(session, from: file).value
+            try Reliability.expectStored(payload, as: "parts/kept.bin", in: emulator, returned: metadata)
+            // The missing parts and the Complete document: the stored first part is not sent again.
+            let sent = emulator.bytesReceived - received
+            #expect(sent >= Int64(payload.count - Self.partSize) && sent < Int64(payload.count), "\(sent) bytes")
+            #expect(emulator.multipartUploadsInProgress == 0)
+        }
+    }
+
+    @Test("a file that changes while its parts go up fails with fileChanged and leaves nothing")
+    func fileChangedDuringUpload() async throws {
+        try await Self.withParallelUpload(faults: Self.allHeld) { storage, emulator in
+            let payload = TestSupport.payload(size: 5 * Self.partSize, seed: 36)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/changed.bin")
+            let task = ref.putFile(from: file)
+            try await Self.waitUntilAllHeld(emulator)
+            await task.pause()
+            try (payload + Data([1, 2, 3])).write(to: file)
+            await task.resume()
+            do {
+                _ = try await task.value
+                Issue.record("an upload of a changed file succeeded")
+            } catch {
+                #expect((error as? StorageError)?.code == .fileChanged)
+            }
+            #expect(emulator.multipartUploadsInProgress == 0)
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
+        }
+    }
+
+    @Test("Firebase, preconditions and files under the threshold stay in one stream")
+    func singleStreamCases() async throws {
+        try await Self.withParallelUpload(wire: .firebase) { storage, emulator in
+            let payload = TestSupport.payload(size: 3 * Self.partSize, seed: 37)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/firebase.bin")
+            let metadata = try await ref.putFileAsync(from: file)
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            #expect(emulator.application.multipartUploads.count == 0)
+        }
+        try await Self.withParallelUpload { storage, emulator in
+            let payload = TestSupport.payload(size: 3 * Self.partSize, seed: 38)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/conditional.bin")
+            let before = emulator.requestsReceived
+            let metadata = try await ref.putFileAsync(from: file, preconditions: .init(ifGenerationMatch: 0))
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            #expect(emulator.requestsReceived - before <= 2, "one stream, not parts")
+        }
+    }
+
+    @Test("a server without the XML API (fake-gcs-server) gets the file in one stream")
+    func fallbackOnServerWithoutProtocol() async throws {
+        let (storage, server) = try await TestSupport.fakeGCSStorage(label: "mpu", route: .nativeHTTP) {
+            $0.uploads.parallel.threshold = 0
+            try $0.uploads.parallel.setPartSize(Int64(Self.partSize))
+        }
+        let payload = TestSupport.payload(size: 3 * Self.partSize + 5, seed: 39)
+        let file = try Self.file(payload)
+        defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+        let ref = storage.reference(withPath: "parts/fallback.bin")
+        let metadata = try await ref.putFileAsync(from: file)
+        #expect(metadata.size == Int64(payload.count))
+        try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
+    }
+}
