@@ -121,49 +121,69 @@ struct TransferManagerTests {
         }
     }
 
-    @Test("at most maxConcurrentFiles run; pausing with files held in flight, then resuming, stores every file exactly")
+    /// Stores `count` objects under `prefix` one after the other (one request each, so that a
+    /// fault plan can count them), by name.
+    static func seed(_ storage: Storage, count: Int, size: Int = 1000, prefix: String) async throws -> [String: Data] {
+        var objects: [String: Data] = [:]
+        for index in 0..<count {
+            let name = prefix + "d\(index % 3)/o\(index)"
+            let data = TestSupport.payload(size: size + index, seed: UInt64(index + 7))
+            _ = try await storage.reference(objectName: name).putDataAsync(data)
+            objects[String(name.dropFirst(prefix.count))] = data
+        }
+        return objects
+    }
+
+    /// The fault plan that lets `seeded` uploads and one listing pass, then holds the next
+    /// `held` requests (the first downloads) until the client closes them.
+    static func holding(_ held: Int, after seeded: Int) -> [String] {
+        Array(repeating: "pass", count: seeded + 1) + Array(repeating: "stall-after-0", count: held)
+    }
+
+    @Test("at most maxConcurrentFiles run; pausing with files held in flight, then resuming, writes every file exactly")
     func concurrencyLimitAndPause() async throws {
-        // The first three uploads are held by the emulator until the client closes them.
-        try await Self.withStorage(faults: ["stall-after-0", "stall-after-0", "stall-after-0"]) { storage, counter, _ in
-            let (root, files) = try Self.makeTree(count: 12)
+        try await Self.withStorage(faults: Self.holding(3, after: 12)) { storage, counter, _ in
+            let objects = try await Self.seed(storage, count: 12, prefix: "c/")
+            let target = try TestSupport.temporaryDirectory()
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 3)
-            let task = manager.uploadDirectory(root, to: "c/")
+            let task = manager.downloadObjects(withPrefix: "c/", to: target)
             while counter.inFlight < 3 { try await Task.sleep(for: .milliseconds(5)) }
             #expect(task.files.done == 0)
             await task.pause()
             #expect(task.snapshot.status == .pause)
             await task.resume()
             let report = try await task.value
-            #expect(report.succeeded.count == files.count)
+            #expect(report.succeeded.count == objects.count)
             #expect(counter.highWater == 3, "at most 3 requests at once, and 3 were held")
-            #expect(
-                try await Self.stored(storage, prefix: "c/")
-                    == Dictionary(uniqueKeysWithValues: files.map { ("c/" + $0.key, $0.value) }))
+            #expect(try CopyDirectionsTests.files(below: target) == objects)
         }
     }
 
     @Test("the memory budget bounds the files in flight by their sizes")
     func memoryBudget() async throws {
-        try await Self.withStorage(faults: ["stall-after-0", "stall-after-0"]) { storage, counter, _ in
-            let (root, files) = try Self.makeTree(count: 8, size: 4000)
-            // Two files fit in the budget, a third does not, whatever the concurrency allows.
+        try await Self.withStorage(faults: Self.holding(2, after: 8)) { storage, counter, _ in
+            let objects = try await Self.seed(storage, count: 8, size: 4000, prefix: "m/")
+            // Two objects fit in the budget, a third does not, whatever the concurrency allows.
+            let target = try TestSupport.temporaryDirectory()
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 8, memoryBudget: 8100)
-            let task = manager.uploadDirectory(root, to: "m/")
+            let task = manager.downloadObjects(withPrefix: "m/", to: target)
             while counter.inFlight < 2 { try await Task.sleep(for: .milliseconds(5)) }
             await task.pause()
             await task.resume()
             let report = try await task.value
-            #expect(report.succeeded.count == files.count)
+            #expect(report.succeeded.count == objects.count)
             #expect(counter.highWater == 2)
+            #expect(try CopyDirectionsTests.files(below: target) == objects)
         }
     }
 
     @Test("cancel with files in flight ends the task at once with cancelled and an outcome for each file that ran")
     func cancel() async throws {
-        try await Self.withStorage(faults: ["stall-after-0", "stall-after-0"]) { storage, counter, _ in
-            let (root, _) = try Self.makeTree(count: 6)
+        try await Self.withStorage(faults: Self.holding(2, after: 6)) { storage, counter, _ in
+            _ = try await Self.seed(storage, count: 6, prefix: "x/")
+            let target = try TestSupport.temporaryDirectory()
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 2)
-            let task = manager.uploadDirectory(root, to: "x/")
+            let task = manager.downloadObjects(withPrefix: "x/", to: target)
             let stream = task.transferSnapshots
             while counter.inFlight < 2 { try await Task.sleep(for: .milliseconds(5)) }
             await task.cancel()
@@ -174,7 +194,7 @@ struct TransferManagerTests {
             #expect(last?.error?.code == .cancelled)
             #expect(task.outcomes.count == 2)
             #expect(task.outcomes.allSatisfy { $0.result == .failed(.cancelled()) })
-            #expect(try await Self.stored(storage, prefix: "").isEmpty)
+            #expect(try CopyDirectionsTests.files(below: target).isEmpty, "no file, partial or whole")
         }
     }
 
