@@ -244,7 +244,7 @@ struct RsyncCommand {
         switch item.operation {
         case .upload(let file, let object, _): "\(file.path) to \(object)"
         case .download(let object, let file): "\(object) to \(file.path)"
-        case .copy(let object, let copy): "\(object) to \(copy)"
+        case .copy(let object, let copy, _): "\(object) to \(copy)"
         case .delete(let object): "\(object)"
         }
     }

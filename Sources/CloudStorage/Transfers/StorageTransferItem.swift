@@ -20,8 +20,9 @@ public struct StorageTransferItem: Sendable, Hashable {
         /// Downloads the object into the file (``StorageReference/write(toFile:preconditions:)``),
         /// making its directory first.
         case download(StorageReference, to: URL)
-        /// Copies the object on the server (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``).
-        case copy(StorageReference, to: StorageReference)
+        /// Copies the object on the server (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``),
+        /// with `metadata` replacing the source's when given.
+        case copy(StorageReference, to: StorageReference, metadata: StorageMetadata?)
         /// Deletes the object (``StorageReference/delete()``).
         case delete(StorageReference)
     }
@@ -74,9 +75,12 @@ public struct StorageTransferItem: Sendable, Hashable {
     ///   - object: What is copied.
     ///   - destination: Where the copy goes (on the same endpoint; any bucket).
     ///   - size: The object's size, when known.
+    ///   - metadata: The copy's metadata, replacing the source's; nil keeps the source's.
     /// - Returns: The item.
-    public static func copy(_ object: StorageReference, to destination: StorageReference, size: Int64?) -> Self {
-        Self(.copy(object, to: destination), size: size)
+    public static func copy(
+        _ object: StorageReference, to destination: StorageReference, size: Int64?, metadata: StorageMetadata? = nil
+    ) -> Self {
+        Self(.copy(object, to: destination, metadata: metadata), size: size)
     }
 
     /// A deletion of `object`.
@@ -90,7 +94,7 @@ public struct StorageTransferItem: Sendable, Hashable {
     /// The object the item reads or writes.
     public var object: StorageReference {
         switch operation {
-        case .upload(_, let object, _), .download(let object, _), .copy(let object, _), .delete(let object): object
+        case .upload(_, let object, _), .download(let object, _), .copy(let object, _, _), .delete(let object): object
         }
     }
 

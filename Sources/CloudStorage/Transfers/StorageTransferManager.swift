@@ -36,6 +36,23 @@ public struct StorageTransferManager: Sendable {
     /// Entries per listing request (1 to 1000).
     public var listingPageSize: Int
 
+    /// Starts the upload of one file: its file, its object, and the metadata its item carries.
+    public typealias UploadStarter =
+        @Sendable (_ file: URL, _ object: StorageReference, _ metadata: StorageMetadata?) async -> StorageUploadTask
+
+    /// How each upload of a transfer starts: ``StorageReference/putFile(from:metadata:preconditions:)``
+    /// by default. Replace it to continue sessions an earlier process saved
+    /// (``Storage/resumeUpload(_:from:)``), to add preconditions, or to compress.
+    ///
+    /// ```swift
+    /// manager.startUpload = { file, object, metadata in
+    ///     object.putFile(from: file, metadata: metadata, preconditions: .doesNotExist)
+    /// }
+    /// ```
+    public var startUpload: UploadStarter = { file, object, metadata in
+        object.putFile(from: file, metadata: metadata)
+    }
+
     /// Creates a manager.
     ///
     /// - Parameters:
@@ -223,7 +240,8 @@ public struct StorageTransferManager: Sendable {
         StorageTransferTask(
             reference: storage.reference(),
             limits: TransferJob.Limits(
-                maxConcurrentFiles: maxConcurrentFiles, memoryBudget: memoryBudget, failFast: failFast),
+                maxConcurrentFiles: maxConcurrentFiles, memoryBudget: memoryBudget, failFast: failFast,
+                startUpload: startUpload),
             state: TransferState(planner: planner))
     }
 

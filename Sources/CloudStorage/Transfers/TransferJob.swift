@@ -13,11 +13,12 @@ import Synchronization
 struct TransferJob: TaskJob {
     typealias Output = StorageTransferReport
 
-    /// The limits every run honours.
+    /// The limits every run honours, and how uploads start.
     struct Limits: Sendable {
         let maxConcurrentFiles: Int
         let memoryBudget: Int64
         let failFast: Bool
+        let startUpload: StorageTransferManager.UploadStarter
     }
 
     let limits: Limits
@@ -107,8 +108,9 @@ struct TransferJob: TaskJob {
         let report: @Sendable (Int64) -> Void = { bytes in state.update(index, bytes: bytes, progress: progress) }
         switch item.operation {
         case .upload(let file, let object, let metadata):
-            let handle = kept ?? FileTaskHandle(object.putFile(from: file, metadata: metadata))
-            return await follow(handle, stop: stop, report: report)
+            if let kept { return await follow(kept, stop: stop, report: report) }
+            let task = await limits.startUpload(file, object, metadata)
+            return await follow(FileTaskHandle(task), stop: stop, report: report)
         case .download(let object, let file):
             if let kept { return await follow(kept, stop: stop, report: report) }
             let directory = file.deletingLastPathComponent()
@@ -124,9 +126,9 @@ struct TransferJob: TaskJob {
                 return interrupted(error, stop: stop)
             }
             return await follow(FileTaskHandle(object.write(toFile: file)), stop: stop, report: report)
-        case .copy(let source, let destination):
+        case .copy(let source, let destination, let metadata):
             do throws(StorageError) {
-                _ = try await source.copy(to: destination) { report($0.completedUnitCount) }
+                _ = try await source.copy(to: destination, metadata: metadata) { report($0.completedUnitCount) }
                 report(item.size ?? 0)
                 return .ended(.succeeded)
             } catch {
