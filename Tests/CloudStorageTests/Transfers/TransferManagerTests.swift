@@ -140,14 +140,21 @@ struct TransferManagerTests {
         Array(repeating: "pass", count: seeded + 1) + Array(repeating: "stall-after-0", count: held)
     }
 
+    /// Waits until the emulator has received the requests that ``holding(_:after:)`` holds (the
+    /// client counting a request as sent is not enough: a pause could cancel it before it arrives,
+    /// and a later request would be held instead). The suite's time limit ends a wait that never ends.
+    static func waitUntilHeld(_ held: Int, after seeded: Int, _ emulator: StorageEmulator) async throws {
+        while emulator.requestsReceived < seeded + 1 + held { try await Task.sleep(for: .milliseconds(5)) }
+    }
+
     @Test("at most maxConcurrentFiles run; pausing with files held in flight, then resuming, writes every file exactly")
     func concurrencyLimitAndPause() async throws {
-        try await Self.withStorage(faults: Self.holding(3, after: 12)) { storage, counter, _ in
+        try await Self.withStorage(faults: Self.holding(3, after: 12)) { storage, counter, emulator in
             let objects = try await Self.seed(storage, count: 12, prefix: "c/")
             let target = try TestSupport.temporaryDirectory()
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 3)
             let task = manager.downloadObjects(withPrefix: "c/", to: target)
-            while counter.inFlight < 3 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Self.waitUntilHeld(3, after: 12, emulator)
             #expect(task.files.done == 0)
             await task.pause()
             #expect(task.snapshot.status == .pause)
@@ -161,13 +168,13 @@ struct TransferManagerTests {
 
     @Test("the memory budget bounds the files in flight by their sizes")
     func memoryBudget() async throws {
-        try await Self.withStorage(faults: Self.holding(2, after: 8)) { storage, counter, _ in
+        try await Self.withStorage(faults: Self.holding(2, after: 8)) { storage, counter, emulator in
             let objects = try await Self.seed(storage, count: 8, size: 4000, prefix: "m/")
             // Two objects fit in the budget, a third does not, whatever the concurrency allows.
             let target = try TestSupport.temporaryDirectory()
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 8, memoryBudget: 8100)
             let task = manager.downloadObjects(withPrefix: "m/", to: target)
-            while counter.inFlight < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Self.waitUntilHeld(2, after: 8, emulator)
             await task.pause()
             await task.resume()
             let report = try await task.value
@@ -179,13 +186,13 @@ struct TransferManagerTests {
 
     @Test("cancel with files in flight ends the task at once with cancelled and an outcome for each file that ran")
     func cancel() async throws {
-        try await Self.withStorage(faults: Self.holding(2, after: 6)) { storage, counter, _ in
+        try await Self.withStorage(faults: Self.holding(2, after: 6)) { storage, _, emulator in
             _ = try await Self.seed(storage, count: 6, prefix: "x/")
             let target = try TestSupport.temporaryDirectory()
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 2)
             let task = manager.downloadObjects(withPrefix: "x/", to: target)
             let stream = task.transferSnapshots
-            while counter.inFlight < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            try await Self.waitUntilHeld(2, after: 6, emulator)
             await task.cancel()
             await #expect(throws: StorageError.self) { try await task.value }
             var last: StorageTransferSnapshot?
