@@ -76,7 +76,9 @@ struct RsyncCommand {
         guard arguments.positional.count == 2 else { throw UsageError("rsync needs a SOURCE and a DESTINATION") }
         func side(_ text: String, role: String) throws(UsageError) -> Side {
             guard text.hasPrefix("gs://") else {
-                guard !text.isEmpty, text != "-" else { throw UsageError("rsync: \(role) must be a directory or gs://BUCKET") }
+                guard !text.isEmpty, text != "-" else {
+                    throw UsageError("rsync: \(role) must be a directory or gs://BUCKET")
+                }
                 return .directory(URL(fileURLWithPath: text, isDirectory: true))
             }
             let address = try ObjectAddress(text, role: role)
@@ -174,7 +176,10 @@ struct RsyncCommand {
             let manager = StorageTransferManager(storage: connection.storage, maxConcurrentFiles: jobs)
             let copies = await Self.run(manager.transfer(items))
             let extraObjects = extras.compactMap(\.object)
-            let deleted = extraObjects.isEmpty ? StorageTransferReport(outcomes: []) : await Self.run(manager.transfer(extraObjects.map { .delete($0) }))
+            let deleted =
+                extraObjects.isEmpty
+                ? StorageTransferReport(outcomes: [])
+                : await Self.run(manager.transfer(extraObjects.map { .delete($0) }))
             // Extra files are removed here, off the pool.
             let extraFiles = extras.compactMap(\.file)
             let unremoved = await LocalDestination.offThePool {
@@ -266,11 +271,15 @@ struct RsyncCommand {
     }
 
     /// Where the entry named `name` goes on `side`.
-    private func target(for name: String, in side: Side, connection: StorageOptions.Connection) -> Result<Entry, Refusal> {
+    private func target(
+        for name: String, in side: Side, connection: StorageOptions.Connection
+    ) -> Result<Entry, Refusal> {
         switch side {
         case .directory(let root):
             let segments = name.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            if let problem = RecursiveCopy.localPathProblem(segments, inside: root) { return .failure(Refusal(reason: "refused: \(problem)")) }
+            if let problem = RecursiveCopy.localPathProblem(segments, inside: root) {
+                return .failure(Refusal(reason: "refused: \(problem)"))
+            }
             let file = segments.reduce(root) { $0.appendingPathComponent(String(decoding: $1, as: UTF8.self)) }
             return .success(Entry(file: file, size: 0))
         case .prefix(let address):

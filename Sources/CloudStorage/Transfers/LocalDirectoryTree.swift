@@ -79,13 +79,15 @@ struct LocalDirectoryTree: Sendable {
                 var target = own
                 if own.kind == .symbolicLink {
                     guard let linked = try? SystemCall.status(path: child.path) else {
-                        tree.failures.append(Entry(url: child, relativePath: childRelative, reason: "a link to nothing"))
+                        tree.failures.append(
+                            Entry(url: child, relativePath: childRelative, reason: "a link to nothing"))
                         continue
                     }
                     target = linked
                     if target.kind == .directory {
                         tree.skipped.append(
-                            Entry(url: child, relativePath: childRelative, reason: "a link to a directory, not followed"))
+                            Entry(
+                                url: child, relativePath: childRelative, reason: "a link to a directory, not followed"))
                         continue
                     }
                 }

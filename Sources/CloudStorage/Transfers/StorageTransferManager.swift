@@ -145,7 +145,8 @@ public struct StorageTransferManager: Sendable {
     public func downloadObjects(withPrefix prefix: String, to directory: URL) -> StorageTransferTask {
         let (storage, pageSize) = (storage, listingPageSize)
         return start { () throws(StorageError) in
-            try await Self.objects(in: storage, withPrefix: prefix, pageSize: pageSize).map { (object, size) -> (item: StorageTransferItem, decided: StorageTransferResult?) in
+            try await Self.objects(in: storage, withPrefix: prefix, pageSize: pageSize).map {
+                (object, size) -> (item: StorageTransferItem, decided: StorageTransferResult?) in
                 let relative = object.fullPath.utf8.dropFirst(prefix.utf8.count)
                 let segments = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
                 let file = segments.reduce(directory) {
@@ -178,7 +179,8 @@ public struct StorageTransferManager: Sendable {
     public func deleteObjects(withPrefix prefix: String) -> StorageTransferTask {
         let (storage, pageSize) = (storage, listingPageSize)
         return start { () throws(StorageError) in
-            try await Self.objects(in: storage, withPrefix: prefix, pageSize: pageSize).map { (object, _) -> (item: StorageTransferItem, decided: StorageTransferResult?) in
+            try await Self.objects(in: storage, withPrefix: prefix, pageSize: pageSize).map {
+                (object, _) -> (item: StorageTransferItem, decided: StorageTransferResult?) in
                 (StorageTransferItem.delete(object), nil)
             }
         }
@@ -207,8 +209,11 @@ public struct StorageTransferManager: Sendable {
         let (storage, pageSize) = (storage, listingPageSize)
         let target = destination ?? storage
         return start { () throws(StorageError) in
-            try await Self.objects(in: storage, withPrefix: prefix, pageSize: pageSize).map { (object, size) -> (item: StorageTransferItem, decided: StorageTransferResult?) in
-                let name = destinationPrefix + String(decoding: object.fullPath.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
+            try await Self.objects(in: storage, withPrefix: prefix, pageSize: pageSize).map {
+                (object, size) -> (item: StorageTransferItem, decided: StorageTransferResult?) in
+                let name =
+                    destinationPrefix
+                    + String(decoding: object.fullPath.utf8.dropFirst(prefix.utf8.count), as: UTF8.self)
                 let copy = target.reference(objectName: name)
                 let item = StorageTransferItem.copy(object, to: copy, size: size)
                 do throws(StorageError) {
@@ -264,7 +269,9 @@ public struct StorageTransferManager: Sendable {
         }
         var levels = [prefix]
         while let level = levels.popLast() {
-            for try await entry in storage.objects(StorageObjectQuery(prefix: level, delimiter: "/", pageSize: pageSize)) {
+            for try await entry in storage.objects(
+                StorageObjectQuery(prefix: level, delimiter: "/", pageSize: pageSize))
+            {
                 switch entry {
                 case .object(let object, let metadata): found.append((object, metadata?.size))
                 case .prefix(let below, _) where below.utf8.count > level.utf8.count: levels.append(below)

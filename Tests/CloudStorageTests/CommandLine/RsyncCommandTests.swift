@@ -31,18 +31,22 @@ struct RsyncCommandTests {
     static func write(_ files: [String: String], in root: URL) throws {
         for (relative, text) in files {
             let url = root.appendingPathComponent(relative)
-            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
             try Data(text.utf8).write(to: url)
         }
     }
 
-    @Test("directory to bucket: new and changed files are copied, unchanged ones skipped by checksum, extras deleted only when asked")
+    @Test(
+        "directory to bucket: new and changed files are copied, unchanged ones skipped by checksum, extras deleted only when asked"
+    )
     func upload() async throws {
         let emulator = try ObjectCommandsTests.emulator()
         defer { emulator.stop() }
         let root = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: root) }
-        try Self.write(["same.txt": "same", "size.txt": "short", "content.txt": "aaaa", "sub/deep.txt": "deep"], in: root)
+        try Self.write(
+            ["same.txt": "same", "size.txt": "short", "content.txt": "aaaa", "sub/deep.txt": "deep"], in: root)
         try await ObjectCommandsTests.put(
             [
                 "p/same.txt": Data("same".utf8), "p/size.txt": Data("longer".utf8), "p/content.txt": Data("bbbb".utf8),
@@ -111,7 +115,8 @@ struct RsyncCommandTests {
         defer { emulator.stop() }
         try emulator.createBucket("other")
         try await ObjectCommandsTests.put(["s/a": Data("a".utf8), "s/b/c": Data("c".utf8)], in: emulator)
-        try await ObjectCommandsTests.put(["t/b/c": Data("c".utf8), "t/x": Data("x".utf8)], in: emulator, bucket: "other")
+        try await ObjectCommandsTests.put(
+            ["t/b/c": Data("c".utf8), "t/x": Data("x".utf8)], in: emulator, bucket: "other")
         let (status, output) = try await Self.rsync(
             ["-r", "--delete-unmatched-destination-objects", "gs://demo/s", "gs://other/t"], emulator)
         #expect(status == .success, "\(output)")
@@ -126,7 +131,8 @@ struct RsyncCommandTests {
         #expect(try await Self.rsync([root.path, "gs://demo/m", "--mtime"], emulator).0 == .success)
         try Data("nnnn".utf8).write(to: root.appendingPathComponent("m.txt"))
         try FileManager.default.setAttributes(
-            [.modificationDate: Date(timeIntervalSince1970: 1_000_000)], ofItemAtPath: root.appendingPathComponent("m.txt").path)
+            [.modificationDate: Date(timeIntervalSince1970: 1_000_000)],
+            ofItemAtPath: root.appendingPathComponent("m.txt").path)
         let (changed, changedOutput) = try await Self.rsync([root.path, "gs://demo/m", "--mtime"], emulator)
         #expect(changed == .success)
         #expect(changedOutput.hasSuffix("Copied 1, deleted 0; 0 unchanged\n"), "\(changedOutput)")

@@ -70,9 +70,11 @@ struct TransferManagerTests {
         try await Self.withStorage { storage, _, _ in
             let (root, files) = try Self.makeTree(count: 7)
             try FileManager.default.createSymbolicLink(
-                atPath: root.appendingPathComponent("link.txt").path, withDestinationPath: root.appendingPathComponent("top.txt").path)
+                atPath: root.appendingPathComponent("link.txt").path,
+                withDestinationPath: root.appendingPathComponent("top.txt").path)
             try FileManager.default.createSymbolicLink(
-                atPath: root.appendingPathComponent("dirlink").path, withDestinationPath: root.appendingPathComponent("d1").path)
+                atPath: root.appendingPathComponent("dirlink").path,
+                withDestinationPath: root.appendingPathComponent("d1").path)
             let manager = StorageTransferManager(storage: storage, maxConcurrentFiles: 3)
             let report = try await manager.uploadDirectory(root, to: "up/").value
             #expect(report.failed.isEmpty)
@@ -111,7 +113,10 @@ struct TransferManagerTests {
             #expect(copied.succeeded.count == 4)
             #expect(
                 try await Self.stored(other, prefix: "")
-                    == ["q/a": Data("p/a".utf8), "q/b/c": Data("p/b/c".utf8), "q//d": Data("p//d".utf8), "q/e/": Data("p/e/".utf8)])
+                    == [
+                        "q/a": Data("p/a".utf8), "q/b/c": Data("p/b/c".utf8), "q//d": Data("p//d".utf8),
+                        "q/e/": Data("p/e/".utf8),
+                    ])
 
             let deleted = try await manager.deleteObjects(withPrefix: "p//").value
             #expect(deleted.succeeded.map(\.item.object.fullPath) == ["p//d"])
@@ -215,7 +220,9 @@ struct TransferManagerTests {
             #expect(report.succeeded.count == files.count - 1)
             #expect(report.failed.count == 1)
             let failed = try #require(report.failed.first)
-            #expect(failed.item.object.fullPath == "f/" + files.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }[1])
+            #expect(
+                failed.item.object.fullPath == "f/"
+                    + files.keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }[1])
             #expect(Self.errorCode(failed) == .unauthorized)
             #expect(try await Self.stored(storage, prefix: "f/").count == files.count - 1)
         }
