@@ -8,8 +8,8 @@ import SystemCalls
 /// redrawn in place at most 10 times a second. Only on a terminal: a log
 /// gets the summary at the end instead.
 ///
-/// Transfers report from many tasks at once, so the counts sit in a lock;
-/// the line is written outside it.
+/// It shows the transfer manager's snapshots (files and bytes of the whole
+/// transfer); the counts sit in a lock, the line is written outside it.
 final class OverallProgress: Sendable {
     private struct State {
         var filesDone = 0

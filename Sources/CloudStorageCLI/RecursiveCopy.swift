@@ -173,7 +173,7 @@ struct RecursiveCopy {
             // A folder placeholder (a name ending in /) has no bytes to copy: the directory is made anyway.
             if relative.isEmpty || relative.last == UInt8(ascii: "/") { continue }
             let segments = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            if let problem = Self.localPathProblem(segments, inside: root) {
+            if let problem = StorageTransferManager.localPathProblem(segments, inside: root) {
                 failures.append(Failure(name: "\(object)", reason: "refused: \(problem)", status: .localFile))
                 continue
             }
@@ -187,24 +187,6 @@ struct RecursiveCopy {
             planned.append((object, file, size))
         }
         return (planned, failures)
-    }
-
-    /// Why the file path made of an object name's `segments` (below the listed prefix) cannot
-    /// be its copy inside `root`, or nil when it can: the copy of each listed object is that
-    /// object's alone, and stays inside `root`.
-    static func localPathProblem(_ segments: [Substring.UTF8View.SubSequence], inside root: URL) -> String? {
-        if segments.contains(where: { $0.contains(0) }) {
-            return "its name holds a NUL byte, which no file name can"
-        }
-        // A name such as a/../../etc/x would write outside DIR: refused, never written.
-        if segments.contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }) {
-            return "its name would leave \(root.path) or alias another path (a . or .. segment)"
-        }
-        // `a//b` and `/b` would be written as a/b and b, the copies of other objects.
-        if segments.contains(where: \.isEmpty) {
-            return "its name has an empty segment (a leading / or //), so its file would be another object's"
-        }
-        return nil
     }
 
     /// An object a listing found, with its size when the listing carried it.

@@ -277,7 +277,7 @@ struct RsyncCommand {
         switch side {
         case .directory(let root):
             let segments = name.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            if let problem = RecursiveCopy.localPathProblem(segments, inside: root) {
+            if let problem = StorageTransferManager.localPathProblem(segments, inside: root) {
                 return .failure(Refusal(reason: "refused: \(problem)"))
             }
             let file = segments.reduce(root) { $0.appendingPathComponent(String(decoding: $1, as: UTF8.self)) }

@@ -285,7 +285,7 @@ public struct StorageTransferManager: Sendable {
 
     /// Why the file path made of an object name's `segments` (below the prefix) cannot be its
     /// copy inside `root`, or nil when it can: each object's copy is its own, inside `root`.
-    static func localPathProblem(_ segments: [Substring.UTF8View.SubSequence], inside root: URL) -> String? {
+    package static func localPathProblem(_ segments: [Substring.UTF8View.SubSequence], inside root: URL) -> String? {
         if segments.contains(where: { $0.contains(0) }) {
             return "its name holds a NUL byte, which no file name can"
         }
