@@ -9,6 +9,9 @@ let usage = """
                                  from gs://BUCKET/PATH (with no endpoint configured, the built-in emulator),
                                  or an object to another on the server
       mv SOURCE DESTINATION      move a file or an object (as cp, then the source is deleted)
+      rsync [-r] SOURCE DESTINATION
+                                 make DESTINATION match SOURCE (a directory or gs://BUCKET[/PREFIX]),
+                                 copying only what differs (--delete-unmatched, --dry-run)
       compose gs://B/SRC... gs://B/DST
                                  concatenate up to 32 objects into one, on the server
       update gs://BUCKET/PATH... change objects' metadata
@@ -31,7 +34,7 @@ let usage = """
     with its status and duration, retries, upload sessions, token fetches, the transport chosen,
     checksum verdicts) to standard error, one line each, without secrets.
 
-    Run `cloud-storage help COMMAND` (cp, mv, compose, update, hash, ls, stat, cat, rm, du, emulator,
+    Run `cloud-storage help COMMAND` (cp, mv, rsync, compose, update, hash, ls, stat, cat, rm, du, emulator,
     sign) for its options.
     """
 
@@ -39,7 +42,7 @@ let usage = """
 let objectCommandUsage = [
     "ls": ListCommand.usage, "stat": StatCommand.usage, "cat": CatCommand.usage, "rm": RemoveCommand.usage,
     "mv": CopyCommand.moveUsage, "compose": ComposeCommand.usage, "update": UpdateCommand.usage,
-    "hash": HashCommand.usage, "du": DiskUsageCommand.usage,
+    "hash": HashCommand.usage, "du": DiskUsageCommand.usage, "rsync": RsyncCommand.usage,
 ]
 
 /// Runs `body` with a writer to standard output, stopped afterwards.
@@ -100,7 +103,7 @@ package func runCommandLine(
                 return .success
             }
             return try await SignCommand(words, environment: environment).run()
-        case "ls", "stat", "cat", "rm", "mv", "compose", "update", "hash", "du":
+        case "ls", "stat", "cat", "rm", "mv", "compose", "update", "hash", "du", "rsync":
             if words.contains("--help") || words.contains("-h") {
                 print(objectCommandUsage[command] ?? usage)
                 return .success
@@ -140,6 +143,7 @@ private func runObjectCommand(
         case "update": try UpdateCommand(words, environment: environment)
         case "hash": try HashCommand(words, environment: environment)
         case "du": try DiskUsageCommand(words, environment: environment)
+        case "rsync": try RsyncCommand(words, environment: environment)
         default: try RemoveCommand(words, environment: environment)
         }
     return await withStandardOutput { await parsed.run(output: $0) }
@@ -160,6 +164,7 @@ extension UpdateCommand: OutputCommand {}
 extension HashCommand: OutputCommand {}
 extension DiskUsageCommand: OutputCommand {}
 extension RemoveCommand: OutputCommand {}
+extension RsyncCommand: OutputCommand {}
 
 /// Prints the usage of the command `name`, or the tool's when it names none.
 private func printHelp(for name: String?) {

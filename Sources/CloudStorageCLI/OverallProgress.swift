@@ -1,3 +1,4 @@
+import CloudStorage
 import Foundation
 import Synchronization
 import SystemCalls
@@ -7,53 +8,46 @@ import SystemCalls
 /// redrawn in place at most 10 times a second. Only on a terminal: a log
 /// gets the summary at the end instead.
 ///
-/// Transfers report from many tasks at once, so the counts sit in a lock;
-/// the line is written outside it.
+/// It shows the transfer manager's snapshots (files and bytes of the whole
+/// transfer); the counts sit in a lock, the line is written outside it.
 final class OverallProgress: Sendable {
     private struct State {
         var filesDone = 0
         var failed = 0
-        /// Bytes of the transfers that ended.
-        var bytesDone: Int64 = 0
-        /// Bytes so far of each transfer under way, by its index.
-        var inFlight: [Int: Int64] = [:]
+        var bytes: Int64 = 0
         var lastDraw = ContinuousClock.now - .seconds(1)
     }
 
     private let totalFiles: Int
     private let totalBytes: Int64?
+    /// Files that failed before the transfer started (refused while planning).
+    private let failedBefore: Int
     private let start = ContinuousClock.now
     private let state = Mutex(State())
     /// Whether anything is drawn.
     let isShown: Bool
 
     /// - Parameters:
-    ///   - files: How many transfers there are.
+    ///   - files: How many files there are, those refused before the transfer included.
     ///   - bytes: Their total size, when known (uploads), or nil (a listing gives no sizes).
+    ///   - failedBefore: How many were refused before the transfer started.
     ///   - quiet: `--quiet`: nothing is drawn.
-    init(files: Int, bytes: Int64?, quiet: Bool) {
+    init(files: Int, bytes: Int64?, failedBefore: Int, quiet: Bool) {
         totalFiles = files
         totalBytes = bytes
+        self.failedBefore = failedBefore
         isShown = !quiet && StandardStream.isTerminal(StandardStream.error)
+        state.withLock { $0.failed = failedBefore }
     }
 
-    /// Transfer `index` has moved `bytes` so far.
-    func update(_ index: Int, bytes: Int64) {
+    /// The transfer's latest snapshot: its files and bytes so far.
+    func show(_ snapshot: StorageTransferSnapshot) {
         guard isShown else { return }
         let line = state.withLock { state -> String? in
-            state.inFlight[index] = bytes
+            state.filesDone = snapshot.files.succeeded
+            state.failed = failedBefore + snapshot.files.failed + snapshot.files.skipped
+            state.bytes = snapshot.progress.completedUnitCount
             return drawIfDue(&state, force: false)
-        }
-        if let line { write(line) }
-    }
-
-    /// Transfer `index` ended, having moved `bytes`.
-    func finished(_ index: Int, bytes: Int64, succeeded: Bool) {
-        let line = state.withLock { state -> String? in
-            state.inFlight[index] = nil
-            state.bytesDone += bytes
-            if succeeded { state.filesDone += 1 } else { state.failed += 1 }
-            return isShown ? drawIfDue(&state, force: false) : nil
         }
         if let line { write(line) }
     }
@@ -69,7 +63,7 @@ final class OverallProgress: Sendable {
         let now = ContinuousClock.now
         guard force || now - state.lastDraw >= .milliseconds(100) else { return nil }
         state.lastDraw = now
-        let bytes = state.bytesDone + state.inFlight.values.reduce(0, +)
+        let bytes = state.bytes
         var parts = ["\(state.filesDone)/\(totalFiles) files"]
         parts.append(
             ProgressBar.format(bytes: bytes) + (totalBytes.map { "/" + ProgressBar.format(bytes: $0) } ?? ""))

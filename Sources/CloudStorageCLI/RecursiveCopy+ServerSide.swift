@@ -33,7 +33,7 @@ extension RecursiveCopy {
             let prefixLength = source.folderName.map { $0.utf8.count + 1 } ?? 0
             let metadata = command.write.metadata
             var failures: [Failure] = []
-            var jobs: [Job] = []
+            var items: [StorageTransferItem] = []
             for (object, size) in objects {
                 let relative = String(decoding: object.fullPath.utf8.dropFirst(prefixLength), as: UTF8.self)
                 let name = prefix + "/" + relative
@@ -43,23 +43,13 @@ extension RecursiveCopy {
                     failures.append(Failure(name: "\(object)", reason: error.message, status: .usage))
                     continue
                 }
-                let copy = target.reference(objectName: name)
-                jobs.append(
-                    Job(name: "\(object)", size: size) { progress in
-                        do throws(StorageError) {
-                            let copied = try await object.copy(to: copy, metadata: metadata) {
-                                progress?($0.completedUnitCount)
-                            }
-                            return .success(copied.size)
-                        } catch {
-                            return .failure(error)
-                        }
-                    })
+                items.append(.copy(object, to: target.reference(objectName: name), size: size, metadata: metadata))
             }
-            let sizes = jobs.compactMap(\.size)
+            let sizes = items.compactMap(\.size)
             return await transfer(
-                jobs, failures: failures, totalBytes: sizes.count == jobs.count ? sizes.reduce(0, +) : nil,
-                output: output, destination: "gs://\(destination.bucket)/\(prefix)/")
+                items, in: connection.storage, failures: failures,
+                totalBytes: sizes.count == items.count ? sizes.reduce(0, +) : nil, output: output,
+                destination: "gs://\(destination.bucket)/\(prefix)/")
         }
     }
 }

@@ -12,14 +12,6 @@ import Foundation
 struct RecursiveCopy {
     let command: CopyCommand
 
-    /// One transfer: what it copies (for the summary), its size when known, and how to run it.
-    struct Job: Sendable {
-        let name: String
-        let size: Int64?
-        /// Runs the transfer to its end, reporting bytes moved so far; returns the bytes moved.
-        let run: @Sendable (_ progress: (@Sendable (Int64) -> Void)?) async -> Result<Int64, StorageError>
-    }
-
     /// A file that was not copied, and why.
     struct Failure: Sendable {
         let name: String
@@ -64,20 +56,19 @@ struct RecursiveCopy {
             let (metadata, compressing) = (command.write.metadata, command.compressing)
             let uploads = ResumableUploads(
                 records: UploadSessionRecords(environment: command.storage.environment), connection: connection)
-            let jobs = tree.files.map { file in
-                let reference = storage.reference(objectName: prefix + "/" + file.relativePath)
-                return Job(
-                    name: file.url.path, size: file.size,
-                    run: Self.runner {
-                        await CopyCommand.startUpload(
-                            of: file.url, to: reference, metadata: metadata, compressing: compressing,
-                            resuming: uploads)
-                    })
+            let items = tree.files.map { file in
+                StorageTransferItem.upload(
+                    file.url, to: storage.reference(objectName: prefix + "/" + file.relativePath), size: file.size,
+                    metadata: metadata)
             }
             let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
             let status = await transfer(
-                jobs, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size }, output: output,
-                destination: "gs://\(address.bucket)/\(prefix)/")
+                items, in: storage, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size },
+                output: output, destination: "gs://\(address.bucket)/\(prefix)/"
+            ) { file, object, metadata in
+                await CopyCommand.startUpload(
+                    of: file, to: object, metadata: metadata, compressing: compressing, resuming: uploads)
+            }
             await uploads.settle()
             return status
         }
@@ -148,19 +139,20 @@ struct RecursiveCopy {
             // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
             let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
             let unmade = await Self.makeDirectories(parents)
-            var jobs: [Job] = []
+            var items: [StorageTransferItem] = []
             for (reference, file, size) in planned {
                 if let problem = unmade[file.deletingLastPathComponent().path] {
                     failures.append(Failure(name: "\(reference)", reason: problem, status: .localFile))
                     continue
                 }
-                jobs.append(Job(name: "\(reference)", size: size, run: Self.runner { reference.write(toFile: file) }))
+                items.append(.download(reference, to: file, size: size))
             }
             // The listing's sizes (nil on Firebase v0, whose listings carry none) give the bytes to expect.
-            let sizes = jobs.compactMap(\.size)
+            let sizes = items.compactMap(\.size)
             return await transfer(
-                jobs, failures: failures, totalBytes: sizes.count == jobs.count ? sizes.reduce(0, +) : nil,
-                output: output, destination: root.path + "/")
+                items, in: connection.storage, failures: failures,
+                totalBytes: sizes.count == items.count ? sizes.reduce(0, +) : nil, output: output,
+                destination: root.path + "/")
         }
     }
 
@@ -181,7 +173,7 @@ struct RecursiveCopy {
             // A folder placeholder (a name ending in /) has no bytes to copy: the directory is made anyway.
             if relative.isEmpty || relative.last == UInt8(ascii: "/") { continue }
             let segments = relative.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-            if let problem = Self.localPathProblem(segments, inside: root) {
+            if let problem = StorageTransferManager.localPathProblem(segments, inside: root) {
                 failures.append(Failure(name: "\(object)", reason: "refused: \(problem)", status: .localFile))
                 continue
             }
@@ -195,24 +187,6 @@ struct RecursiveCopy {
             planned.append((object, file, size))
         }
         return (planned, failures)
-    }
-
-    /// Why the file path made of an object name's `segments` (below the listed prefix) cannot
-    /// be its copy inside `root`, or nil when it can: the copy of each listed object is that
-    /// object's alone, and stays inside `root`.
-    static func localPathProblem(_ segments: [Substring.UTF8View.SubSequence], inside root: URL) -> String? {
-        if segments.contains(where: { $0.contains(0) }) {
-            return "its name holds a NUL byte, which no file name can"
-        }
-        // A name such as a/../../etc/x would write outside DIR: refused, never written.
-        if segments.contains(where: { $0.elementsEqual("..".utf8) || $0.elementsEqual(".".utf8) }) {
-            return "its name would leave \(root.path) or alias another path (a . or .. segment)"
-        }
-        // `a//b` and `/b` would be written as a/b and b, the copies of other objects.
-        if segments.contains(where: \.isEmpty) {
-            return "its name has an empty segment (a leading / or //), so its file would be another object's"
-        }
-        return nil
     }
 
     /// An object a listing found, with its size when the listing carried it.
@@ -248,29 +222,6 @@ struct RecursiveCopy {
 
     // MARK: Running
 
-    /// A job's body: starts the SDK task, follows its progress when asked, and cancels it when
-    /// the job's Swift task is cancelled (Ctrl-C), which deletes its upload session or partial file.
-    static func runner<Task: StorageTask>(
-        _ start: @escaping @Sendable () async -> Task
-    ) -> @Sendable ((@Sendable (Int64) -> Void)?) async -> Result<Int64, StorageError> {
-        { progress in
-            let task = await start()
-            return await withTaskCancellationHandler {
-                if let progress {
-                    for await snapshot in task.snapshots { progress(snapshot.progress.completedUnitCount) }
-                }
-                do throws(StorageError) {
-                    _ = try await task.value
-                    return .success(task.snapshot.progress.completedUnitCount)
-                } catch {
-                    return .failure(error)
-                }
-            } onCancel: {
-                _Concurrency.Task { await task.cancel() }
-            }
-        }
-    }
-
     /// What the transfers came to.
     private struct Tally: Sendable {
         var copied = 0
@@ -278,53 +229,55 @@ struct RecursiveCopy {
         var failures: [Failure] = []
     }
 
-    /// Runs `jobs`, `limit` at a time, reporting to `progress`; what they came to.
+    /// Runs `items` as one transfer of the SDK's transfer manager, `limit` at a time, showing its
+    /// progress; what they came to (after a cancel, Ctrl-C, what ended before it).
     ///
-    /// A job starts only while the task is not cancelled, so an interrupt lets no new copy begin.
-    private static func run(_ jobs: [Job], limit: Int, progress: OverallProgress) async -> Tally {
-        await withTaskGroup(of: (Int, Result<Int64, StorageError>).self) { group in
-            var next = 0
-            func addNext() {
-                guard next < jobs.count, !Task.isCancelled else { return }
-                let index = next
-                let job = jobs[index]
-                next += 1
-                var report: (@Sendable (Int64) -> Void)?
-                if progress.isShown {
-                    report = { @Sendable bytes in progress.update(index, bytes: bytes) }
-                }
-                group.addTask { (index, await job.run(report)) }
+    /// Cancelling cancels the copies under way, which deletes their upload sessions or partial files.
+    private static func run(
+        _ items: [StorageTransferItem], in storage: Storage, limit: Int, progress: OverallProgress,
+        startUpload: StorageTransferManager.UploadStarter?
+    ) async -> Tally {
+        // --jobs alone bounds the copies, as it always did: no memory budget on top.
+        var manager = StorageTransferManager(storage: storage, maxConcurrentFiles: limit, memoryBudget: .max)
+        if let startUpload { manager.startUpload = startUpload }
+        let task = manager.transfer(items)
+        let report = await withTaskCancellationHandler {
+            if progress.isShown {
+                for await snapshot in task.transferSnapshots { progress.show(snapshot) }
             }
-            for _ in 0..<limit { addNext() }
-            var tally = Tally()
-            for await (index, result) in group {
-                switch result {
-                case .success(let bytes):
-                    tally.copied += 1
-                    tally.bytes += bytes
-                    progress.finished(index, bytes: bytes, succeeded: true)
-                case .failure(let error):
-                    let reason = error.code == .objectNotFound ? "no such object" : error.message
-                    tally.failures.append(Failure(name: jobs[index].name, reason: reason, status: ExitCode(error)))
-                    progress.finished(index, bytes: 0, succeeded: false)
-                }
-                addNext()
-            }
-            return tally
+            return try? await task.value
+        } onCancel: {
+            Task { await task.cancel() }
         }
+        var tally = Tally()
+        for outcome in report?.outcomes ?? task.outcomes {
+            switch outcome.result {
+            case .succeeded:
+                tally.copied += 1
+                tally.bytes += outcome.item.size ?? 0
+            case .failed(let error):
+                if report == nil && error.code == .cancelled { continue }
+                let reason = error.code == .objectNotFound ? "no such object" : error.message
+                tally.failures.append(Failure(name: outcome.name, reason: reason, status: ExitCode(error)))
+            case .skipped(let reason):
+                tally.failures.append(Failure(name: outcome.name, reason: reason, status: .failure))
+            }
+        }
+        return tally
     }
 
-    /// Runs `jobs`, `--jobs` at a time, then prints the summary.
+    /// Runs `items`, `--jobs` at a time, then prints the summary.
+    ///
+    /// - Parameter startUpload: How each upload starts (resuming a recorded session, compressing).
     func transfer(
-        _ jobs: [Job], failures: [Failure], totalBytes: Int64?, output: OutputWriter, destination: String
+        _ items: [StorageTransferItem], in storage: Storage, failures: [Failure], totalBytes: Int64?,
+        output: OutputWriter, destination: String, startUpload: StorageTransferManager.UploadStarter? = nil
     ) async -> ExitCode {
-        let progress = OverallProgress(files: jobs.count + failures.count, bytes: totalBytes, quiet: command.quiet)
-        for index in failures.indices {
-            progress.finished(jobs.count + index, bytes: 0, succeeded: false)
-        }
+        let progress = OverallProgress(
+            files: items.count + failures.count, bytes: totalBytes, failedBefore: failures.count, quiet: command.quiet)
         let limit = command.jobs
         let (ending, signal) = await Interruptibly.run { () -> Tally in
-            await Self.run(jobs, limit: limit, progress: progress)
+            await Self.run(items, in: storage, limit: limit, progress: progress, startUpload: startUpload)
         }
         progress.end()
         switch ending {
@@ -333,7 +286,7 @@ struct RecursiveCopy {
             return ExitCode(signal: signal)
         case .finished(var tally):
             if let signal {
-                report("interrupted after \(tally.copied) of \(jobs.count) files; the copies under way were cancelled")
+                report("interrupted after \(tally.copied) of \(items.count) files; the copies under way were cancelled")
                 return ExitCode(signal: signal)
             }
             tally.failures = failures + tally.failures

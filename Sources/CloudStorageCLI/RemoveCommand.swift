@@ -126,37 +126,35 @@ struct RemoveCommand {
         }
     }
 
-    /// Deletes `references`, `jobs` at a time.
+    /// Deletes `references`, `jobs` at a time, as one transfer of the SDK's transfer manager.
     ///
     /// - Parameter missingIsFine: Whether an object that does not exist is no failure (`-r`'s PATH itself).
     private func remove(
         _ references: [StorageReference], output: OutputWriter, tally: inout Tally, missingIsFine: Bool = false
     ) async {
-        guard !references.isEmpty else { return }
-        await withTaskGroup(of: (StorageReference, StorageError?).self) { group in
-            var next = 0
-            func addNext() {
-                guard next < references.count else { return }
-                let reference = references[next]
-                next += 1
-                group.addTask {
-                    do throws(StorageError) {
-                        try await reference.delete()
-                        return (reference, nil)
-                    } catch {
-                        return (reference, error)
-                    }
-                }
+        guard let first = references.first else { return }
+        let task = StorageTransferManager(storage: first.storage, maxConcurrentFiles: jobs)
+            .transfer(references.map { .delete($0) })
+        // Ctrl-C cancels the deletions under way; those that ended are still reported.
+        let outcomes = await withTaskCancellationHandler {
+            do throws(StorageError) {
+                return try await task.value.outcomes
+            } catch {
+                return task.outcomes
             }
-            for _ in 0..<jobs { addNext() }
-            for await (reference, error) in group {
-                addNext()
-                if let error {
-                    if missingIsFine && error.code == .objectNotFound { continue }
-                    tally.failures.append(("\(reference)", error))
-                    tally.worst = tally.worst.worse(ExitCode(error))
-                    continue
-                }
+        } onCancel: {
+            Task { await task.cancel() }
+        }
+        for outcome in outcomes {
+            let reference = outcome.item.object
+            switch outcome.result {
+            case .failed(let error):
+                if missingIsFine && error.code == .objectNotFound { continue }
+                tally.failures.append(("\(reference)", error))
+                tally.worst = tally.worst.worse(ExitCode(error))
+            case .skipped:
+                continue
+            case .succeeded:
                 tally.removed += 1
                 if !quiet && tally.outputOpen {
                     do {
@@ -166,6 +164,10 @@ struct RemoveCommand {
                     }
                 }
             }
+        }
+        if outcomes.count < references.count {
+            // Cancelled: the deletions that never ended count as interrupted.
+            tally.worst = tally.worst.worse(.interrupted)
         }
     }
 }

@@ -1,0 +1,121 @@
+import Foundation
+import SystemCalls
+
+/// The files below a directory that ``StorageTransferManager/uploadDirectory(_:to:metadata:)``
+/// uploads, found before anything is started.
+///
+/// Regular files are taken, and symbolic links to regular files (as the file they point
+/// to). Links to directories are not followed, so a link loop cannot make the walk endless
+/// and nothing outside the directory is copied by surprise: each is skipped, with why.
+/// FIFOs, sockets and devices cannot be uploaded (opening a FIFO would wait for a writer for
+/// ever): each is a failure, as are broken links and directories that cannot be read. The
+/// walk blocks (`stat`, `readdir`), so it runs on the SDK's blocking pool.
+struct LocalDirectoryTree: Sendable {
+    /// A file to upload.
+    struct File: Sendable {
+        /// The path below the directory, with `/` between its parts: the end of the object's name.
+        let relativePath: String
+        let url: URL
+        let size: Int64
+    }
+
+    /// Something below the directory that is not uploaded, and why.
+    struct Entry: Sendable {
+        let url: URL
+        let relativePath: String
+        let reason: String
+    }
+
+    /// The files, in name order (UTF-8 byte order of their relative paths).
+    private(set) var files: [File] = []
+    /// Entries that cannot be uploaded: each is a failure.
+    private(set) var failures: [Entry] = []
+    /// Entries left out on purpose (links to directories): each is skipped.
+    private(set) var skipped: [Entry] = []
+
+    /// Walks `directory` on the blocking pool.
+    ///
+    /// - Throws: ``StorageErrorCode/unreadableFile`` when `directory` does not exist or is not
+    ///   a directory; ``StorageErrorCode/cancelled`` when the calling task is cancelled first.
+    static func walk(_ directory: URL) async throws(StorageError) -> LocalDirectoryTree {
+        try await BlockingIO.run { () throws(StorageError) in try walkNow(directory) }
+    }
+
+    /// ``walk(_:)`` on the calling thread.
+    static func walkNow(_ directory: URL) throws(StorageError) -> LocalDirectoryTree {
+        let info: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            info = try SystemCall.status(path: directory.path)
+        } catch {
+            if error.errno == Errno.noSuchFile || error.errno == Errno.notDirectory {
+                throw StorageError(.unreadableFile, "\(directory.path) does not exist")
+            }
+            throw StorageError(.unreadableFile, "\(directory.path) cannot be examined: \(error.reason)")
+        }
+        guard info.kind == .directory else {
+            throw StorageError(.unreadableFile, "\(directory.path) is not a directory")
+        }
+        var tree = LocalDirectoryTree()
+        var pending = [(url: directory, relative: "")]
+        while let (url, relative) = pending.popLast() {
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: url.path)
+            } catch {
+                tree.failures.append(Entry(url: url, relativePath: relative, reason: "the directory cannot be read"))
+                continue
+            }
+            var subdirectories: [(URL, String)] = []
+            for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                let child = url.appendingPathComponent(name)
+                let childRelative = relative.isEmpty ? name : relative + "/" + name
+                let own: SystemCall.FileStatus
+                do throws(SystemCallError) {
+                    own = try SystemCall.status(path: child.path, followingLinks: false)
+                } catch {
+                    tree.failures.append(Entry(url: child, relativePath: childRelative, reason: error.reason))
+                    continue
+                }
+                var target = own
+                if own.kind == .symbolicLink {
+                    guard let linked = try? SystemCall.status(path: child.path) else {
+                        tree.failures.append(
+                            Entry(url: child, relativePath: childRelative, reason: "a link to nothing"))
+                        continue
+                    }
+                    target = linked
+                    if target.kind == .directory {
+                        tree.skipped.append(
+                            Entry(
+                                url: child, relativePath: childRelative, reason: "a link to a directory, not followed"))
+                        continue
+                    }
+                }
+                switch target.kind {
+                case .regular:
+                    tree.files.append(File(relativePath: childRelative, url: child, size: target.size))
+                case .directory:
+                    subdirectories.append((child, childRelative))
+                default:
+                    tree.failures.append(
+                        Entry(url: child, relativePath: childRelative, reason: Self.kindName(target.kind)))
+                }
+            }
+            // Depth first, in name order.
+            pending += subdirectories.reversed()
+        }
+        tree.files.sort { $0.relativePath.utf8.lexicographicallyPrecedes($1.relativePath.utf8) }
+        return tree
+    }
+
+    /// Why an entry of `kind` is not uploaded.
+    private static func kindName(_ kind: SystemCall.FileStatus.Kind) -> String {
+        switch kind {
+        case .fifo: "is a FIFO (named pipe); only regular files are uploaded"
+        case .characterDevice: "is a character device; only regular files are uploaded"
+        case .blockDevice: "is a block device; only regular files are uploaded"
+        case .socket: "is a socket; only regular files are uploaded"
+        default: "not a regular file"
+        }
+    }
+}
