@@ -108,11 +108,11 @@ struct TransferJob: TaskJob {
         let report: @Sendable (Int64) -> Void = { bytes in state.update(index, bytes: bytes, progress: progress) }
         switch item.operation {
         case .upload(let file, let object, let metadata):
-            if let kept { return await follow(kept, stop: stop, report: report) }
+            if let kept { return await follow(kept, kept: true, stop: stop, report: report) }
             let task = await limits.startUpload(file, object, metadata)
             return await follow(FileTaskHandle(task), stop: stop, report: report)
         case .download(let object, let file):
-            if let kept { return await follow(kept, stop: stop, report: report) }
+            if let kept { return await follow(kept, kept: true, stop: stop, report: report) }
             let directory = file.deletingLastPathComponent()
             do throws(StorageError) {
                 try await BlockingIO.run { () throws(StorageError) in
@@ -155,13 +155,15 @@ struct TransferJob: TaskJob {
     /// Follows a file task to its end, reporting its bytes; pauses it and hands it back when the
     /// run is paused, cancels it when the run is cancelled (or another file failed, with `failFast`).
     private func follow(
-        _ handle: FileTaskHandle, stop: TaskStop, report: @escaping @Sendable (Int64) -> Void
+        _ handle: FileTaskHandle, kept: Bool = false, stop: TaskStop, report: @escaping @Sendable (Int64) -> Void
     ) async -> FileEnd {
-        await handle.resume()
+        if kept { await handle.resume() }
         // The stream ends at the terminal snapshot, or at once when this run's Swift task is cancelled.
         for await snapshot in handle.snapshots() {
             report(snapshot.progress.completedUnitCount)
-            if snapshot.status.isTerminal { break }
+            guard snapshot.status.isTerminal else { continue }
+            // The terminal snapshot says how the task ended: no need to ask the task again.
+            return .ended(snapshot.error.map { .failed($0) } ?? .succeeded)
         }
         if Task.isCancelled {
             if stop.reason == .pause {
