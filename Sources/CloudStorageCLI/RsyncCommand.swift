@@ -350,7 +350,7 @@ struct RsyncCommand {
     ) async throws(CommandFailure) -> [String: Entry] {
         switch side {
         case .directory(let root):
-            switch await LocalTree.walk(root) {
+            switch await LocalDirectoryTree.walkForCommand(root) {
             case .failure(let problem):
                 if !mustExist, problem.status == .localFile,
                     !FileManager.default.fileExists(atPath: root.path)
@@ -359,8 +359,8 @@ struct RsyncCommand {
                 }
                 throw CommandFailure(problem.message, problem.status)
             case .success(let tree):
-                for warning in tree.warnings { report("skipping \(warning.path): \(warning.reason)") }
-                for failure in tree.failures { report("skipping \(failure.path): \(failure.reason)") }
+                for skipped in tree.skipped { report("skipping \(skipped.url.path): \(skipped.reason)") }
+                for failure in tree.failures { report("skipping \(failure.url.path): \(failure.commandReason)") }
                 let mtimes = await LocalDestination.offThePool {
                     tree.files.map { try? SystemCall.status(path: $0.url.path).modificationSeconds }
                 }
