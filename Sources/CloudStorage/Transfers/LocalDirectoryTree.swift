@@ -74,14 +74,7 @@ package struct LocalDirectoryTree: Sendable {
     ///
     /// - Throws: Why `directory` itself cannot be walked; problems below it are ``failures``.
     package static func walkNow(_ directory: URL) throws(RootProblem) -> LocalDirectoryTree {
-        let info: SystemCall.FileStatus
-        do throws(SystemCallError) {
-            info = try SystemCall.status(path: directory.path)
-        } catch {
-            if error.errno == Errno.noSuchFile || error.errno == Errno.notDirectory { throw .missing }
-            throw .unexaminable(error.reason)
-        }
-        guard info.kind == .directory else { throw .notADirectory }
+        try checkIsDirectory(directory)
         var tree = LocalDirectoryTree()
         var pending = [(url: directory, relative: "")]
         while let (url, relative) = pending.popLast() {
@@ -96,45 +89,62 @@ package struct LocalDirectoryTree: Sendable {
             for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 let child = url.appendingPathComponent(name)
                 let childRelative = relative.isEmpty ? name : relative + "/" + name
-                let own: SystemCall.FileStatus
-                do throws(SystemCallError) {
-                    own = try SystemCall.status(path: child.path, followingLinks: false)
-                } catch {
-                    tree.failures.append(Entry(url: child, relativePath: childRelative, reason: error.reason))
-                    continue
-                }
-                var target = own
-                if own.kind == .symbolicLink {
-                    guard let linked = try? SystemCall.status(path: child.path) else {
-                        tree.failures.append(
-                            Entry(url: child, relativePath: childRelative, reason: "a link to nothing"))
-                        continue
-                    }
-                    target = linked
-                    if target.kind == .directory {
-                        tree.skipped.append(
-                            Entry(
-                                url: child, relativePath: childRelative, reason: "a link to a directory, not followed"))
-                        continue
-                    }
-                }
-                switch target.kind {
-                case .regular:
-                    tree.files.append(File(relativePath: childRelative, url: child, size: target.size))
-                case .directory:
-                    subdirectories.append((child, childRelative))
-                default:
-                    tree.failures.append(
-                        Entry(
-                            url: child, relativePath: childRelative, reason: Self.kindName(target.kind),
-                            kind: target.kind))
-                }
+                if tree.take(child, at: childRelative) { subdirectories.append((child, childRelative)) }
             }
             // Depth first, in name order.
             pending += subdirectories.reversed()
         }
         tree.files.sort { $0.relativePath.utf8.lexicographicallyPrecedes($1.relativePath.utf8) }
         return tree
+    }
+
+    /// Refuses a `directory` that is missing, cannot be examined, or is not a directory.
+    private static func checkIsDirectory(_ directory: URL) throws(RootProblem) {
+        let info: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            info = try SystemCall.status(path: directory.path)
+        } catch {
+            if error.errno == Errno.noSuchFile || error.errno == Errno.notDirectory { throw .missing }
+            throw .unexaminable(error.reason)
+        }
+        guard info.kind == .directory else { throw .notADirectory }
+    }
+
+    /// Files one entry of a directory: as a file to upload, a failure, or a skipped link.
+    ///
+    /// - Returns: Whether the entry is a directory, to be walked in turn.
+    private mutating func take(_ child: URL, at childRelative: String) -> Bool {
+        let own: SystemCall.FileStatus
+        do throws(SystemCallError) {
+            own = try SystemCall.status(path: child.path, followingLinks: false)
+        } catch {
+            failures.append(Entry(url: child, relativePath: childRelative, reason: error.reason))
+            return false
+        }
+        var target = own
+        if own.kind == .symbolicLink {
+            guard let linked = try? SystemCall.status(path: child.path) else {
+                failures.append(Entry(url: child, relativePath: childRelative, reason: "a link to nothing"))
+                return false
+            }
+            target = linked
+            if target.kind == .directory {
+                skipped.append(
+                    Entry(url: child, relativePath: childRelative, reason: "a link to a directory, not followed"))
+                return false
+            }
+        }
+        switch target.kind {
+        case .regular:
+            files.append(File(relativePath: childRelative, url: child, size: target.size))
+            return false
+        case .directory:
+            return true
+        default:
+            failures.append(
+                Entry(url: child, relativePath: childRelative, reason: Self.kindName(target.kind), kind: target.kind))
+            return false
+        }
     }
 
     /// Why an entry of `kind` is not uploaded.
