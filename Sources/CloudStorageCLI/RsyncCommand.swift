@@ -150,7 +150,7 @@ struct RsyncCommand {
     typealias Failure = (name: String, reason: String, status: ExitCode)
 
     /// What one run copies and deletes, decided before anything changes.
-    struct Plan {
+    struct Plan: Sendable {
         /// The copies: every source entry the destination lacks or holds differently.
         var items: [StorageTransferItem] = []
         /// How many source entries the destination already holds the same.
@@ -204,38 +204,39 @@ struct RsyncCommand {
     }
 
     /// Copies and deletes what `plan` says, saying each change, then sums up.
+    ///
+    /// The transfers run ``Interruptibly``, as `cp -r`'s do: SIGINT or SIGTERM (or cancelling
+    /// the calling task) cancels those under way, starts no more, and the command exits with
+    /// the status the signal calls for.
     private func carryOut(_ plan: Plan, connection: StorageOptions.Connection, output: OutputWriter) async -> ExitCode {
         let manager = StorageTransferManager(storage: connection.storage, maxConcurrentFiles: jobs)
-        let copies = await Self.run(manager.transfer(plan.items))
-        let extraObjects = plan.extras.compactMap(\.object)
-        let deleted =
-            extraObjects.isEmpty
-            ? StorageTransferReport(outcomes: [])
-            : await Self.run(manager.transfer(extraObjects.map { .delete($0) }))
-        // Extra files are removed here, off the pool.
-        let extraFiles = plan.extras.compactMap(\.file)
-        let unremoved = await LocalDestination.offThePool {
-            Set(extraFiles.compactMap { (try? FileManager.default.removeItem(at: $0)) == nil ? $0.path : nil })
+        let (ending, signal) = await Interruptibly.run { () -> Changes in await Self.change(plan, manager: manager) }
+        let changes: Changes
+        switch ending {
+        case .finished(let finished): changes = finished
+        case .abandoned(let signal):
+            report("interrupted; the copies under way were cancelled (the server did not confirm in time)")
+            return ExitCode(signal: signal)
         }
         var failures = plan.refused
-        let copied = await tally(copies, failures: &failures) { item in
+        let copied = await tally(changes.copies, failures: &failures) { item in
             await setModificationTime(of: item, from: plan.downloadTimes)
             await say("Copied \(Self.describe(item))", output)
         }
-        var removed = await tally(deleted, failures: &failures) { item in
+        var removed = await tally(changes.deleted, failures: &failures) { item in
             await say("Deleted \(item.object)", output)
         }
-        for file in extraFiles {
-            if unremoved.contains(file.path) {
+        for file in changes.extraFiles {
+            if changes.unremoved.contains(file.path) {
                 failures.append((file.path, "cannot be deleted", .localFile))
             } else {
                 removed += 1
                 await say("Deleted \(file.path)", output)
             }
         }
-        if copies == nil || deleted == nil {
+        if signal != nil || changes.copies == nil || changes.deleted == nil {
             report("interrupted")
-            return .interrupted
+            return signal.map(ExitCode.init(signal:)) ?? .interrupted
         }
         _ = try? await output.write("Copied \(copied), deleted \(removed); \(plan.unchanged) unchanged\n")
         var worst = ExitCode.success
@@ -247,6 +248,31 @@ struct RsyncCommand {
             }
         }
         return worst
+    }
+
+    /// What ``change(_:manager:)`` did: each transfer's report (nil when it was cancelled), and
+    /// the extra files, with the paths of those that could not be removed.
+    struct Changes: Sendable {
+        var copies: StorageTransferReport?
+        var deleted: StorageTransferReport?
+        var extraFiles: [URL]
+        var unremoved: Set<String>
+    }
+
+    /// Runs the copies of `plan`, then deletes its extras: objects through `manager`, files
+    /// here, off the pool (none once the run is cancelled).
+    private static func change(_ plan: Plan, manager: StorageTransferManager) async -> Changes {
+        let copies = await run(manager.transfer(plan.items))
+        let extraObjects = plan.extras.compactMap(\.object)
+        let deleted =
+            extraObjects.isEmpty
+            ? StorageTransferReport(outcomes: [])
+            : await run(manager.transfer(extraObjects.map { .delete($0) }))
+        let extraFiles = Task.isCancelled ? [] : plan.extras.compactMap(\.file)
+        let unremoved = await LocalDestination.offThePool {
+            Set(extraFiles.compactMap { (try? FileManager.default.removeItem(at: $0)) == nil ? $0.path : nil })
+        }
+        return Changes(copies: copies, deleted: deleted, extraFiles: extraFiles, unremoved: unremoved)
     }
 
     /// Counts the items of `transfer` that succeeded, passing each to `succeeded` in order,
