@@ -23,14 +23,14 @@ struct RecursiveCopy {
 
     /// Uploads the files below `directory` under `address`.
     func upload(_ directory: URL, to address: ObjectAddress, output: OutputWriter) async -> ExitCode {
-        let tree: LocalTree
-        switch await LocalTree.walk(directory) {
+        let tree: LocalDirectoryTree
+        switch await LocalDirectoryTree.walkForCommand(directory) {
         case .success(let walked): tree = walked
         case .failure(let problem):
             report(problem.message)
             return problem.status
         }
-        for warning in tree.warnings { report("skipping \(warning.path): \(warning.reason)") }
+        for skipped in tree.skipped { report("skipping \(skipped.url.path): \(skipped.reason)") }
         // `.` and `..` are resolved, so `cp -r . gs://b/` is named after the directory itself.
         let name = directory.standardizedFileURL.lastPathComponent
         // Names are exact: into gs://b/x// the files go to x//NAME/…, as gsutil puts them.
@@ -61,7 +61,9 @@ struct RecursiveCopy {
                     file.url, to: storage.reference(objectName: prefix + "/" + file.relativePath), size: file.size,
                     metadata: metadata)
             }
-            let failures = tree.failures.map { Failure(name: $0.path, reason: $0.reason, status: .localFile) }
+            let failures = tree.failures.map {
+                Failure(name: $0.url.path, reason: $0.commandReason, status: .localFile)
+            }
             let status = await transfer(
                 items, in: storage, failures: failures, totalBytes: tree.files.reduce(0) { $0 + $1.size },
                 output: output, destination: "gs://\(address.bucket)/\(prefix)/"
@@ -76,7 +78,7 @@ struct RecursiveCopy {
 
     /// The files of `tree` whose object names under any of `prefixes` break the object-name
     /// rules, each as a line for the report.
-    static func invalidNames(of tree: LocalTree, under prefixes: [String], in bucket: String) -> [String] {
+    static func invalidNames(of tree: LocalDirectoryTree, under prefixes: [String], in bucket: String) -> [String] {
         var bad: [String] = []
         for prefix in prefixes {
             for file in tree.files {

@@ -126,10 +126,11 @@ struct RsyncCommand {
         var name: String { object.map { "\($0)" } ?? file?.path ?? "" }
     }
 
+    /// Lists both sides, decides what to copy and delete, then does it (or, with `--dry-run`,
+    /// says what it would do) and sums up.
     func run(output: OutputWriter) async -> ExitCode {
         let bucket = source.bucket ?? destination.bucket ?? ""
         return await storage.withConnection(bucket: bucket) { connection in
-            var worst = ExitCode.success
             let sourceEntries: [String: Entry]
             let destinationEntries: [String: Entry]
             do throws(CommandFailure) {
@@ -139,96 +140,158 @@ struct RsyncCommand {
                 report(error.message ?? "rsync failed")
                 return error.status
             }
-            // What to copy: every source entry the destination lacks or holds differently.
-            var items: [StorageTransferItem] = []
-            var unchanged = 0
-            var refused: [(String, String, ExitCode)] = []
-            var downloadTimes: [URL: Int64] = [:]
-            for name in sourceEntries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                let from = sourceEntries[name]!
-                if let to = destinationEntries[name], await same(from, to) {
-                    unchanged += 1
-                    continue
-                }
-                switch target(for: name, in: destination, connection: connection) {
-                case .failure(let refusal): refused.append((from.name, refusal.reason, .localFile))
-                case .success(let target):
-                    items.append(item(from, to: target, size: from.size))
-                    if let file = target.file, let mtime = from.mtime { downloadTimes[file] = mtime }
-                }
-            }
-            let extras =
-                deletesUnmatched
-                ? destinationEntries.keys.filter { sourceEntries[$0] == nil }
-                    .sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).compactMap { destinationEntries[$0] }
-                : []
-            if dryRun {
-                for item in items { await say("Would copy \(Self.describe(item))", output) }
-                for extra in extras { await say("Would delete \(extra.name)", output) }
-                _ = try? await output.write(
-                    "Would copy \(items.count), delete \(extras.count); \(unchanged) unchanged\n")
-                for (name, problem, status) in refused {
-                    report("\(name): \(problem)")
-                    worst = worst.worse(status)
-                }
-                return worst
-            }
-            let manager = StorageTransferManager(storage: connection.storage, maxConcurrentFiles: jobs)
-            let copies = await Self.run(manager.transfer(items))
-            let extraObjects = extras.compactMap(\.object)
-            let deleted =
-                extraObjects.isEmpty
-                ? StorageTransferReport(outcomes: [])
-                : await Self.run(manager.transfer(extraObjects.map { .delete($0) }))
-            // Extra files are removed here, off the pool.
-            let extraFiles = extras.compactMap(\.file)
-            let unremoved = await LocalDestination.offThePool {
-                Set(extraFiles.compactMap { (try? FileManager.default.removeItem(at: $0)) == nil ? $0.path : nil })
-            }
-            var copied = 0
-            var failures: [(String, String, ExitCode)] = refused
-            for outcome in copies?.outcomes ?? [] {
-                switch outcome.result {
-                case .succeeded:
-                    copied += 1
-                    await setModificationTime(of: outcome.item, from: downloadTimes)
-                    await say("Copied \(Self.describe(outcome.item))", output)
-                case .skipped(let reason): failures.append((outcome.name, reason, .failure))
-                case .failed(let error): failures.append((outcome.name, error.message, ExitCode(error)))
-                }
-            }
-            var removed = 0
-            for outcome in deleted?.outcomes ?? [] {
-                switch outcome.result {
-                case .succeeded:
-                    removed += 1
-                    await say("Deleted \(outcome.item.object)", output)
-                case .skipped(let reason): failures.append((outcome.name, reason, .failure))
-                case .failed(let error): failures.append((outcome.name, error.message, ExitCode(error)))
-                }
-            }
-            for file in extraFiles {
-                if unremoved.contains(file.path) {
-                    failures.append((file.path, "cannot be deleted", .localFile))
-                } else {
-                    removed += 1
-                    await say("Deleted \(file.path)", output)
-                }
-            }
-            if copies == nil || deleted == nil {
-                report("interrupted")
-                return .interrupted
-            }
-            _ = try? await output.write("Copied \(copied), deleted \(removed); \(unchanged) unchanged\n")
-            if !failures.isEmpty {
-                report("\(failures.count) failed:")
-                for (name, reason, status) in failures {
-                    report("  \(name): \(reason)")
-                    worst = worst.worse(status)
-                }
-            }
-            return worst
+            let plan = await plan(from: sourceEntries, to: destinationEntries, connection: connection)
+            if dryRun { return await preview(plan, output: output) }
+            return await carryOut(plan, connection: connection, output: output)
         }
+    }
+
+    /// A file or object that could not be copied or deleted: its name, why, and the exit status it counts as.
+    typealias Failure = (name: String, reason: String, status: ExitCode)
+
+    /// What one run copies and deletes, decided before anything changes.
+    struct Plan: Sendable {
+        /// The copies: every source entry the destination lacks or holds differently.
+        var items: [StorageTransferItem] = []
+        /// How many source entries the destination already holds the same.
+        var unchanged = 0
+        /// Source entries that cannot go to their place on the destination.
+        var refused: [Failure] = []
+        /// The modification time each downloaded file takes, by its URL.
+        var downloadTimes: [URL: Int64] = [:]
+        /// What the destination has and the source has not, to delete (with `--delete-unmatched`).
+        var extras: [Entry] = []
+    }
+
+    /// Compares the two sides' entries and decides what to copy and delete.
+    private func plan(
+        from sourceEntries: [String: Entry], to destinationEntries: [String: Entry],
+        connection: StorageOptions.Connection
+    ) async -> Plan {
+        var plan = Plan()
+        for name in sourceEntries.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+            let from = sourceEntries[name]!
+            if let to = destinationEntries[name], await same(from, to) {
+                plan.unchanged += 1
+                continue
+            }
+            switch target(for: name, in: destination, connection: connection) {
+            case .failure(let refusal): plan.refused.append((from.name, refusal.reason, .localFile))
+            case .success(let target):
+                plan.items.append(item(from, to: target, size: from.size))
+                if let file = target.file, let mtime = from.mtime { plan.downloadTimes[file] = mtime }
+            }
+        }
+        if deletesUnmatched {
+            plan.extras = destinationEntries.keys.filter { sourceEntries[$0] == nil }
+                .sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }).compactMap { destinationEntries[$0] }
+        }
+        return plan
+    }
+
+    /// `--dry-run`: says what `plan` would copy and delete, and reports what it refuses.
+    private func preview(_ plan: Plan, output: OutputWriter) async -> ExitCode {
+        for item in plan.items { await say("Would copy \(Self.describe(item))", output) }
+        for extra in plan.extras { await say("Would delete \(extra.name)", output) }
+        _ = try? await output.write(
+            "Would copy \(plan.items.count), delete \(plan.extras.count); \(plan.unchanged) unchanged\n")
+        var worst = ExitCode.success
+        for (name, problem, status) in plan.refused {
+            report("\(name): \(problem)")
+            worst = worst.worse(status)
+        }
+        return worst
+    }
+
+    /// Copies and deletes what `plan` says, saying each change, then sums up.
+    ///
+    /// The transfers run ``Interruptibly``, as `cp -r`'s do: SIGINT or SIGTERM (or cancelling
+    /// the calling task) cancels those under way, starts no more, and the command exits with
+    /// the status the signal calls for.
+    private func carryOut(_ plan: Plan, connection: StorageOptions.Connection, output: OutputWriter) async -> ExitCode {
+        let manager = StorageTransferManager(storage: connection.storage, maxConcurrentFiles: jobs)
+        let (ending, signal) = await Interruptibly.run { () -> Changes in await Self.change(plan, manager: manager) }
+        let changes: Changes
+        switch ending {
+        case .finished(let finished): changes = finished
+        case .abandoned(let signal):
+            report("interrupted; the copies under way were cancelled (the server did not confirm in time)")
+            return ExitCode(signal: signal)
+        }
+        var failures = plan.refused
+        let copied = await tally(changes.copies, failures: &failures) { item in
+            await setModificationTime(of: item, from: plan.downloadTimes)
+            await say("Copied \(Self.describe(item))", output)
+        }
+        var removed = await tally(changes.deleted, failures: &failures) { item in
+            await say("Deleted \(item.object)", output)
+        }
+        for file in changes.extraFiles {
+            if changes.unremoved.contains(file.path) {
+                failures.append((file.path, "cannot be deleted", .localFile))
+            } else {
+                removed += 1
+                await say("Deleted \(file.path)", output)
+            }
+        }
+        if signal != nil || changes.copies == nil || changes.deleted == nil {
+            report("interrupted")
+            return signal.map(ExitCode.init(signal:)) ?? .interrupted
+        }
+        _ = try? await output.write("Copied \(copied), deleted \(removed); \(plan.unchanged) unchanged\n")
+        var worst = ExitCode.success
+        if !failures.isEmpty {
+            report("\(failures.count) failed:")
+            for (name, reason, status) in failures {
+                report("  \(name): \(reason)")
+                worst = worst.worse(status)
+            }
+        }
+        return worst
+    }
+
+    /// What ``change(_:manager:)`` did: each transfer's report (nil when it was cancelled), and
+    /// the extra files, with the paths of those that could not be removed.
+    struct Changes: Sendable {
+        var copies: StorageTransferReport?
+        var deleted: StorageTransferReport?
+        var extraFiles: [URL]
+        var unremoved: Set<String>
+    }
+
+    /// Runs the copies of `plan`, then deletes its extras: objects through `manager`, files
+    /// here, off the pool (none once the run is cancelled).
+    private static func change(_ plan: Plan, manager: StorageTransferManager) async -> Changes {
+        let copies = await run(manager.transfer(plan.items))
+        let extraObjects = plan.extras.compactMap(\.object)
+        let deleted =
+            extraObjects.isEmpty
+            ? StorageTransferReport(outcomes: [])
+            : await run(manager.transfer(extraObjects.map { .delete($0) }))
+        let extraFiles = Task.isCancelled ? [] : plan.extras.compactMap(\.file)
+        let unremoved = await LocalDestination.offThePool {
+            Set(extraFiles.compactMap { (try? FileManager.default.removeItem(at: $0)) == nil ? $0.path : nil })
+        }
+        return Changes(copies: copies, deleted: deleted, extraFiles: extraFiles, unremoved: unremoved)
+    }
+
+    /// Counts the items of `transfer` that succeeded, passing each to `succeeded` in order,
+    /// and adds the others to `failures` (none when the transfer was interrupted).
+    private func tally(
+        _ transfer: StorageTransferReport?, failures: inout [Failure],
+        succeeded: (StorageTransferItem) async -> Void
+    ) async -> Int {
+        var count = 0
+        for outcome in transfer?.outcomes ?? [] {
+            switch outcome.result {
+            case .succeeded:
+                count += 1
+                await succeeded(outcome.item)
+            case .skipped(let reason): failures.append((outcome.name, reason, .failure))
+            case .failed(let error): failures.append((outcome.name, error.message, ExitCode(error)))
+            }
+        }
+        return count
     }
 
     private func say(_ line: String, _ output: OutputWriter) async {
@@ -350,7 +413,7 @@ struct RsyncCommand {
     ) async throws(CommandFailure) -> [String: Entry] {
         switch side {
         case .directory(let root):
-            switch await LocalTree.walk(root) {
+            switch await LocalDirectoryTree.walkForCommand(root) {
             case .failure(let problem):
                 if !mustExist, problem.status == .localFile,
                     !FileManager.default.fileExists(atPath: root.path)
@@ -359,8 +422,8 @@ struct RsyncCommand {
                 }
                 throw CommandFailure(problem.message, problem.status)
             case .success(let tree):
-                for warning in tree.warnings { report("skipping \(warning.path): \(warning.reason)") }
-                for failure in tree.failures { report("skipping \(failure.path): \(failure.reason)") }
+                for skipped in tree.skipped { report("skipping \(skipped.url.path): \(skipped.reason)") }
+                for failure in tree.failures { report("skipping \(failure.url.path): \(failure.commandReason)") }
                 let mtimes = await LocalDestination.offThePool {
                     tree.files.map { try? SystemCall.status(path: $0.url.path).modificationSeconds }
                 }

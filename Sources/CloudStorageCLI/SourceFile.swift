@@ -30,16 +30,22 @@ enum SourceFile {
             if error.errno == Errno.noSuchFile || error.errno == Errno.notDirectory { return "\(path) does not exist" }
             return "\(path) cannot be examined: \(error.reason)"
         }
-        let kind: String
-        switch info.kind {
+        return refusal(of: info.kind).map { "\(path) is \($0)" }
+    }
+
+    /// Why `cp` refuses a file of `kind`, worded to follow its path and "is"
+    /// ("a FIFO (named pipe); cp uploads regular files only"), or nil for a regular file.
+    static func refusal(of kind: SystemCall.FileStatus.Kind) -> String? {
+        let name: String
+        switch kind {
         case .regular: return nil
-        case .directory: kind = "a directory"
-        case .fifo: kind = "a FIFO (named pipe)"
-        case .characterDevice: kind = "a character device"
-        case .blockDevice: kind = "a block device"
-        case .socket: kind = "a socket"
-        case .symbolicLink, .unknown: kind = "not a regular file"
+        case .directory: name = "a directory"
+        case .fifo: name = "a FIFO (named pipe)"
+        case .characterDevice: name = "a character device"
+        case .blockDevice: name = "a block device"
+        case .socket: name = "a socket"
+        case .symbolicLink, .unknown: name = "not a regular file"
         }
-        return "\(path) is \(kind); cp uploads regular files only"
+        return "\(name); cp uploads regular files only"
     }
 }

@@ -1,3 +1,4 @@
+import HTTP1
 import HTTPClient
 import Synchronization
 
@@ -277,74 +278,107 @@ struct DownloadEngine: Sendable {
         progress: @escaping @Sendable (Int64, Int64?) -> Void,
         announce: (@Sendable ([DownloadCheckpoint]) -> Void)?
     ) -> HTTPResponseSink {
+        HTTPResponseSink(
+            begin: headHandler(checkpoint, of: whole, answering: read, progress: progress, announce: announce),
+            receive: bodyHandler(checkpoint, of: whole, progress: progress))
+    }
+
+    /// The sink's `begin`: checks the answer's head, lets the machine judge it, and prepares the
+    /// destination (starting it over, taking the metadata, planning the slices) as it says.
+    ///
+    /// Returns false for an error status, whose body is then collected rather than written.
+    private func headHandler(
+        _ checkpoint: DownloadCheckpoint,
+        of whole: DownloadCheckpoint,
+        answering read: MediaRead,
+        progress: @escaping @Sendable (Int64, Int64?) -> Void,
+        announce: (@Sendable ([DownloadCheckpoint]) -> Void)?
+    ) -> @Sendable (Int, HTTPHeaders) throws(StorageError) -> Bool {
         let destination = destination
         let (bucket, path) = (storage.bucket, path.string)
         let inflater = checkpoint.inflater
         let wire = storage.objectProtocol
         let statuses = wire.mediaAnswerStatuses
-        return HTTPResponseSink(
-            begin: { (status, headers) throws(StorageError) -> Bool in
-                guard statuses.contains(status) else { return false }  // an error: collect its body
-                let head = try wire.mediaHead(status: status, headers: headers, answering: read)
-                // File I/O outside the lock, on the transport's thread.
-                switch checkpoint.machine.withLock({ $0.headArrived(head) }) {
-                case .deliver(let received, let expected, let discardingWritten, _):
-                    if discardingWritten {
-                        try destination.reset()
-                        inflater.reset()
-                    }
-                    if destination.wantsMetadata {
-                        destination.received(StorageMetadata(mediaHeaders: headers, bucket: bucket, path: path))
-                    }
-                    if let announce {
-                        let slices = whole.planSlices()
-                        if !slices.isEmpty { announce(slices) }
-                    }
-                    if whole === checkpoint, whole.slices.withLock({ $0.isEmpty }) {
-                        progress(received, expected)
-                    } else {
-                        let (received, total) = whole.progress
-                        progress(received, total)
-                    }
-                    return true
-                case .startOver(let error):
+        return { (status, headers) throws(StorageError) -> Bool in
+            guard statuses.contains(status) else { return false }  // an error: collect its body
+            let head = try wire.mediaHead(status: status, headers: headers, answering: read)
+            // File I/O outside the lock, on the transport's thread.
+            switch checkpoint.machine.withLock({ $0.headArrived(head) }) {
+            case .deliver(let received, let expected, let discardingWritten, _):
+                if discardingWritten {
                     try destination.reset()
                     inflater.reset()
-                    throw error
-                case .abort(let error):
-                    throw error
                 }
-            },
-            receive: { (raw) throws(StorageError) -> HTTPResponseSink.Demand in
-                // Only this request's sink writes while it runs, so the offset the machine
-                // gives stays valid across the unlocked write.
-                switch checkpoint.machine.withLock({ $0.bodyArrived(raw.count) }) {
-                case .skip:
-                    return .more
-                case .abort(let error):
-                    throw error
-                case .write(let delivery):
-                    let bytes = UnsafeRawBufferPointer(
-                        rebasing: raw[delivery.dropped..<(delivery.dropped + delivery.count)])
-                    if delivery.inflates {
-                        try inflater.write(bytes, to: destination)
-                    } else if !bytes.isEmpty {
-                        try destination.write(bytes, at: delivery.sliceStart + delivery.offset)
-                    }
-                    var crc = delivery.crc
-                    crc.update(bytes)
-                    checkpoint.machine.withLock { $0.bodyWritten(delivery, crc: crc) }
-                    if delivery.sliceStart == 0, whole === checkpoint, whole.slices.withLock({ $0.isEmpty }) {
-                        progress(delivery.end, delivery.expected)
-                    } else {
-                        let (received, total) = whole.progress
-                        progress(received, total)
-                    }
-                    // The rest of the answer is not wanted: the request ends as answered.
-                    return delivery.completesRange ? .enough : .more
+                if destination.wantsMetadata {
+                    destination.received(StorageMetadata(mediaHeaders: headers, bucket: bucket, path: path))
                 }
+                if let announce {
+                    let slices = whole.planSlices()
+                    if !slices.isEmpty { announce(slices) }
+                }
+                Self.reportProgress(progress, of: checkpoint, in: whole, own: (received, expected))
+                return true
+            case .startOver(let error):
+                try destination.reset()
+                inflater.reset()
+                throw error
+            case .abort(let error):
+                throw error
             }
-        )
+        }
+    }
+
+    /// The sink's `receive`: writes each piece of the body where the machine says (inflating it
+    /// when it must), and ends the request once the range is complete.
+    private func bodyHandler(
+        _ checkpoint: DownloadCheckpoint,
+        of whole: DownloadCheckpoint,
+        progress: @escaping @Sendable (Int64, Int64?) -> Void
+    ) -> @Sendable (UnsafeRawBufferPointer) throws(StorageError) -> HTTPResponseSink.Demand {
+        let destination = destination
+        let inflater = checkpoint.inflater
+        return { (raw) throws(StorageError) -> HTTPResponseSink.Demand in
+            // Only this request's sink writes while it runs, so the offset the machine
+            // gives stays valid across the unlocked write.
+            switch checkpoint.machine.withLock({ $0.bodyArrived(raw.count) }) {
+            case .skip:
+                return .more
+            case .abort(let error):
+                throw error
+            case .write(let delivery):
+                let bytes = UnsafeRawBufferPointer(
+                    rebasing: raw[delivery.dropped..<(delivery.dropped + delivery.count)])
+                if delivery.inflates {
+                    try inflater.write(bytes, to: destination)
+                } else if !bytes.isEmpty {
+                    try destination.write(bytes, at: delivery.sliceStart + delivery.offset)
+                }
+                var crc = delivery.crc
+                crc.update(bytes)
+                checkpoint.machine.withLock { $0.bodyWritten(delivery, crc: crc) }
+                Self.reportProgress(
+                    progress, of: checkpoint, in: whole,
+                    own: delivery.sliceStart == 0 ? (delivery.end, delivery.expected) : nil)
+                // The rest of the answer is not wanted: the request ends as answered.
+                return delivery.completesRange ? .enough : .more
+            }
+        }
+    }
+
+    /// Reports the download's progress after `checkpoint` moved: its `own` count while it is
+    /// the whole, unsliced download (and has one), else the sum over the whole's slices.
+    private static func reportProgress(
+        _ progress: @Sendable (Int64, Int64?) -> Void,
+        of checkpoint: DownloadCheckpoint,
+        in whole: DownloadCheckpoint,
+        own: (received: Int64, expected: Int64?)?
+    ) {
+        if let own, whole === checkpoint, whole.slices.withLock({ $0.isEmpty }) {
+            progress(own.received, own.expected)
+        } else {
+            let (received, total) = whole.progress
+            progress(received, total)
+        }
     }
 
     /// Reports what the download concluded about its checksum: matched, not checkable (and why),

@@ -160,66 +160,30 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
     /// - Throws: `DecodingError.dataCorrupted` saying what is wrong.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
-        func refuse(_ key: CodingKeys, _ problem: String) -> DecodingError {
-            .dataCorrupted(
-                DecodingError.Context(
-                    codingPath: container.codingPath + [key], debugDescription: "Upload session: \(problem)"))
-        }
         let version = try container.decode(Int.self, forKey: .formatVersion)
         guard version == Self.currentFormatVersion else {
-            throw refuse(
+            throw Self.refusal(
                 .formatVersion,
-                "format version \(version) is not one this SDK knows (it reads \(Self.currentFormatVersion)).")
+                "format version \(version) is not one this SDK knows (it reads \(Self.currentFormatVersion)).",
+                in: container)
         }
-        let base = try Self.webURL(container.decode(String.self, forKey: .endpoint))
-        guard let base else { throw refuse(.endpoint, "the endpoint is not an http(s) URL with a host.") }
-        switch try container.decode(String.self, forKey: .wireProtocol) {
-        case "gcsJSON": endpoint = .gcs(base)
-        case "firebaseV0": endpoint = .firebase(base)
-        default: throw refuse(.wireProtocol, "the wire protocol is neither gcsJSON nor firebaseV0.")
-        }
-        guard let session = try Self.webURL(container.decode(String.self, forKey: .sessionURL)) else {
-            throw refuse(.sessionURL, "the session URL is not an http(s) URL with a host.")
-        }
-        guard (try? sessionURLKeepingTLS(session, base: base)) != nil else {
-            throw refuse(.sessionURL, "the session URL is not https although the endpoint is.")
-        }
-        guard Self.sameOrigin(session, base) else {
-            // Every session request carries the Storage's credentials: a description that sends
-            // them to another host is refused, whoever edited it.
-            throw refuse(.sessionURL, "the session URL is not on the endpoint's host.")
-        }
+        (endpoint, sessionURL) = try Self.decodeEndpointAndSession(from: container)
         bucket = try container.decode(String.self, forKey: .bucket)
         guard !bucket.isEmpty, bucket.utf8.count <= 222, !bucket.contains("/") else {
-            throw refuse(.bucket, "the bucket name is empty, too long or contains a slash.")
+            throw Self.refusal(.bucket, "the bucket name is empty, too long or contains a slash.", in: container)
         }
         objectPath = try container.decode(String.self, forKey: .objectPath)
         guard !objectPath.isEmpty, objectPath.utf8.count <= 1024 else {
-            throw refuse(.objectPath, "the object path is empty or longer than 1024 bytes.")
+            throw Self.refusal(.objectPath, "the object path is empty or longer than 1024 bytes.", in: container)
         }
-        let file = try container.nestedContainer(keyedBy: SourceKeys.self, forKey: .source)
-        let path = try file.decode(String.self, forKey: .path)
-        let size = try file.decode(Int64.self, forKey: .size)
-        let seconds = try file.decode(Int64.self, forKey: .modificationSeconds)
-        let nanoseconds = try file.decode(Int64.self, forKey: .modificationNanoseconds)
-        guard path.hasPrefix("/"), !path.contains("\0") else {
-            throw refuse(.source, "the file path is not absolute.")
-        }
-        guard size >= 0 else { throw refuse(.source, "the file size is negative.") }
-        guard (0..<1_000_000_000).contains(nanoseconds) else {
-            throw refuse(.source, "the modification time's nanoseconds are out of range.")
-        }
-        source = SourceFile(
-            path: path, size: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
-            device: try file.decodeIfPresent(UInt64.self, forKey: .device),
-            inode: try file.decodeIfPresent(UInt64.self, forKey: .inode))
+        source = try Self.decodeSource(from: container)
         chunkSize = try container.decodeIfPresent(Int64.self, forKey: .chunkSize)
         if let chunkSize, chunkSize <= 0 || chunkSize % StorageConfiguration.Uploads.chunkGranularity != 0 {
-            throw refuse(.chunkSize, "the chunk size is not a positive multiple of 256 KiB.")
+            throw Self.refusal(.chunkSize, "the chunk size is not a positive multiple of 256 KiB.", in: container)
         }
         if let text = try container.decodeIfPresent(String.self, forKey: .crc32c) {
             guard let value = CRC32CEncoding.parse(text) else {
-                throw refuse(.crc32c, "the CRC32C is not 4 bytes of base64.")
+                throw Self.refusal(.crc32c, "the CRC32C is not 4 bytes of base64.", in: container)
             }
             crc32c = value
         } else {
@@ -227,10 +191,68 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         }
         partSize = try container.decodeIfPresent(Int64.self, forKey: .partSize)
         if let partSize, partSize <= 0 {
-            throw refuse(.partSize, "the part size is not positive.")
+            throw Self.refusal(.partSize, "the part size is not positive.", in: container)
         }
         formatVersion = version
-        sessionURL = session
+    }
+
+    /// The error that refuses a description because of the field at `key`.
+    private static func refusal(
+        _ key: CodingKeys, _ problem: String, in container: KeyedDecodingContainer<CodingKeys>
+    ) -> DecodingError {
+        .dataCorrupted(
+            DecodingError.Context(
+                codingPath: container.codingPath + [key], debugDescription: "Upload session: \(problem)"))
+    }
+
+    /// Decodes the endpoint (its URL and wire protocol) and the session URL, refusing a session
+    /// that is not a web URL, leaves TLS, or is on another host than the endpoint.
+    private static func decodeEndpointAndSession(
+        from container: KeyedDecodingContainer<CodingKeys>
+    ) throws -> (StorageEndpoint, URL) {
+        let base = try webURL(container.decode(String.self, forKey: .endpoint))
+        guard let base else {
+            throw refusal(.endpoint, "the endpoint is not an http(s) URL with a host.", in: container)
+        }
+        let endpoint: StorageEndpoint
+        switch try container.decode(String.self, forKey: .wireProtocol) {
+        case "gcsJSON": endpoint = .gcs(base)
+        case "firebaseV0": endpoint = .firebase(base)
+        default: throw refusal(.wireProtocol, "the wire protocol is neither gcsJSON nor firebaseV0.", in: container)
+        }
+        guard let session = try webURL(container.decode(String.self, forKey: .sessionURL)) else {
+            throw refusal(.sessionURL, "the session URL is not an http(s) URL with a host.", in: container)
+        }
+        guard (try? sessionURLKeepingTLS(session, base: base)) != nil else {
+            throw refusal(.sessionURL, "the session URL is not https although the endpoint is.", in: container)
+        }
+        guard sameOrigin(session, base) else {
+            // Every session request carries the Storage's credentials: a description that sends
+            // them to another host is refused, whoever edited it.
+            throw refusal(.sessionURL, "the session URL is not on the endpoint's host.", in: container)
+        }
+        return (endpoint, session)
+    }
+
+    /// Decodes the file's description, refusing a relative path, a negative size or
+    /// nanoseconds out of range.
+    private static func decodeSource(from container: KeyedDecodingContainer<CodingKeys>) throws -> SourceFile {
+        let file = try container.nestedContainer(keyedBy: SourceKeys.self, forKey: .source)
+        let path = try file.decode(String.self, forKey: .path)
+        let size = try file.decode(Int64.self, forKey: .size)
+        let seconds = try file.decode(Int64.self, forKey: .modificationSeconds)
+        let nanoseconds = try file.decode(Int64.self, forKey: .modificationNanoseconds)
+        guard path.hasPrefix("/"), !path.contains("\0") else {
+            throw refusal(.source, "the file path is not absolute.", in: container)
+        }
+        guard size >= 0 else { throw refusal(.source, "the file size is negative.", in: container) }
+        guard (0..<1_000_000_000).contains(nanoseconds) else {
+            throw refusal(.source, "the modification time's nanoseconds are out of range.", in: container)
+        }
+        return SourceFile(
+            path: path, size: size, modificationSeconds: seconds, modificationNanoseconds: nanoseconds,
+            device: try file.decodeIfPresent(UInt64.self, forKey: .device),
+            inode: try file.decodeIfPresent(UInt64.self, forKey: .inode))
     }
 
     /// Encodes every field, the session URL included (see the type's warning about storing it).

@@ -5,6 +5,12 @@ import Testing
 
 @testable import CloudStorageCLI
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// `cloud-storage rsync`, run in-process against the emulator: what it copies, skips and
 /// deletes in each direction, and that `--dry-run` changes nothing.
 @Suite("cloud-storage rsync", .timeLimit(.minutes(10)))
@@ -148,5 +154,36 @@ struct RsyncCommandTests {
         #expect(throws: UsageError.self) {
             try RsyncCommand(["gs://b/x", "/b", "--mtime", "--checksums-only"], environment: [:])
         }
+    }
+}
+
+extension RsyncCommandTests {
+    /// SIGINT or SIGTERM stops `rsync` as it stops `cp -r`: the upload under way is cancelled
+    /// (no object appears) and the tool exits with the status the signal calls for, rather
+    /// than dying of the signal with the upload left to the server.
+    @Test(arguments: [(SIGINT, ExitCode.interrupted), (SIGTERM, ExitCode.terminated)])
+    func aSignalCancelsTheTransfersAndExitsWithItsStatus(signal: Int32, expected: ExitCode) async throws {
+        // Request 1 lists the destination, 2 starts the file's upload session (above 8 MiB),
+        // 3 is held after 100K until the client closes it, so nothing can finish before the signal.
+        let emulator = try CopyDirectionsTests.emulator { $0.faults = ["pass", "pass", "stall-after-100K"] }
+        defer { emulator.stop() }
+        let root = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directory = root.appendingPathComponent("tree")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        try TestSupport.payload(size: 9 * 1024 * 1024, seed: 1).write(to: directory.appendingPathComponent("1.bin"))
+        // A process of its own, started with SIGINT and SIGTERM at their defaults.
+        let (process, errors) = try CopyResumeTests.launch(
+            ["rsync", "--quiet", "--endpoint", emulator.baseURL.absoluteString, directory.path, "gs://demo/tree"],
+            environment: ["HOME": root.path])
+        defer { process.send(SIGKILL) }
+        try await CopyResumeTests.wait(for: process) { emulator.bytesReceived >= 100 * 1024 }
+        process.send(signal)
+        let (status, stderr) = try await CopyResumeTests.finish(process, errors)
+        #expect(process.terminationReason == .exit, "\(stderr)")
+        #expect(status == expected.rawValue, "\(stderr)")
+        // Cancelled, not abandoned after the grace period: the upload ended when told to.
+        #expect(stderr == "cloud-storage: interrupted\n")
+        #expect(try await Self.objects(emulator).isEmpty)
     }
 }
