@@ -16,8 +16,10 @@ final class ResumableUploads: Sendable {
     private let storage: Storage
     /// The ``UploadSessionRecords/Key/endpoint`` of every upload here.
     private let endpoint: String
-    /// The bookkeeping of each started upload, which ``settle()`` waits for.
-    private let bookkeeping = Mutex<[(upload: StorageUploadTask, records: Task<Void, Never>)]>([])
+    /// The bookkeeping of each upload whose record is not settled yet, which ``settle()`` waits
+    /// for. An entry goes once its bookkeeping ends, so that a tree of many files holds only
+    /// the uploads still in flight, not every upload it started.
+    private let bookkeeping = Mutex(Bookkeeping())
     /// Whether the directory's refusal was already said.
     private let warned = Mutex(false)
 
@@ -87,9 +89,26 @@ final class ResumableUploads: Sendable {
     /// An upload still running is not waited for: the command gave up on it (a signal's grace
     /// period ran out), and its record stays for a rerun to try.
     func settle() async {
-        let started = bookkeeping.withLock { $0 }
-        for (upload, records) in started where upload.snapshot.status.isTerminal {
+        let unsettled = bookkeeping.withLock { $0.entries.values }
+        for (upload, records) in unsettled where upload.snapshot.status.isTerminal {
             await records.value
+        }
+    }
+
+    /// The uploads whose records are not settled yet, by upload.
+    private struct Bookkeeping {
+        var entries: [ObjectIdentifier: (upload: StorageUploadTask, records: Task<Void, Never>)] = [:]
+        /// Uploads whose bookkeeping ended before it was entered (a very short one).
+        var endedEarly: Set<ObjectIdentifier> = []
+
+        mutating func enter(_ upload: StorageUploadTask, _ records: Task<Void, Never>) {
+            let id = ObjectIdentifier(upload)
+            if endedEarly.remove(id) == nil { entries[id] = (upload, records) }
+        }
+
+        mutating func end(_ upload: StorageUploadTask) {
+            let id = ObjectIdentifier(upload)
+            if entries.removeValue(forKey: id) == nil { endedEarly.insert(id) }
         }
     }
 
@@ -149,8 +168,9 @@ final class ResumableUploads: Sendable {
                 outcome = error
             }
             if !Self.keepsRecord(after: outcome) { await Self.blocking { records.remove(key) } }
+            self.bookkeeping.withLock { $0.end(task) }
         }
-        self.bookkeeping.withLock { $0.append((task, bookkeeping)) }
+        self.bookkeeping.withLock { $0.enter(task, bookkeeping) }
     }
 
     /// Runs `work` on a thread of Dispatch's, not the cooperative pool: records are written
