@@ -14,7 +14,11 @@ public import Foundation
 /// ```
 public struct StorageTransferItem: Sendable, Hashable {
     /// What is done to one file or object.
-    public enum Operation: Sendable, Hashable {
+    ///
+    /// Indirect: a reference carries its whole ``Storage`` configuration, so an operation is
+    /// kilobytes; boxed, the plan's copies of it (the caller's items, the transfer's state) share
+    /// one, and an item in an array is a few words.
+    public indirect enum Operation: Sendable, Hashable {
         /// Uploads the file to the object (``StorageReference/putFile(from:metadata:preconditions:)``).
         case upload(URL, to: StorageReference, metadata: StorageMetadata?)
         /// Downloads the object into the file (``StorageReference/write(toFile:preconditions:)``),
