@@ -6,7 +6,7 @@ extension CopyCommand {
 
     /// The usage lines of the slicing options.
     static let slicingUsage = """
-          --slices N          download a large object on N connections at once (default 8, 1 for one)
+          --slices N          download a large object on N connections at once (default 16, 1 for one)
           --slice-threshold SIZE
                               slice downloads of objects of at least SIZE (default 150M)
         """

@@ -33,10 +33,12 @@ extension StorageConfiguration {
         public var slicingThreshold: Int64 = 150 * 1024 * 1024
 
         /// How many ranged requests a sliced download runs at once, each for about
-        /// 1 / `sliceCount` of the object. Default 8: enough connections for eight times
-        /// a per-connection cap (twice `gcloud storage`'s four), while the memory a download
-        /// holds stays eight transport buffers. 1 never slices. Set with ``setSliceCount(_:)``.
-        public private(set) var sliceCount = 8
+        /// 1 / `sliceCount` of the object. Default 16, measured: across the emulator shaped to
+        /// 50 MB/s per connection and a 10 ms round trip, a 2 GiB download reached 394 MB/s
+        /// with 8 slices and 775 MB/s with 16 (`gcloud storage cp`: 310 MB/s), and on
+        /// unshaped loopback 16 slices are as fast as one stream. The memory a download holds
+        /// is `sliceCount` transport buffers. 1 never slices. Set with ``setSliceCount(_:)``.
+        public private(set) var sliceCount = 16
 
         /// Creates the default download settings.
         public init() {}

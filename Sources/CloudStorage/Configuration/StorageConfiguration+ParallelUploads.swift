@@ -26,8 +26,11 @@ extension StorageConfiguration.Uploads {
         /// need more than 10,000 parts gets larger ones.
         public private(set) var partSize: Int64 = 32 * 1024 * 1024
 
-        /// How many parts go up at once, each on its own connection; default 4 (provisional).
-        public private(set) var connections = 4
+        /// How many parts go up at once, each on its own connection; default 8, measured:
+        /// across the emulator shaped to 50 MB/s per connection and a 10 ms round trip, a
+        /// 2 GiB upload reached 130 MB/s on 4 connections and 233 MB/s on 8 (python-storage's
+        /// `upload_chunks_concurrently` 177 MB/s, `gcloud storage cp` 125 MB/s).
+        public private(set) var connections = 8
 
         /// The most parts one upload may have: Cloud Storage's limit.
         public static let maximumPartCount: Int64 = 10_000

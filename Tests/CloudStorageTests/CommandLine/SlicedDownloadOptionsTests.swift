@@ -17,7 +17,7 @@ struct SlicedDownloadOptionsTests {
         #expect(downloads.slicingThreshold == 64 * 1024 * 1024)
         let defaults = try CopyCommand(["gs://bucket/o", "/tmp/o"], environment: Self.home).configuration().downloads
         #expect(defaults == StorageConfiguration.Downloads())
-        #expect(defaults.sliceCount == 8 && defaults.slicingThreshold == 150 * 1024 * 1024)
+        #expect(defaults.sliceCount == 16 && defaults.slicingThreshold == 150 * 1024 * 1024)
     }
 
     @Test(arguments: [["--slices", "0"], ["--slices", "65"], ["--slices", "x"], ["--slice-threshold", "1T"]])
@@ -31,7 +31,7 @@ struct SlicedDownloadOptionsTests {
         var downloads = StorageConfiguration.Downloads()
         let error = #expect(throws: StorageError.self) { try downloads.setSliceCount(0) }
         #expect(error?.code == .invalidArgument)
-        #expect(downloads.sliceCount == 8, "a refused count leaves the setting unchanged")
+        #expect(downloads.sliceCount == 16, "a refused count leaves the setting unchanged")
         try downloads.setSliceCount(StorageConfiguration.Downloads.maxSliceCount)
         #expect(downloads.sliceCount == 64)
     }
