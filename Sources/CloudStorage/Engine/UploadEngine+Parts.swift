@@ -320,16 +320,7 @@ extension UploadEngine {
             problem = StorageError(
                 .nonMatchingChecksum, "The server stored \(stored.size) bytes, but \(prepared.size) were sent.")
         }
-        if problem == nil, let sent, let reported = stored.crc32cValue, sent != reported {
-            problem = StorageError(
-                .nonMatchingChecksum,
-                "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."
-            )
-        }
-        reportVerdict(on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, runner.events)
-        guard let problem else { return stored }
-        await deleteObject(stored, upload, &runner)
-        throw problem
+        return try await accept(stored, sent: sent, problem: problem, upload, &runner)
     }
 
     /// Aborts the multipart upload a run left, so that the server keeps none of its parts.

@@ -549,6 +549,19 @@ struct UploadEngine: Sendable {
             case .failure(let error): problem = error
             }
         }
+        return try await accept(stored, sent: sent, problem: problem, upload, &runner)
+    }
+
+    /// The last step of checking a stored object, for one stream and for parts alike: its
+    /// CRC32C against the bytes sent (when both are known), the verdict reported, and an object
+    /// that failed a check deleted before its problem is thrown.
+    ///
+    /// - Parameter problem: What an earlier check (size, file unchanged) found, if anything.
+    func accept(
+        _ stored: StorageMetadata, sent: UInt32?, problem: StorageError?, _ upload: UploadDescription,
+        _ runner: inout RequestRunner
+    ) async throws(StorageError) -> StorageMetadata {
+        var problem = problem
         if problem == nil, let sent, let reported = stored.crc32cValue, sent != reported {
             problem = StorageError(
                 .nonMatchingChecksum,
