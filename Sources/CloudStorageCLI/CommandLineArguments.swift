@@ -45,6 +45,15 @@ struct CommandLineArguments {
     /// Every value of a repeatable option, in order.
     func values(_ name: String) -> [String] { options[name] ?? [] }
 
+    /// `--jobs N`, how many files a command moves at once: 1 to 256, `fallback` when not given.
+    func jobs(default fallback: Int) throws(UsageError) -> Int {
+        guard let text = value("--jobs") else { return fallback }
+        guard let jobs = Int(text), (1...256).contains(jobs) else {
+            throw UsageError("--jobs: \(text) is not a number from 1 to 256")
+        }
+        return jobs
+    }
+
     func has(_ flag: String) -> Bool { flags.contains(flag) }
 }
 

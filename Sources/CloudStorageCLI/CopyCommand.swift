@@ -206,7 +206,7 @@ struct CopyCommand {
         chunkSize = try Self.chunkSize(arguments)
         downloads = try Self.downloads(arguments)
         parallel = try ParallelUploadOptions(arguments)
-        jobs = try Self.jobs(arguments)
+        jobs = try arguments.jobs(default: 8)
         compressing = try Self.compressing(arguments, for: direction, verb: verb)
         verifiesChecksums = !arguments.has("--no-checksum")
         quiet = arguments.has("--quiet")
@@ -225,14 +225,6 @@ struct CopyCommand {
     }
 
     /// `--jobs`: how many transfers of `-r` run at once, from 1 to 256; 8 when not given.
-    static func jobs(_ arguments: CommandLineArguments) throws(UsageError) -> Int {
-        guard let text = arguments.value("--jobs") else { return 8 }
-        guard let jobs = Int(text), (1...256).contains(jobs) else {
-            throw UsageError("--jobs: \(text) is not a number from 1 to 256")
-        }
-        return jobs
-    }
-
     /// `-Z` (every file) or `-z EXT,…` (files with those extensions), which only uploads take;
     /// nil when neither is given.
     static func compressing(

@@ -50,14 +50,7 @@ struct RemoveCommand {
             try address.validate(needsObject: !recursive, allowsGeneration: !recursive)
             return address
         }
-        if let text = arguments.value("--jobs") {
-            guard let jobs = Int(text), (1...256).contains(jobs) else {
-                throw UsageError("--jobs: \(text) is not a number from 1 to 256")
-            }
-            self.jobs = jobs
-        } else {
-            jobs = 16
-        }
+        jobs = try arguments.jobs(default: 16)
         quiet = arguments.has("--quiet")
         storage = try StorageOptions(arguments, environment: environment)
     }

@@ -100,14 +100,7 @@ struct RsyncCommand {
             arguments.has("--delete-unmatched-destination-objects") || arguments.has("--delete-unmatched")
         dryRun = arguments.has("--dry-run")
         quiet = arguments.has("--quiet")
-        if let text = arguments.value("--jobs") {
-            guard let jobs = Int(text), (1...256).contains(jobs) else {
-                throw UsageError("--jobs: \(text) is not a number from 1 to 256")
-            }
-            self.jobs = jobs
-        } else {
-            jobs = 16
-        }
+        jobs = try arguments.jobs(default: 16)
         storage = try StorageOptions(arguments, environment: environment)
     }
 
