@@ -9,7 +9,7 @@ func performanceSlicing() throws {
     // snippet: DocsCatalog/CloudStorage.docc/Performance.md#1
     var configuration = StorageConfiguration()
     configuration.downloads.slicingThreshold = 64 * 1024 * 1024  // slice from 64 MiB
-    try configuration.downloads.setSliceCount(16)                 // 1 ... 64; 1 never slices
+    try configuration.downloads.setSliceCount(16)  // 1 ... 64; 1 never slices
     let storage = Storage(bucket: "my-bucket", configuration: configuration)
     // end snippet
     _ = storage
@@ -39,7 +39,7 @@ func performanceTransferManager(storage: Storage) async throws {
     let wipe = manager.deleteObjects(withPrefix: "tmp/")
 
     for await snapshot in up.transferSnapshots {
-        print(snapshot.files, snapshot.progress)      // "12/40 files", "1048576/8388608 bytes"
+        print(snapshot.files, snapshot.progress)  // "12/40 files", "1048576/8388608 bytes"
     }
     let report = try await up.value
     for outcome in report.failed {
