@@ -115,6 +115,26 @@ package enum SystemCall {
         }
     }
 
+    /// Copies `count` bytes of `source` from `sourceOffset` to `destination` at
+    /// `destinationOffset` (`pread` and `pwrite` through one 1 MiB buffer); neither
+    /// descriptor's file position moves.
+    ///
+    /// - Throws: The failing call's error; `pread` with `EIO` when `source` ends first.
+    package static func copy(
+        _ count: Int64, from source: Int32, at sourceOffset: Int64, to destination: Int32, at destinationOffset: Int64
+    ) throws(SystemCallError) {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(min(count, 1 << 20)), alignment: 64)
+        defer { buffer.deallocate() }
+        var done: Int64 = 0
+        while done < count {
+            let piece = UnsafeMutableRawBufferPointer(rebasing: buffer[..<Int(min(Int64(buffer.count), count - done))])
+            let read = try read(source, into: piece, at: sourceOffset + done)
+            guard read > 0 else { throw SystemCallError("pread", errno: EIO) }
+            try writeAll(destination, UnsafeRawBufferPointer(rebasing: piece[..<read]), at: destinationOffset + done)
+            done += Int64(read)
+        }
+    }
+
     /// `lseek(2)` to `offset` from the current position (`SEEK_CUR`).
     ///
     /// - Returns: The new position.

@@ -484,6 +484,30 @@ package final class EmulatorApplication: ServerApplication {
         preconditions: ObjectPreconditions = ObjectPreconditions(), computingMD5: Bool = true,
         write: (_ sink: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> ObjectRecord {
+        try commitObject(bucket: bucket, name: name, attributes: attributes, preconditions: preconditions) { writer in
+            var checksums = Checksums(computingMD5: computingMD5 && store.computesMD5)
+            try write { bytes in
+                try writer.write(bytes)
+                checksums.update(bytes)
+            }
+            try expected.verify(checksums)
+            return StagedObject(size: checksums.count, crc32c: checksums.crc32c, md5: checksums.md5Digest)
+        }
+    }
+
+    /// What `stage` put in a staging writer: the new object's size and checksums.
+    struct StagedObject {
+        var size: Int64
+        var crc32c: UInt32
+        var md5: Data?
+    }
+
+    /// Makes a new object of the bytes `stage` writes into a fresh staging writer, if
+    /// `preconditions` hold; a failure anywhere discards the staged bytes.
+    func commitObject(
+        bucket: String, name: String, attributes: ObjectAttributes, preconditions: ObjectPreconditions,
+        stage: (any StagingWriter) throws -> StagedObject
+    ) throws -> ObjectRecord {
         do {
             try NameRules.validateObjectName(name)
         } catch {
@@ -491,17 +515,12 @@ package final class EmulatorApplication: ServerApplication {
         }
         try requireBucket(bucket)
         let writer = try store.makeStagingWriter(bucket: bucket)
-        var checksums = Checksums(computingMD5: computingMD5 && store.computesMD5)
         do {
-            try write { bytes in
-                try writer.write(bytes)
-                checksums.update(bytes)
-            }
-            try expected.verify(checksums)
+            let staged = try stage(writer)
             var record = ObjectRecord(bucket: bucket, name: name)
-            record.size = checksums.count
-            record.crc32c = checksums.crc32c
-            record.md5 = checksums.md5Digest
+            record.size = staged.size
+            record.crc32c = staged.crc32c
+            record.md5 = staged.md5
             record.attributes = attributes
             settings.beforeStoreWrite?()
             // The store checks the conditions and replaces the object in one step.

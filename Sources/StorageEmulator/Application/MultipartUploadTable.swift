@@ -4,12 +4,16 @@ import Synchronization
 /// The XML API multipart uploads in progress: what each initiate fixed (bucket, object, the
 /// final object's metadata) and the parts stored so far, until Complete or Abort removes it.
 ///
-/// Parts are kept in memory whatever the store's backing: an upload is a staging area, like
-/// a resumable session, and the final object goes through the store's ordinary commit.
+/// Each part is staged where the store stages objects (a file of the bucket's directory, memory,
+/// or only a count), so parts cost the store's backing, not the emulator's memory; Complete
+/// appends them to a fresh staging writer and commits it like any object. A part's staged
+/// bytes go when nothing holds the part any more: replaced, completed or aborted.
 final class MultipartUploadTable: Sendable {
     /// One stored part.
     struct Part: Sendable {
-        let bytes: Data
+        let staged: any StagingWriter
+        /// The part's length in bytes.
+        var size: Int64 { staged.size }
         /// The part's entity tag as the server hands it out, quoted: `"<md5 hex>"`.
         let etag: String
         let crc32c: UInt32

@@ -49,18 +49,25 @@ extension EmulatorApplication {
         var expected = ExpectedHashes()
         try expected.merge(googHash: request.headers.values("x-goog-hash"))
         var checksums = Checksums(computingMD5: store.computesMD5 || expected.md5 != nil)
-        var bytes = Data()
-        _ = try body.stream { chunk in
-            guard Int64(bytes.count) + Int64(chunk.count) <= Self.maximumPartSize else {
-                throw HTTPError(400, "Your proposed upload exceeds the maximum allowed size.", reason: "EntityTooLarge")
-            }
-            bytes.append(contentsOf: chunk)
-            checksums.update(chunk)
-        }
+        let staged = try store.makeStagingWriter(bucket: bucket)
         do {
-            try expected.verify(checksums)
-        } catch let error as HTTPError {
-            throw HTTPError(400, error.message, reason: "BadDigest")
+            _ = try body.stream { chunk in
+                guard checksums.count + Int64(chunk.count) <= Self.maximumPartSize else {
+                    throw HTTPError(
+                        400, "Your proposed upload exceeds the maximum allowed size.", reason: "EntityTooLarge")
+                }
+                try staged.write(chunk)
+                checksums.update(chunk)
+            }
+            staged.relinquish()
+            do {
+                try expected.verify(checksums)
+            } catch let error as HTTPError {
+                throw HTTPError(400, error.message, reason: "BadDigest")
+            }
+        } catch {
+            staged.discard()
+            throw error
         }
         // An MD5's hex, as Cloud Storage's part ETags are; without MD5 (the discard backing), a
         // value as unique: the CRC32C and the size.
@@ -68,7 +75,7 @@ extension EmulatorApplication {
             checksums.md5Digest.map { $0.map { String(format: "%02x", $0) }.joined() }
             ?? String(format: "%08x%016llx", checksums.crc32c, UInt64(checksums.count))
         let part = MultipartUploadTable.Part(
-            bytes: bytes, etag: "\"\(tag)\"", crc32c: checksums.crc32c, lastModified: settings.now())
+            staged: staged, etag: "\"\(tag)\"", crc32c: checksums.crc32c, lastModified: settings.now())
         guard multipartUploads.store(part, number: number, in: upload.id) else { throw Self.noSuchUpload }
         var reply = Reply(status: 200)
         reply.headers.set("ETag", part.etag)
@@ -103,17 +110,24 @@ extension EmulatorApplication {
             }
             parts.append(part)
         }
-        if let small = parts.dropLast().first(where: { Int64($0.bytes.count) < settings.minimumPartSize }) {
+        if let small = parts.dropLast().first(where: { $0.size < settings.minimumPartSize }) {
             throw HTTPError(
                 400,
                 "Your proposed upload is smaller than the minimum allowed size: every part but the last must be"
-                    + " at least \(settings.minimumPartSize) bytes (one is \(small.bytes.count)).",
+                    + " at least \(settings.minimumPartSize) bytes (one is \(small.size)).",
                 reason: "EntityTooSmall")
         }
-        let record = try storeObject(
-            bucket: bucket, name: name, attributes: upload.attributes, expected: ExpectedHashes(), computingMD5: false
-        ) { sink in
-            for part in parts { try part.bytes.withUnsafeBytes { try sink($0) } }
+        // The parts' bytes are appended as staged, unread: the object's CRC32C is theirs combined.
+        let record = try commitObject(
+            bucket: bucket, name: name, attributes: upload.attributes, preconditions: ObjectPreconditions()
+        ) { writer in
+            var object = StagedObject(size: 0, crc32c: 0, md5: nil)
+            for part in parts {
+                try writer.append(contentsOf: part.staged)
+                object.crc32c = Checksums.combineCRC32C(object.crc32c, part.crc32c, secondLength: part.size)
+                object.size += part.size
+            }
+            return object
         }
         // The upload ends with the object: its parts are gone, used or not.
         multipartUploads.remove(upload.id)
@@ -162,7 +176,7 @@ extension EmulatorApplication {
             document +=
                 "<Part><PartNumber>\(number)</PartNumber>"
                 + "<LastModified>\(Timestamp.format(part.lastModified))</LastModified>"
-                + "<ETag>\(Self.escaped(part.etag))</ETag><Size>\(part.bytes.count)</Size></Part>"
+                + "<ETag>\(Self.escaped(part.etag))</ETag><Size>\(part.size)</Size></Part>"
         }
         return Self.xmlReply("ListPartsResult", document)
     }

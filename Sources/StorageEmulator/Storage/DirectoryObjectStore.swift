@@ -483,6 +483,24 @@ final class FileStagingWriter: StagingWriter {
         }
     }
 
+    func append(contentsOf other: any StagingWriter) throws(StoreError) {
+        guard let other = other as? FileStagingWriter, other !== self else {
+            throw .io("A staging writer of another store.")
+        }
+        let length = other.size
+        guard let source = try? SystemCall.open(other.path, [.readOnly, .closeOnExec, .noFollow]) else {
+            throw .io("Cannot read a staging file.")
+        }
+        defer { try? SystemCall.close(source) }
+        try state.withLock { (state) throws(StoreError) in
+            let descriptor = try state.open(path)
+            guard (try? SystemCall.copy(length, from: source, at: 0, to: descriptor, at: state.size)) != nil else {
+                throw .io("Cannot copy a staging file.")
+            }
+            state.size += length
+        }
+    }
+
     func relinquish() {
         state.withLock { $0.releaseDescriptor() }
     }

@@ -130,5 +130,10 @@ final class CountingStagingWriter: StagingWriter {
         count.withLock { $0 = min($0, size) }
     }
 
+    func append(contentsOf other: any StagingWriter) throws(StoreError) {
+        let added = other.size
+        count.withLock { $0 += added }
+    }
+
     func discard() {}
 }

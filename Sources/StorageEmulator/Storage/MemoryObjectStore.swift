@@ -206,6 +206,12 @@ final class MemoryStagingWriter: StagingWriter {
         }
     }
 
+    func append(contentsOf other: any StagingWriter) throws(StoreError) {
+        guard let other = other as? MemoryStagingWriter else { throw .io("A staging writer of another store.") }
+        let staged = other.bytes.withLock { $0 }
+        bytes.withLock { $0.append(staged) }
+    }
+
     func discard() {
         bytes.withLock { $0 = Data() }
     }

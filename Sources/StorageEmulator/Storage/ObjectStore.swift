@@ -264,6 +264,11 @@ package protocol StagingWriter: Sendable {
     func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError)
     /// Drops everything after the first `size` bytes.
     func truncate(to size: Int64) throws(StoreError)
+    /// Appends the bytes `other` staged, leaving `other` as it was: how a multipart upload's
+    /// Complete assembles its parts, each staged where the store stages objects.
+    ///
+    /// - Throws: ``StoreError/io(_:)`` when `other` belongs to another kind of store.
+    func append(contentsOf other: any StagingWriter) throws(StoreError)
     /// Throws the staged bytes away (idempotent).
     func discard()
     /// Lets go of any file descriptor between writes; the next write or truncate takes it again.
