@@ -263,6 +263,10 @@ public final class StorageEmulator: Sendable {
     /// cancels or fails an upload must leave at zero.
     public var multipartUploadsInProgress: Int { application.multipartUploadsInProgress }
 
+    /// Part bytes that multipart Completes copied, over all uploads: zero while every Complete
+    /// names parts 1…k of equal length but the last, each sent once (for tests).
+    package var multipartBytesCopied: Int64 { application.multipartBytesCopied }
+
     /// Requests received so far, over all connections (for tests that count a client's requests).
     package var requestsReceived: Int { application.requestsReceived }
 

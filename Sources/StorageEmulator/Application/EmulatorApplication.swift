@@ -107,6 +107,9 @@ package final class EmulatorApplication: ServerApplication {
     /// XML API multipart uploads initiated and neither completed nor aborted, in every bucket.
     package var multipartUploadsInProgress: Int { multipartUploads.count }
 
+    /// Part bytes multipart Completes copied because the parts did not lie assembled.
+    package var multipartBytesCopied: Int64 { multipartUploads.bytesCopied }
+
     /// Requests received so far, control requests (`/_emulator/…`) included.
     package var requestsReceived: Int { requests.load(ordering: .relaxed) }
 
@@ -502,11 +505,11 @@ package final class EmulatorApplication: ServerApplication {
         var md5: Data?
     }
 
-    /// Makes a new object of the bytes `stage` writes into a fresh staging writer, if
-    /// `preconditions` hold; a failure anywhere discards the staged bytes.
+    /// Makes a new object of the bytes `stage` writes into `writer` (by default a fresh staging
+    /// writer), if `preconditions` hold; a failure anywhere discards the staged bytes.
     func commitObject(
         bucket: String, name: String, attributes: ObjectAttributes, preconditions: ObjectPreconditions,
-        stage: (any StagingWriter) throws -> StagedObject
+        into writer: (any StagingWriter)? = nil, stage: (any StagingWriter) throws -> StagedObject
     ) throws -> ObjectRecord {
         do {
             try NameRules.validateObjectName(name)
@@ -514,7 +517,7 @@ package final class EmulatorApplication: ServerApplication {
             throw httpError(error)
         }
         try requireBucket(bucket)
-        let writer = try store.makeStagingWriter(bucket: bucket)
+        let writer = try writer ?? store.makeStagingWriter(bucket: bucket)
         do {
             let staged = try stage(writer)
             var record = ObjectRecord(bucket: bucket, name: name)

@@ -28,8 +28,11 @@ extension EmulatorApplication {
             throw httpError(error)
         }
         try requireBucket(bucket)
+        let attributes = try Self.xmlAttributes(request)
+        let shared = try store.makeStagingWriter(bucket: bucket)
+        shared.relinquish()
         let upload = multipartUploads.initiate(
-            bucket: bucket, name: name, attributes: try Self.xmlAttributes(request), now: settings.now())
+            bucket: bucket, name: name, attributes: attributes, shared: shared, now: settings.now())
         return Self.xmlReply(
             "InitiateMultipartUploadResult",
             "<Bucket>\(Self.escaped(bucket))</Bucket><Key>\(Self.escaped(name))</Key>"
@@ -49,24 +52,30 @@ extension EmulatorApplication {
         var expected = ExpectedHashes()
         try expected.merge(googHash: request.headers.values("x-goog-hash"))
         var checksums = Checksums(computingMD5: store.computesMD5 || expected.md5 != nil)
-        let staged = try store.makeStagingWriter(bucket: bucket)
+        let length = request.contentLength.flatMap { $0 <= Self.maximumPartSize ? $0 : nil }
+        let place = multipartUploads.claimPlace(for: number, length: length, in: upload.id)
+        let writer = try place.map { _ in upload.shared } ?? store.makeStagingWriter(bucket: bucket)
         do {
             _ = try body.stream { chunk in
                 guard checksums.count + Int64(chunk.count) <= Self.maximumPartSize else {
                     throw HTTPError(
                         400, "Your proposed upload exceeds the maximum allowed size.", reason: "EntityTooLarge")
                 }
-                try staged.write(chunk)
+                if let place {
+                    try writer.write(chunk, at: place + checksums.count)
+                } else {
+                    try writer.write(chunk)
+                }
                 checksums.update(chunk)
             }
-            staged.relinquish()
+            if place == nil { writer.relinquish() }
             do {
                 try expected.verify(checksums)
             } catch let error as HTTPError {
                 throw HTTPError(400, error.message, reason: "BadDigest")
             }
         } catch {
-            staged.discard()
+            if place != nil { multipartUploads.release(number, in: upload.id) } else { writer.discard() }
             throw error
         }
         // An MD5's hex, as Cloud Storage's part ETags are; without MD5 (the discard backing), a
@@ -75,7 +84,8 @@ extension EmulatorApplication {
             checksums.md5Digest.map { $0.map { String(format: "%02x", $0) }.joined() }
             ?? String(format: "%08x%016llx", checksums.crc32c, UInt64(checksums.count))
         let part = MultipartUploadTable.Part(
-            staged: staged, etag: "\"\(tag)\"", crc32c: checksums.crc32c, lastModified: settings.now())
+            writer: writer, offset: place ?? 0, size: checksums.count, isPlaced: place != nil, etag: "\"\(tag)\"",
+            crc32c: checksums.crc32c, lastModified: settings.now())
         guard multipartUploads.store(part, number: number, in: upload.id) else { throw Self.noSuchUpload }
         var reply = Reply(status: 200)
         reply.headers.set("ETag", part.etag)
@@ -94,7 +104,23 @@ extension EmulatorApplication {
         try Self.refusePreconditions(request)
         let upload = try multipartUpload(request, bucket: bucket, name: name)
         let listed = try Self.completionParts(try body.readAll(limit: 4 * 1024 * 1024))
-        var parts: [MultipartUploadTable.Part] = []
+        let record = try assemble(try namedParts(listed, of: upload), of: upload)
+        var reply = Self.xmlReply(
+            "CompleteMultipartUploadResult",
+            "<Location>\(Self.escaped(base(request) + request.path))</Location>"
+                + "<Bucket>\(Self.escaped(bucket))</Bucket><Key>\(Self.escaped(name))</Key>"
+                + "<ETag>\"\(ObjectJSON.etag(record))\"</ETag>")
+        reply.headers.set("x-goog-generation", String(record.generation))
+        reply.headers.set("x-goog-hash", "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))")
+        return reply
+    }
+
+    /// The parts a Complete names, as stored: in ascending order, each with its upload's ETag,
+    /// all but the last at least the minimum part size.
+    private func namedParts(
+        _ listed: [(number: Int, etag: String)], of upload: MultipartUploadTable.Upload
+    ) throws -> [(number: Int, part: MultipartUploadTable.Part)] {
+        var parts: [(number: Int, part: MultipartUploadTable.Part)] = []
         for (index, (number, etag)) in listed.enumerated() {
             if index > 0, number <= listed[index - 1].number {
                 throw HTTPError(
@@ -108,37 +134,58 @@ extension EmulatorApplication {
                         + " or the specified entity tag may not match the part's entity tag.",
                     reason: "InvalidPart")
             }
-            parts.append(part)
+            parts.append((number, part))
         }
-        if let small = parts.dropLast().first(where: { $0.size < settings.minimumPartSize }) {
+        if let small = parts.dropLast().first(where: { $0.part.size < settings.minimumPartSize }) {
             throw HTTPError(
                 400,
                 "Your proposed upload is smaller than the minimum allowed size: every part but the last must be"
-                    + " at least \(settings.minimumPartSize) bytes (one is \(small.size)).",
+                    + " at least \(settings.minimumPartSize) bytes (one is \(small.part.size)).",
                 reason: "EntityTooSmall")
         }
-        // The parts' bytes are appended as staged, unread: the object's CRC32C is theirs combined.
-        let record = try commitObject(
-            bucket: bucket, name: name, attributes: upload.attributes, preconditions: ObjectPreconditions()
-        ) { writer in
-            var object = StagedObject(size: 0, crc32c: 0, md5: nil)
-            for part in parts {
-                try writer.append(contentsOf: part.staged)
-                object.crc32c = Checksums.combineCRC32C(object.crc32c, part.crc32c, secondLength: part.size)
-                object.size += part.size
+        return parts
+    }
+
+    /// Commits `parts`, in order, as the upload's object and ends the upload (its other parts go
+    /// with it). When the shared writer holds them assembled it becomes the object as it lies;
+    /// otherwise each part is appended to a fresh writer. Either way the bytes are not read: the
+    /// object's CRC32C is the parts' combined.
+    private func assemble(
+        _ parts: [(number: Int, part: MultipartUploadTable.Part)], of upload: MultipartUploadTable.Upload
+    ) throws -> ObjectRecord {
+        let object = parts.reduce(into: StagedObject(size: 0, crc32c: 0, md5: nil)) { object, named in
+            object.crc32c = Checksums.combineCRC32C(object.crc32c, named.part.crc32c, secondLength: named.part.size)
+            object.size += named.part.size
+        }
+        let numbers = parts.map(\.number)
+        // Taken from the table only as it stands now, unchanged since the parts were looked up
+        // and with nothing writing into it: from here on the shared writer is this Complete's.
+        let unchanged = { (current: MultipartUploadTable.Upload) -> Bool in
+            current.liesAssembled(numbers)
+                && parts.allSatisfy { named in
+                    current.parts[named.number].map { $0.etag == named.part.etag && $0.size == named.part.size }
+                        ?? false
+                }
+        }
+        if upload.liesAssembled(numbers), let taken = multipartUploads.remove(upload.id, if: unchanged) {
+            return try commitObject(
+                bucket: taken.bucket, name: taken.name, attributes: taken.attributes,
+                preconditions: ObjectPreconditions(), into: taken.shared
+            ) { writer in
+                try writer.truncate(to: object.size)
+                return object
             }
+        }
+        let record = try commitObject(
+            bucket: upload.bucket, name: upload.name, attributes: upload.attributes,
+            preconditions: ObjectPreconditions()
+        ) { writer in
+            for (_, part) in parts { try writer.append(contentsOf: part.writer, range: part.range) }
+            multipartUploads.countCopied(object.size)
             return object
         }
-        // The upload ends with the object: its parts are gone, used or not.
         multipartUploads.remove(upload.id)
-        var reply = Self.xmlReply(
-            "CompleteMultipartUploadResult",
-            "<Location>\(Self.escaped(base(request) + request.path))</Location>"
-                + "<Bucket>\(Self.escaped(bucket))</Bucket><Key>\(Self.escaped(name))</Key>"
-                + "<ETag>\"\(ObjectJSON.etag(record))\"</ETag>")
-        reply.headers.set("x-goog-generation", String(record.generation))
-        reply.headers.set("x-goog-hash", "crc32c=\(ChecksumEncoding.base64(crc32c: record.crc32c))")
-        return reply
+        return record
     }
 
     /// `DELETE ?uploadId=`: ends the upload and removes its parts.

@@ -483,21 +483,34 @@ final class FileStagingWriter: StagingWriter {
         }
     }
 
-    func append(contentsOf other: any StagingWriter) throws(StoreError) {
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
+        try state.withLock { (state) throws(StoreError) in
+            let descriptor = try state.open(path)
+            guard (try? SystemCall.writeAll(descriptor, bytes, at: offset)) != nil else {
+                throw .io("Cannot write a staging file.")
+            }
+            state.size = max(state.size, offset + Int64(bytes.count))
+        }
+    }
+
+    func append(contentsOf other: any StagingWriter, range: Range<Int64>) throws(StoreError) {
         guard let other = other as? FileStagingWriter, other !== self else {
             throw .io("A staging writer of another store.")
         }
-        let length = other.size
+        guard range.lowerBound >= 0, range.upperBound <= other.size else {
+            throw .io("A staged range past the staged bytes.")
+        }
         guard let source = try? SystemCall.open(other.path, [.readOnly, .closeOnExec, .noFollow]) else {
             throw .io("Cannot read a staging file.")
         }
         defer { try? SystemCall.close(source) }
         try state.withLock { (state) throws(StoreError) in
             let descriptor = try state.open(path)
-            guard (try? SystemCall.copy(length, from: source, at: 0, to: descriptor, at: state.size)) != nil else {
-                throw .io("Cannot copy a staging file.")
-            }
-            state.size += length
+            guard
+                (try? SystemCall.copy(
+                    Int64(range.count), from: source, at: range.lowerBound, to: descriptor, at: state.size)) != nil
+            else { throw .io("Cannot copy a staging file.") }
+            state.size += Int64(range.count)
         }
     }
 

@@ -130,9 +130,15 @@ final class CountingStagingWriter: StagingWriter {
         count.withLock { $0 = min($0, size) }
     }
 
-    func append(contentsOf other: any StagingWriter) throws(StoreError) {
-        let added = other.size
-        count.withLock { $0 += added }
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
+        count.withLock { $0 = max($0, offset + Int64(bytes.count)) }
+    }
+
+    func append(contentsOf other: any StagingWriter, range: Range<Int64>) throws(StoreError) {
+        guard other is CountingStagingWriter, other as AnyObject !== self, range.upperBound <= other.size else {
+            throw .io("A staging writer of another store.")
+        }
+        count.withLock { $0 += Int64(range.count) }
     }
 
     func discard() {}

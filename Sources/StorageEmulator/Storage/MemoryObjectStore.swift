@@ -206,10 +206,32 @@ final class MemoryStagingWriter: StagingWriter {
         }
     }
 
-    func append(contentsOf other: any StagingWriter) throws(StoreError) {
-        guard let other = other as? MemoryStagingWriter else { throw .io("A staging writer of another store.") }
+    func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
+        bytes.withLock { data in
+            let start = Int(offset)
+            if data.count < start { data.append(contentsOf: repeatElement(0, count: start - data.count)) }
+            let inside = min(buffer.count, data.count - start)
+            if inside > 0 {
+                data.withUnsafeMutableBytes { whole in
+                    UnsafeMutableRawBufferPointer(rebasing: whole[start..<start + inside])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[..<inside]))
+                }
+            }
+            if inside < buffer.count { data.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[inside...])) }
+        }
+    }
+
+    func append(contentsOf other: any StagingWriter, range: Range<Int64>) throws(StoreError) {
+        guard let other = other as? MemoryStagingWriter, other !== self else {
+            throw .io("A staging writer of another store.")
+        }
         let staged = other.bytes.withLock { $0 }
-        bytes.withLock { $0.append(staged) }
+        guard range.lowerBound >= 0, range.upperBound <= Int64(staged.count) else {
+            throw .io("A staged range past the staged bytes.")
+        }
+        bytes.withLock {
+            $0.append(staged[staged.startIndex + Int(range.lowerBound)..<staged.startIndex + Int(range.upperBound)])
+        }
     }
 
     func discard() {

@@ -262,13 +262,17 @@ package protocol StagingWriter: Sendable {
     var size: Int64 { get }
     /// Appends bytes.
     func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError)
+    /// Writes bytes at `offset`, over what is there; a gap before `offset` reads as zeros.
+    /// The size becomes the largest end written.
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError)
     /// Drops everything after the first `size` bytes.
     func truncate(to size: Int64) throws(StoreError)
-    /// Appends the bytes `other` staged, leaving `other` as it was: how a multipart upload's
-    /// Complete assembles its parts, each staged where the store stages objects.
+    /// Appends the bytes `other` staged in `range`, leaving `other` as it was: how a multipart
+    /// upload's Complete assembles parts it cannot take as they lie.
     ///
-    /// - Throws: ``StoreError/io(_:)`` when `other` belongs to another kind of store.
-    func append(contentsOf other: any StagingWriter) throws(StoreError)
+    /// - Throws: ``StoreError/io(_:)`` when `other` belongs to another kind of store, is this
+    ///   writer, or holds fewer bytes than `range` names.
+    func append(contentsOf other: any StagingWriter, range: Range<Int64>) throws(StoreError)
     /// Throws the staged bytes away (idempotent).
     func discard()
     /// Lets go of any file descriptor between writes; the next write or truncate takes it again.
