@@ -1,5 +1,6 @@
 import CCRC32C
 import Foundation
+import SystemCalls
 
 /// A running CRC32C (Castagnoli) checksum, the one Cloud Storage keeps for
 /// every object.
@@ -33,8 +34,25 @@ package struct CRC32C: Sendable, Equatable {
         stop: () -> Bool = { false }
     ) throws(StorageError) {
         guard start < end else { return }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 64)
-        defer { buffer.deallocate() }
+        // Pages of its own, so that the block goes back to the system with the call (see
+        // MappedBuffer); the heap only if the system refuses them.
+        if let mapped = MappedBuffer(byteCount: blockSize) {
+            try update(reading: read, from: start, to: end, into: mapped.bytes, stop: stop)
+        } else {
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 64)
+            defer { buffer.deallocate() }
+            try update(reading: read, from: start, to: end, into: buffer, stop: stop)
+        }
+    }
+
+    private mutating func update(
+        reading read: (_ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) throws(StorageError) -> Void,
+        from start: Int64,
+        to end: Int64,
+        into buffer: UnsafeMutableRawBufferPointer,
+        stop: () -> Bool
+    ) throws(StorageError) {
+        let blockSize = buffer.count
         var offset = start
         while offset < end {
             if stop() { throw .cancelled() }
