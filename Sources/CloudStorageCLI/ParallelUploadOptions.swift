@@ -10,7 +10,7 @@ struct ParallelUploadOptions: Sendable {
           --parallel-threshold SIZE  send files of at least SIZE in parts on several
                               connections (default 128M; off: always one stream)
           --part-size SIZE    the size of those parts (default 32M)
-          --connections N     how many parts go at once (default 8, at most 64)
+          --connections N     how many parts go at once (default 16, at most 64)
         """
 
     var threshold: Int64?
