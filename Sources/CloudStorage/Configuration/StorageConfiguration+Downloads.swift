@@ -9,8 +9,12 @@ extension StorageConfiguration {
     /// link carry; several connections add up.
     ///
     /// The first request is the same as for any download; its answer says the object's size,
-    /// generation, encoding and CRC32C, so no metadata request is added. It keeps the first
-    /// slice, and the others ask for the same generation (`ifGenerationMatch`): an object
+    /// generation, encoding and CRC32C, so no metadata request is added. That connection reads
+    /// alone for ``SlicingProbe/duration``; if it ran at ``SlicingProbe/rate`` or more (a
+    /// connection as fast as the host, as on loopback), the download stays on it, since slices
+    /// writing into one file would only contend. Otherwise the bytes still to come are cut into
+    /// slices: the first connection keeps the first, and the others ask for the same generation
+    /// (`ifGenerationMatch`): an object
     /// replaced meanwhile ends the download with ``StorageErrorCode/objectChanged``, never a
     /// file mixing two versions. Each slice resumes from its own bytes after a failure; the
     /// object's CRC32C is checked by combining the slices' checksums, without reading the file
@@ -33,12 +37,53 @@ extension StorageConfiguration {
         public var slicingThreshold: Int64 = 150 * 1024 * 1024
 
         /// How many ranged requests a sliced download runs at once, each for about
-        /// 1 / `sliceCount` of the object. Default 16, measured: across the emulator shaped to
-        /// 50 MB/s per connection and a 10 ms round trip, a 2 GiB download reached 394 MB/s
-        /// with 8 slices and 775 MB/s with 16 (`gcloud storage cp`: 310 MB/s), and on
-        /// unshaped loopback 16 slices are as fast as one stream. The memory a download holds
-        /// is `sliceCount` transport buffers. 1 never slices. Set with ``setSliceCount(_:)``.
+        /// 1 / `sliceCount` of the bytes still to come. Default 16, measured: across the
+        /// emulator shaped to 50 MB/s per connection and a 10 ms round trip, a 2 GiB download
+        /// reached 394 MB/s with 8 slices and 775 MB/s with 16 (`gcloud storage cp`: 310 MB/s).
+        /// The memory a download holds is `sliceCount` transport buffers. 1 never slices. Set
+        /// with ``setSliceCount(_:)``.
         public private(set) var sliceCount = 16
+
+        /// How a download that may be sliced first finds out whether one connection is enough;
+        /// nil slices at the first answer, however fast its connection. Default
+        /// ``SlicingProbe/init()``: 50 ms, 600 MB/s.
+        ///
+        /// Measured on unshaped loopback (2 cores, 1 GiB, 5 interleaved rounds): slicing at once
+        /// took 1.01 s where one connection took 0.74 s, the slices' writes into one file
+        /// contending for its lock; the probe keeps such downloads on one connection.
+        public var slicingProbe: SlicingProbe? = SlicingProbe()
+
+        /// How long the first connection of a download that may be sliced reads alone, and how
+        /// fast it must have been to be enough.
+        public struct SlicingProbe: Sendable, Hashable {
+            /// How long the first connection reads alone, from its answer's head; default 50 ms.
+            public let duration: Duration
+            /// Bytes per second at or above which the first connection is enough: the download
+            /// then stays on it. Default 600 MB/s, faster than one stream to Cloud Storage gets.
+            public let rate: Int64
+
+            /// 50 ms, 600 MB/s.
+            public init() {
+                duration = .milliseconds(50)
+                rate = 600_000_000
+            }
+
+            /// A probe of `duration` that finds one connection of `rate` bytes per second or
+            /// more enough.
+            ///
+            /// - Throws: ``StorageErrorCode/invalidArgument`` for a negative duration or a rate
+            ///   below 1.
+            public init(duration: Duration, rate: Int64) throws(StorageError) {
+                guard duration >= .zero else {
+                    throw .invalidSetting("downloads.slicingProbe.duration", must: "at least zero", is: duration)
+                }
+                guard rate >= 1 else {
+                    throw .invalidSetting("downloads.slicingProbe.rate", must: "at least 1 byte per second", is: rate)
+                }
+                self.duration = duration
+                self.rate = rate
+            }
+        }
 
         /// Creates the default download settings.
         public init() {}

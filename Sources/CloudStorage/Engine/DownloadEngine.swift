@@ -14,6 +14,9 @@ final class DownloadCheckpoint: Sendable {
     /// The checkpoints of the slices after the first (``RangedDownloadStateMachine/slicePlan``),
     /// in order; empty for a download that is not sliced.
     let slices = Mutex<[DownloadCheckpoint]>([])
+    /// When the head of the answer being read arrived, while the machine measures its first
+    /// connection (``RangedDownloadStateMachine/probeStart``); nil otherwise.
+    let probeBegan = Mutex<ContinuousClock.Instant?>(nil)
 
     init(_ setup: RangedDownloadStateMachine.Setup) {
         machine = Mutex(RangedDownloadStateMachine(setup: setup))
@@ -30,6 +33,18 @@ final class DownloadCheckpoint: Sendable {
         let slices = slices.withLock { $0 }
         guard !slices.isEmpty else { return (received, expected) }
         return (slices.reduce(received) { $0 + $1.received }, size)
+    }
+
+    /// The time since ``probeBegan`` once it reached `duration` (the measure then ends: later
+    /// calls return nil); nil before, and when nothing is measured.
+    func probeElapsed(atLeast duration: Duration) -> Duration? {
+        probeBegan.withLock { began in
+            guard let start = began else { return nil }
+            let elapsed = ContinuousClock.now - start
+            guard elapsed >= duration else { return nil }
+            began = nil
+            return elapsed
+        }
     }
 
     /// Whether every byte the machine asks for arrived.
@@ -90,7 +105,8 @@ struct DownloadEngine: Sendable {
                 decodesGzip: storage.configuration.decompressesDownloads, transportDecodes: transportDecodes,
                 slicing: slices
                     ? RangedDownloadStateMachine.Slicing(
-                        threshold: downloads.slicingThreshold, count: downloads.sliceCount) : nil))
+                        threshold: downloads.slicingThreshold, count: downloads.sliceCount,
+                        probe: downloads.slicingProbe) : nil))
     }
 
     /// Downloads, or continues downloading, every byte of the object.
@@ -280,7 +296,7 @@ struct DownloadEngine: Sendable {
     ) -> HTTPResponseSink {
         HTTPResponseSink(
             begin: headHandler(checkpoint, of: whole, answering: read, progress: progress, announce: announce),
-            receive: bodyHandler(checkpoint, of: whole, progress: progress))
+            receive: bodyHandler(checkpoint, of: whole, progress: progress, announce: announce))
     }
 
     /// The sink's `begin`: checks the answer's head, lets the machine judge it, and prepares the
@@ -315,6 +331,8 @@ struct DownloadEngine: Sendable {
                 if let announce {
                     let slices = whole.planSlices()
                     if !slices.isEmpty { announce(slices) }
+                    let measures = checkpoint.machine.withLock { $0.probeStart != nil }
+                    checkpoint.probeBegan.withLock { $0 = measures ? .now : nil }
                 }
                 Self.reportProgress(progress, of: checkpoint, in: whole, own: (received, expected))
                 return true
@@ -329,14 +347,17 @@ struct DownloadEngine: Sendable {
     }
 
     /// The sink's `receive`: writes each piece of the body where the machine says (inflating it
-    /// when it must), and ends the request once the range is complete.
+    /// when it must), ends the request once the range is complete, and ends the measure of the
+    /// first connection once it lasted the probe's duration (planning the slices it calls for).
     private func bodyHandler(
         _ checkpoint: DownloadCheckpoint,
         of whole: DownloadCheckpoint,
-        progress: @escaping @Sendable (Int64, Int64?) -> Void
+        progress: @escaping @Sendable (Int64, Int64?) -> Void,
+        announce: (@Sendable ([DownloadCheckpoint]) -> Void)?
     ) -> @Sendable (UnsafeRawBufferPointer) throws(StorageError) -> HTTPResponseSink.Demand {
         let destination = destination
         let inflater = checkpoint.inflater
+        let probe = checkpoint.machine.withLock { $0.setup.slicing?.probe }
         return { (raw) throws(StorageError) -> HTTPResponseSink.Demand in
             // Only this request's sink writes while it runs, so the offset the machine
             // gives stays valid across the unlocked write.
@@ -359,6 +380,13 @@ struct DownloadEngine: Sendable {
                 Self.reportProgress(
                     progress, of: checkpoint, in: whole,
                     own: delivery.sliceStart == 0 ? (delivery.end, delivery.expected) : nil)
+                if let announce, let probe, let elapsed = checkpoint.probeElapsed(atLeast: probe.duration),
+                    checkpoint.machine.withLock({ $0.probed(elapsed: elapsed) })
+                {
+                    // This answer now ends where the first slice does.
+                    let slices = whole.planSlices()
+                    if !slices.isEmpty { announce(slices) }
+                }
                 // The rest of the answer is not wanted: the request ends as answered.
                 return delivery.completesRange ? .enough : .more
             }

@@ -65,10 +65,12 @@ struct RangedDownloadStateMachine: Sendable {
         var pinned: PinnedObject?
     }
 
-    /// When a download is cut into slices: objects of at least `threshold` bytes, into `count`.
+    /// When a download is cut into slices: objects of at least `threshold` bytes, into `count`,
+    /// once `probe` found the first connection not enough (nil: at the first answer).
     struct Slicing: Sendable, Equatable {
         var threshold: Int64
         var count: Int
+        var probe: StorageConfiguration.Downloads.SlicingProbe? = nil
     }
 
     /// The object a sliced download reads, as its first answer described it.
@@ -184,8 +186,11 @@ struct RangedDownloadStateMachine: Sendable {
     private(set) var range: ByteRange?
     /// Whether this machine downloads one slice of a sliced download.
     private(set) var isSlice: Bool
-    /// The slices after the first, once the first answer cut the download into slices.
+    /// The slices after the first, once the first answer (or the probe) cut the download into slices.
     private(set) var slicePlan: [ByteRange]?
+    /// While a download that may be sliced measures its first connection: the bytes received
+    /// when the answer being read began (``probed(elapsed:)`` ends it).
+    private(set) var probeStart: Int64?
     /// Bytes written to the destination, in order from the range's start.
     private(set) var received: Int64 = 0
     /// CRC32C of those bytes (what a download cut into ranged slices combines).
@@ -368,10 +373,18 @@ struct RangedDownloadStateMachine: Sendable {
         coding = bodyCoding
         if let crc32c = head.crc32c { serverCRC32C = crc32c }
         if received == 0, slicePlan == nil, let plan = slicing(head, coding: bodyCoding, size: size) {
-            // The first slice is this machine's; the rest of this answer is not read.
-            range = plan[0]
-            slicePlan = Array(plan.dropFirst())
-            isSlice = true
+            if setup.slicing?.probe != nil {
+                // First measure this connection alone.
+                probeStart = 0
+            } else {
+                // The first slice is this machine's; the rest of this answer is not read.
+                range = plan[0]
+                slicePlan = Array(plan.dropFirst())
+                isSlice = true
+            }
+        } else if probeStart != nil {
+            // A resumed answer while measuring: the measure starts again with it.
+            probeStart = received
         }
         let expected = expectedLength
         // The engine holds an inflated download to maxSize: the stored size says nothing of it.
@@ -379,6 +392,30 @@ struct RangedDownloadStateMachine: Sendable {
             return .abort(Self.sizeExceeded(total: expected, maxSize: maxSize))
         }
         return .deliver(received: received, expected: expected, discardingWritten: discard, coding: bodyCoding)
+    }
+
+    /// Ends the measure of the first connection of a download that may be sliced: in `elapsed`
+    /// since the head of the answer being read, `received` − ``probeStart`` bytes arrived.
+    ///
+    /// At the probe's rate or more the download stays on this connection. Below it, the bytes
+    /// still to come are cut into slices: this machine keeps the first (the rest of its answer
+    /// is not read) and ``slicePlan`` names the others.
+    ///
+    /// - Returns: Whether it planned slices.
+    mutating func probed(elapsed: Duration) -> Bool {
+        guard let start = probeStart, let slicing = setup.slicing, let probe = slicing.probe,
+            let size = objectSize, case .awaitingAnswer = phase
+        else { return false }
+        probeStart = nil
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let bytes = Double(received - start)
+        guard bytes < Double(probe.rate) * seconds else { return false }
+        let rest = Self.slices(of: size - received, count: slicing.count)
+        guard rest.count > 1 else { return false }
+        range = ByteRange(start: 0, end: received + (rest[0].end ?? 0))
+        slicePlan = rest.dropFirst().map { ByteRange(start: received + $0.start, end: $0.end.map { received + $0 }) }
+        isSlice = true
+        return true
     }
 
     /// The slices of the download, when its first answer is one to slice: the whole object,

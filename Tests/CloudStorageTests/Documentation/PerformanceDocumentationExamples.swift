@@ -10,6 +10,8 @@ func performanceSlicing() throws {
     var configuration = StorageConfiguration()
     configuration.downloads.slicingThreshold = 64 * 1024 * 1024  // slice from 64 MiB
     try configuration.downloads.setSliceCount(16)  // 1 ... 64; 1 never slices
+    // Slice unless the first connection did 1 GB/s over its first 100 ms (nil: always slice).
+    configuration.downloads.slicingProbe = try .init(duration: .milliseconds(100), rate: 1_000_000_000)
     let storage = Storage(bucket: "my-bucket", configuration: configuration)
     // end snippet
     _ = storage

@@ -51,6 +51,70 @@ struct RangedDownloadSlicingTests {
         #expect(machine.slicePlan == nil, "\(label)")
     }
 
+    /// A download that may be sliced once a probe of 100 bytes per second measured its first connection.
+    static func probing() throws -> Machine {
+        var setup = slicing()
+        setup.slicing?.probe = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: 100)
+        return Machine(setup: setup)
+    }
+
+    /// Reads 4 of the 10 bytes on the first connection, whose measure then begins.
+    static func fourBytesRead(_ machine: inout Machine) {
+        _ = machine.next(.began)
+        #expect(machine.headArrived(Tests.whole()) == Tests.deliver(0, 10), "the whole object, not yet a slice")
+        #expect(machine.probeStart == 0 && machine.slicePlan == nil)
+        guard case .write(let delivery) = machine.bodyArrived(4) else {
+            Issue.record("no write")
+            return
+        }
+        machine.bodyWritten(delivery, crc: CRC32C())
+    }
+
+    @Test func aFirstConnectionAtTheProbesRateKeepsTheWholeDownload() throws {
+        var machine = try Self.probing()
+        Self.fourBytesRead(&machine)
+        let sliced = machine.probed(elapsed: .milliseconds(10))
+        #expect(!sliced, "400 bytes per second is enough")
+        #expect(machine.slicePlan == nil && machine.probeStart == nil && machine.expectedLength == 10)
+        let again = machine.probed(elapsed: .seconds(10))
+        #expect(!again, "measured once")
+        guard case .write(let rest) = machine.bodyArrived(6) else {
+            Issue.record("no write")
+            return
+        }
+        #expect(rest.count == 6 && !rest.completesRange)
+    }
+
+    @Test func belowTheProbesRateTheBytesStillToComeAreSliced() throws {
+        var machine = try Self.probing()
+        Self.fourBytesRead(&machine)
+        let sliced = machine.probed(elapsed: .seconds(1))
+        #expect(sliced, "4 bytes per second is not enough")
+        // Six bytes to come in two slices: this connection keeps bytes 4-6, another reads 7-9.
+        #expect(machine.slicePlan == [ByteRange(start: 7, end: 9)])
+        #expect(machine.expectedLength == 7 && machine.isSlice)
+        #expect(machine.pinnedObject == Machine.PinnedObject(generation: 7, size: 10, crc32c: Tests.objectCRC))
+        guard case .write(let rest) = machine.bodyArrived(6) else {
+            Issue.record("no write")
+            return
+        }
+        #expect(rest.count == 3 && rest.completesRange, "the rest of this answer is not read")
+    }
+
+    @Test func aResumedAnswerMeasuresAgainFromWhereItResumes() throws {
+        var machine = try Self.probing()
+        Self.fourBytesRead(&machine)
+        let backOff = machine.next(.retryableFailure(Tests.flaky))
+        #expect(backOff == .backOff(after: Tests.flaky, newHigh: true))
+        let resumed = machine.next(.done)
+        #expect(resumed == Tests.read(4, pinned: 7))
+        _ = machine.headArrived(Tests.part(4, 9))
+        #expect(machine.probeStart == 4)
+        let sliced = machine.probed(elapsed: .seconds(1))
+        #expect(sliced)
+        #expect(machine.slicePlan == [ByteRange(start: 7, end: 9)])
+    }
+
     static func slice() -> Machine {
         var setup = Machine.Setup(range: ByteRange(start: 5, end: 9), pinsResumptions: true, isRewindable: false)
         setup.pinned = Machine.PinnedObject(generation: 7, size: 10, crc32c: Tests.objectCRC)

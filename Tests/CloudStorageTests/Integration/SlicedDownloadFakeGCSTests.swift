@@ -19,6 +19,7 @@ struct SlicedDownloadFakeGCSTests {
             try $0.retry.setInitialDelay(.milliseconds(50))
             $0.downloads.slicingThreshold = 1
             try $0.downloads.setSliceCount(4)
+            $0.downloads.slicingProbe = nil
         }
         let storage = Storage(
             bucket: bucket, endpoint: .gcs(server.baseURL), authorization: .none, configuration: configuration,

@@ -23,6 +23,7 @@ struct SlicedDownloadTests {
     /// Downloads with `configure`'s slicing through a probe, after uploading `size` bytes.
     static func withSlicedDownload<T>(
         size: Int, slices: Int, threshold: Int64 = 1, seed: UInt64 = 7, route: TestRoute = .nativeHTTP,
+        slicingProbe: StorageConfiguration.Downloads.SlicingProbe? = nil,
         _ body: (_ emulator: StorageEmulator, _ probe: SliceProbe, _ storage: Storage, _ payload: Data) async throws ->
             T
     ) async throws -> T {
@@ -38,6 +39,7 @@ struct SlicedDownloadTests {
                 try $0.retry.setMaxDelay(.milliseconds(40))
                 $0.downloads.slicingThreshold = threshold
                 try $0.downloads.setSliceCount(slices)
+                $0.downloads.slicingProbe = slicingProbe
             }
             let storage = Storage(
                 bucket: Reliability.bucket, endpoint: .gcs(emulator.baseURL), authorization: .none,
@@ -85,6 +87,46 @@ struct SlicedDownloadTests {
         }
     }
 
+    @Test func aFirstConnectionFastEnoughKeepsTheDownloadOnIt() async throws {
+        let size = 8 * 1024 * 1024 + 3
+        let enough = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: 1)
+        try await Self.withSlicedDownload(size: size, slices: 4, slicingProbe: enough) { _, probe, storage, payload in
+            let directory = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let target = directory.appendingPathComponent("copy.bin")
+            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
+            #expect(try Data(contentsOf: target) == payload)
+            #expect(probe.sent.map(\.range) == [nil], "one request for the whole object")
+        }
+    }
+
+    @Test func aFirstConnectionBelowTheRateIsSlicedFromWhereItStands() async throws {
+        let size = 8 * 1024 * 1024 + 3
+        let never = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: .max)
+        try await Self.withSlicedDownload(size: size, slices: 4, slicingProbe: never) {
+            emulator, probe, storage, payload in
+            let directory = try TestSupport.temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let target = directory.appendingPathComponent("copy.bin")
+            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
+            #expect(try Data(contentsOf: target) == payload)
+            let gets = probe.sent
+            #expect(gets.count == 4 && gets.first?.range == nil)
+            // The other three cover, back to back, the bytes from some point after the first
+            // connection's first piece to the end, each pinned to the generation it read.
+            let generation = try #require(Reliability.record(Self.name, in: emulator).map { $0.generation })
+            #expect(gets.dropFirst().allSatisfy { $0.pinned == "\(generation)" })
+            let ranges = gets.dropFirst().compactMap { get -> (Int, Int)? in
+                guard let text = get.range?.dropFirst("bytes=".count).split(separator: "-"), text.count == 2,
+                    let first = Int(text[0]), let last = Int(text[1])
+                else { return nil }
+                return (first, last)
+            }.sorted { $0.0 < $1.0 }
+            #expect(ranges.count == 3 && ranges.first.map { $0.0 > 0 } == true && ranges.last?.1 == size - 1)
+            #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.1 + 1 == $1.0 })
+        }
+    }
+
     @Test func belowTheThresholdIsOneRequestAsBefore() async throws {
         let size = 300_000
         try await Self.withSlicedDownload(size: size, slices: 8, threshold: Int64(size) + 1) {
@@ -121,6 +163,7 @@ struct SlicedDownloadTests {
             configuration.applyForTest {
                 $0.downloads.slicingThreshold = 1
                 try $0.downloads.setSliceCount(4)
+                $0.downloads.slicingProbe = nil
             }
             let storage = Storage(
                 bucket: Reliability.bucket, endpoint: .firebase(emulator.baseURL), authorization: .none,
