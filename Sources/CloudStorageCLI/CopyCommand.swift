@@ -67,7 +67,7 @@ struct CopyCommand {
                               as gcloud storage cp -z does; downloads decompress them again
           -Z                  gzip-compress every uploaded file (gcloud's -Z)
           --chunk-size SIZE   at most SIZE bytes per request, a multiple of 256K (e.g. 8M)
-        \(Self.slicingUsage)
+        \(SlicedDownloadOptions.usage)
         \(ParallelUploadOptions.usage)
           --retry-time T      keep retrying failures that may pass (no connection, 5xx, 429)
                               for up to T, in either direction (also -r's listing):
@@ -130,8 +130,8 @@ struct CopyCommand {
     /// Whether this is `mv`: the source goes once the copy is stored and verified.
     let moves: Bool
     let chunkSize: Int64?
-    /// How file downloads are sliced (`--slices`, `--slice-threshold`).
-    let downloads: StorageConfiguration.Downloads
+    /// `--slices`, `--slice-threshold`: how file downloads are sliced.
+    let slicing: SlicedDownloadOptions
     /// `--parallel-threshold`, `--part-size`, `--connections`: when a file goes up in parts.
     let parallel: ParallelUploadOptions
     let verifiesChecksums: Bool
@@ -178,7 +178,7 @@ struct CopyCommand {
             ShortFlags.expand(words, letters: "rRn"),
             valued: StorageOptions.valued.union(["--chunk-size", "--jobs", "--retry-time", "-z"])
                 .union(ObjectWriteOptions.metadataValued).union(ObjectWriteOptions.preconditionValued)
-                .union(Self.slicingValued).union(ParallelUploadOptions.valued),
+                .union(SlicedDownloadOptions.valued).union(ParallelUploadOptions.valued),
             flags: StorageOptions.flags.union(["--no-checksum", "--quiet", "-r", "-R", "-Z"])
                 .union(ObjectWriteOptions.noClobberFlags)
         )
@@ -204,7 +204,7 @@ struct CopyCommand {
         write = try ObjectWriteOptions(arguments)
         try Self.check(write, arguments: arguments, for: direction, verb: verb)
         chunkSize = try Self.chunkSize(arguments)
-        downloads = try Self.downloads(arguments)
+        slicing = try SlicedDownloadOptions(arguments)
         parallel = try ParallelUploadOptions(arguments)
         jobs = try arguments.jobs(default: 8)
         compressing = try Self.compressing(arguments, for: direction, verb: verb)
@@ -403,6 +403,7 @@ struct CopyCommand {
         do {
             try configuration.uploads.setChunkSize(chunkSize)
             try parallel.apply(to: &configuration.uploads.parallel)
+            try slicing.apply(to: &configuration.downloads)
             // One option, every direction: an upload, a download (to a file, standard output or a
             // directory) and the requests around them (a listing, a metadata read) give up alike.
             if let retryTime {
@@ -414,7 +415,6 @@ struct CopyCommand {
             throw UsageError("\(error.message)", showsUsage: false)
         }
         configuration.verifiesChecksums = verifiesChecksums
-        configuration.downloads = downloads
         return configuration
     }
 
