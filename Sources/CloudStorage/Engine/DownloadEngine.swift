@@ -286,7 +286,8 @@ struct DownloadEngine: Sendable {
     /// - Parameters:
     ///   - checkpoint: The machine the answer is for: the download's, or one slice's.
     ///   - whole: The download's checkpoint, whose progress counts every slice.
-    ///   - announce: Takes the other slices once this answer's head planned them.
+    ///   - announce: Takes the other slices once this answer planned them: at its head, or when
+    ///     the measure of the first connection ended below the probe's rate.
     private func sink(
         _ checkpoint: DownloadCheckpoint,
         of whole: DownloadCheckpoint,
@@ -329,8 +330,7 @@ struct DownloadEngine: Sendable {
                     destination.received(StorageMetadata(mediaHeaders: headers, bucket: bucket, path: path))
                 }
                 if let announce {
-                    let slices = whole.planSlices()
-                    if !slices.isEmpty { announce(slices) }
+                    Self.announceSlices(of: whole, to: announce)
                     let measures = checkpoint.machine.withLock { $0.probeStart != nil }
                     checkpoint.probeBegan.withLock { $0 = measures ? .now : nil }
                 }
@@ -384,13 +384,20 @@ struct DownloadEngine: Sendable {
                     checkpoint.machine.withLock({ $0.probed(elapsed: elapsed) })
                 {
                     // This answer now ends where the first slice does.
-                    let slices = whole.planSlices()
-                    if !slices.isEmpty { announce(slices) }
+                    Self.announceSlices(of: whole, to: announce)
                 }
                 // The rest of the answer is not wanted: the request ends as answered.
                 return delivery.completesRange ? .enough : .more
             }
         }
+    }
+
+    /// Hands `announce` the slices `whole`'s machine planned, the first time it has any.
+    private static func announceSlices(
+        of whole: DownloadCheckpoint, to announce: @Sendable ([DownloadCheckpoint]) -> Void
+    ) {
+        let slices = whole.planSlices()
+        if !slices.isEmpty { announce(slices) }
     }
 
     /// Reports the download's progress after `checkpoint` moved: its `own` count while it is

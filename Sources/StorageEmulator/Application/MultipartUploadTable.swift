@@ -50,6 +50,13 @@ final class MultipartUploadTable: Sendable {
         /// The parts being written into ``shared`` now, by number.
         var writing: Set<Int> = []
 
+        /// Ends the claim of the attempt writing part `number` into ``shared``; the writer lets go
+        /// of its descriptor once no attempt writes into it.
+        mutating func endClaim(_ number: Int) {
+            writing.remove(number)
+            if writing.isEmpty { shared.relinquish() }
+        }
+
         /// Whether `numbers` are 1…*k*, each stored at its place, all but the last exactly
         /// ``stride`` long: then ``shared`` holds their bytes, in order, from offset 0.
         func liesAssembled(_ numbers: [Int]) -> Bool {
@@ -113,9 +120,7 @@ final class MultipartUploadTable: Sendable {
     /// nobody's).
     func release(_ number: Int, in id: String) {
         uploads.withLock { table in
-            guard table[id] != nil else { return }
-            table[id]?.writing.remove(number)
-            if table[id]?.writing.isEmpty == true { table[id]?.shared.relinquish() }
+            table[id]?.endClaim(number)
         }
     }
 
@@ -125,10 +130,7 @@ final class MultipartUploadTable: Sendable {
         uploads.withLock { table in
             guard table[id] != nil else { return false }
             table[id]?.parts[number] = part
-            if part.isPlaced {
-                table[id]?.writing.remove(number)
-                if table[id]?.writing.isEmpty == true { table[id]?.shared.relinquish() }
-            }
+            if part.isPlaced { table[id]?.endClaim(number) }
             return true
         }
     }

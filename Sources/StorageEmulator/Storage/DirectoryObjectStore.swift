@@ -463,13 +463,7 @@ final class FileStagingWriter: StagingWriter {
     var size: Int64 { state.withLock { $0.size } }
 
     func write(_ bytes: UnsafeRawBufferPointer) throws(StoreError) {
-        try state.withLock { (state) throws(StoreError) in
-            let descriptor = try state.open(path)
-            guard (try? SystemCall.writeAll(descriptor, bytes, at: state.size)) != nil else {
-                throw .io("Cannot write a staging file.")
-            }
-            state.size += Int64(bytes.count)
-        }
+        try write(bytes, at: nil)
     }
 
     func truncate(to size: Int64) throws(StoreError) {
@@ -484,12 +478,18 @@ final class FileStagingWriter: StagingWriter {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
+        try write(bytes, at: Optional(offset))
+    }
+
+    /// Writes at `offset`, or after the last byte when nil (read under the same lock).
+    private func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64?) throws(StoreError) {
         try state.withLock { (state) throws(StoreError) in
             let descriptor = try state.open(path)
-            guard (try? SystemCall.writeAll(descriptor, bytes, at: offset)) != nil else {
+            let start = offset ?? state.size
+            guard (try? SystemCall.writeAll(descriptor, bytes, at: start)) != nil else {
                 throw .io("Cannot write a staging file.")
             }
-            state.size = max(state.size, offset + Int64(bytes.count))
+            state.size = max(state.size, start + Int64(bytes.count))
         }
     }
 
