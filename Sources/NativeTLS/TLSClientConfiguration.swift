@@ -18,6 +18,9 @@ public struct TLSClientConfiguration: Sendable, Hashable {
     /// ``additionalTrustRoots``; it never weakens verification.
     public var trustsSystemRoots: Bool
 
+    /// Whose AES-GCM encrypts the records (tests choose; everyone else gets `.automatic`).
+    var aesGCM = TLSAESGCM.automatic
+
     /// Creates a configuration that trusts the system store plus `additionalTrustRoots`.
     ///
     /// - Parameters:

@@ -43,7 +43,7 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     ///   unreadable or malformed trust root, or when no root at all would be trusted.
     public init(client configuration: TLSClientConfiguration) throws(TLSError) {
         role = .client
-        pointer = try Self.makeContext(server: false)
+        pointer = try Self.makeContext(server: false, aesGCM: configuration.aesGCM)
         // On failure deinit still runs (every stored property is set) and frees the context.
         try configureClient(configuration)
     }
@@ -56,7 +56,7 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     ///   certificate or key cannot be read or do not match.
     public init(server configuration: TLSServerConfiguration) throws(TLSError) {
         role = .server
-        pointer = try Self.makeContext(server: true)
+        pointer = try Self.makeContext(server: true, aesGCM: configuration.aesGCM)
         // On failure deinit still runs (every stored property is set) and frees the context.
         try configureServer(configuration)
     }
@@ -69,14 +69,17 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     private static let readBufferLength = 17 * 1024
 
     /// A new context with TLS 1.2 as the lowest version, renegotiation off, partial writes
-    /// (each write call returns once a record is out) and, for clients, peer verification.
-    private static func makeContext(server: Bool) throws(TLSError) -> OpaquePointer {
+    /// (each write call returns once a record is out), AES-GCM as `aesGCM` says and, for
+    /// clients, peer verification.
+    private static func makeContext(server: Bool, aesGCM: TLSAESGCM) throws(TLSError) -> OpaquePointer {
         guard TLSLibrary.isAvailable else {
             throw TLSError(.libraryUnavailable, TLSLibrary.unavailableReason ?? "OpenSSL is unavailable")
         }
         let api = OpenSSL.api
         api.ERR_clear_error!()
-        guard let context = api.SSL_CTX_new!(server ? api.TLS_server_method!() : api.TLS_client_method!()) else {
+        let library = aesGCM.library
+        let method = server ? api.TLS_server_method!() : api.TLS_client_method!()
+        guard let context = api.SSL_CTX_new_ex!(library.context, library.query, method) else {
             throw TLSError(.other, "cannot create an OpenSSL context: \(OpenSSL.takeError().message)")
         }
         _ = api.SSL_CTX_ctrl!(context, OpenSSL.ctrlSetMinProtoVersion, Int(OpenSSL.tls12), nil)

@@ -12,6 +12,8 @@ public struct TLSServerConfiguration: Sendable, Hashable {
     /// Tests only: serve TLS 1.1 and nothing newer, with the security level that requires,
     /// to check that clients refuse it.
     var legacyTLS11OnlyForTesting = false
+    /// Whose AES-GCM encrypts the records (tests choose; everyone else gets `.automatic`).
+    var aesGCM = TLSAESGCM.automatic
 
     /// Creates a server configuration.
     ///

@@ -27,10 +27,15 @@ typedef struct bio_method_st cs_bio_method;
 typedef struct evp_md_st cs_evp_md;
 typedef struct evp_md_ctx_st cs_evp_md_ctx;
 typedef struct evp_pkey_ctx_st cs_evp_pkey_ctx;
+typedef struct ossl_lib_ctx_st cs_ossl_lib_ctx;
+typedef struct ossl_provider_st cs_ossl_provider;
 
 /// The server's ALPN choice (`SSL_CTX_set_alpn_select_cb`).
 typedef int (*cs_alpn_select_cb)(cs_ssl *, const unsigned char **, unsigned char *, const unsigned char *,
                                  unsigned int, void *);
+/// A built-in provider's entry point (`OSSL_provider_init_fn`: handle, core functions, its
+/// functions, its context).
+typedef int (*cs_provider_init)(const void *, const void *, const void **, void **);
 /// A PEM passphrase callback.
 typedef int (*cs_pem_password_cb)(char *, int, int, void *);
 
@@ -39,7 +44,7 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(crypto, unsigned long, OpenSSL_version_num, (void)) \
     X(ssl, const cs_ssl_method *, TLS_client_method, (void)) \
     X(ssl, const cs_ssl_method *, TLS_server_method, (void)) \
-    X(ssl, cs_ssl_ctx *, SSL_CTX_new, (const cs_ssl_method *)) \
+    X(ssl, cs_ssl_ctx *, SSL_CTX_new_ex, (cs_ossl_lib_ctx *, const char *, const cs_ssl_method *)) \
     X(ssl, void, SSL_CTX_free, (cs_ssl_ctx *)) \
     X(ssl, long, SSL_CTX_ctrl, (cs_ssl_ctx *, int, long, void *)) \
     X(ssl, uint64_t, SSL_CTX_set_options, (cs_ssl_ctx *, uint64_t)) \
@@ -113,6 +118,10 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(crypto, int, EVP_DigestVerifyInit, \
       (cs_evp_md_ctx *, cs_evp_pkey_ctx **, const cs_evp_md *, void *, cs_evp_pkey *)) \
     X(crypto, int, EVP_DigestVerify, (cs_evp_md_ctx *, const unsigned char *, size_t, const unsigned char *, size_t)) \
+    X(crypto, cs_ossl_lib_ctx *, OSSL_LIB_CTX_new, (void)) \
+    X(crypto, void, OSSL_LIB_CTX_free, (cs_ossl_lib_ctx *)) \
+    X(crypto, int, OSSL_PROVIDER_add_builtin, (cs_ossl_lib_ctx *, const char *, cs_provider_init)) \
+    X(crypto, cs_ossl_provider *, OSSL_PROVIDER_load, (cs_ossl_lib_ctx *, const char *)) \
     X(crypto, unsigned long, ERR_get_error, (void)) \
     X(crypto, unsigned long, ERR_peek_error, (void)) \
     X(crypto, void, ERR_clear_error, (void)) \
