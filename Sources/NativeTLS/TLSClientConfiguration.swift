@@ -18,6 +18,9 @@ public struct TLSClientConfiguration: Sendable, Hashable {
     /// ``additionalTrustRoots``; it never weakens verification.
     public var trustsSystemRoots: Bool
 
+    /// The system store's certificate file instead of `SSL_CERT_FILE` or OpenSSL's default (tests).
+    var systemTrustFile: String?
+
     /// Whose AES-GCM encrypts the records (tests choose; everyone else gets `.automatic`).
     var aesGCM = TLSAESGCM.automatic
 

@@ -33,6 +33,8 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     let pointer: OpaquePointer
     /// Resumable sessions by `host:port`; bounded, since a process talks to few servers.
     private let sessions = Mutex<[String: TLSSession]>([:])
+    /// The system trust store's lazily read file, if trusted; kept as long as the `SSL_CTX`.
+    private var systemTrust: TLSSystemTrust?
     private static let maximumCachedSessions = 64
 
     /// Creates a client context. Blocking: reads trust files and the system store.
@@ -100,10 +102,10 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
         }
         var trusted = 0
         if configuration.trustsSystemRoots {
-            guard api.SSL_CTX_set_default_verify_paths!(pointer) == 1 else {
-                throw TLSError(
-                    .invalidConfiguration, "cannot use the system trust store: \(OpenSSL.takeError().message)")
+            guard let store = api.SSL_CTX_get_cert_store!(pointer) else {
+                throw TLSError(.other, "cannot use the system trust store: the context has no certificate store")
             }
+            systemTrust = TLSSystemTrust(store: store, file: configuration.systemTrustFile)
             trusted += 1
         }
         for source in configuration.additionalTrustRoots {

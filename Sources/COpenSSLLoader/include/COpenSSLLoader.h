@@ -28,6 +28,11 @@ typedef struct evp_md_st cs_evp_md;
 typedef struct evp_md_ctx_st cs_evp_md_ctx;
 typedef struct evp_pkey_ctx_st cs_evp_pkey_ctx;
 typedef struct ossl_lib_ctx_st cs_ossl_lib_ctx;
+typedef struct x509_lookup_st cs_x509_lookup;
+typedef struct x509_lookup_method_st cs_x509_lookup_method;
+typedef struct x509_object_st cs_x509_object;
+typedef struct x509_name_st cs_x509_name;
+typedef struct stack_st cs_stack;
 typedef struct ossl_provider_st cs_ossl_provider;
 
 /// The server's ALPN choice (`SSL_CTX_set_alpn_select_cb`).
@@ -36,6 +41,9 @@ typedef int (*cs_alpn_select_cb)(cs_ssl *, const unsigned char **, unsigned char
 /// A built-in provider's entry point (`OSSL_provider_init_fn`: handle, core functions, its
 /// functions, its context).
 typedef int (*cs_provider_init)(const void *, const void *, const void **, void **);
+/// A certificate lookup's search by subject (`X509_LOOKUP_get_by_subject_fn`; the type is
+/// `X509_LOOKUP_TYPE`).
+typedef int (*cs_lookup_by_subject)(cs_x509_lookup *, int, const cs_x509_name *, cs_x509_object *);
 /// A PEM passphrase callback.
 typedef int (*cs_pem_password_cb)(char *, int, int, void *);
 
@@ -49,7 +57,6 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(ssl, long, SSL_CTX_ctrl, (cs_ssl_ctx *, int, long, void *)) \
     X(ssl, uint64_t, SSL_CTX_set_options, (cs_ssl_ctx *, uint64_t)) \
     X(ssl, void, SSL_CTX_set_verify, (cs_ssl_ctx *, int, void *)) \
-    X(ssl, int, SSL_CTX_set_default_verify_paths, (cs_ssl_ctx *)) \
     X(ssl, cs_x509_store *, SSL_CTX_get_cert_store, (const cs_ssl_ctx *)) \
     X(ssl, int, SSL_CTX_use_certificate, (cs_ssl_ctx *, cs_x509 *)) \
     X(ssl, int, SSL_CTX_use_PrivateKey, (cs_ssl_ctx *, cs_evp_pkey *)) \
@@ -86,6 +93,25 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(crypto, int, X509_VERIFY_PARAM_set1_ip_asc, (cs_x509_verify_param *, const char *)) \
     X(crypto, const char *, X509_verify_cert_error_string, (long)) \
     X(crypto, int, X509_STORE_add_cert, (cs_x509_store *, cs_x509 *)) \
+    X(crypto, int, X509_STORE_lock, (cs_x509_store *)) \
+    X(crypto, int, X509_STORE_unlock, (cs_x509_store *)) \
+    X(crypto, cs_stack *, X509_STORE_get0_objects, (const cs_x509_store *)) \
+    X(crypto, cs_x509_lookup *, X509_STORE_add_lookup, (cs_x509_store *, cs_x509_lookup_method *)) \
+    X(crypto, cs_x509_lookup_method *, X509_LOOKUP_meth_new, (const char *)) \
+    X(crypto, int, X509_LOOKUP_meth_set_get_by_subject, (cs_x509_lookup_method *, cs_lookup_by_subject)) \
+    X(crypto, cs_x509_lookup_method *, X509_LOOKUP_hash_dir, (void)) \
+    X(crypto, cs_x509_lookup_method *, X509_LOOKUP_store, (void)) \
+    X(crypto, int, X509_LOOKUP_ctrl, (cs_x509_lookup *, int, const char *, long, char **)) \
+    X(crypto, int, X509_LOOKUP_set_method_data, (cs_x509_lookup *, void *)) \
+    X(crypto, void *, X509_LOOKUP_get_method_data, (const cs_x509_lookup *)) \
+    X(crypto, cs_x509_store *, X509_LOOKUP_get_store, (const cs_x509_lookup *)) \
+    X(crypto, int, X509_load_cert_crl_file, (cs_x509_lookup *, const char *, int)) \
+    X(crypto, cs_x509_object *, X509_OBJECT_retrieve_by_subject, (cs_stack *, int, const cs_x509_name *)) \
+    X(crypto, cs_x509 *, X509_OBJECT_get0_X509, (const cs_x509_object *)) \
+    X(crypto, int, X509_OBJECT_set1_X509, (cs_x509_object *, cs_x509 *)) \
+    X(crypto, const char *, X509_get_default_cert_file, (void)) \
+    X(crypto, const char *, X509_get_default_cert_file_env, (void)) \
+    X(crypto, int, OPENSSL_sk_num, (const cs_stack *)) \
     X(crypto, void, X509_free, (cs_x509 *)) \
     X(crypto, void, EVP_PKEY_free, (cs_evp_pkey *)) \
     X(crypto, cs_bio *, BIO_new_mem_buf, (const void *, int)) \
