@@ -9,8 +9,8 @@ internal import CAESGCM
 /// speed on this project's benchmark machine, and OpenSSL keeps the whole protocol: the
 /// provider swaps only the cipher under its record layer.
 enum TLSAESGCM: Sendable, Hashable {
-    /// CAESGCM's where the CPU has the instructions and the code was compiled optimized
-    /// (``TLSLibrary/acceleratesAESGCM``); OpenSSL's otherwise.
+    /// CAESGCM's where the CPU has the instructions and the code was compiled optimized;
+    /// OpenSSL's otherwise.
     case automatic
     /// CAESGCM's wherever the CPU has the instructions, even unoptimized (tests).
     case accelerated

@@ -19,13 +19,6 @@ public enum TLSLibrary {
         OpenSSL.isLoaded
     }
 
-    /// Whether TLS contexts encrypt AES-GCM records with CAESGCM's VAES code rather than
-    /// OpenSSL's: on x86_64 CPUs with VAES and VPCLMULQDQ, in optimized builds. Blocking on
-    /// first use (loads OpenSSL).
-    public static var acceleratesAESGCM: Bool {
-        TLSAESGCM.automatic.library.context != nil
-    }
-
     /// Why OpenSSL could not be loaded (which library or function was missing, or that it is
     /// older than 3.0), or `nil` when it is available. Blocking on first use (file I/O).
     public static var unavailableReason: String? {

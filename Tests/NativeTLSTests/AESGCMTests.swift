@@ -141,35 +141,52 @@ struct AESGCMTests {
         #expect(cs_gcm_add_aad(&state, &key, [1], 1) == 0)
     }
 
-    /// An engine pair whose client and server each use the AES-GCM named; `tls12` caps the
-    /// server at TLS 1.2 (its GCM suites run the provider's TLS 1.2 record path).
-    static func pair(client: TLSAESGCM, server: TLSAESGCM, tls12: Bool) throws -> TLSEngineTests.Pair {
+    /// A protocol version and AES-GCM key size to negotiate.
+    enum Setup: CaseIterable {
+        case tls13AES128, tls13AES256, tls12AES128, tls12AES256
+
+        var version: String { self == .tls12AES128 || self == .tls12AES256 ? "TLS 1.2" : "TLS 1.3" }
+    }
+
+    /// An engine pair whose client and server each use the AES-GCM named, negotiating `setup`
+    /// (TLS 1.2 runs the provider's TLS 1.2 record path).
+    static func pair(client: TLSAESGCM, server: TLSAESGCM, setup: Setup) throws -> TLSEngineTests.Pair {
         var clientConfiguration = TLSClientConfiguration(
             additionalTrustRoots: [.file(TestPKI.path("test-ca.pem"))], trustsSystemRoots: false)
         clientConfiguration.aesGCM = client
         var serverConfiguration = TestPKI.server("localhost")
         serverConfiguration.aesGCM = server
+        let clientContext = try TLSContext(client: clientConfiguration)
         let serverContext = try TLSContext(server: serverConfiguration)
-        if tls12 {
-            _ = OpenSSL.api.SSL_CTX_ctrl!(
-                serverContext.pointer, OpenSSL.ctrlSetMaxProtoVersion, Int(OpenSSL.tls12), nil)
+        let api = OpenSSL.api
+        switch setup {
+        case .tls13AES128:
+            break
+        case .tls13AES256:
+            #expect(api.SSL_CTX_set_ciphersuites!(clientContext.pointer, "TLS_AES_256_GCM_SHA384") == 1)
+        case .tls12AES128, .tls12AES256:
+            _ = api.SSL_CTX_ctrl!(serverContext.pointer, OpenSSL.ctrlSetMaxProtoVersion, Int(OpenSSL.tls12), nil)
+            let bits = setup == .tls12AES128 ? "128-GCM-SHA256" : "256-GCM-SHA384"
+            let suite = "ECDHE-ECDSA-AES\(bits):ECDHE-RSA-AES\(bits)"  // whichever the test key is
+            #expect(api.SSL_CTX_set_cipher_list!(clientContext.pointer, suite) == 1)
         }
         return TLSEngineTests.Pair(
-            client: try TLSEngine(client: try TLSContext(client: clientConfiguration), host: "localhost", port: 443),
+            client: try TLSEngine(client: clientContext, host: "localhost", port: 443),
             server: try TLSEngine(server: serverContext))
     }
 
     /// Records sealed by CAESGCM open with OpenSSL's AES-GCM and the other way round, in TLS
-    /// 1.3 and 1.2, whole and partial, in both directions; a forged record is refused.
+    /// 1.3 and 1.2 with either key size, whole and partial, in both directions; a forged record
+    /// is refused.
     @Test(arguments: [
         (TLSAESGCM.accelerated, TLSAESGCM.openSSL), (.openSSL, .accelerated), (.accelerated, .accelerated),
     ])
     func recordsInteroperateWithOpenSSL(client: TLSAESGCM, server: TLSAESGCM) throws {
-        for tls12 in [false, true] {
+        for setup in Setup.allCases {
             let made = TLSAESGCM.contextsMade
-            let pair = try Self.pair(client: client, server: server, tls12: tls12)
+            let pair = try Self.pair(client: client, server: server, setup: setup)
             try pair.handshake()
-            #expect(pair.client.negotiatedProtocolVersion == (tls12 ? "TLS 1.2" : "TLS 1.3"))
+            #expect(pair.client.negotiatedProtocolVersion == setup.version)
             #expect(TLSAESGCM.contextsMade > made)
             for length in [0, 1, 15, 16, 17, 127, 128, 129, 16383, 16384, 16385, 300_001] {
                 let up = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ length) }
