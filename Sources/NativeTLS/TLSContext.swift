@@ -16,8 +16,8 @@ import Synchronization
 /// ```
 ///
 /// SAFETY (`@unchecked Sendable`): the `SSL_CTX` is fully configured in `init` and never
-/// changed afterwards (OpenSSL allows concurrent `SSL_new` on such a context), and the
-/// session cache is behind a `Mutex`.
+/// changed afterwards (OpenSSL allows concurrent `SSL_new` on such a context), `systemTrust`
+/// is set in `init` only (and guards its own state), and the session cache is behind a `Mutex`.
 public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note above
     /// Which side of a connection this context configures.
     public enum Role: Sendable, Hashable {
@@ -34,6 +34,7 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     /// Resumable sessions by `host:port`; bounded, since a process talks to few servers.
     private let sessions = Mutex<[String: TLSSession]>([:])
     /// The system trust store's lazily read file, if trusted; kept as long as the `SSL_CTX`.
+    /// Set in `init` only.
     private var systemTrust: TLSSystemTrust?
     private static let maximumCachedSessions = 64
 
