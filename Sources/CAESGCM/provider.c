@@ -213,16 +213,15 @@ static int tls12_record(cs_gcm_context *context, uint8_t *output, size_t *output
     context->tls_aad_set = 0;
     if (output != input || length < explicit_iv_length + tag_length || !context->key_set || !context->tls_iv_fixed)
         return 0;
-    if (context->encrypting) {
+    /* Encrypting, the explicit IV part goes out and counts up; decrypting, it comes in. */
+    if (context->encrypting)
         memcpy(output, context->iv + fixed_iv_length, explicit_iv_length);
-        context->iv_set = 1;
-        cs_gcm_start(&context->state, &context->key, context->iv);
-        count_up(context->iv);
-    } else {
+    else
         memcpy(context->iv + fixed_iv_length, input, explicit_iv_length);
-        cs_gcm_start(&context->state, &context->key, context->iv);
-    }
-    context->started = 1;
+    context->iv_set = 1;
+    context->started = 0;
+    if (!start(context)) return 0;
+    if (context->encrypting) count_up(context->iv);
     size_t text = length - explicit_iv_length - tag_length;
     cs_gcm_add_aad(&context->state, &context->key, context->tls_aad, sizeof(context->tls_aad));
     if (!cs_gcm_crypt(&context->state, &context->key, input + explicit_iv_length, output + explicit_iv_length, text,
@@ -230,8 +229,8 @@ static int tls12_record(cs_gcm_context *context, uint8_t *output, size_t *output
         return 0;
     uint8_t *tag = output + explicit_iv_length + text;
     if (context->encrypting) {
-        cs_gcm_finish(&context->state, &context->key, tag);
-        context->started = 0;
+        finish(context);
+        memcpy(tag, context->tag, tag_length);
         *output_length = length;
         return 1;
     }
@@ -273,9 +272,9 @@ static int final(void *opaque, uint8_t *output, size_t *output_length, size_t ou
 
 static int one_shot(void *opaque, uint8_t *output, size_t *output_length, size_t output_size, const uint8_t *input,
                     size_t length) {
-    cs_gcm_context *context = opaque;
-    if (context->tls_aad_set) return tls12_record(context, output, output_length, input, length);
-    if (input != NULL) return update(opaque, output, output_length, output_size, input, length);
+    const cs_gcm_context *context = opaque;
+    /* update() takes a TLS 1.2 record whole, and text; no input ends the message. */
+    if (context->tls_aad_set || input != NULL) return update(opaque, output, output_length, output_size, input, length);
     return final(opaque, output, output_length, output_size);
 }
 

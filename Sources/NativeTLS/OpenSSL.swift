@@ -1,4 +1,3 @@
-internal import CAESGCM
 internal import COpenSSLLoader
 
 /// The OpenSSL functions resolved at run time, and the few spelled-out macros of its C API.
@@ -9,39 +8,6 @@ enum OpenSSL {
     /// The function table: every entry is nil when OpenSSL is unavailable, so only use it once
     /// ``TLSLibrary/isAvailable`` said yes.
     static let api: cs_openssl = cs_openssl_load()?.pointee ?? cs_openssl()
-
-    /// The library context AES-GCM-accelerated TLS contexts are made in: OpenSSL's default
-    /// provider plus CAESGCM's (``acceleratedAESGCMQuery`` prefers it), or nil where the CPU
-    /// lacks VAES or VPCLMULQDQ or the provider does not load. A context of its own keeps the
-    /// provider from every other OpenSSL user in the process, and from its configuration file.
-    static let acceleratedAESGCMLibrary: LibraryContext? = {
-        guard isLoaded, cs_gcm_is_accelerated() == 1 else { return nil }
-        let api = OpenSSL.api
-        api.ERR_clear_error!()
-        guard let library = api.OSSL_LIB_CTX_new!() else { return nil }
-        let name = String(cString: cs_gcm_provider_name)
-        guard api.OSSL_PROVIDER_add_builtin!(library, name, cs_gcm_provider_init) == 1,
-            api.OSSL_PROVIDER_load!(library, "default") != nil,
-            api.OSSL_PROVIDER_load!(library, name) != nil
-        else {
-            api.ERR_clear_error!()
-            api.OSSL_LIB_CTX_free!(library)
-            return nil
-        }
-        return LibraryContext(pointer: library)
-    }()
-
-    /// An OpenSSL library context (`OSSL_LIB_CTX`), made once and kept for the process.
-    ///
-    /// SAFETY (`@unchecked Sendable`): a library context is safe to use from any thread once
-    /// its providers are loaded, which happens before this value exists; it is never freed.
-    struct LibraryContext: @unchecked Sendable {  // SAFETY: see the note above
-        let pointer: OpaquePointer
-    }
-
-    /// The property query that makes contexts of ``acceleratedAESGCMLibrary`` take CAESGCM's
-    /// AES-GCM, and OpenSSL's default provider for everything else.
-    static let acceleratedAESGCMQuery = "?provider=" + String(cString: cs_gcm_provider_name)
 
     // Constants of the OpenSSL 3 ABI (ssl.h, tls1.h, bio.h, err.h), which the loader's header leaves out.
     static let errorNone: Int32 = 0
