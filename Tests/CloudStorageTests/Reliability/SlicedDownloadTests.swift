@@ -48,6 +48,20 @@ struct SlicedDownloadTests {
         }
     }
 
+    /// Writes `reference` to `file` in a new temporary directory and expects the call to return
+    /// that file and its bytes to be `expected`; `inspect` sees the directory before it goes.
+    static func expectDownload(
+        _ reference: StorageReference, toFileNamed file: String = "copy.bin", equals expected: Data,
+        sourceLocation: SourceLocation = #_sourceLocation, inspect: (_ directory: URL) throws -> Void = { _ in }
+    ) async throws {
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appendingPathComponent(file)
+        #expect(try await reference.writeAsync(toFile: target) == target, sourceLocation: sourceLocation)
+        #expect(try Data(contentsOf: target) == expected, sourceLocation: sourceLocation)
+        try inspect(directory)
+    }
+
     /// The slices' ranges the SDK plans for `size` bytes in `count` slices.
     static func plan(_ size: Int, _ count: Int) -> [ByteRange] {
         RangedDownloadStateMachine.slices(of: Int64(size), count: count)
@@ -56,12 +70,9 @@ struct SlicedDownloadTests {
     @Test(arguments: [(1, 4), (3, 4), (4, 4), (1000, 3), (256 * 1024 + 1, 4), (1024 * 1024 + 3, 7), (99_999, 2)])
     func bytesAreExactForEverySliceCount(size: Int, slices: Int) async throws {
         try await Self.withSlicedDownload(size: size, slices: slices) { emulator, probe, storage, payload in
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            #expect(try await storage.reference(withPath: Self.name).writeAsync(toFile: target) == target)
-            #expect(try Data(contentsOf: target) == payload)
-            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["copy.bin"])
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload) { directory throws in
+                #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["copy.bin"])
+            }
             let plan = Self.plan(size, slices)
             let gets = probe.sent
             #expect(gets.count == plan.count, "one GET per slice, and none more")
@@ -78,11 +89,7 @@ struct SlicedDownloadTests {
     func slicesOnEveryTransport(route: TestRoute) async throws {
         let size = 500_001
         try await Self.withSlicedDownload(size: size, slices: 3, route: route) { _, probe, storage, payload in
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == payload)
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
             #expect(probe.sent.count == 3)
         }
     }
@@ -91,11 +98,7 @@ struct SlicedDownloadTests {
         let size = 8 * 1024 * 1024 + 3
         let enough = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: 1)
         try await Self.withSlicedDownload(size: size, slices: 4, slicingProbe: enough) { _, probe, storage, payload in
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == payload)
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
             #expect(probe.sent.map(\.range) == [nil], "one request for the whole object")
         }
     }
@@ -105,11 +108,7 @@ struct SlicedDownloadTests {
         let never = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: .max)
         try await Self.withSlicedDownload(size: size, slices: 4, slicingProbe: never) {
             emulator, probe, storage, payload in
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == payload)
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
             let gets = probe.sent
             #expect(gets.count == 4 && gets.first?.range == nil)
             // The other three cover, back to back, the bytes from some point after the first
@@ -131,11 +130,7 @@ struct SlicedDownloadTests {
         let size = 300_000
         try await Self.withSlicedDownload(size: size, slices: 8, threshold: Int64(size) + 1) {
             _, probe, storage, payload in
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == payload)
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
             #expect(probe.sent.map(\.range) == [nil])
         }
     }
@@ -168,11 +163,7 @@ struct SlicedDownloadTests {
             let storage = Storage(
                 bucket: Reliability.bucket, endpoint: .firebase(emulator.baseURL), authorization: .none,
                 configuration: configuration, transport: probe)
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == payload)
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
             #expect(probe.sent.map(\.range) == [nil])
         }
     }
@@ -185,11 +176,7 @@ struct SlicedDownloadTests {
             var metadata = StorageMetadata()
             metadata.contentEncoding = "gzip"
             _ = try await reference.putDataAsync(stored, metadata: metadata)
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("app.js")
-            _ = try await reference.writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == original)
+            try await Self.expectDownload(reference, toFileNamed: "app.js", equals: original)
             #expect(probe.sent.map(\.range) == [nil], "one GET, whole")
         }
     }
@@ -200,11 +187,7 @@ struct SlicedDownloadTests {
             let plan = Self.plan(size, 4)
             let faulted = plan[2]
             probe.fault(sliceStartingAt: faulted.start, with: try emulator.installFaultPlan(["reset-after-100000"]))
-            let directory = try TestSupport.temporaryDirectory()
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let target = directory.appendingPathComponent("copy.bin")
-            _ = try await storage.reference(withPath: Self.name).writeAsync(toFile: target)
-            #expect(try Data(contentsOf: target) == payload)
+            try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
             let gets = probe.sent
             #expect(gets.count == plan.count + 1, "one request more than the slices: the faulted slice's resumption")
             #expect(emulator.requestsReceived == 1 + plan.count + 1, "the server saw the upload and those GETs only")
