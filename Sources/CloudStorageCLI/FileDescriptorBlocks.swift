@@ -117,9 +117,7 @@ private final class BlockReader: Sendable {
                     wake.signal()
                 case .start:
                     // Started at the first request, so nothing is read before the upload wants it.
-                    let thread = Thread { [self] in readLoop() }
-                    thread.name = "cloud-storage input"
-                    thread.start()
+                    Thread.start(named: "cloud-storage input") { [self] in readLoop() }
                     wake.signal()
                 }
             }

@@ -43,9 +43,7 @@ final class OutputWriter: Sendable {
     /// - Parameter fd: Where the bytes go; it is not closed.
     init(fd: Int32 = StandardStream.output) {
         self.fd = fd
-        let thread = Thread { [self] in run() }
-        thread.name = "cloud-storage output"
-        thread.start()
+        Thread.start(named: "cloud-storage output") { [self] in run() }
     }
 
     /// Writes all of `bytes`, waiting until they are written.

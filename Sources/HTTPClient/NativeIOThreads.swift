@@ -62,12 +62,10 @@ final class NativeIOThreads: Sendable {
         }
         let worker = Worker()
         worker.job.withLock { $0 = job }
-        let thread = Thread { [self] in
+        Thread.start(named: name) { [self] in
             Self.blockSIGPIPE()
             serve(worker)
         }
-        thread.name = name
-        thread.start()
     }
 
     /// A thread's life: run the job in the mailbox, offer itself as idle, wait; end when idle too long.

@@ -100,9 +100,7 @@ package final class BlockingThreadPool: Sendable {
             return
         }
         if startThread {
-            let thread = Thread { [self] in work() }
-            thread.name = "BlockingThreadPool"
-            thread.start()
+            Thread.start(named: "BlockingThreadPool") { [self] in work() }
         }
         ready.signal()
     }

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Synchronization
+import SystemCalls
 
 /// Hands a configuration's events to its handler on a thread of its own, through a bounded
 /// buffer, so that whoever emits an event (an I/O thread, a request's task) only takes a lock,
@@ -53,12 +54,7 @@ final class StorageEventDelivery: Sendable {
     init(handler: any StorageEventHandler, capacity: Int) {
         self.handler = handler
         buffer = Buffer(capacity: capacity)
-        let thread = Thread { [buffer, handler] in
-            // Named from inside: Foundation on Linux names only the current thread. At most 15 characters.
-            Thread.current.name = "storage-events"
-            Self.deliver(buffer, to: handler)
-        }
-        thread.start()
+        Thread.start(named: "storage-events") { [buffer, handler] in Self.deliver(buffer, to: handler) }
     }
 
     deinit {
