@@ -222,7 +222,7 @@ public final class StorageEmulator: Sendable {
     /// Each request carrying the header consumes the plan's next instruction;
     /// once the plan is used up requests pass. The grammar:
     /// `pass`, `return-<status>`, `return-<status>-after-<N>`, `reset-after-<N>`,
-    /// `stall-<ms>ms-after-<N>`, `stall-after-<N>`, `drop-response`, where N is a
+    /// `stall-<ms>ms-after-<N>`, `stall-after-<N>`, `drop-response`, `hold-response`, where N is a
     /// byte count with an optional `K`/`M` (1024-based) suffix; or one
     /// `random:seed=<n>,rate=<0..1>`. For a media download N counts response body
     /// bytes: `reset-after-<N>` and the stalls act after sending N of them (see

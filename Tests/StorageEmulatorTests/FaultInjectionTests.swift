@@ -174,6 +174,19 @@ struct FaultInjectionTests {
         #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).status == 200)
     }
 
+    @Test("hold-response processes and commits the request, then holds the connection without answering")
+    func holdResponse() throws {
+        let harness = try Harness()
+        let session = harness.startGCSSession(name: "obj")
+        var headers = try plan(harness, ["hold-response"])
+        headers.add("Content-Range", "bytes 0-9/10")
+        let held = harness.send("PUT", session, headers: headers, body: testBytes(10))
+        #expect(held.holds == 1)
+        #expect(held.status == nil)
+        #expect(harness.object("bkt", "obj") == Data(testBytes(10)))
+        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).status == 200)
+    }
+
     @Test("Plans over HTTP: POST /_emulator/v1/faults returns an id; invalid instructions are 400")
     func httpInstall() throws {
         let harness = try Harness()

@@ -14,6 +14,8 @@ struct FaultPlanTests {
         #expect(try FaultInstruction.parse("reset-after-0") == .resetAfter(bytes: 0))
         #expect(try FaultInstruction.parse("stall-250ms-after-100") == .stall(milliseconds: 250, afterBytes: 100))
         #expect(try FaultInstruction.parse(" drop-response ") == .dropResponse)
+        #expect(try FaultInstruction.parse("Hold-Response") == .holdResponse)
+        #expect(FaultInstruction.holdResponse.description == "hold-response")
         #expect(try FaultInstruction.parse("stall-after-64K") == .hold(afterBytes: 65_536))
         #expect(FaultInstruction.hold(afterBytes: 7).description == "stall-after-7")
         #expect(try FaultInstruction.parse(FaultInstruction.hold(afterBytes: 7).description) == .hold(afterBytes: 7))
@@ -77,6 +79,7 @@ struct FaultPlanTests {
                 case .stall: "stall"
                 case .hold: "hold"
                 case .dropResponse: "drop"
+                case .holdResponse: "hold-response"
                 }
             })
         #expect(kinds.count == 6, "a random plan never holds a connection")

@@ -326,7 +326,11 @@ struct UploadEngine: Sendable {
             case .readChecksum(let wait):
                 event = .checksumRead(wait ? try await prepared.crc32c() : prepared.knownCRC32C)
             case .send(let chunk):
-                event = try await send(chunk, of: prepared, upload, &runner, progress)
+                do throws(StorageError) {
+                    event = try await send(chunk, of: prepared, upload, &runner, progress)
+                } catch let error where error.code == .cancelled && chunk.finalizes {
+                    event = try await finalAnswer(afterCancelling: chunk, upload, runner, cancel: error)
+                }
             case .report(let committed, let newHigh):
                 progress(committed)
                 if newHigh { runner.madeProgress() }
@@ -392,6 +396,40 @@ struct UploadEngine: Sendable {
         return try await ask(
             request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
             sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
+    }
+
+    /// What became of a finalizing `chunk` whose request a pause or cancel aborted: the
+    /// session's completion when the server finalized the object anyway, or `cancel` thrown.
+    ///
+    /// Aborting a connection does not take back bytes already written to it: a cancel that
+    /// lands as the last bytes go out leaves the server reading them to the end and storing
+    /// the object. So before the cancel ends the upload (and deletes the session), the session
+    /// is asked once, from a task of its own (this one is cancelled). A final session means the
+    /// object is stored, and success wins over the late stop; an open session is deleted as
+    /// for any cancel. (A server that had not begun reading the aborted request when the
+    /// query came could still finalize it: the window shrinks to the server's scheduling.)
+    private func finalAnswer(
+        afterCancelling chunk: ResumableUploadStateMachine.Chunk,
+        _ upload: UploadDescription,
+        _ runner: RequestRunner,
+        cancel: StorageError
+    ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
+        let query = wire.query(session: chunk.session)
+        let stored = await Task { () -> StorageMetadata? in
+            var runner = runner
+            guard
+                case .answer(let response)? = try? await runner.send(
+                    query, accepting: wire.sessionAnswerStatuses, about: .object(upload.objectName))
+            else { return nil }
+            switch try? wire.sessionState(from: response, after: .query) {
+            case .complete(let stored)?: return stored
+            // Final, but the answer does not say with what: the object's size and CRC32C must match.
+            case .completeWithoutMetadata?, .completeUnreadable?: return try? await storedCopy(of: upload, &runner)
+            case .active?, .gone?, nil: return nil
+            }
+        }.value
+        guard let stored else { throw cancel }
+        return .answered(.init(state: .complete(stored), httpStatus: 200, serverMessage: nil))
     }
 
     /// Opens a session. Shielded: once the server opens one, its URL must arrive, or a pause

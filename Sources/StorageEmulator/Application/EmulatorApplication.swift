@@ -196,10 +196,17 @@ package final class EmulatorApplication: ServerApplication {
             guard let answer = errorAnswer(error, match.group.flavor, responder) else { return }
             reply = answer
         }
-        if case .dropResponse = instruction {
+        switch instruction {
+        case .dropResponse:
             reply.stream?.reader.close()
             responder.closeConnection()
             return
+        case .holdResponse:
+            reply.stream?.reader.close()
+            responder.holdConnection(limit: FaultInstruction.holdLimit)
+            return
+        default:
+            break
         }
         send(reply, to: responder, responseFault: responseFault)
     }
@@ -277,7 +284,7 @@ package final class EmulatorApplication: ServerApplication {
     private func actsOnResponseBody(_ instruction: FaultInstruction) -> Bool {
         switch instruction {
         case .resetAfter, .stall, .hold: true
-        case .pass, .respond, .respondAfter, .dropResponse: false
+        case .pass, .respond, .respondAfter, .dropResponse, .holdResponse: false
         }
     }
 

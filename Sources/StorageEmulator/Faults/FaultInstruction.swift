@@ -11,6 +11,7 @@
 /// | `stall-<ms>ms-after-<N>` | read N body bytes, sleep `<ms>` milliseconds, then carry on normally |
 /// | `stall-after-<N>` | read N body bytes, commit them like `reset-after-<N>`, then send nothing more and hold the connection until the client closes it (or the emulator stops), then close it |
 /// | `drop-response` | serve the request fully (committing everything), then close the connection without answering |
+/// | `hold-response` | serve the request fully (committing everything), then send nothing and hold the connection as `stall-after-<N>` does: the answer of a request that took effect never comes |
 ///
 /// `N` is a byte count with an optional `K` or `M` suffix (1024-based):
 /// `256K` is 262144. A body shorter than N triggers the fault when the body
@@ -56,8 +57,10 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
     /// `stall-after-<N>`: hold the connection until the client closes it.
     case hold(afterBytes: Int64)
     case dropResponse
+    /// `hold-response`: serve the request, then hold the connection, unanswered, until the client closes it.
+    case holdResponse
 
-    /// The longest a `stall-after-<N>` holds a connection the client never closes.
+    /// The longest a `stall-after-<N>` or `hold-response` holds a connection the client never closes.
     package static let holdLimit: Duration = .seconds(600)
 
     /// Parses one instruction.
@@ -72,6 +75,8 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
             return .pass
         case "drop" where parts == ["drop", "response"]:
             return .dropResponse
+        case "hold" where parts == ["hold", "response"]:
+            return .holdResponse
         case "return":
             guard let status = parseStatus(parts.count > 1 ? parts[1] : "") else { throw invalid }
             if parts.count == 2 { return .respond(status: status) }
@@ -104,6 +109,7 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
         case .stall(let milliseconds, let bytes): "stall-\(milliseconds)ms-after-\(bytes)"
         case .hold(let bytes): "stall-after-\(bytes)"
         case .dropResponse: "drop-response"
+        case .holdResponse: "hold-response"
         }
     }
 
@@ -111,7 +117,7 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
     package var triggerOffset: Int64? {
         switch self {
         case .respondAfter(_, let bytes), .resetAfter(let bytes), .stall(_, let bytes), .hold(let bytes): bytes
-        case .pass, .respond, .dropResponse: nil
+        case .pass, .respond, .dropResponse, .holdResponse: nil
         }
     }
 

@@ -10,7 +10,7 @@ import Synchronization
 /// `drop-response`, with N below 1 MiB and stalls below 200 ms), otherwise
 /// `pass`. The same seed and the same order of requests give the same faults.
 ///
-/// A random plan never draws `stall-after-<N>` (a hold that only the client's
+/// A random plan never draws `stall-after-<N>` or `hold-response` (holds that only the client's
 /// time-out ends), and its short stalls are meant for clients whose request
 /// time-out is orders of magnitude longer (the SDK's default is 60 s): with a
 /// time-out near 200 ms a random stall would race it, and the outcome would

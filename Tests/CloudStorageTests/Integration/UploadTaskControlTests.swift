@@ -115,6 +115,35 @@ struct UploadTaskControlTests {
         #expect(Reliability.liveSessions(emulator) == 0, "the cancel deleted the session")
     }
 
+    /// A pause or cancel that aborts the finalizing request after the server stored the object
+    /// (`hold-response`: it took effect, its answer never comes) ends in success with that
+    /// object: the engine asks the session before the stop ends the upload. Never `.cancelled`
+    /// beside a stored object.
+    @Test(arguments: Reliability.Route.all, [false, true])
+    func aStopAfterTheServerFinalizedEndsInSuccess(route: Reliability.Route, pausing: Bool) async throws {
+        // The session start and the first 512 KiB pass; the last request (its CRC32C is
+        // computed up front below 32 MiB, so it is the third) is stored, then held unanswered.
+        try await Reliability.withEmulator(for: route.via, faults: ["pass", "pass", "hold-response"]) { emulator in
+            let storage = Reliability.storage(route, emulator) {
+                try $0.uploads.setChunkSize(Int64(Self.chunk))
+                $0.uploads.multipartThreshold = -1
+            }
+            let payload = TestSupport.payload(size: 2 * Self.chunk, seed: 14)
+            let ref = storage.reference(withPath: "finalized/\(pausing ? "paused" : "cancelled").bin")
+            let task = ref.putData(payload)
+            let observed = TestSupport.observe(task)
+            // The suite's time limit ends the wait if the object never comes.
+            while Reliability.record(ref.fullPath, in: emulator) == nil {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            if pausing { await task.pause() } else { await task.cancel() }
+            let metadata = try await task.value
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            let terminals = await observed.value.filter(\.status.isTerminal)
+            #expect(terminals.map(\.status) == [.success])
+        }
+    }
+
     @Test(arguments: TestRoute.all)
     func cancelWhilePausedEndsInCancelled(route: TestRoute) async throws {
         try await Self.withHeldUpload(route: route) { storage, emulator in
