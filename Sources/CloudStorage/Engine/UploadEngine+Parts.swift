@@ -29,7 +29,8 @@ struct PartsCheckpoint: Sendable, Equatable {
 /// Parallel upload of one file: Cloud Storage's XML API multipart upload (DESIGN.md, decision
 /// 17). Above ``StorageConfiguration/Uploads/Parallel/threshold`` a file goes up in parts,
 /// ``StorageConfiguration/Uploads/Parallel/connections`` at a time, each part a region of the
-/// file sent as it lies (no copy), with its CRC32C for the server to check; each part retries
+/// file sent as it lies (no copy), its CRC32C checked by the server (see
+/// ``sendPart(_:offset:length:_:_:_:_:_:)``); each part retries
 /// on its own with its own ``RequestRunner``. The object's CRC32C is the parts' combined, and
 /// the stored object is checked against it as every upload is.
 ///
@@ -145,15 +146,7 @@ extension UploadEngine {
     ) async throws(StorageError)
         -> UInt32
     {
-        try await BlockingIO.run { () throws(StorageError) -> UInt32 in
-            var crc = CRC32C()
-            try crc.update(
-                reading: { (buffer, count, at) throws(StorageError) in
-                    try file.readExactly(into: buffer, count: count, at: at)
-                },
-                from: offset, to: offset + length, blockSize: PreparedSource.checksumBlockSize)
-            return crc.value
-        }
+        try await InlineChecksum(of: offset..<offset + length).value(reading: file)
     }
 
     /// Opens the multipart upload; nil when the server does not speak the protocol (a clean
@@ -240,26 +233,43 @@ extension UploadEngine {
     }
 
     /// Sends one part until the server stores it, retrying on its own budget.
+    ///
+    /// Its CRC32C goes one of two ways. When the transport reads the part's bytes itself to
+    /// send them (TLS), it hashes them as it reads (``InlineChecksum``),
+    /// and the hash is checked against the one the server reports having stored (`x-goog-hash`,
+    /// as Cloud Storage answers a part): the file is read once. Otherwise (`sendfile` over plain
+    /// HTTP, where no byte passes through the client) the part is hashed first and the request
+    /// carries the hash for the server to check. Either way a part the server stored wrongly
+    /// fails the upload before Complete could assemble it; a server that reports no hash leaves
+    /// the check to the object's combined CRC32C.
     private func sendPart(
         _ number: Int, offset: Int64, length: Int64, _ upload: UploadDescription, _ prepared: PreparedSource,
         _ wire: XMLMultipartProtocol, _ checkpoint: UploadCheckpoint, _ tally: PartsTally
     ) async throws(StorageError) {
         guard let file = prepared.file else { throw .internalError("Only a file is uploaded in parts.") }
         try await prepared.checkUnchanged()
-        let crc32c =
-            storage.configuration.verifiesChecksums
-            ? try await Self.crc32c(of: file, from: offset, length: length) : nil
+        let verifies = storage.configuration.verifiesChecksums
+        let baseURL = storage.endpoint.baseURL
+        let inline =
+            verifies && storage.transport.carrier(for: baseURL).capabilities.readsFileRegions(to: baseURL)
+            ? InlineChecksum(of: offset..<offset + length) : nil
+        let sentCRC32C = verifies && inline == nil ? try await Self.crc32c(of: file, from: offset, length: length) : nil
         let request = wire.part(
             uploadID: checkpoint.parts.uploadID ?? "", bucket: upload.bucket, name: upload.objectName, number: number,
-            body: HTTPRequestBody(segments: [.fileRegion(file, offset: offset, length: length)]), crc32c: crc32c)
+            body: HTTPRequestBody(segments: [
+                .fileRegion(
+                    inline.map { HashingBodyFile(file: file, checksum: $0) } ?? file, offset: offset, length: length)
+            ]),
+            crc32c: sentCRC32C)
         var runner = RequestRunner(storage: storage, operation: .upload)
         while true {
             try await prepared.checkUnchanged()
             let outcome = try await runner.send(
-                request, accepting: [200], about: .object(upload.objectName), sentChecksum: crc32c != nil,
+                request, accepting: [200], about: .object(upload.objectName), sentChecksum: sentCRC32C != nil,
                 progress: { sent in tally.sending(number, min(sent, length)) })
             switch outcome {
             case .answer(let response):
+                let crc32c = try await inline?.value(reading: file) ?? sentCRC32C
                 let etag = try wire.partETag(from: response, crc32c: crc32c)
                 checkpoint.partStored(number, PartsCheckpoint.Part(etag: etag, crc32c: crc32c, size: length))
                 tally.stored(number, length)

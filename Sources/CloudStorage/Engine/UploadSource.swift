@@ -163,15 +163,7 @@ struct PreparedSource: Sendable {
         case .known(let value)?: return value
         case .pending(let pending)?: return try await pending.value()
         case .streamed(let stream)?: return await stream.crc32c()
-        case .inline(let file, let inline)?:
-            if let value = inline.valueIfComplete { return value }
-            return try await BlockingIO.run { () throws(StorageError) -> UInt32 in
-                try inline.complete(
-                    reading: { (buffer, count, offset) throws(StorageError) in
-                        try file.readExactly(into: buffer, count: count, at: offset)
-                    },
-                    blockSize: Self.checksumBlockSize)
-            }
+        case .inline(let file, let inline)?: return try await inline.value(reading: file)
         }
     }
 

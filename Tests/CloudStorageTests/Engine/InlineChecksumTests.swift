@@ -42,6 +42,23 @@ struct InlineChecksumTests {
         #expect(completed.bytesRead == 0)
     }
 
+    /// A part's checksum: reads that begin before its range or run past it count only its bytes.
+    @Test func aRangeHashesOnlyItsOwnBytes() throws {
+        let part = 200_000..<700_000
+        let checksum = InlineChecksum(of: Int64(part.lowerBound)..<Int64(part.upperBound))
+        Self.read(0..<150_000, into: checksum)  // before the range: nothing
+        #expect(checksum.hashedEnd == 200_000)
+        Self.read(150_000..<300_000, into: checksum)
+        #expect(checksum.hashedEnd == 300_000)
+        Self.read(300_000..<900_000, into: checksum)  // past the range's end: up to it
+        #expect(checksum.valueIfComplete == CRC32C.checksum(Self.payload[part]))
+        let fresh = InlineChecksum(of: Int64(part.lowerBound)..<Int64(part.upperBound))
+        Self.read(0..<250_000, into: fresh)
+        let completed = try Self.complete(fresh)
+        #expect(completed.value == CRC32C.checksum(Self.payload[part]))
+        #expect(completed.bytesRead == 450_000, "only the range's bytes no read covered")
+    }
+
     @Test func reReadsAfterARetryCountOnlyPastTheHashedEnd() throws {
         let checksum = InlineChecksum(size: Int64(Self.payload.count))
         Self.read(0..<300_000, into: checksum)

@@ -1,8 +1,11 @@
 import FakeGCSServer
 import Foundation
+import HTTP1
+import Synchronization
 import Testing
 
 @testable import CloudStorage
+@testable import HTTPClient
 @testable import StorageEmulator
 
 /// File uploads sent in parts on several connections (XML API multipart upload), against the
@@ -238,5 +241,97 @@ struct ParallelUploadTests {
         let metadata = try await ref.putFileAsync(from: file)
         #expect(metadata.size == Int64(payload.count))
         try await TestSupport.expectStored(payload, at: ref.fullPath, in: storage, server: server)
+    }
+
+    /// Over https the transport reads each part's bytes to encrypt them, and hashes them as it
+    /// does: the part goes without `x-goog-hash`, and its CRC32C is checked against the one the
+    /// server answers. Over http (`sendfile`) the part is hashed first and carries it.
+    @Test(arguments: [TestRoute.nativeHTTP, .nativeHTTPS])
+    func aPartIsHashedOnceAndCheckedAgainstTheServersHash(route: TestRoute) async throws {
+        try await Self.withPartProbe(route: route) { probe, storage, emulator in
+            let payload = TestSupport.payload(size: 3 * Self.partSize + 7, seed: 36)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/hashed.bin")
+            let metadata = try await ref.putFileAsync(from: file)
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            let hashes = probe.sentHashes.sorted { $0.number < $1.number }
+            #expect(hashes.map(\.number) == [1, 2, 3, 4])
+            for (number, hash) in hashes {
+                let part = payload[(number - 1) * Self.partSize..<min(number * Self.partSize, payload.count)]
+                let expected = "crc32c=\(CRC32CEncoding.base64(CRC32C.checksum(part)))"
+                #expect(hash == (route == .nativeHTTPS ? nil : expected), "part \(number)")
+            }
+        }
+    }
+
+    /// A part the server reports having stored with another CRC32C than the bytes read to send
+    /// it fails the upload before Complete: aborted, nothing stored, on both paths.
+    @Test(arguments: [TestRoute.nativeHTTP, .nativeHTTPS])
+    func aPartStoredWithAnotherHashFailsTheUpload(route: TestRoute) async throws {
+        try await Self.withPartProbe(route: route) { probe, storage, emulator in
+            probe.misreport(part: 2)
+            let payload = TestSupport.payload(size: 3 * Self.partSize, seed: 37)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/misreported.bin")
+            let error = await #expect(throws: StorageError.self) { try await ref.putFileAsync(from: file) }
+            #expect(error?.code == .nonMatchingChecksum)
+            #expect(emulator.multipartUploadsInProgress == 0, "the failure aborted the upload")
+            #expect(Reliability.record(ref.fullPath, in: emulator) == nil)
+        }
+    }
+
+    /// ``withParallelUpload(route:wire:faults:_:)`` with a ``PartProbe`` as the transport.
+    static func withPartProbe(
+        route: TestRoute, _ body: (PartProbe, Storage, StorageEmulator) async throws -> Void
+    ) async throws {
+        try await Reliability.withEmulator(for: route, configure: { $0.minimumMultipartPartSize = 1 }) { emulator in
+            let probe = PartProbe(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
+            var configuration = StorageConfiguration()
+            route.apply(to: &configuration)
+            configuration.applyForTest {
+                $0.uploads.parallel.threshold = 0
+                try $0.uploads.parallel.setPartSize(Int64(partSize))
+                try $0.uploads.parallel.setConnections(connections)
+            }
+            let storage = Storage(
+                bucket: Reliability.bucket, endpoint: .gcs(emulator.baseURL), authorization: .none,
+                configuration: configuration, transport: probe)
+            try await body(probe, storage, emulator)
+        }
+    }
+}
+
+/// A transport that records the `x-goog-hash` each part upload (`PUT ?partNumber=`) carries,
+/// and can make the answer to a chosen part report a CRC32C that is not the stored bytes'
+/// (a server that stored something else).
+final class PartProbe: HTTPTransport {
+    private let inner: any HTTPTransport
+    private let hashes = Mutex<[(number: Int, hash: String?)]>([])
+    private let misreported = Mutex<Set<Int>>([])
+
+    init(wrapping inner: any HTTPTransport) {
+        self.inner = inner
+    }
+
+    var maximumBodyLength: Int64? { inner.maximumBodyLength }
+    var capabilities: HTTPTransportCapabilities { inner.capabilities }
+    /// Each part request sent: its number and its `x-goog-hash`, if any.
+    var sentHashes: [(number: Int, hash: String?)] { hashes.withLock { $0 } }
+
+    func misreport(part number: Int) { misreported.withLock { _ = $0.insert(number) } }
+
+    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
+        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        guard request.method == "PUT",
+            let number = query.first(where: { $0.name == "partNumber" })?.value.flatMap(Int.init)
+        else { return try await inner.execute(request, progress: progress) }
+        hashes.withLock { $0.append((number, request.headers["x-goog-hash"])) }
+        var response = try await inner.execute(request, progress: progress)
+        if response.status == 200, misreported.withLock({ $0.remove(number) != nil }) {
+            response.headers.set("x-goog-hash", "crc32c=AAAAAA==")
+        }
+        return response
     }
 }
