@@ -4,7 +4,9 @@ extension StorageConfiguration.Uploads {
     ///
     /// A file of at least ``threshold`` bytes uploaded to a Cloud Storage endpoint goes up in
     /// parts of ``partSize`` bytes, ``connections`` at a time; each part is checked with its
-    /// CRC32C, and the stored object with their combined CRC32C. A pause keeps the parts already
+    /// CRC32C (over https hashed as it is encrypted, against the hash the server answers; over
+    /// plain HTTP hashed first, for the server to check), and the stored object with their
+    /// combined CRC32C. A pause keeps the parts already
     /// stored; a cancel or a definitive failure aborts the upload, which leaves nothing on the
     /// server. Firebase endpoints, uploads with preconditions, customer-supplied or KMS keys, a
     /// predefined ACL or metadata the XML API cannot carry (custom time, holds, retention), and
@@ -30,8 +32,8 @@ extension StorageConfiguration.Uploads {
         /// across the emulator shaped to 50 MB/s per connection and a 10 ms round trip, a
         /// 2 GiB upload in 32 MiB parts took 6.2 s on 8 connections, 4.9 s on 12 and 4.8 s on
         /// 16 (445 MB/s; python-storage's `upload_chunks_concurrently`, 8 workers, 297 MB/s in the
-        /// same conditions). Each connection costs a socket and a 1 MiB checksum block, not a
-        /// part's bytes.
+        /// same conditions). Each connection costs a socket (over plain HTTP also a 1 MiB
+        /// checksum block), not a part's bytes.
         public private(set) var connections = 16
 
         /// The most parts one upload may have: Cloud Storage's limit.
