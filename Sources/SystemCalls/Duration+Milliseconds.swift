@@ -1,4 +1,10 @@
 extension Duration {
+    /// The duration in seconds, as a `Double`.
+    package var inSeconds: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+
     /// Whole milliseconds for `poll`, rounded up so a short wait never becomes a busy loop, saturating.
     package var pollMilliseconds: Int32 {
         let (seconds, attoseconds) = components

@@ -419,6 +419,14 @@ extension SystemCall {
     package static func effectiveUserID() -> UInt32 {
         UInt32(geteuid())
     }
+
+    /// The processor time all of the process's threads have used so far, user and system
+    /// (`clock_gettime(CLOCK_PROCESS_CPUTIME_ID)`); zero where the clock cannot be read.
+    package static func processCPUTime() -> Duration {
+        var time = timespec()
+        guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time) == 0 else { return .zero }
+        return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
+    }
 }
 
 // The C functions whose names ``SystemCall``'s own methods hide inside it.

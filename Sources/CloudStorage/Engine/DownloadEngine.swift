@@ -1,6 +1,7 @@
 import HTTP1
 import HTTPClient
 import Synchronization
+import SystemCalls
 
 /// What a download has received so far: its state machine, shared by the engine, the response
 /// sink (on the transport's thread) and, across pauses, the task.
@@ -14,9 +15,10 @@ final class DownloadCheckpoint: Sendable {
     /// The checkpoints of the slices after the first (``RangedDownloadStateMachine/slicePlan``),
     /// in order; empty for a download that is not sliced.
     let slices = Mutex<[DownloadCheckpoint]>([])
-    /// When the head of the answer being read arrived, while the machine measures its first
-    /// connection (``RangedDownloadStateMachine/probeStart``); nil otherwise.
-    let probeBegan = Mutex<ContinuousClock.Instant?>(nil)
+    /// When the head of the answer being read arrived, and the process's processor time then,
+    /// while the machine measures its first connection (``RangedDownloadStateMachine/probeStart``);
+    /// nil otherwise.
+    let probeBegan = Mutex<(instant: ContinuousClock.Instant, processorTime: Duration)?>(nil)
 
     init(_ setup: RangedDownloadStateMachine.Setup) {
         machine = Mutex(RangedDownloadStateMachine(setup: setup))
@@ -35,15 +37,16 @@ final class DownloadCheckpoint: Sendable {
         return (slices.reduce(received) { $0 + $1.received }, size)
     }
 
-    /// The time since ``probeBegan`` once it reached `duration` (the measure then ends: later
-    /// calls return nil); nil before, and when nothing is measured.
-    func probeElapsed(atLeast duration: Duration) -> Duration? {
+    /// The time since ``probeBegan`` once it reached `duration`, and the processor time the
+    /// process used meanwhile (the measure then ends: later calls return nil); nil before, and
+    /// when nothing is measured.
+    func probeElapsed(atLeast duration: Duration) -> RangedDownloadStateMachine.ProbeMeasure? {
         probeBegan.withLock { began in
             guard let start = began else { return nil }
-            let elapsed = ContinuousClock.now - start
+            let elapsed = ContinuousClock.now - start.instant
             guard elapsed >= duration else { return nil }
             began = nil
-            return elapsed
+            return .init(elapsed: elapsed, processorTime: SystemCall.processCPUTime() - start.processorTime)
         }
     }
 
@@ -332,7 +335,8 @@ struct DownloadEngine: Sendable {
                 if let announce {
                     Self.announceSlices(of: whole, to: announce)
                     let measures = checkpoint.machine.withLock { $0.probeStart != nil }
-                    checkpoint.probeBegan.withLock { $0 = measures ? .now : nil }
+                    let began = measures ? (ContinuousClock.now, SystemCall.processCPUTime()) : nil
+                    checkpoint.probeBegan.withLock { $0 = began }
                 }
                 Self.reportProgress(progress, of: checkpoint, in: whole, own: (received, expected))
                 return true
@@ -380,8 +384,8 @@ struct DownloadEngine: Sendable {
                 Self.reportProgress(
                     progress, of: checkpoint, in: whole,
                     own: delivery.sliceStart == 0 ? (delivery.end, delivery.expected) : nil)
-                if let announce, let probe, let elapsed = checkpoint.probeElapsed(atLeast: probe.duration),
-                    checkpoint.machine.withLock({ $0.probed(elapsed: elapsed) })
+                if let announce, let probe, let measure = checkpoint.probeElapsed(atLeast: probe.duration),
+                    checkpoint.machine.withLock({ $0.probed(measure) })
                 {
                     // This answer now ends where the first slice does.
                     Self.announceSlices(of: whole, to: announce)

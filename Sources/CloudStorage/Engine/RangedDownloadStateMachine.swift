@@ -1,3 +1,5 @@
+import SystemCalls
+
 /// A download of an object's bytes, or of one range of them, as a pure value: verdicts in,
 /// actions out. ``DownloadEngine`` performs the actions (requests, waits, writes to the
 /// destination) and feeds back what came of each; this type decides them, so every sequence
@@ -394,22 +396,36 @@ struct RangedDownloadStateMachine: Sendable {
         return .deliver(received: received, expected: expected, discardingWritten: discard, coding: bodyCoding)
     }
 
-    /// Ends the measure of the first connection of a download that may be sliced: in `elapsed`
-    /// since the head of the answer being read, `received` − ``probeStart`` bytes arrived.
+    /// What the engine measured while the first connection of a download that may be sliced
+    /// read alone (the machine reads no clock).
+    struct ProbeMeasure: Sendable, Equatable {
+        /// The time since the head of the answer being read arrived.
+        var elapsed: Duration
+        /// The processor time the whole process used in that time.
+        var processorTime: Duration
+    }
+
+    /// Ends the measure of the first connection of a download that may be sliced: in
+    /// `measure.elapsed` since the head of the answer being read, `received` − ``probeStart``
+    /// bytes arrived.
     ///
-    /// At the probe's rate or more the download stays on this connection. Below it, the bytes
-    /// still to come are cut into slices: this machine keeps the first (the rest of its answer
-    /// is not read) and ``slicePlan`` names the others.
+    /// At the probe's rate or more the download stays on this connection; so does a download
+    /// whose process kept more than the probe's ``StorageConfiguration/Downloads/SlicingProbe/maximumClientLoad``
+    /// processors busy meanwhile: then the client's own work (decrypting, writing), not the
+    /// connection, holds the rate back, and more connections would add work without speed.
+    /// Otherwise the bytes still to come are cut into slices: this machine keeps the first (the
+    /// rest of its answer is not read) and ``slicePlan`` names the others.
     ///
     /// - Returns: Whether it planned slices.
-    mutating func probed(elapsed: Duration) -> Bool {
+    mutating func probed(_ measure: ProbeMeasure) -> Bool {
         guard let start = probeStart, let slicing = setup.slicing, let probe = slicing.probe,
             let size = objectSize, case .awaitingAnswer = phase
         else { return false }
         probeStart = nil
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = measure.elapsed.inSeconds
         let bytes = Double(received - start)
         guard bytes < Double(probe.rate) * seconds else { return false }
+        if let maximum = probe.maximumClientLoad, measure.processorTime.inSeconds > maximum * seconds { return false }
         let rest = Self.slices(of: size - received, count: slicing.count)
         guard rest.count > 1 else { return false }
         range = ByteRange(start: 0, end: received + (rest[0].end ?? 0))

@@ -35,4 +35,13 @@ struct SlicedDownloadOptionsTests {
         try downloads.setSliceCount(StorageConfiguration.Downloads.maxSliceCount)
         #expect(downloads.sliceCount == 64)
     }
+
+    @Test(arguments: [0.0, -1, .infinity, .nan])
+    func aProbesLoadIsCheckedWhereSet(load: Double) {
+        let error = #expect(throws: StorageError.self) {
+            try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: 1, maximumClientLoad: load)
+        }
+        #expect(error?.code == .invalidArgument)
+        #expect(error?.message.contains("maximumClientLoad") == true)
+    }
 }

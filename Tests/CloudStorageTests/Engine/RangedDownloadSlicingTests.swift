@@ -51,10 +51,12 @@ struct RangedDownloadSlicingTests {
         #expect(machine.slicePlan == nil, "\(label)")
     }
 
-    /// A download that may be sliced once a probe of 100 bytes per second measured its first connection.
-    static func probing() throws -> Machine {
+    /// A download that may be sliced once a probe of 100 bytes per second (and at most
+    /// `maximumClientLoad` processors busy) measured its first connection.
+    static func probing(maximumClientLoad: Double? = 0.75) throws -> Machine {
         var setup = slicing()
-        setup.slicing?.probe = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: 100)
+        setup.slicing?.probe = try StorageConfiguration.Downloads.SlicingProbe(
+            duration: .zero, rate: 100, maximumClientLoad: maximumClientLoad)
         return Machine(setup: setup)
     }
 
@@ -73,10 +75,10 @@ struct RangedDownloadSlicingTests {
     @Test func aFirstConnectionAtTheProbesRateKeepsTheWholeDownload() throws {
         var machine = try Self.probing()
         Self.fourBytesRead(&machine)
-        let sliced = machine.probed(elapsed: .milliseconds(10))
+        let sliced = machine.probed(.init(elapsed: .milliseconds(10), processorTime: .zero))
         #expect(!sliced, "400 bytes per second is enough")
         #expect(machine.slicePlan == nil && machine.probeStart == nil && machine.expectedLength == 10)
-        let again = machine.probed(elapsed: .seconds(10))
+        let again = machine.probed(.init(elapsed: .seconds(10), processorTime: .zero))
         #expect(!again, "measured once")
         guard case .write(let rest) = machine.bodyArrived(6) else {
             Issue.record("no write")
@@ -88,7 +90,7 @@ struct RangedDownloadSlicingTests {
     @Test func belowTheProbesRateTheBytesStillToComeAreSliced() throws {
         var machine = try Self.probing()
         Self.fourBytesRead(&machine)
-        let sliced = machine.probed(elapsed: .seconds(1))
+        let sliced = machine.probed(.init(elapsed: .seconds(1), processorTime: .zero))
         #expect(sliced, "4 bytes per second is not enough")
         // Six bytes to come in two slices: this connection keeps bytes 4-6, another reads 7-9.
         #expect(machine.slicePlan == [ByteRange(start: 7, end: 9)])
@@ -101,6 +103,23 @@ struct RangedDownloadSlicingTests {
         #expect(rest.count == 3 && rest.completesRange, "the rest of this answer is not read")
     }
 
+    /// Below the rate, but the process kept more than the probe's 0.75 processors busy: the
+    /// client, not the connection, is the limit, and the download stays whole. Without a
+    /// maximum load the rate alone decides.
+    @Test(arguments: [Duration.milliseconds(700), .milliseconds(750), .milliseconds(751), .seconds(2)])
+    func aBusyClientKeepsTheWholeDownload(processorTime: Duration) throws {
+        let measure = Machine.ProbeMeasure(elapsed: .seconds(1), processorTime: processorTime)
+        var machine = try Self.probing()
+        Self.fourBytesRead(&machine)
+        let sliced = machine.probed(measure)
+        #expect(sliced == (processorTime <= .milliseconds(750)))
+        #expect((machine.slicePlan != nil) == sliced && machine.probeStart == nil)
+        var unbounded = try Self.probing(maximumClientLoad: nil)
+        Self.fourBytesRead(&unbounded)
+        let slicedByRate = unbounded.probed(measure)
+        #expect(slicedByRate, "the rate alone decides")
+    }
+
     @Test func aResumedAnswerMeasuresAgainFromWhereItResumes() throws {
         var machine = try Self.probing()
         Self.fourBytesRead(&machine)
@@ -110,7 +129,7 @@ struct RangedDownloadSlicingTests {
         #expect(resumed == Tests.read(4, pinned: 7))
         _ = machine.headArrived(Tests.part(4, 9))
         #expect(machine.probeStart == 4)
-        let sliced = machine.probed(elapsed: .seconds(1))
+        let sliced = machine.probed(.init(elapsed: .seconds(1), processorTime: .zero))
         #expect(sliced)
         #expect(machine.slicePlan == [ByteRange(start: 7, end: 9)])
     }
