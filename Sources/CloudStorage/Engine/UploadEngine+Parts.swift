@@ -293,25 +293,32 @@ extension UploadEngine {
             uploadID: id, bucket: upload.bucket, name: upload.objectName,
             parts: parts.map { ($0.key, $0.value.etag) })
         var sentBefore = false
+        var assembledDespiteStop: StorageMetadata?
         completing: while true {
-            try await prepared.checkUnchanged()
-            // Shielded: once the parts are assembled, a pause or cancel waits for the answer.
-            switch try await runner.sendShielded(
-                request, accepting: [200, 404], about: .object(upload.objectName), shield: .onceSent)
-            {
-            case .answer(let response) where response.status == 200:
+            do throws(StorageError) {
+                try await prepared.checkUnchanged()
+                // Shielded: once the parts are assembled, a pause or cancel waits for the answer.
+                switch try await runner.sendShielded(
+                    request, accepting: [200, 404], about: .object(upload.objectName), shield: .onceSent)
+                {
+                case .answer(let response) where response.status == 200:
+                    break completing
+                case .answer(let response):
+                    // A repeated Complete finds the upload gone when the first one assembled it.
+                    guard sentBefore else { throw response.storageError(about: .object(upload.objectName)) }
+                    break completing
+                case .retryable(let failure):
+                    sentBefore = true
+                    try await runner.backOff(after: failure)
+                }
+            } catch let error where error.code == .cancelled {
+                // The stop aborted Complete, or ended the wait to send it again.
+                guard let stored = await assembled(afterCancelling: id, upload, wire, runner) else { throw error }
+                assembledDespiteStop = stored
                 break completing
-            case .answer(let response):
-                // A repeated Complete finds the upload gone when the first one assembled it.
-                guard sentBefore else { throw response.storageError(about: .object(upload.objectName)) }
-                break completing
-            case .retryable(let failure):
-                sentBefore = true
-                try await runner.backOff(after: failure)
             }
         }
         checkpoint.parts.uploadID = nil
-        let stored = try await storedMetadata(upload, &runner)
         var sent: UInt32? = parts.first?.value.crc32c
         for (_, part) in parts.dropFirst() {
             if let whole = sent, let next = part.crc32c {
@@ -320,17 +327,50 @@ extension UploadEngine {
                 sent = nil
             }
         }
-        var problem: StorageError?
-        do throws(StorageError) {
-            try await prepared.checkUnchanged()
-        } catch {
-            problem = error
+        let combined = sent
+        let assembled = assembledDespiteStop
+        // The object is assembled: its check ends even if the task is paused or cancelled now.
+        return try await Self.whateverStops(runner) { [self] (runner) throws(StorageError) -> StorageMetadata in
+            let stored: StorageMetadata
+            if let assembled {
+                stored = assembled
+            } else {
+                stored = try await storedMetadata(upload, &runner)
+            }
+            var problem: StorageError?
+            do throws(StorageError) {
+                try await prepared.checkUnchanged()
+            } catch {
+                problem = error
+            }
+            if problem == nil, stored.size != prepared.size {
+                problem = StorageError(
+                    .nonMatchingChecksum, "The server stored \(stored.size) bytes, but \(prepared.size) were sent.")
+            }
+            return try await accept(stored, sent: combined, problem: problem, upload, &runner)
         }
-        if problem == nil, stored.size != prepared.size {
-            problem = StorageError(
-                .nonMatchingChecksum, "The server stored \(stored.size) bytes, but \(prepared.size) were sent.")
-        }
-        return try await accept(stored, sent: sent, problem: problem, upload, &runner)
+    }
+
+    /// The object the server assembled although a pause or cancel aborted Complete; nil when
+    /// it did not. The abort cannot take back bytes already written, so a stop that lands as the
+    /// request goes out may leave the server completing it. Asked once, from a task of its own
+    /// (this one is cancelled): the upload is gone (this run never aborted it) and an object of
+    /// the upload's size stands under its name. It is then checked as after any Complete, and
+    /// success wins over the late stop; otherwise the stop goes on and aborts the upload.
+    private func assembled(
+        afterCancelling id: String, _ upload: UploadDescription, _ wire: XMLMultipartProtocol,
+        _ runner: RequestRunner
+    ) async -> StorageMetadata? {
+        let list = wire.listParts(uploadID: id, bucket: upload.bucket, name: upload.objectName, after: 0)
+        return await Task { () -> StorageMetadata? in
+            var runner = runner
+            guard
+                case .answer(let response)? = try? await runner.send(
+                    list, accepting: [200, 404], about: .object(upload.objectName)),
+                response.status == 404
+            else { return nil }
+            return try? await storedCopy(of: upload, &runner)
+        }.value
     }
 
     /// Aborts the multipart upload a run left, so that the server keeps none of its parts.

@@ -251,12 +251,12 @@ struct UploadEngine: Sendable {
                     // A success whose body cannot be read: the object may be stored. Keep it
                     // if it is exactly what was sent; otherwise treat the request as failed.
                     if let found = try await storedCopy(of: upload, &runner) {
-                        return try await verify(found, upload, prepared, &runner)
+                        return try await verify(found, upload, prepared, runner)
                     }
                     try await runner.backOff(after: error)
                     continue
                 }
-                return try await verify(stored, upload, prepared, &runner)
+                return try await verify(stored, upload, prepared, runner)
             case .retryable(let failure):
                 try await runner.backOff(after: failure)
             }
@@ -266,9 +266,10 @@ struct UploadEngine: Sendable {
     /// The stored object, when it has the size and CRC32C of what `upload` sent; nil when it
     /// is missing, differs (another writer's, or an older one), or cannot be read now.
     ///
-    /// Used after a one-request upload's success answer could not be read. Nothing is
-    /// deleted: an object that differs may be someone else's.
-    private func storedCopy(
+    /// Used after a one-request upload's success answer could not be read, and after a stop
+    /// aborted a request that may have completed the object. Nothing is deleted: an object
+    /// that differs may be someone else's.
+    func storedCopy(
         of upload: UploadDescription, _ runner: inout RequestRunner
     ) async throws(StorageError) -> StorageMetadata? {
         let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
@@ -347,7 +348,7 @@ struct UploadEngine: Sendable {
                 try await prepared.stream?.discard(below: 0)
                 event = .done
             case .finish(let stored):
-                return try await verify(stored, upload, prepared, &runner)
+                return try await verify(stored, upload, prepared, runner)
             case .fail(let error):
                 throw error
             }
@@ -551,43 +552,56 @@ struct UploadEngine: Sendable {
     }
 
     /// Checks the stored object against what was sent; a wrong object is
-    /// deleted rather than left looking like a success.
+    /// deleted rather than left looking like a success. Runs to its end even when the task is
+    /// paused or cancelled meanwhile (``whateverStops(_:_:)``).
     private func verify(
         _ stored: StorageMetadata,
         _ upload: UploadDescription,
         _ prepared: PreparedSource,
-        _ runner: inout RequestRunner
+        _ runner: RequestRunner
     ) async throws(StorageError) -> StorageMetadata {
-        var problem: StorageError?
-        do throws(StorageError) {
-            try await prepared.checkUnchanged()
-        } catch {
-            problem = error
-        }
-        let sentSize = prepared.totalIfKnown ?? prepared.size
-        if problem == nil && stored.size != sentSize {
-            problem = StorageError(
-                .nonMatchingChecksum,
-                "The server stored \(stored.size) bytes, but \(sentSize) were sent."
-            )
-        }
-        var sent: UInt32?
-        if problem == nil {
-            // The object is stored: wait for a checksum still being computed even if the task is
-            // cancelled now (success wins over a late pause or cancel; the pass is nearly done).
-            let checksum = Task { () -> Result<UInt32?, StorageError> in
+        try await Self.whateverStops(runner) { (runner) throws(StorageError) -> StorageMetadata in
+            var problem: StorageError?
+            do throws(StorageError) {
+                try await prepared.checkUnchanged()
+            } catch {
+                problem = error
+            }
+            let sentSize = prepared.totalIfKnown ?? prepared.size
+            if problem == nil && stored.size != sentSize {
+                problem = StorageError(
+                    .nonMatchingChecksum,
+                    "The server stored \(stored.size) bytes, but \(sentSize) were sent."
+                )
+            }
+            var sent: UInt32?
+            if problem == nil {
                 do throws(StorageError) {
-                    return .success(try await prepared.crc32c())
+                    sent = try await prepared.crc32c()
                 } catch {
-                    return .failure(error)
+                    problem = error
                 }
             }
-            switch await checksum.value {
-            case .success(let value): sent = value
-            case .failure(let error): problem = error
-            }
+            return try await accept(stored, sent: sent, problem: problem, upload, &runner)
         }
-        return try await accept(stored, sent: sent, problem: problem, upload, &runner)
+    }
+
+    /// Runs `body` with a copy of `runner` in a task of its own, which a pause or cancel of
+    /// this one does not reach: once the object is stored, checking it ends whatever happens
+    /// (success wins over a late stop; what is left is short: a checksum still being computed,
+    /// a read of the object's metadata, a deletion of a wrong object).
+    static func whateverStops<T: Sendable>(
+        _ runner: RequestRunner,
+        _ body: @escaping @Sendable (inout RequestRunner) async throws(StorageError) -> T
+    ) async throws(StorageError) -> T {
+        try await Task { () -> Result<T, StorageError> in
+            var runner = runner
+            do throws(StorageError) {
+                return .success(try await body(&runner))
+            } catch {
+                return .failure(error)
+            }
+        }.value.get()
     }
 
     /// The last step of checking a stored object, for one stream and for parts alike: its

@@ -119,8 +119,13 @@ struct UploadTaskControlTests {
     /// (`hold-response`: it took effect, its answer never comes) ends in success with that
     /// object: the engine asks the session before the stop ends the upload. Never `.cancelled`
     /// beside a stored object.
-    @Test(arguments: Reliability.Route.all, [false, true])
-    func aStopAfterTheServerFinalizedEndsInSuccess(route: Reliability.Route, pausing: Bool) async throws {
+    @Test(
+        arguments: Reliability.Route.all,
+        [(false, Reliability.Source.data), (true, .data), (false, .file), (true, .file)])
+    func aStopAfterTheServerFinalizedEndsInSuccess(
+        route: Reliability.Route, stop: (pausing: Bool, source: Reliability.Source)
+    ) async throws {
+        let pausing = stop.pausing
         // The session start and the first 512 KiB pass; the last request (its CRC32C is
         // computed up front below 32 MiB, so it is the third) is stored, then held unanswered.
         try await Reliability.withEmulator(for: route.via, faults: ["pass", "pass", "hold-response"]) { emulator in
@@ -130,7 +135,8 @@ struct UploadTaskControlTests {
             }
             let payload = TestSupport.payload(size: 2 * Self.chunk, seed: 14)
             let ref = storage.reference(withPath: "finalized/\(pausing ? "paused" : "cancelled").bin")
-            let task = ref.putData(payload)
+            let (task, cleanUp) = try Reliability.start(payload, from: stop.source, to: ref)
+            defer { cleanUp() }
             let observed = TestSupport.observe(task)
             // The suite's time limit ends the wait if the object never comes.
             while Reliability.record(ref.fullPath, in: emulator) == nil {

@@ -130,6 +130,38 @@ struct ParallelUploadTests {
         }
     }
 
+    /// A pause or cancel while Complete's answer is awaited, after the server assembled the
+    /// object (`hold-response`: it took effect, its answer never comes), ends in success with
+    /// that object, never `.cancelled` beside it. Complete is shielded once sent, so the stop
+    /// takes effect when the request times out (2 s here) and would otherwise be sent again.
+    @Test(arguments: [false, true])
+    func aStopAfterTheServerAssembledTheObjectEndsInSuccess(pausing: Bool) async throws {
+        // The initiate and the three parts pass; Complete is served, then held unanswered.
+        let plan = Array(repeating: "pass", count: 4) + ["hold-response"]
+        try await Reliability.withEmulator(
+            for: .nativeHTTPS, faults: plan, configure: { $0.minimumMultipartPartSize = 1 }
+        ) { emulator in
+            let storage = Reliability.storage(Reliability.Route(wire: .gcs, via: .nativeHTTPS), emulator) {
+                $0.uploads.parallel.threshold = 0
+                try $0.uploads.parallel.setPartSize(Int64(Self.partSize))
+                try $0.timeouts.setRequest(Reliability.stallingRequestTimeout)
+            }
+            let payload = TestSupport.payload(size: 3 * Self.partSize, seed: 38)
+            let file = try Self.file(payload)
+            defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
+            let ref = storage.reference(withPath: "parts/assembled.bin")
+            let task = ref.putFile(from: file)
+            // The suite's time limit ends the wait if the object never comes.
+            while Reliability.record(ref.fullPath, in: emulator) == nil {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            if pausing { await task.pause() } else { await task.cancel() }
+            let metadata = try await task.value
+            try Reliability.expectStored(payload, as: ref.fullPath, in: emulator, returned: metadata)
+            #expect(emulator.multipartUploadsInProgress == 0)
+        }
+    }
+
     @Test("a definitive failure of one part aborts the upload with that part's error")
     func definitiveFailureAborts() async throws {
         try await Self.withParallelUpload(faults: ["pass", "pass", "return-403"]) { storage, emulator in
