@@ -160,30 +160,19 @@ struct FaultInjectionTests {
         #expect(harness.object("bkt", "held") != nil)
     }
 
-    @Test("drop-response processes and commits the request, then closes without answering")
-    func dropResponse() throws {
+    /// `drop-response` and `hold-response` process and commit the request, then end without
+    /// answering: the first closes the connection, the second holds it until the client closes it.
+    @Test(arguments: ["drop-response", "hold-response"])
+    func aCommittedRequestGetsNoAnswer(instruction: String) throws {
         let harness = try Harness()
         let session = harness.startGCSSession(name: "obj")
-        var headers = try plan(harness, ["drop-response"])
+        var headers = try plan(harness, [instruction])
         headers.add("Content-Range", "bytes 0-9/10")
-        let dropped = harness.send("PUT", session, headers: headers, body: testBytes(10))
-        #expect(dropped.closes == 1)
-        #expect(dropped.status == nil)
+        let unanswered = harness.send("PUT", session, headers: headers, body: testBytes(10))
+        #expect(instruction == "drop-response" ? unanswered.closes == 1 : unanswered.holds == 1)
+        #expect(unanswered.status == nil)
         #expect(harness.object("bkt", "obj") == Data(testBytes(10)))
         // The retry finds the session complete and gets the resource.
-        #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).status == 200)
-    }
-
-    @Test("hold-response processes and commits the request, then holds the connection without answering")
-    func holdResponse() throws {
-        let harness = try Harness()
-        let session = harness.startGCSSession(name: "obj")
-        var headers = try plan(harness, ["hold-response"])
-        headers.add("Content-Range", "bytes 0-9/10")
-        let held = harness.send("PUT", session, headers: headers, body: testBytes(10))
-        #expect(held.holds == 1)
-        #expect(held.status == nil)
-        #expect(harness.object("bkt", "obj") == Data(testBytes(10)))
         #expect(harness.send("PUT", session, headers: ["Content-Range": "bytes */*"]).status == 200)
     }
 
