@@ -319,8 +319,18 @@ extension UploadEngine {
             }
         }
         checkpoint.parts.uploadID = nil
-        var sent: UInt32? = parts.first?.value.crc32c
-        for (_, part) in parts.dropFirst() {
+        return try await checkAssembled(assembledDespiteStop, parts: parts.map(\.value), upload, prepared, runner)
+    }
+
+    /// Checks the object Complete assembled (`assembled`, when a stop raced Complete and the
+    /// engine found it; otherwise read now): its size, and its CRC32C against the `parts`'
+    /// combined. Runs to its end even if the task is paused or cancelled meanwhile.
+    private func checkAssembled(
+        _ assembled: StorageMetadata?, parts: [PartsCheckpoint.Part], _ upload: UploadDescription,
+        _ prepared: PreparedSource, _ runner: RequestRunner
+    ) async throws(StorageError) -> StorageMetadata {
+        var sent: UInt32? = parts.first?.crc32c
+        for part in parts.dropFirst() {
             if let whole = sent, let next = part.crc32c {
                 sent = CRC32C.combine(whole, next, secondLength: part.size)
             } else {
@@ -328,7 +338,6 @@ extension UploadEngine {
             }
         }
         let combined = sent
-        let assembled = assembledDespiteStop
         // The object is assembled: its check ends even if the task is paused or cancelled now.
         return try await Self.whateverStops(runner) { [self] (runner) throws(StorageError) -> StorageMetadata in
             let stored: StorageMetadata

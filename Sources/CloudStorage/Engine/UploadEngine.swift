@@ -327,11 +327,7 @@ struct UploadEngine: Sendable {
             case .readChecksum(let wait):
                 event = .checksumRead(wait ? try await prepared.crc32c() : prepared.knownCRC32C)
             case .send(let chunk):
-                do throws(StorageError) {
-                    event = try await send(chunk, of: prepared, upload, &runner, progress)
-                } catch let error where error.code == .cancelled && chunk.finalizes {
-                    event = try await finalAnswer(afterCancelling: chunk, upload, runner, cancel: error)
-                }
+                event = try await send(chunk, of: prepared, upload, &runner, progress)
             case .report(let committed, let newHigh):
                 progress(committed)
                 if newHigh { runner.madeProgress() }
@@ -381,7 +377,8 @@ struct UploadEngine: Sendable {
         }
     }
 
-    /// Sends one chunk of `prepared` to its session, and returns the wire protocol's verdict on the answer.
+    /// Sends one chunk of `prepared` to its session, and returns the wire protocol's verdict on
+    /// the answer; for a finalizing chunk a stop aborted, what ``finalAnswer(afterCancelling:_:_:cancel:)`` finds.
     private func send(
         _ chunk: ResumableUploadStateMachine.Chunk,
         of prepared: PreparedSource,
@@ -394,9 +391,13 @@ struct UploadEngine: Sendable {
             body: await prepared.body(from: chunk.offset, length: chunk.length),
             // A finalizing chunk ends at the object's size; the protocols ignore it on the others.
             isFinal: chunk.finalizes, totalSize: chunk.end, crc32c: chunk.crc32c)
-        return try await ask(
-            request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
-            sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
+        do throws(StorageError) {
+            return try await ask(
+                request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
+                sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
+        } catch let error where error.code == .cancelled && chunk.finalizes {
+            return try await finalAnswer(afterCancelling: chunk, upload, runner, cancel: error)
+        }
     }
 
     /// What became of a finalizing `chunk` whose request a pause or cancel aborted: the
