@@ -249,10 +249,7 @@ extension UploadEngine {
         guard let file = prepared.file else { throw .internalError("Only a file is uploaded in parts.") }
         try await prepared.checkUnchanged()
         let verifies = storage.configuration.verifiesChecksums
-        let baseURL = storage.endpoint.baseURL
-        let inline =
-            verifies && storage.transport.carrier(for: baseURL).capabilities.readsFileRegions(to: baseURL)
-            ? InlineChecksum(of: offset..<offset + length) : nil
+        let inline = verifies && transportReadsFileRegions ? InlineChecksum(of: offset..<offset + length) : nil
         let sentCRC32C = verifies && inline == nil ? try await Self.crc32c(of: file, from: offset, length: length) : nil
         let request = wire.part(
             uploadID: checkpoint.parts.uploadID ?? "", bucket: upload.bucket, name: upload.objectName, number: number,
@@ -371,15 +368,14 @@ extension UploadEngine {
         _ runner: RequestRunner
     ) async -> StorageMetadata? {
         let list = wire.listParts(uploadID: id, bucket: upload.bucket, name: upload.objectName, after: 0)
-        return await Task { () -> StorageMetadata? in
-            var runner = runner
+        return await Self.whateverStops(runner) { (runner) -> StorageMetadata? in
             guard
                 case .answer(let response)? = try? await runner.send(
                     list, accepting: [200, 404], about: .object(upload.objectName)),
                 response.status == 404
             else { return nil }
             return try? await storedCopy(of: upload, &runner)
-        }.value
+        }
     }
 
     /// Aborts the multipart upload a run left, so that the server keeps none of its parts.
@@ -391,10 +387,9 @@ extension UploadEngine {
         let wire = XMLMultipartProtocol(baseURL: storage.endpoint.baseURL, options: storage.options)
         let request = wire.abort(uploadID: id, bucket: storage.bucket, name: parts.objectName)
         let runner = RequestRunner(storage: storage, operation: .upload)
-        await Task {
-            var runner = runner
+        await Self.whateverStops(runner) { runner in
             _ = try? await runner.send(request, accepting: [200, 204, 404], about: .object(parts.objectName))
-        }.value
+        }
     }
 }
 

@@ -45,6 +45,13 @@ struct UploadEngine: Sendable {
     /// checked against it before any byte goes out (``adopt(_:_:_:)``).
     var resuming: StorageUploadSession?
 
+    /// Whether the transport reads a file's bytes itself to send them to the endpoint (TLS), so
+    /// that they can be hashed as they pass instead of read once more (``InlineChecksum``).
+    var transportReadsFileRegions: Bool {
+        let baseURL = storage.endpoint.baseURL
+        return storage.transport.carrier(for: baseURL).capabilities.readsFileRegions(to: baseURL)
+    }
+
     /// The endpoint's protocol: the engine is the same for all of them.
     private var wire: any UploadWireProtocol {
         storage.uploadProtocol
@@ -103,10 +110,7 @@ struct UploadEngine: Sendable {
                     // The upload cannot finish: let the server discard what it holds. The run's
                     // task may be cancelled, so the request goes from a task of its own.
                     let runner = RequestRunner(storage: storage, operation: .upload)
-                    await Task {
-                        var runner = runner
-                        await discardSession(session, &runner)
-                    }.value
+                    await Self.whateverStops(runner) { runner in await discardSession(session, &runner) }
                 }
             }
             throw error
@@ -171,8 +175,7 @@ struct UploadEngine: Sendable {
                 source,
                 computingChecksum: configuration.verifiesChecksums,
                 upFrontLimit: max(configuration.uploads.multipartThreshold, PreparedSource.overlapThreshold),
-                hashingInline: storage.transport.carrier(for: storage.endpoint.baseURL).capabilities
-                    .readsFileRegions(to: storage.endpoint.baseURL)
+                hashingInline: transportReadsFileRegions
             )
             if let resuming { try await adopt(resuming, prepared, checkpoint) }
             checkpoint.source = prepared
@@ -417,8 +420,7 @@ struct UploadEngine: Sendable {
         cancel: StorageError
     ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
         let query = wire.query(session: chunk.session)
-        let stored = await Task { () -> StorageMetadata? in
-            var runner = runner
+        let stored = await Self.whateverStops(runner) { (runner) -> StorageMetadata? in
             guard
                 case .answer(let response)? = try? await runner.send(
                     query, accepting: wire.sessionAnswerStatuses, about: .object(upload.objectName))
@@ -429,7 +431,7 @@ struct UploadEngine: Sendable {
             case .completeWithoutMetadata?, .completeUnreadable?: return try? await storedCopy(of: upload, &runner)
             case .active?, .gone?, nil: return nil
             }
-        }.value
+        }
         guard let stored else { throw cancel }
         return .answered(.init(state: .complete(stored), httpStatus: 200, serverMessage: nil))
     }
@@ -595,14 +597,25 @@ struct UploadEngine: Sendable {
         _ runner: RequestRunner,
         _ body: @escaping @Sendable (inout RequestRunner) async throws(StorageError) -> T
     ) async throws(StorageError) -> T {
-        try await Task { () -> Result<T, StorageError> in
-            var runner = runner
+        try await whateverStops(runner) { (runner) -> Result<T, StorageError> in
             do throws(StorageError) {
                 return .success(try await body(&runner))
             } catch {
                 return .failure(error)
             }
-        }.value.get()
+        }.get()
+    }
+
+    /// ``whateverStops(_:_:)`` for work that cannot fail: cleaning up after a stop (deleting a
+    /// session, aborting a multipart upload), or asking what a stopped request achieved.
+    static func whateverStops<T: Sendable>(
+        _ runner: RequestRunner,
+        _ body: @escaping @Sendable (inout RequestRunner) async -> T
+    ) async -> T {
+        await Task {
+            var runner = runner
+            return await body(&runner)
+        }.value
     }
 
     /// The last step of checking a stored object, for one stream and for parts alike: its
