@@ -250,7 +250,34 @@ CS_GCM_TARGET int cs_gcm_add_aad(cs_gcm_state *state, const cs_gcm_key *key, con
     return 1;
 }
 
-/// Whole blocks, eight at a time and then one at a time.
+/// One turn of counter mode over `vectors` × 2 blocks (4 or 8 vectors) at `input`: the key
+/// stream for the next counters, then the text into `output`, with GHASH of the `trailing`
+/// vectors of the turn before absorbed while the AES rounds run; `text` then holds this turn's
+/// ciphertext for the next. Eight vectors (sixteen blocks) keep enough independent AES
+/// instructions in flight to hide their latency.
+CS_GCM_TARGET __attribute__((always_inline)) static inline __m128i
+crypt_turn(int vectors, __m256i text[8], int trailing, __m128i ghash, __m256i *counters, const __m256i round_keys[15],
+           const cs_gcm_key *key, const uint8_t *input, uint8_t *output, int encrypt) {
+    const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
+    __m256i stream[8];
+    for (int i = 0; i < vectors; i++) {
+        stream[i] = _mm256_xor_si256(swap_counter256(*counters), round_keys[0]);
+        *counters = _mm256_add_epi32(*counters, two);
+    }
+    for (int i = 0; i < trailing; i += 4) ghash = absorb8(ghash, text + i, key);
+    for (int round = 1; round < key->rounds; round++)
+        for (int i = 0; i < vectors; i++) stream[i] = _mm256_aesenc_epi128(stream[i], round_keys[round]);
+    for (int i = 0; i < vectors; i++) {
+        __m256i in = _mm256_loadu_si256((const __m256i *)(input + 32 * i));
+        stream[i] = _mm256_aesenclast_epi128(stream[i], round_keys[key->rounds]);
+        __m256i out = _mm256_xor_si256(in, stream[i]);
+        text[i] = encrypt ? out : in;
+        _mm256_storeu_si256((__m256i *)(output + 32 * i), out);
+    }
+    return ghash;
+}
+
+/// Whole blocks: sixteen at a time, then eight, then one at a time.
 CS_GCM_TARGET static void crypt_blocks(cs_gcm_state *state, const cs_gcm_key *key, const uint8_t *input,
                                        uint8_t *output, size_t blocks, int encrypt) {
     __m128i ghash = _mm_loadu_si128((const __m128i *)state->ghash);
@@ -258,32 +285,22 @@ CS_GCM_TARGET static void crypt_blocks(cs_gcm_state *state, const cs_gcm_key *ke
     if (blocks >= 8) {
         __m256i round_keys[15];
         for (int i = 0; i <= key->rounds; i++) round_keys[i] = _mm256_broadcastsi128_si256(CS_LOAD(key->round_keys, i));
-        /* Counters as little-endian lanes: [c, c + 1], stepping by 8. */
+        /* Counters as little-endian lanes: [c, c + 1], stepping by 2 a vector. */
         __m256i counters = _mm256_add_epi32(_mm256_broadcastsi128_si256(swap_counter(counter)),
                                             _mm256_set_epi32(1, 0, 0, 0, 0, 0, 0, 0));
-        const __m256i two = _mm256_set_epi32(2, 0, 0, 0, 2, 0, 0, 0);
-        /* GHASH trails counter mode by eight blocks, so that the two run side by side. */
-        __m256i text[4];
+        /* GHASH trails counter mode by a turn, so that the two run side by side. */
+        __m256i text[8];
         int trailing = 0;
-        for (; blocks >= 8; blocks -= 8, input += 128, output += 128) {
-            __m256i stream[4];
-            for (int i = 0; i < 4; i++) {
-                stream[i] = _mm256_xor_si256(swap_counter256(counters), round_keys[0]);
-                counters = _mm256_add_epi32(counters, two);
-            }
-            if (trailing) ghash = absorb8(ghash, text, key);
-            for (int round = 1; round < key->rounds; round++)
-                for (int i = 0; i < 4; i++) stream[i] = _mm256_aesenc_epi128(stream[i], round_keys[round]);
-            for (int i = 0; i < 4; i++) {
-                __m256i in = _mm256_loadu_si256((const __m256i *)(input + 32 * i));
-                stream[i] = _mm256_aesenclast_epi128(stream[i], round_keys[key->rounds]);
-                __m256i out = _mm256_xor_si256(in, stream[i]);
-                text[i] = encrypt ? out : in;
-                _mm256_storeu_si256((__m256i *)(output + 32 * i), out);
-            }
-            trailing = 1;
+        for (; blocks >= 16; blocks -= 16, input += 256, output += 256) {
+            ghash = crypt_turn(8, text, trailing, ghash, &counters, round_keys, key, input, output, encrypt);
+            trailing = 8;
         }
-        ghash = absorb8(ghash, text, key);
+        if (blocks >= 8) {
+            ghash = crypt_turn(4, text, trailing, ghash, &counters, round_keys, key, input, output, encrypt);
+            trailing = 4;
+            blocks -= 8, input += 128, output += 128;
+        }
+        for (int i = 0; i < trailing; i += 4) ghash = absorb8(ghash, text + i, key);
         counter = swap_counter(_mm256_castsi256_si128(counters));
         memset(round_keys, 0, sizeof(round_keys));
     }

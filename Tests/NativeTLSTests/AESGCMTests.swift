@@ -49,7 +49,7 @@ struct AESGCMTests {
     }
 
     /// The GCM specification's test cases 2, 3, 4, 14 and 16 (McGrew and Viega), and two
-    /// 1,000-byte messages whose tags OpenSSL computed: those run the eight-block loop.
+    /// 1,000-byte messages whose tags OpenSSL computed: those run the sixteen- and eight-block turns.
     @Test func knownAnswers() {
         let text = Self.bytes(
             "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"

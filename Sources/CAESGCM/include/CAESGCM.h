@@ -3,8 +3,8 @@
 
 /*
  * AES-GCM (128- and 256-bit keys, 96-bit IVs) with VAES and VPCLMULQDQ on 256-bit registers:
- * two blocks per instruction, eight blocks per loop turn, their GHASH folded with one
- * reduction. OpenSSL 3.0 has no such path for CPUs without AVX-512 (AMD Zen 3/4, Intel Alder
+ * two blocks per instruction, sixteen blocks per loop turn (enough independent AES rounds in
+ * flight to hide their latency), their GHASH folded with one reduction per eight blocks. OpenSSL 3.0 has no such path for CPUs without AVX-512 (AMD Zen 3/4, Intel Alder
  * Lake and later): there it runs AES-NI on 128-bit registers at about half this speed.
  *
  * `cs_gcm_provider_init` offers it to OpenSSL as a provider ("cloudstorage-gcm"), so that TLS
