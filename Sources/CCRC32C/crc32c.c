@@ -3,7 +3,7 @@
 #include <string.h>
 
 #if defined(__x86_64__)
-#include <nmmintrin.h>
+#include <immintrin.h>
 #endif
 #if defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
@@ -61,6 +61,38 @@ uint32_t cs_crc32c_update_portable(uint32_t crc, const void *bytes, size_t lengt
         c = table[0][(c ^ *p++) & 0xff] ^ (c >> 8);
     }
     return ~c;
+}
+
+/* x^(2^k) modulo the polynomial, reflected (bit 31 stands for x^0), for k = 0 ... 30.
+ * x^(2^31) is x^(2^0) again (the powers x^(2^k) repeat with period 31 for this polynomial),
+ * so k is taken modulo 31 and no exponent is too large. */
+static const uint32_t x2k_table[31] = {
+    0x40000000, 0x20000000, 0x08000000, 0x00800000, 0x00008000, 0x82f63b78, 0x6ea2d55c, 0x18b8ea18,
+    0x510ac59a, 0xb82be955, 0xb8fdb1e7, 0x88e56f72, 0x74c360a4, 0xe4172b16, 0x0d65762a, 0x35d73a62,
+    0x28461564, 0xbf455269, 0xe2ea32dc, 0xfe7740e6, 0xf946610b, 0x3c204f8f, 0x538586e3, 0x59726915,
+    0x734d5309, 0xbc1ac763, 0x7d0722cc, 0xd289cabe, 0xe94ca9bc, 0x05b74f3f, 0xa51e1f42,
+};
+
+/* a(x) * b(x) modulo the polynomial, both reflected. */
+static uint32_t multiply_modulo(uint32_t a, uint32_t b) {
+    uint32_t product = 0;
+    for (uint32_t bit = (uint32_t)1 << 31; bit != 0; bit >>= 1) {
+        if (a & bit) {
+            product ^= b;
+            if ((a & (bit - 1)) == 0) break;
+        }
+        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return product;
+}
+
+/* x^(n * 2^k) modulo the polynomial, reflected: one table entry per set bit of n. */
+static uint32_t x_power(uint64_t n, unsigned k) {
+    uint32_t power = (uint32_t)1 << 31;
+    for (; n != 0; n >>= 1, k++) {
+        if (n & 1) power = multiply_modulo(x2k_table[k % 31], power);
+    }
+    return power;
 }
 
 #if defined(__x86_64__)
@@ -144,6 +176,79 @@ static inline uint64_t crc32c_three_streams(uint64_t c, const unsigned char **pp
     return c;
 }
 
+/*
+ * Folding with carry-less multiplication (Gopal et al., "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ Instruction", Intel, 2009), two blocks per 256-bit register.
+ * Sixteen message bytes loaded little-endian hold their coefficients reflected: bit j is
+ * x^(127 - j). With L its low and H its high 64 bits (as reflected 64-bit values, the block is
+ * L x^64 + H), the block moved D bits further along the message is L x^(D + 64) + H x^D, which
+ * modulo the polynomial is L (x^(D + 63) mod P) x + H (x^(D - 1) mod P) x. A carry-less product
+ * of two reflected values comes out one bit short (bit k is x^(126 - k)), which supplies the
+ * factor x: two products with constants fold a block into a no wider one that leaves the CRC
+ * unchanged D bits later. What is left is one block, whose CRC (crc32 instructions from 0)
+ * is the message's so far; the register the CRC starts from goes into the first block's
+ * first four bytes.
+ */
+#define CRC_FOLD_TARGET __attribute__((target("sse4.2,pclmul,avx,avx2,vpclmulqdq")))
+#define CRC_FOLD_STRIDE 128 /* bytes: four registers of two blocks */
+
+/* [x^(D + 63) mod P, x^(D - 1) mod P] as reflected 64-bit values, for D = one block (128 bits)
+ * and one stride (1024 bits). */
+static uint64_t fold_block[2], fold_stride[2];
+static int folds_ready;
+
+static void ensure_folds(void) {
+    if (__atomic_load_n(&folds_ready, __ATOMIC_ACQUIRE)) return;
+    /* Idempotent: racing builders write identical values. A 32-bit reflected value has x^0 in
+     * bit 31, a 64-bit one in bit 63. */
+    fold_block[0] = (uint64_t)x_power(128 + 63, 0) << 32;
+    fold_block[1] = (uint64_t)x_power(128 - 1, 0) << 32;
+    fold_stride[0] = (uint64_t)x_power(8 * CRC_FOLD_STRIDE + 63, 0) << 32;
+    fold_stride[1] = (uint64_t)x_power(8 * CRC_FOLD_STRIDE - 1, 0) << 32;
+    __atomic_store_n(&folds_ready, 1, __ATOMIC_RELEASE);
+}
+
+CRC_FOLD_TARGET static inline __m128i fold(__m128i block, __m128i constants) {
+    return _mm_xor_si128(_mm_clmulepi64_si128(block, constants, 0x00), _mm_clmulepi64_si128(block, constants, 0x11));
+}
+
+CRC_FOLD_TARGET static inline __m256i fold256(__m256i blocks, __m256i constants) {
+    return _mm256_xor_si256(_mm256_clmulepi64_epi128(blocks, constants, 0x00),
+                            _mm256_clmulepi64_epi128(blocks, constants, 0x11));
+}
+
+/* The raw register `c` extended over the whole 16-byte blocks at `*pp` (at least one stride),
+ * advancing `*pp` and `*lengthp` past them. */
+CRC_FOLD_TARGET static uint64_t crc32c_fold(uint64_t c, const unsigned char **pp, size_t *lengthp) {
+    ensure_folds();
+    const unsigned char *p = *pp;
+    size_t length = *lengthp;
+    const __m256i stride = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)fold_stride));
+    const __m128i block = _mm_loadu_si128((const __m128i *)fold_block);
+    __m256i x[4];
+    for (int i = 0; i < 4; i++) x[i] = _mm256_loadu_si256((const __m256i *)(p + 32 * i));
+    x[0] = _mm256_xor_si256(x[0], _mm256_zextsi128_si256(_mm_cvtsi64_si128((long long)(uint32_t)c)));
+    for (p += CRC_FOLD_STRIDE, length -= CRC_FOLD_STRIDE; length >= CRC_FOLD_STRIDE;
+         p += CRC_FOLD_STRIDE, length -= CRC_FOLD_STRIDE) {
+        for (int i = 0; i < 4; i++)
+            x[i] = _mm256_xor_si256(fold256(x[i], stride), _mm256_loadu_si256((const __m256i *)(p + 32 * i)));
+    }
+    /* The eight blocks in message order, each folded onto the next. */
+    __m128i t = _mm256_castsi256_si128(x[0]);
+    t = _mm_xor_si128(fold(t, block), _mm256_extracti128_si256(x[0], 1));
+    for (int i = 1; i < 4; i++) {
+        t = _mm_xor_si128(fold(t, block), _mm256_castsi256_si128(x[i]));
+        t = _mm_xor_si128(fold(t, block), _mm256_extracti128_si256(x[i], 1));
+    }
+    for (; length >= 16; p += 16, length -= 16) t = _mm_xor_si128(fold(t, block), _mm_loadu_si128((const __m128i *)p));
+    *pp = p;
+    *lengthp = length;
+    return _mm_crc32_u64(_mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(t)), (uint64_t)_mm_extract_epi64(t, 1));
+}
+
+/* Whether this CPU (and its OS) runs crc32c_fold: AVX2 and VPCLMULQDQ with the AVX state on. */
+static int folds;
+
 __attribute__((target("sse4.2")))
 static uint32_t crc32c_hardware(uint32_t crc, const void *bytes, size_t length) {
     const unsigned char *p = bytes;
@@ -152,7 +257,9 @@ static uint32_t crc32c_hardware(uint32_t crc, const void *bytes, size_t length) 
         c = _mm_crc32_u8((uint32_t)c, *p++);
         length--;
     }
-    if (length >= 3 * CRC_SHORT) {
+    if (folds && length >= 2 * CRC_FOLD_STRIDE) {
+        c = crc32c_fold(c, &p, &length);
+    } else if (length >= 3 * CRC_SHORT) {
         ensure_shifts();
         c = crc32c_three_streams(c, &p, &length, CRC_LONG, shift_long);
         c = crc32c_three_streams(c, &p, &length, CRC_SHORT, shift_short);
@@ -170,7 +277,12 @@ static uint32_t crc32c_hardware(uint32_t crc, const void *bytes, size_t length) 
     return ~(uint32_t)c;
 }
 
-static int detect_hardware(void) { return __builtin_cpu_supports("sse4.2"); }
+static int detect_hardware(void) {
+    /* The compiler's CPU model reports AVX features only where the OS saves their registers. */
+    folds = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("pclmul") &&
+            __builtin_cpu_supports("vpclmulqdq");
+    return __builtin_cpu_supports("sse4.2");
+}
 #elif defined(__aarch64__)
 __attribute__((target("crc")))
 static uint32_t crc32c_hardware(uint32_t crc, const void *bytes, size_t length) {
@@ -229,37 +341,9 @@ uint32_t cs_crc32c_update(uint32_t crc, const void *bytes, size_t length) {
     return cs_crc32c_update_portable(crc, bytes, length);
 }
 
-/* x^(2^k) modulo the polynomial, reflected (bit 31 stands for x^0), for k = 0 ... 30.
- * x^(2^31) is x^(2^0) again (the powers x^(2^k) repeat with period 31 for this polynomial),
- * so k is taken modulo 31 and no exponent is too large. */
-static const uint32_t x2k_table[31] = {
-    0x40000000, 0x20000000, 0x08000000, 0x00800000, 0x00008000, 0x82f63b78, 0x6ea2d55c, 0x18b8ea18,
-    0x510ac59a, 0xb82be955, 0xb8fdb1e7, 0x88e56f72, 0x74c360a4, 0xe4172b16, 0x0d65762a, 0x35d73a62,
-    0x28461564, 0xbf455269, 0xe2ea32dc, 0xfe7740e6, 0xf946610b, 0x3c204f8f, 0x538586e3, 0x59726915,
-    0x734d5309, 0xbc1ac763, 0x7d0722cc, 0xd289cabe, 0xe94ca9bc, 0x05b74f3f, 0xa51e1f42,
-};
-
-/* a(x) * b(x) modulo the polynomial, both reflected. */
-static uint32_t multiply_modulo(uint32_t a, uint32_t b) {
-    uint32_t product = 0;
-    for (uint32_t bit = (uint32_t)1 << 31; bit != 0; bit >>= 1) {
-        if (a & bit) {
-            product ^= b;
-            if ((a & (bit - 1)) == 0) break;
-        }
-        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
-    }
-    return product;
-}
-
 uint32_t cs_crc32c_combine(uint32_t first, uint32_t second, uint64_t second_length) {
     if (second_length == 0) return first;
-    /* Appending n bytes multiplies the first checksum by x^(8n): one table entry per set bit
-     * of n, starting at x^(2^3) = x^8 (the pre- and post-inversions cancel out). */
-    uint32_t power = (uint32_t)1 << 31;
-    unsigned k = 3;
-    for (uint64_t n = second_length; n != 0; n >>= 1, k++) {
-        if (n & 1) power = multiply_modulo(x2k_table[k % 31], power);
-    }
-    return multiply_modulo(power, first) ^ second;
+    /* Appending n bytes multiplies the first checksum by x^(8n) (the pre- and post-inversions
+     * cancel out). */
+    return multiply_modulo(x_power(second_length, 3), first) ^ second;
 }

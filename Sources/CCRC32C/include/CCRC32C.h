@@ -8,7 +8,10 @@
 ///
 /// `crc` is the checksum of the bytes before these (0 to start). Uses SSE4.2
 /// (x86_64) or ARMv8 CRC instructions when the CPU has them, detected once at
-/// run time, and a table-driven implementation otherwise.
+/// run time, and a table-driven implementation otherwise. On x86_64 CPUs with
+/// AVX2 and VPCLMULQDQ, 256 bytes or more are folded with carry-less
+/// multiplication: nearly twice the speed of the crc32 instruction on data that
+/// is not yet in the cache (a file's pages read for the first time).
 uint32_t cs_crc32c_update(uint32_t crc, const void *bytes, size_t length);
 
 /// The same as `cs_crc32c_update`, always with the portable table-driven code.

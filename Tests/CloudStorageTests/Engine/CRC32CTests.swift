@@ -15,9 +15,11 @@ struct CRC32CTests {
         #expect(CRC32C.checksum(Data((0..<32).map { UInt8(31 - $0) })) == 0x113F_DB5C)
     }
 
-    // Lengths around the three-stream blocks (3 x 256 and 3 x 8192 bytes) and their multiples.
+    // Lengths around the three-stream blocks (3 x 256 and 3 x 8192 bytes), the folding's
+    // 128-byte stride (folding starts at two strides) and its 16-byte blocks, and their multiples.
     @Test(arguments: [
-        0, 1, 7, 8, 9, 23, 24, 25, 767, 768, 769, 1000, 1543, 24_575, 24_576, 24_577, 49_919, 65_537, 1_000_003,
+        0, 1, 7, 8, 9, 23, 24, 25, 255, 256, 257, 271, 272, 273, 383, 384, 767, 768, 769, 1000, 1543, 24_575,
+        24_576, 24_577, 49_919, 65_537, 1_000_003,
     ])
     func acceleratedPathMatchesThePortableOne(length: Int) {
         var generator = SeededGenerator(seed: UInt64(length))
