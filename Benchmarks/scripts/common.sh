@@ -100,3 +100,27 @@ python_storage() {
 median() {
     sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1; print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+
+# turn_order ROUND: sets $order to the indices of $clients, first to last in odd rounds and last
+# to first in even ones. Each transfer frees or allocates as much memory as the file, which the
+# next one pays for in page faults (on a VM, host faults too): no client always follows another.
+turn_order() {
+    local i
+    order=("${!clients[@]}")
+    if (($1 % 2 == 0)); then
+        order=()
+        for ((i = ${#clients[@]} - 1; i >= 0; i--)); do order+=("$i"); done
+    fi
+}
+
+# print_medians ROWS SIZE_MIB: for each label in ROWS (lines "LABEL<TAB>WALL<TAB>CPU", both in
+# seconds, for SIZE_MIB MiB moved), the median speed and CPU seconds per GiB, by label.
+print_medians() {
+    local label wall cpu
+    cut -f1 "$1" | sort -u | while IFS= read -r label; do
+        wall=$(awk -F'\t' -v l="$label" '$1 == l { print $2 }' "$1" | median)
+        cpu=$(awk -F'\t' -v l="$label" '$1 == l { print $3 }' "$1" | median)
+        awk -v l="$label" -v w="$wall" -v c="$cpu" -v m="$2" 'BEGIN {
+            printf "  %-40s %8.1f MB/s %6.3f CPU-s/GiB\n", l, m * 1.048576 / w, c * 1024 / m }'
+    done
+}

@@ -99,13 +99,7 @@ check() {
 
 for ((round = 1; round <= rounds; round++)); do
     echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
-    # The clients take turns going first: each transfer frees or allocates as much memory as the
-    # file, which the next one pays for in page faults (on a VM, host faults too).
-    order=("${!clients[@]}")
-    if ((round % 2 == 0)); then
-        order=()
-        for ((i = ${#clients[@]} - 1; i >= 0; i--)); do order+=("$i"); done
-    fi
+    turn_order "$round"
     for i in "${order[@]}"; do
         measure "download cp            client $i" MB "${clients[$i]}" cp --quiet --endpoint "$endpoint" \
             gs://bench/source "$work/down"

@@ -43,7 +43,8 @@ row() {
 
 for ((round = 1; round <= rounds; round++)); do
     echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
-    for i in "${!clients[@]}"; do
+    turn_order "$round"
+    for i in "${order[@]}"; do
         row "upload client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" \
             --endpoint "$endpoint" "$work/payload" "gs://bench/up-$i"
     done
@@ -51,7 +52,7 @@ for ((round = 1; round <= rounds; round++)); do
         "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=up-curl"
     row "upload curl aes128" "${curl_base[@]}" "${aes128[@]}" -X POST -T "$work/payload" \
         "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=up-curl"
-    for i in "${!clients[@]}"; do
+    for i in "${order[@]}"; do
         rm -f "$work/down"
         row "download client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" \
             --endpoint "$endpoint" gs://bench/source "$work/down"
@@ -70,14 +71,4 @@ for ((round = 1; round <= rounds; round++)); do
 done
 
 echo "== medians of $rounds rounds"
-sort -t$'\t' -k1,1 -s "$work/rows" | awk -F'\t' -v m="$size_mib" '
-    function median(list, n,    i, j, t, a) {
-        split(list, a, " ")
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-    }
-    { n[$1]++; wall[$1] = wall[$1] " " $2; cpu[$1] = cpu[$1] " " $3 }
-    END {
-        for (l in n) printf "  %-28s %8.1f MB/s %6.3f CPU-s/GiB\n", l,
-            m * 1.048576 / median(wall[l], n[l]), median(cpu[l], n[l]) * 1024 / m
-    }' | sort
+print_medians "$work/rows" "$size_mib"
