@@ -8,7 +8,7 @@
  * low 128 bits into its high 128 bits: bit k of the low half (x^(255 - k)) becomes bits k + 128,
  * k + 127, k + 126 and k + 121, since x^128 = x^7 + x^2 + x + 1. Two carry-less multiplications
  * by 0xC2 << 56 (bits 63, 62 and 57) do that 64 bits at a time. Powers of H kept in the same
- * form multiply to the next power in that form, so eight blocks are multiplied by H^8 ... H^1,
+ * form multiply to the next power in that form, so sixteen blocks are multiplied by H^16 ... H^1,
  * summed unreduced, and reduced once.
  */
 #include "CAESGCM.h"
@@ -143,21 +143,24 @@ CS_GCM_TARGET static inline __m128i multiply(__m128i a, __m128i h) {
 
 /// Adds one block (as stored) to the GHASH value.
 CS_GCM_TARGET static inline __m128i absorb(__m128i ghash, __m128i block, const cs_gcm_key *key) {
-    return multiply(_mm_xor_si128(ghash, reverse_bytes(block)), CS_LOAD(key->powers, 7));
+    return multiply(_mm_xor_si128(ghash, reverse_bytes(block)), CS_LOAD(key->powers, CS_GCM_POWERS - 1));
 }
 
-/// Sums the unreduced products of four pairs of byte-reversed blocks with H^8 ... H^1.
-CS_GCM_TARGET static inline __m128i absorb8(__m128i ghash, const __m256i blocks[4], const cs_gcm_key *key) {
+/// Absorbs `vectors` pairs of blocks (4 or 8: eight or sixteen blocks) with one reduction: the
+/// unreduced products of the byte-reversed blocks with H^(2 vectors) ... H^1 summed.
+CS_GCM_TARGET __attribute__((always_inline)) static inline __m128i absorb_vectors(__m128i ghash, const __m256i *blocks,
+                                                                                int vectors, const cs_gcm_key *key) {
     __m256i low = _mm256_setzero_si256(), middle = low, high = low;
+    const int first = CS_GCM_POWERS / 2 - vectors; /* the vector of powers that meets blocks[0] */
     /* Karatsuba: the middle term is (a_L + a_H)(h_L + h_H) - low - high, three products a block. */
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < vectors; i++) {
         __m256i data = reverse_bytes256(blocks[i]);
         if (i == 0) data = _mm256_xor_si256(data, _mm256_zextsi128_si256(ghash));
-        __m256i powers = CS_LOAD256(key->powers, i);
+        __m256i powers = CS_LOAD256(key->powers, first + i);
         low = _mm256_xor_si256(low, _mm256_clmulepi64_epi128(data, powers, 0x00));
         high = _mm256_xor_si256(high, _mm256_clmulepi64_epi128(data, powers, 0x11));
         __m256i halves = _mm256_xor_si256(data, _mm256_shuffle_epi32(data, 0x4e));
-        middle = _mm256_xor_si256(middle, _mm256_clmulepi64_epi128(halves, CS_LOAD256(key->power_sums, i), 0x00));
+        middle = _mm256_xor_si256(middle, _mm256_clmulepi64_epi128(halves, CS_LOAD256(key->power_sums, first + i), 0x00));
     }
 #define CS_FOLD_LANES(v) _mm_xor_si128(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1))
     __m128i low128 = CS_FOLD_LANES(low), high128 = CS_FOLD_LANES(high);
@@ -184,14 +187,15 @@ CS_GCM_TARGET int cs_gcm_set_key(cs_gcm_key *key, const uint8_t *bytes, size_t l
         halves[0] ^= 1;
     }
     __m128i power = _mm_loadu_si128((const __m128i *)halves);
-    /* powers[7] = H, powers[6] = H^2, ... powers[0] = H^8: eight blocks meet them in order. */
+    /* powers[15] = H, powers[14] = H^2, ... powers[0] = H^16: sixteen blocks meet them in order,
+       eight blocks the last eight. */
     const __m128i h1 = power;
-    CS_STORE(key->powers, 7, power);
-    for (int i = 6; i >= 0; i--) {
+    CS_STORE(key->powers, CS_GCM_POWERS - 1, power);
+    for (int i = CS_GCM_POWERS - 2; i >= 0; i--) {
         power = multiply(power, h1);
         CS_STORE(key->powers, i, power);
     }
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < CS_GCM_POWERS; i++) {
         __m128i each = CS_LOAD(key->powers, i);
         CS_STORE(key->power_sums, i, _mm_xor_si128(each, _mm_shuffle_epi32(each, 0x4e)));
     }
@@ -264,7 +268,7 @@ crypt_turn(int vectors, __m256i text[8], int trailing, __m128i ghash, __m256i *c
         stream[i] = _mm256_xor_si256(swap_counter256(*counters), round_keys[0]);
         *counters = _mm256_add_epi32(*counters, two);
     }
-    for (int i = 0; i < trailing; i += 4) ghash = absorb8(ghash, text + i, key);
+    if (trailing) ghash = absorb_vectors(ghash, text, trailing, key);
     for (int round = 1; round < key->rounds; round++)
         for (int i = 0; i < vectors; i++) stream[i] = _mm256_aesenc_epi128(stream[i], round_keys[round]);
     for (int i = 0; i < vectors; i++) {
@@ -300,7 +304,7 @@ CS_GCM_TARGET static void crypt_blocks(cs_gcm_state *state, const cs_gcm_key *ke
             trailing = 4;
             blocks -= 8, input += 128, output += 128;
         }
-        for (int i = 0; i < trailing; i += 4) ghash = absorb8(ghash, text + i, key);
+        if (trailing) ghash = absorb_vectors(ghash, text, trailing, key);
         counter = swap_counter(_mm256_castsi256_si128(counters));
         memset(round_keys, 0, sizeof(round_keys));
     }

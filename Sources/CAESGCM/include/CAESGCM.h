@@ -4,7 +4,7 @@
 /*
  * AES-GCM (128- and 256-bit keys, 96-bit IVs) with VAES and VPCLMULQDQ on 256-bit registers:
  * two blocks per instruction, sixteen blocks per loop turn (enough independent AES rounds in
- * flight to hide their latency), their GHASH folded with one reduction per eight blocks. OpenSSL 3.0 has no such path for CPUs without AVX-512 (AMD Zen 3/4, Intel Alder
+ * flight to hide their latency), their GHASH folded with one reduction. OpenSSL 3.0 has no such path for CPUs without AVX-512 (AMD Zen 3/4, Intel Alder
  * Lake and later): there it runs AES-NI on 128-bit registers at about half this speed.
  *
  * `cs_gcm_provider_init` offers it to OpenSSL as a provider ("cloudstorage-gcm"), so that TLS
@@ -27,12 +27,15 @@ int cs_gcm_is_optimized(void);
 /// How many cipher contexts the provider has made in this process (a diagnostic for tests).
 unsigned long cs_gcm_provider_contexts(void);
 
-/// An expanded key: the AES round keys and the first eight powers of GHASH's H.
+/// How many powers of GHASH's H an expanded key keeps: the blocks of one loop turn.
+#define CS_GCM_POWERS 16
+
+/// An expanded key: the AES round keys and the first sixteen powers of GHASH's H.
 typedef struct cs_gcm_key {
     uint8_t round_keys[15][16];
-    uint8_t powers[8][16];
+    uint8_t powers[CS_GCM_POWERS][16];
     /// Each power's two 64-bit halves added (in both halves), for Karatsuba multiplication.
-    uint8_t power_sums[8][16];
+    uint8_t power_sums[CS_GCM_POWERS][16];
     int rounds;
 } cs_gcm_key;
 
