@@ -140,8 +140,12 @@ final class NativeExchange {
     /// Sends every byte of `buffers`, the first `headLength` of which are the head (not counted as progress).
     ///
     /// Over TLS the bytes are taken once encrypted; the last records may still wait in the
-    /// connection's TLS layer until the socket takes them, which this also waits for.
-    private func sendAll(_ buffers: [UnsafeRawBufferPointer], headLength: Int) throws(HTTPTransportError) -> Bool {
+    /// connection's TLS layer until the socket takes them, which this also waits for unless
+    /// `flushing` is false (more of the request follows at once: its bytes then share `sendmsg`
+    /// calls with these; `buffers` may be reused as soon as this returns either way).
+    private func sendAll(
+        _ buffers: [UnsafeRawBufferPointer], headLength: Int, flushing: Bool = true
+    ) throws(HTTPTransportError) -> Bool {
         let bytes = POSIXSocket.GatheredBytes(buffers)
         var headLeft = headLength
         while !bytes.isEmpty {
@@ -154,7 +158,7 @@ final class NativeExchange {
             account(written: sent, body: sent - headPart)
             bytes.advance(by: sent)
         }
-        while try !socket.flush() {
+        while flushing, try !socket.flush() {
             guard try waitWritable() else { return false }
         }
         return true
@@ -208,7 +212,10 @@ final class NativeExchange {
             } catch {
                 throw .bodySourceFailed(error)
             }
-            guard try sendAll([UnsafeRawBufferPointer(start: base, count: count)], headLength: 0) else { return false }
+            let last = done + Int64(count) == length
+            guard try sendAll([UnsafeRawBufferPointer(start: base, count: count)], headLength: 0, flushing: last) else {
+                return false
+            }
             done += Int64(count)
         }
         return true
@@ -248,7 +255,8 @@ final class NativeExchange {
                 let at = offset + done + Int64(position)
                 file.observe(slice, at: at)
                 try checkIntact(region, file, through: at + Int64(count))
-                guard try sendAll([slice], headLength: 0) else { return nil }
+                // The caller's last slice flushes what the slices leave in the TLS layer.
+                guard try sendAll([slice], headLength: 0, flushing: false) else { return nil }
                 position += count
             }
             try checkIntact(region, file, through: offset + done + windowLength)

@@ -58,9 +58,13 @@ public final class TLSEngine {
     /// Whether the peer's end of the byte stream was reached (``receivedEnd()``).
     private var inputEnded = false
 
-    /// Ciphertext buffered in each direction. Large enough for many full records, so that
-    /// one system call moves many of them, small enough for many connections.
-    static let bufferSize = 256 * 1024
+    /// Ciphertext buffered on its way out: a megabyte, so that one `sendmsg` of a bulk upload
+    /// moves a megabyte (on loopback the kernel spent 0.19–0.30 CPU-s per GiB sent in 1 MiB
+    /// calls against 0.32–0.36 in 256 KiB ones). Its pages are touched only as far as a
+    /// connection fills it: one that sends requests and reads answers keeps a few.
+    static let outboundSize = 1 << 20
+    /// Ciphertext buffered on its way in: many full records, so that one `recv` takes many.
+    static let inboundSize = 256 * 1024
 
     /// Creates the client side of a connection; nothing is produced until ``handshake()``.
     ///
@@ -122,7 +126,7 @@ public final class TLSEngine {
         }
         var inner: OpaquePointer?
         var outer: OpaquePointer?
-        guard api.BIO_new_bio_pair!(&inner, Self.bufferSize, &outer, Self.bufferSize) == 1, let inner, let outer
+        guard api.BIO_new_bio_pair!(&inner, Self.outboundSize, &outer, Self.inboundSize) == 1, let inner, let outer
         else {
             api.SSL_free!(ssl)
             throw TLSError(.other, "cannot create a TLS connection: \(OpenSSL.takeError().message)")

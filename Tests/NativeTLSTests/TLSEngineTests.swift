@@ -55,11 +55,14 @@ import Testing
         static func send(_ bytes: [UInt8], from writer: TLSEngine, to reader: TLSEngine) throws -> [UInt8] {
             var received: [UInt8] = []
             var offset = 0
-            while offset < bytes.count {
-                let progress = try bytes.withUnsafeBytes {
-                    try writer.write(UnsafeRawBufferPointer(rebasing: $0[offset...]))
+            // The writer's output may hold more than the reader's input takes at once.
+            while offset < bytes.count || writer.hasOutbound {
+                if offset < bytes.count {
+                    let progress = try bytes.withUnsafeBytes {
+                        try writer.write(UnsafeRawBufferPointer(rebasing: $0[offset...]))
+                    }
+                    if case .done(let count) = progress { offset += count }
                 }
-                if case .done(let count) = progress { offset += count }
                 carry(writer, reader)
                 received += try readAll(reader)
             }
@@ -78,7 +81,7 @@ import Testing
         let request = Array("GET / HTTP/1.1\r\n\r\n".utf8)
         #expect(try Pair.send(request, from: pair.client, to: pair.server) == request)
         // More than the engine's buffers hold at once, so writes must wait for the output to move.
-        let body = (0..<(3 * TLSEngine.bufferSize + 12345)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let body = (0..<(3 * TLSEngine.outboundSize + 12345)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         #expect(try Pair.send(body, from: pair.server, to: pair.client) == body)
         #expect(!pair.client.hasBufferedInput)
     }
@@ -86,7 +89,7 @@ import Testing
     @Test func aWriteStopsWhenTheOutputIsFullAndGoesOnOnceSent() throws {
         let pair = try Pair()
         try pair.handshake()
-        let body = [UInt8](repeating: 7, count: 2 * TLSEngine.bufferSize)
+        let body = [UInt8](repeating: 7, count: 2 * TLSEngine.outboundSize)
         let first = try body.withUnsafeBytes { try pair.client.write($0) }
         guard case .done(let taken) = first else { Issue.record("nothing taken: \(first)"); return }
         #expect(taken < body.count)
