@@ -26,38 +26,14 @@ extension EmulatorApplication {
         guard request.headers["X-Forwarded-For"] == nil else {
             return Self.text(403, "Requests with X-Forwarded-For are refused.\n")
         }
-        let path = request.path
-        let accountPrefix = "/computeMetadata/v1/instance/service-accounts/"
-        var route = path
-        if path.hasPrefix(accountPrefix) {
-            // `default` and the account's own email both name the VM's account.
-            let rest = path.dropFirst(accountPrefix.count)
-            let slash = rest.firstIndex(of: "/") ?? rest.endIndex
-            let name = (try? URLText.decode(rest[..<slash])) ?? ""
-            if !rest.isEmpty {
-                guard name == "default" || name == account.email else { return Self.text(404, "Not Found\n") }
-                route = accountPrefix + "default" + rest[slash...]
-            }
+        let accountPrefix = Self.metadataAccountPrefix
+        guard let route = Self.metadataRoute(request.path, account: account) else {
+            return Self.text(404, "Not Found\n")
         }
-        let known = [
-            "/", "/computeMetadata/v1", "/computeMetadata/v1/", accountPrefix, accountPrefix + "default/",
-            accountPrefix + "default/token", accountPrefix + "default/email", accountPrefix + "default/scopes",
-            "/computeMetadata/v1/project/project-id",
-        ]
-        guard known.contains(route) else { return Self.text(404, "Not Found\n") }
         guard request.method == "GET" else { return Self.text(405, "Method Not Allowed\n") }
         switch route {
         case accountPrefix + "default/token":
-            var scopes = AuthenticationService.defaultMetadataScopes
-            if let list = request.query("scopes") {
-                scopes = list.split(separator: ",", omittingEmptySubsequences: false).map {
-                    $0.trimmingCharacters(in: .whitespaces)
-                }
-                guard !scopes.isEmpty, !scopes.contains(where: \.isEmpty) else {
-                    return Self.text(400, "The scopes parameter is empty or malformed.\n")
-                }
-            }
-            return authentication.tokenReply(for: .serviceAccount(account.email), scopes: scopes, now: settings.now())
+            return metadataToken(request, authentication, account)
         case accountPrefix + "default/email":
             return Self.text(200, account.email)
         case accountPrefix + "default/scopes":
@@ -85,6 +61,49 @@ extension EmulatorApplication {
         default:
             return Self.text(200, "instance/\nproject/\n")
         }
+    }
+
+    private static let metadataAccountPrefix = "/computeMetadata/v1/instance/service-accounts/"
+
+    /// The path a request names, with the account spelled `default` (`default` and the account's
+    /// own email both name the VM's account), or nil for a path the server does not have.
+    private static func metadataRoute(
+        _ path: String, account: StorageEmulator.Authentication.MetadataServerAccount
+    ) -> String? {
+        let accountPrefix = metadataAccountPrefix
+        var route = path
+        if path.hasPrefix(accountPrefix) {
+            let rest = path.dropFirst(accountPrefix.count)
+            let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+            let name = (try? URLText.decode(rest[..<slash])) ?? ""
+            if !rest.isEmpty {
+                guard name == "default" || name == account.email else { return nil }
+                route = accountPrefix + "default" + rest[slash...]
+            }
+        }
+        let known = [
+            "/", "/computeMetadata/v1", "/computeMetadata/v1/", accountPrefix, accountPrefix + "default/",
+            accountPrefix + "default/token", accountPrefix + "default/email", accountPrefix + "default/scopes",
+            "/computeMetadata/v1/project/project-id",
+        ]
+        return known.contains(route) ? route : nil
+    }
+
+    /// The account's access token, for the scopes the request names (the default ones without).
+    private func metadataToken(
+        _ request: any ServerRequest, _ authentication: AuthenticationService,
+        _ account: StorageEmulator.Authentication.MetadataServerAccount
+    ) -> Reply {
+        var scopes = AuthenticationService.defaultMetadataScopes
+        if let list = request.query("scopes") {
+            scopes = list.split(separator: ",", omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard !scopes.isEmpty, !scopes.contains(where: \.isEmpty) else {
+                return Self.text(400, "The scopes parameter is empty or malformed.\n")
+            }
+        }
+        return authentication.tokenReply(for: .serviceAccount(account.email), scopes: scopes, now: settings.now())
     }
 
     /// A plain-text answer, as the metadata server gives.

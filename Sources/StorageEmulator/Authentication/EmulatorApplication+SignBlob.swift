@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import NativeTLS
 
 /// IAM Credentials `signBlob`: signs bytes with a service account's private key for a caller
 /// holding that account's access token (how V4 URLs are signed on a VM, which has no key).
@@ -54,6 +55,13 @@ extension EmulatorApplication {
             return Self.googleError(
                 403, "PERMISSION_DENIED", "The emulator has no private key for \(email), so it cannot sign for it.")
         }
+        return try Self.signedBlob(request, body, with: privateKey, keyID: account.keyID)
+    }
+
+    /// The answer to an authorized signBlob request: its payload signed with `privateKey`.
+    private static func signedBlob(
+        _ request: any ServerRequest, _ body: BodyReader, with privateKey: RSAKey, keyID: String
+    ) throws -> Reply {
         if let length = request.contentLength, length > Int64(Self.maxSignBlobBody) {
             return Self.googleError(413, "INVALID_ARGUMENT", "The request body is too large.")
         }
@@ -70,7 +78,7 @@ extension EmulatorApplication {
         } catch {
             return Self.googleError(500, "INTERNAL", "Signing failed: \(error)")
         }
-        return Reply.json(200, ["keyId": account.keyID, "signedBlob": Data(signature).base64EncodedString()])
+        return Reply.json(200, ["keyId": keyID, "signedBlob": Data(signature).base64EncodedString()])
     }
 
     /// Google APIs' error JSON: `{"error": {"code", "message", "status"}}`.
