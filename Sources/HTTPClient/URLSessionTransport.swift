@@ -1,6 +1,7 @@
 package import Foundation
 import HTTP1
 import Synchronization
+import SystemCalls
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -85,9 +86,9 @@ package final class URLSessionTransport: HTTPTransport {
     /// seconds: it may fire up to a second late, never early.
     static func timeoutInterval(for idleTimeout: Duration) -> TimeInterval {
         #if canImport(FoundationNetworking)
-        return max(1, idleTimeout.timeInterval.rounded(.up))
+        return max(1, idleTimeout.inSeconds.rounded(.up))
         #else
-        return idleTimeout.timeInterval
+        return idleTimeout.inSeconds
         #endif
     }
 
@@ -129,7 +130,7 @@ package final class URLSessionTransport: HTTPTransport {
                 dataTask.cancel()
             }
             let left = ContinuousClock.now.duration(to: deadline)
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, left.timeInterval), execute: item)
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, left.inSeconds), execute: item)
             return item
         }
         defer { expiry?.cancel() }
@@ -449,12 +450,5 @@ extension HTTPTransportError {
         // A URL that URLSession cannot load at all will not load on a retry either.
         let unloadable: [URLError.Code] = [.badURL, .unsupportedURL, .userAuthenticationRequired]
         permanent = code.map(unloadable.contains) ?? false
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return TimeInterval(seconds) + TimeInterval(attoseconds) / 1e18
     }
 }

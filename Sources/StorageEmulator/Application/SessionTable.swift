@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SystemCalls
 
 /// The live upload sessions, by id: bounded in number and in age.
 ///
@@ -42,10 +43,7 @@ final class SessionTable: Sendable {
         self.policy = policy
     }
 
-    private var lifetime: TimeInterval {
-        let components = policy.lifetime.components
-        return Double(components.seconds) + Double(components.attoseconds) / 1e18
-    }
+    private var lifetime: TimeInterval { policy.lifetime.inSeconds }
 
     private func isExpired(_ entry: Entry, at now: Date) -> Bool {
         now.timeIntervalSince(entry.created) >= lifetime

@@ -1,5 +1,6 @@
 package import Foundation
 import Synchronization
+import SystemCalls
 
 /// The access tokens the emulator has issued: opaque random strings, each with the principal
 /// it speaks for, its scopes and its expiry.
@@ -62,7 +63,7 @@ package final class AccessTokenTable: Sendable {
         for principal: Principal, scopes: [String], lifetime: Duration, now: Date
     ) -> (token: String, grant: Grant) {
         let token = Self.newToken()
-        let expiry = now.addingTimeInterval(Self.seconds(lifetime))
+        let expiry = now.addingTimeInterval(lifetime.inSeconds)
         return state.withLock { state in
             if state.grants.count >= capacity { Self.makeRoom(&state, now: now, capacity: capacity) }
             let grant = Grant(principal: principal, scopes: scopes, expiry: expiry, serial: state.nextSerial)
@@ -115,11 +116,5 @@ package final class AccessTokenTable: Sendable {
             withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
         }
         return "ya29.emulator-" + Base64URL.encode(bytes)
-    }
-
-    /// A duration in seconds as a `TimeInterval`.
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        let components = duration.components
-        return TimeInterval(components.seconds) + TimeInterval(components.attoseconds) / 1e18
     }
 }

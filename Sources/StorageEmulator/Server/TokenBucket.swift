@@ -1,3 +1,5 @@
+import SystemCalls
+
 /// Paces one direction of one connection to a rate, allowing a burst: a pure value over the
 /// instants its caller passes in.
 ///
@@ -32,8 +34,7 @@ struct TokenBucket {
     mutating func take(_ count: Int, at now: ContinuousClock.Instant) -> Duration {
         let elapsed = updated.duration(to: now)
         if elapsed > .zero {
-            let (seconds, attoseconds) = elapsed.components
-            let earned = (Double(seconds) + Double(attoseconds) * 1e-18) * Double(rate)
+            let earned = elapsed.inSeconds * Double(rate)
             tokens = min(Double(burst), tokens + earned)
             updated = now
         }
