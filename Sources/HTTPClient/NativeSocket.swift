@@ -199,8 +199,8 @@ final class NativeSocket: Sendable {
             while offset < range.count, let base = range.baseAddress {
                 let bytes = UnsafeRawBufferPointer(start: base + offset, count: range.count - offset)
                 guard case .done(let count) = try encrypt(bytes, engine), count > 0 else {
-                    // The output is full: it goes first. Nothing to send yet no room cannot
-                    // happen, but must never spin.
+                    // The output is full: it goes first. (An empty output with no room for a
+                    // record cannot happen; if it did, this stops instead of spinning.)
                     guard engine.hasOutbound, try flush() else { break gathering }
                     continue
                 }
