@@ -116,7 +116,7 @@ public struct StorageAuthorization: Sendable, CustomStringConvertible, CustomDeb
     }
 
     /// The token to send, or nil for none. Not for ``Kind/credential(_:)``, whose tokens come
-    /// from its cache (see ``RequestRunner``).
+    /// from its cache (see ``CallExecutor``).
     func token(forceRefresh: Bool) async throws(StorageError) -> String? {
         switch kind {
         case .none, .credential:

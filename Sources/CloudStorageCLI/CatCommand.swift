@@ -20,7 +20,7 @@ struct CatCommand {
 
         Options:
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: 0 written, 2 usage (a bucket or object name that breaks the rules
         is refused before anything is contacted), 4 credentials refused, 5 an object or

@@ -19,7 +19,7 @@ struct ComposeCommand {
         \(StorageOptions.tokenUsage)
         \(ObjectWriteOptions.metadataUsage)
         \(ObjectWriteOptions.preconditionUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: 0 composed (or skipped by -n), 2 usage (more than \(StorageReference.maximumComposeSources) sources,
         sources in another bucket, or a name that breaks the rules, refused before anything

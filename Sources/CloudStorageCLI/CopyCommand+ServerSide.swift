@@ -30,7 +30,7 @@ extension CopyCommand {
         \(ObjectWriteOptions.metadataUsage)
         \(ObjectWriteOptions.preconditionUsage)
           --chunk-size SIZE, --retry-time T, --quiet   as for cp
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: as cp's (0 moved or skipped by -n, 2 usage, 3 local file problem,
         4 credentials refused, 5 not found, 6 retries ran out, 7 integrity failure,

@@ -74,7 +74,7 @@ struct CopyCommand {
                               seconds, or a number followed by s, m, h (default 10m
                               for transfers, 2m for listings; 0 gives up at the
                               first failure)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
           --no-checksum       do not send or verify CRC32C
           --quiet             no progress
 

@@ -21,7 +21,7 @@ struct DiskUsageCommand {
 
         Options:
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: 0 counted, 2 usage, 4 credentials refused, 5 the bucket does not
         exist or a URL matched no objects, 6 retries ran out, 1 other.

@@ -28,7 +28,7 @@ struct HashCommand {
 
         Options:
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: 0 printed, 2 usage, 3 a file is missing, unreadable or not a regular
         file, 4 credentials refused, 5 an object or bucket does not exist, 6 retries ran

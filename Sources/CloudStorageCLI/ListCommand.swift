@@ -28,7 +28,7 @@ struct ListCommand {
 
         Options:
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: 0 listed, 2 usage (a bucket or object name that breaks the rules
         is refused before anything is contacted), 4 credentials refused, 5 the bucket

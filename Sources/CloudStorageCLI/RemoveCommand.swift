@@ -21,7 +21,7 @@ struct RemoveCommand {
 
         Options:
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Failures are reported as they happen and summed up at the end; the others
         are still deleted. Exit status: 0 all removed, 2 usage (a bucket or object

@@ -33,7 +33,7 @@ struct RsyncCommand {
 
         Options:
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Prints "Copied SOURCE to DESTINATION" and "Deleted DESTINATION" for each change
         ("Would copy", "Would delete" with --dry-run), then a summary. Failures are reported

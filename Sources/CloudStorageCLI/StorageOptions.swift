@@ -14,7 +14,9 @@ import StorageEmulator
 /// built-in emulator if it is the destination and finds credentials.
 struct StorageOptions {
     /// The options that take a value, to pass to ``CommandLineArguments``.
-    static let valued: Set<String> = ["--endpoint", "--firebase", "--token", "--emulator-dir", "--ca-file"]
+    static let valued: Set<String> = [
+        "--endpoint", "--firebase", "--token", "--emulator-dir", "--ca-file", "--retry-policy",
+    ]
     /// The options that take none.
     static let flags: Set<String> = ["--production", "--verbose"]
 
@@ -43,12 +45,23 @@ struct StorageOptions {
                               the metadata server on Google Cloud
         """
 
-    /// The usage lines of `--ca-file`.
-    static let caFileUsage = """
+    /// The usage lines of `--ca-file` and `--retry-policy`.
+    static let connectionUsage = """
           --ca-file FILE      also trust the CA certificates in this PEM file for https://
                               (a private CA; the system's store, which honours SSL_CERT_FILE
                               and SSL_CERT_DIR, stays trusted; needs the system's OpenSSL 3)
+          --retry-policy P    which failed requests are sent again: always (the default of
+                              every command, as gcloud storage retries every retryable
+                              error), idempotent-only (Google's client libraries' default:
+                              writes only under a precondition such as cp -n), or never
         """
+
+    /// The retry policy of every command unless `--retry-policy` says otherwise: `gcloud
+    /// storage`, whose verbs this tool follows, retries every retryable failure, idempotent or
+    /// not (cloud.google.com/storage/docs/retry-strategy, "gcloud CLI"). A command line names
+    /// one object and one intent, and its user sees the outcome: the risk the SDK's default
+    /// guards against (a retried write overwriting another writer's) is the user's to take.
+    static let defaultRetryPolicy = StorageConfiguration.Retry.Policy.always
 
     /// A server given by the command line or the environment, or the built-in emulator.
     enum Destination {
@@ -67,6 +80,8 @@ struct StorageOptions {
     let trustRoot: StorageConfiguration.TrustRoot?
     /// Whether the SDK's events are printed to standard error (`--verbose`).
     let verbose: Bool
+    /// Which failed requests are retried (`--retry-policy`, else ``defaultRetryPolicy``).
+    let retryPolicy: StorageConfiguration.Retry.Policy
 
     /// Reads the shared options out of a command's parsed arguments.
     ///
@@ -101,6 +116,16 @@ struct StorageOptions {
         self.environment = environment
         trustRoot = try arguments.value("--ca-file").map(Self.trustRoot(file:))
         verbose = arguments.has("--verbose")
+        retryPolicy = try Self.retryPolicy(arguments)
+    }
+
+    /// `--retry-policy`: `always`, `idempotent-only` or `never`; ``defaultRetryPolicy`` without it.
+    static func retryPolicy(_ arguments: CommandLineArguments) throws(UsageError) -> StorageConfiguration.Retry.Policy {
+        guard let text = arguments.value("--retry-policy") else { return defaultRetryPolicy }
+        guard let policy = StorageConfiguration.Retry.Policy.allCases.first(where: { "\($0)" == text }) else {
+            throw UsageError("--retry-policy: \(text) is not one of always, idempotent-only, never")
+        }
+        return policy
     }
 
     /// The certificates of a `--ca-file`, read and checked now, so that a wrong path fails
@@ -195,6 +220,7 @@ struct StorageOptions {
             }
         }
         var configuration = configuration
+        configuration.retry.policy = retryPolicy
         configuration.tls.additionalTrustRoots += trustRoot.map { [$0] } ?? []
         // Printable ASCII well under the length limit, so never refused.
         try? configuration.identification.setApplicationSuffix(Self.applicationSuffix)

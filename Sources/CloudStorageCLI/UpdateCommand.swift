@@ -26,7 +26,7 @@ struct UpdateCommand {
           --if-generation-match N, --if-metageneration-match N
                               update only if the object's generation or metageneration is N
         \(StorageOptions.tokenUsage)
-        \(StorageOptions.caFileUsage)
+        \(StorageOptions.connectionUsage)
 
         Exit status: 0 updated, 2 usage (nothing to change, a malformed option, or a name
         that breaks the rules, refused before anything is contacted), 4 credentials

@@ -47,23 +47,38 @@ struct MetadataServer: Sendable {
     /// - Returns: Nil when it answered; else why not, for the "nothing found" message.
     func probe(using transport: any HTTPTransport) async -> String? {
         guard let url = url("") else { return "GCE_METADATA_HOST (\(host)) does not make a URL" }
-        var request = HTTPRequest(
+        let request = HTTPRequest(
             method: "GET", url: url, headers: ["Metadata-Flavor": "Google"], idleTimeout: Self.probeTimeout,
             isIdempotent: true)
-        // All of it, not only each wait: something at that address that trickles bytes is no metadata server.
-        request.deadline = .now + Self.probeTimeout
+        // All of it, not only each wait: something at that address that trickles bytes is no
+        // metadata server. One attempt: this is detection.
+        let context = TokenRequestContext(
+            transport: transport, requestTimeout: Self.probeTimeout,
+            retryBackoff: RetryBackoff(configuration: StorageConfiguration(), operation: .other), retryPolicy: .never)
+        var executor = CallExecutor(tokenRequestsOf: context, server: name)
+        let outcome: CallExecutor.Outcome
         do {
-            let response = try await transport.execute(request, progress: nil)
-            guard response.headers["Metadata-Flavor"] == "Google" else {
-                return "\(name) answered without Metadata-Flavor: Google"
-            }
-            guard response.status == 200 else { return "\(name) answered HTTP \(response.status)" }
-            return nil
-        } catch let error as HTTPTransportError {
-            return "no metadata server answered at \(host) (\(error.kind))"
+            outcome = try await executor.send(
+                request, idempotency: .idempotent, accepting: Set(100...599), about: .object(name))
         } catch {
-            return "no metadata server answered at \(host) (\(error))"
+            return "no metadata server answered at \(host) (\(Self.cause(of: error)))"
         }
+        guard case .answer(let response) = outcome else {
+            if case .retryable(let failure) = outcome {
+                return "no metadata server answered at \(host) (\(Self.cause(of: failure)))"
+            }
+            return "no metadata server answered at \(host)"
+        }
+        guard response.headers["Metadata-Flavor"] == "Google" else {
+            return "\(name) answered without Metadata-Flavor: Google"
+        }
+        guard response.status == 200 else { return "\(name) answered HTTP \(response.status)" }
+        return nil
+    }
+
+    /// What kept a probe from an answer: the transport's failure kind, or the error's message.
+    private static func cause(of error: StorageError) -> String {
+        (error.underlyingError as? HTTPTransportError).map { "\($0.kind)" } ?? error.message
     }
 
     /// An access token for the default service account, for `scopes`.

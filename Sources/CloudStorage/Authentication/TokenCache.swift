@@ -187,7 +187,11 @@ struct TokenRequestContext: Sendable {
     let transport: any HTTPTransport
     /// The idle time-out of each token request, and how long one may take altogether.
     let requestTimeout: Duration
-    let retryPolicy: RetryPolicy
+    /// The back-off and retry time of the requesting operation.
+    let retryBackoff: RetryBackoff
+    /// Whether token requests are retried at all (they are idempotent: all but
+    /// ``StorageConfiguration/Retry/Policy/never`` retry them).
+    let retryPolicy: StorageConfiguration.Retry.Policy
     /// When the caller stops waiting for a token, if ever: the end of its operation's retry
     /// time once that runs. It bounds only this caller's wait (see ``TokenCache``), never an
     /// exchange other callers may share.
@@ -198,13 +202,15 @@ struct TokenRequestContext: Sendable {
     let events: StorageEventEmitter
 
     init(
-        transport: any HTTPTransport, requestTimeout: Duration, retryPolicy: RetryPolicy,
+        transport: any HTTPTransport, requestTimeout: Duration, retryBackoff: RetryBackoff,
+        retryPolicy: StorageConfiguration.Retry.Policy = .idempotentOnly,
         deadline: ContinuousClock.Instant? = nil,
         identification: StorageConfiguration.Identification = StorageConfiguration.Identification(),
         events: StorageEventEmitter = StorageEventEmitter(noOperationOf: nil)
     ) {
         self.transport = transport
         self.requestTimeout = requestTimeout
+        self.retryBackoff = retryBackoff
         self.retryPolicy = retryPolicy
         self.deadline = deadline
         self.identification = identification
@@ -212,10 +218,11 @@ struct TokenRequestContext: Sendable {
     }
 
     /// The context of an operation of `storage`.
-    init(storage: Storage, operation: RetryPolicy.Operation) {
+    init(storage: Storage, operation: RetryBackoff.Operation) {
         self.init(
             transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
-            retryPolicy: RetryPolicy(configuration: storage.configuration, operation: operation),
+            retryBackoff: RetryBackoff(configuration: storage.configuration, operation: operation),
+            retryPolicy: storage.configuration.retry.policy,
             identification: storage.configuration.identification, events: storage.configuration.events.emitter())
     }
 }

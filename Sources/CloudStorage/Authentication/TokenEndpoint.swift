@@ -47,69 +47,27 @@ enum TokenEndpoint {
         return try token(in: response, from: "The token endpoint \(url.absoluteString)")
     }
 
-    /// Sends `request`, retrying failures that may pass (408, 429, 5xx, and failures below
-    /// HTTP as ``TransportFailureVerdict`` sorts them) within the context's retry time.
+    /// Sends `request` through a call executor of its own (token requests are idempotent),
+    /// retrying failures that may pass (408, 429, 5xx, and failures below HTTP as
+    /// ``TransportFailureVerdict`` sorts them) within the context's retry time.
     ///
     /// Each attempt must be over within the request time-out, and by the end of the retry
     /// time once that runs, however slowly the server sends (see
-    /// ``RetryPolicy/Attempts/deadline(forAttemptAt:limit:policy:)``).
+    /// ``RetryBackoff/Attempts/deadline(forAttemptAt:limit:policy:)``).
     ///
     /// - Parameter server: Names the server in messages ("the token endpoint https://…").
     /// - Returns: The first answer that is not worth retrying.
     static func send(
         _ request: HTTPRequest, to server: String, context: TokenRequestContext
     ) async throws(StorageError) -> HTTPResponse {
-        var attempts = RetryPolicy.Attempts()
-        var request = request
-        context.identification.apply(to: &request.headers, speaking: nil)
-        while true {
-            if Task.isCancelled { throw .cancelled() }
-            request.deadline = attempts.deadline(
-                forAttemptAt: .now, limit: context.requestTimeout, policy: context.retryPolicy)
-            let failure: StorageError
-            do {
-                let response = try await context.transport.execute(request, progress: nil)
-                guard [408, 429].contains(response.status) || (500...599).contains(response.status) else {
-                    return response
-                }
-                failure = StorageError(
-                    .unknown, "\(server.capitalizedFirst) answered HTTP \(response.status).",
-                    httpStatus: response.status, serverMessage: errorFields(in: response.body)?.description)
-            } catch let error as HTTPTransportError {
-                if Task.isCancelled { throw .cancelled() }
-                switch TransportFailureVerdict(error, server: server) {
-                case .retryable(let retryable):
-                    failure = attempts.marking(
-                        retryable, of: error, deadline: request.deadline, policy: context.retryPolicy, server: server)
-                case .final(let final):
-                    throw final
-                }
-            } catch {
-                if Task.isCancelled || error is CancellationError { throw .cancelled() }
-                failure = StorageError(.unknown, "No answer from \(server).", underlyingError: error)
-            }
-            guard
-                let delay = attempts.recordFailure(
-                    failure, at: .now, policy: context.retryPolicy, jitter: Double.random(in: 0..<1))
-            else {
-                let (reported, cutShort) = attempts.reported(failure)
-                let budget = "the retry time (\(context.retryPolicy.budgetName), \(context.retryPolicy.budget))"
-                let attached =
-                    cutShort
-                    ? "its end cut the last attempt short, and the failure before it is attached."
-                    : "the last failure is attached."
-                throw StorageError(
-                    .retryLimitExceeded,
-                    "Fetching an access token from \(server) kept failing for longer than \(budget); \(attached)",
-                    httpStatus: reported.httpStatus, serverMessage: reported.serverMessage, underlyingError: reported)
-            }
-            do {
-                try await Task.sleep(for: delay)
-            } catch {
-                throw .cancelled()
-            }
-        }
+        var executor = CallExecutor(tokenRequestsOf: context, server: server)
+        return try await executor.execute(
+            request, idempotency: .idempotent, accepting: finalStatuses, about: .object(server))
     }
+
+    /// The statuses a token request does not retry: all but 408, 429 and 5xx. The caller reads
+    /// a token from 200 and a refusal from the others.
+    private static let finalStatuses = Set(100...599).subtracting([408, 429]).subtracting(500...599)
 
     /// The token of a successful answer: `{"access_token": …, "expires_in": …, "token_type": "Bearer"}`.
     ///

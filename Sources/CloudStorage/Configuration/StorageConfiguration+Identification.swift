@@ -8,15 +8,18 @@ extension StorageConfiguration {
     /// Every request carries:
     /// - `User-Agent: cloud-storage-swift/<version>`, followed by ``applicationSuffix`` when set
     ///   (Google's Go client sends `gcloud-golang-storage/<version>`);
-    /// - to the Cloud Storage JSON API, `x-goog-api-client: gl-swift/<compiler> gccl/<version>`:
-    ///   space-separated `name/version` tokens for the language and the client library, the form
-    ///   Google's Python and Go clients send (`gl-python/3.12.1 … gccl/2.14.0`);
+    /// - to the Cloud Storage JSON API, `x-goog-api-client: gl-swift/<compiler> gccl/<version>
+    ///   gccl-invocation-id/<uuid> gccl-attempt-count/<n>`: space-separated `name/version` tokens
+    ///   for the language and the client library, the form Google's Python and Go clients send
+    ///   (`gl-python/3.12.1 … gccl/2.14.0`), then the call's id, the same on every attempt of one
+    ///   call (an upload, a metadata read), and which attempt this is; and the call's id again as
+    ///   `x-goog-gcs-idempotency-token`, so that the service can tell a retry from a new call;
     /// - to Cloud Storage for Firebase (v0), `X-Firebase-Storage-Version: swift/<version>`, the
     ///   header in which the Firebase SDKs name themselves (`webjs/10.7.0`, `ios/10.13.0`).
     ///
     /// `<version>` is ``sdkVersion``; `<compiler>` is the Swift compiler's major and minor version.
     /// Token requests (to an OAuth 2 token endpoint or the metadata server) carry the same
-    /// `User-Agent` and `x-goog-api-client`.
+    /// `User-Agent` and `x-goog-api-client` without the call's tokens.
     ///
     /// ```swift
     /// var configuration = StorageConfiguration()
@@ -101,16 +104,37 @@ extension StorageConfiguration {
 }
 
 extension StorageConfiguration.Identification {
+    /// One attempt of one call, as the identification headers name it.
+    struct Call: Sendable, Equatable {
+        /// The call's id, the same on every attempt (a UUID).
+        let id: String
+        /// Which attempt this is, from 1.
+        let attempt: Int
+    }
+
     /// Sets the identification headers on `headers`.
     ///
-    /// - Parameter wireProtocol: The protocol the request speaks, which decides the protocol's own
-    ///   header; nil for requests outside the storage service (token requests).
-    func apply(to headers: inout HTTPHeaders, speaking wireProtocol: StorageEndpoint.WireProtocol?) {
+    /// - Parameters:
+    ///   - wireProtocol: The protocol the request speaks, which decides the protocol's own
+    ///     header; nil for requests outside the storage service (token requests).
+    ///   - call: The call and attempt the request is, named to Cloud Storage as Google's
+    ///     clients name them (`gccl-invocation-id/<id> gccl-attempt-count/<n>` in
+    ///     `x-goog-api-client`, and the id as `x-goog-gcs-idempotency-token`).
+    func apply(
+        to headers: inout HTTPHeaders, speaking wireProtocol: StorageEndpoint.WireProtocol?, call: Call? = nil
+    ) {
         headers.set("User-Agent", userAgent)
         switch wireProtocol {
         case .firebaseV0:
             headers.set("X-Firebase-Storage-Version", firebaseStorageVersion)
-        case .gcsJSON, nil:
+        case .gcsJSON:
+            guard let call else {
+                headers.set("x-goog-api-client", apiClient)
+                return
+            }
+            headers.set("x-goog-api-client", "\(apiClient) gccl-invocation-id/\(call.id) gccl-attempt-count/\(call.attempt)")
+            headers.set("x-goog-gcs-idempotency-token", call.id)
+        case nil:
             headers.set("x-goog-api-client", apiClient)
         }
     }

@@ -1,11 +1,14 @@
 extension StorageConfiguration {
-    /// How long each kind of operation keeps retrying after failures that may
-    /// pass (HTTP 408, 429, 5xx, broken connections, time-outs, malformed
+    /// Which operations are retried (``policy``), how long each kind keeps retrying after
+    /// failures that may pass (HTTP 408, 429, 5xx, broken connections, time-outs, malformed
     /// answers), and how long it waits between attempts.
     ///
-    /// Each retry time is a deadline, not an allowance per retry: the clock
-    /// starts at the operation's first such failure, and no retry begins whose
-    /// wait would end more than that long after it. When it runs out the
+    /// Each retry time is a deadline, not an allowance per retry: for uploads
+    /// and downloads the clock starts at the operation's first such failure
+    /// (and starts again when the transfer gets further than ever before); for
+    /// every other operation it starts when the call starts, so a first attempt
+    /// that hangs counts too. No retry begins whose wait would end past the
+    /// deadline, and no attempt of a non-transfer runs past it. When it runs out the
     /// operation fails with ``StorageErrorCode/retryLimitExceeded`` (or
     /// ``StorageErrorCode/quotaExceeded`` if the server kept answering 429,
     /// ``StorageErrorCode/protocolViolation`` if it kept answering malformed).
@@ -36,7 +39,8 @@ extension StorageConfiguration {
 
         /// How long every other operation — reading and updating metadata,
         /// deleting, listing, copying, getting download URLs, signing — keeps
-        /// retrying. Default 120 seconds. The clock is never reset. Set it with
+        /// retrying. Default 120 seconds. The clock starts with the call, and only a
+        /// copy that gets further (by at least a mebibyte) starts it again. Set it with
         /// ``setMaxOperationTime(_:)``.
         public private(set) var maxOperationTime: Duration = .seconds(120)
 
@@ -48,6 +52,60 @@ extension StorageConfiguration {
         /// The longest wait between two retries. Default 32 seconds. Set it
         /// with ``setMaxDelay(_:)``.
         public private(set) var maxDelay: Duration = .seconds(32)
+
+        /// Which failed requests are sent again at all: Google's retry strategy. Default
+        /// ``Policy/idempotentOnly``, as in Google's own libraries.
+        ///
+        /// Set it per ``Storage`` in its configuration, or per call with
+        /// ``StorageRequestOptions/retry`` (``Storage/with(_:)``, ``StorageReference/with(_:)``):
+        ///
+        /// ```swift
+        /// var retry = storage.configuration.retry
+        /// retry.policy = .always  // this log file has one writer: a repeated write is harmless
+        /// try await storage.reference(withPath: "logs/today.txt")
+        ///     .with(StorageRequestOptions(retry: retry))
+        ///     .delete()
+        /// ```
+        public var policy: Policy = .idempotentOnly
+
+        /// Which failed requests are sent again: every retryable failure (HTTP 408, 429, 5xx,
+        /// broken connections, time-outs) is retried only if the policy allows it for the
+        /// request's kind of operation.
+        ///
+        /// Google's retry strategy (cloud.google.com/storage/docs/retry-strategy) sorts operations
+        /// into three classes:
+        /// - *always idempotent*: reads, listings, the requests inside a resumable upload session
+        ///   (its chunks, status queries and cancellation: a session stores at most one object),
+        ///   the parts of a multipart upload, token fetches and signing;
+        /// - *conditionally idempotent*: object inserts (a one-request upload, the start of a
+        ///   resumable session or of a multipart upload), copies, composes, moves and deletes,
+        ///   safe to repeat under `ifGenerationMatch` (a delete also when it names a generation);
+        ///   metadata updates, safe under `ifMetagenerationMatch`;
+        /// - *never idempotent*: operations whose every success makes something new.
+        ///
+        /// Firebase Storage endpoints are not Cloud Storage's API and keep the Firebase SDKs'
+        /// semantics: their uploads, metadata updates and deletes are retried within the retry
+        /// times whatever this policy says, except ``never``.
+        public enum Policy: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+            /// Retries always idempotent operations, and conditionally idempotent ones that carry
+            /// the precondition that makes them safe; never the others. The default, as in
+            /// Google's libraries (Go's `RetryIdempotent`, Python's conditional retry).
+            case idempotentOnly
+            /// Retries every operation, idempotent or not (Go's `RetryAlways`): for objects with
+            /// one writer, where a repeated write cannot overwrite anyone else's.
+            case always
+            /// Retries nothing: every failure is reported at once (Go's `RetryNever`).
+            case never
+
+            /// The policy's name, as the CLI's `--retry-policy` spells it (`idempotent-only`).
+            public var description: String {
+                switch self {
+                case .idempotentOnly: "idempotent-only"
+                case .always: "always"
+                case .never: "never"
+                }
+            }
+        }
 
         /// Creates the default retry settings.
         public init() {}
@@ -119,7 +177,7 @@ extension StorageConfiguration {
         }
 
         /// The retry time for one kind of operation, and its setting's name for messages.
-        func maxTime(for operation: RetryPolicy.Operation) -> (time: Duration, name: String) {
+        func maxTime(for operation: RetryBackoff.Operation) -> (time: Duration, name: String) {
             switch operation {
             case .upload: (maxUploadTime, "retry.maxUploadTime")
             case .download: (maxDownloadTime, "retry.maxDownloadTime")

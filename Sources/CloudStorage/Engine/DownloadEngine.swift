@@ -167,16 +167,16 @@ struct DownloadEngine: Sendable {
         progress: @escaping @Sendable (Int64, Int64?) -> Void,
         announce: (@Sendable ([DownloadCheckpoint]) -> Void)?
     ) async throws(StorageError) -> Int64 {
-        var runner = RequestRunner(storage: storage, operation: .download)
+        var executor = CallExecutor(storage: storage, operation: .download)
         var event = RangedDownloadStateMachine.Event.began
         while true {
             switch part.machine.withLock({ $0.next(event) }) {
             case .request(let read):
                 let sink = sink(part, of: whole, answering: read, progress: progress, announce: announce)
-                event = await send(read, name: name, sink: sink, &runner)
+                event = await send(read, name: name, sink: sink, &executor)
             case .backOff(let failure, let newHigh):
-                if newHigh { runner.madeProgress() }
-                try await runner.backOff(after: failure)
+                if newHigh { executor.madeProgress() }
+                try await executor.backOff(after: failure)
                 event = .done
             case .finish(let received):
                 return received
@@ -268,13 +268,15 @@ struct DownloadEngine: Sendable {
     /// Sends `read`, its answer streaming through the machine into the destination, and tells
     /// what came of it.
     private func send(
-        _ read: MediaRead, name: String, sink: HTTPResponseSink, _ runner: inout RequestRunner
+        _ read: MediaRead, name: String, sink: HTTPResponseSink, _ executor: inout CallExecutor
     ) async -> RangedDownloadStateMachine.Event {
         let wire = storage.objectProtocol
         var request = wire.media(bucket: storage.bucket, name: name, read, preconditions: preconditions)
         request.responseSink = sink
         do throws(StorageError) {
-            switch try await runner.send(request, accepting: wire.mediaAnswerStatuses, about: .object(name)) {
+            switch try await executor.send(
+                request, idempotency: .idempotent, accepting: wire.mediaAnswerStatuses, about: .object(name))
+            {
             case .answer: return .answered
             case .retryable(let failure): return .retryableFailure(failure)
             }

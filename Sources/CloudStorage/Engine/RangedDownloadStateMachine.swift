@@ -39,7 +39,7 @@ import SystemCalls
 ///
 /// The retry time is not the machine's: it says when to back off and whether the bytes
 /// received reached a new high (which restarts the retry deadline), and
-/// ``RequestRunner/backOff(after:)`` measures the time.
+/// ``CallExecutor/backOff(after:)`` measures the time.
 struct RangedDownloadStateMachine: Sendable {
     /// What one download is; the same for every run.
     struct Setup: Sendable, Equatable {
@@ -108,8 +108,8 @@ struct RangedDownloadStateMachine: Sendable {
         /// → ``Event/answered``, ``Event/retryableFailure(_:)`` or ``Event/failed(_:)``.
         case request(MediaRead)
         /// Wait before retrying after `failure`, or end the download when the retry time ran
-        /// out (``RequestRunner/backOff(after:)``); `newHigh` first restarts the retry deadline
-        /// (``RequestRunner/madeProgress()``) → ``Event/done``.
+        /// out (``CallExecutor/backOff(after:)``); `newHigh` first restarts the retry deadline
+        /// (``CallExecutor/madeProgress()``) → ``Event/done``.
         case backOff(after: StorageError, newHigh: Bool)
         /// Every byte arrived and was verified: the download holds this many.
         case finish(Int64)

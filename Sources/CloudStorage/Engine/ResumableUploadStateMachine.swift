@@ -17,7 +17,7 @@ import Foundation
 /// Every action but ``Action/finish(_:)`` and ``Action/fail(_:)`` is answered by exactly one
 /// event: ``next(_:)`` takes it and returns the following action. The retry time is not the
 /// machine's: it says when to back off and when the committed offset reached a new high
-/// (which restarts the retry deadline), and ``RequestRunner/backOff(after:)`` measures the
+/// (which restarts the retry deadline), and ``CallExecutor/backOff(after:)`` measures the
 /// time. The one budget it counts is the number of sessions that may replace lost ones.
 struct ResumableUploadStateMachine: Sendable {
     /// What a session has achieved: kept across the runs (pauses) of one upload in
@@ -98,10 +98,10 @@ struct ResumableUploadStateMachine: Sendable {
         /// Send the chunk → ``Event/answered(_:)`` or ``Event/retryableFailure(_:)``.
         case send(Chunk)
         /// Report the committed offset as progress; `newHigh` restarts the retry deadline
-        /// (``RequestRunner/madeProgress()``) → ``Event/done``.
+        /// (``CallExecutor/madeProgress()``) → ``Event/done``.
         case report(committed: Int64, newHigh: Bool)
         /// Wait before retrying after `failure`, or end the upload when the retry time ran out
-        /// (``RequestRunner/backOff(after:)``) → ``Event/done``.
+        /// (``CallExecutor/backOff(after:)``) → ``Event/done``.
         case backOff(after: StorageError)
         /// Read the metadata of the object the session stored → ``Event/storedObjectRead(_:)``.
         case readStoredObject

@@ -4,7 +4,7 @@ import HTTPClient
 /// sent again, or a final error.
 ///
 /// The one place that decides, for every request the SDK sends: storage requests
-/// (``RequestRunner``) and token and metadata-server requests (``TokenEndpoint``). A retryable
+/// (``CallExecutor``) and token and metadata-server requests (``TokenEndpoint``). A retryable
 /// failure is retried within the operation's retry time, and the operation ends with
 /// ``StorageErrorCode/retryLimitExceeded`` (or ``StorageErrorCode/protocolViolation``, see
 /// below) if it lasts; a final one ends the operation at once.
@@ -19,7 +19,7 @@ import HTTPClient
 /// - **Time-outs** (``HTTPTransportError/Kind/timedOut``): nothing moved for the request
 ///   time-out, or a request outlived its deadline. Retryable: a stall may pass. The deadlines
 ///   themselves keep a slow peer from stretching the operation (see
-///   ``RetryPolicy/Attempts/deadline(forAttemptAt:limit:policy:)``).
+///   ``RetryBackoff/Attempts/deadline(forAttemptAt:limit:policy:)``).
 /// - **Malformed HTTP** (``HTTPTransportError/Kind/malformedResponse``): retried like a lost
 ///   connection (the request's effect is as unknown), so that a proxy's garbled answer may
 ///   pass; if malformed answers last until the retry time runs out, the operation ends as
@@ -55,7 +55,7 @@ enum TransportFailureVerdict: Sendable {
     /// - Parameter server: Names the server in messages ("127.0.0.1:4443", "the token endpoint
     ///   https://…"); never a URL's path or query, which may hold a secret.
     init(_ error: HTTPTransportError, server: String) {
-        if let own = RequestRunner.engineError(in: error) {
+        if let own = CallExecutor.engineError(in: error) {
             self = .final(own)
             return
         }

@@ -31,7 +31,7 @@ struct PartsCheckpoint: Sendable, Equatable {
 /// ``StorageConfiguration/Uploads/Parallel/connections`` at a time, each part a region of the
 /// file sent as it lies (no copy), its CRC32C checked by the server (see
 /// ``sendPart(_:offset:length:_:_:_:_:_:)``); each part retries
-/// on its own with its own ``RequestRunner``. The object's CRC32C is the parts' combined, and
+/// on its own with its own ``CallExecutor``. The object's CRC32C is the parts' combined, and
 /// the stored object is checked against it as every upload is.
 ///
 /// A pause cancels the parts in flight and keeps the upload and the stored parts in the
@@ -65,12 +65,12 @@ extension UploadEngine {
         let upload = UploadDescription(
             bucket: storage.bucket, objectName: name, metadata: metadata,
             contentType: metadata.contentType ?? "application/octet-stream", size: prepared.size)
-        var runner = RequestRunner(storage: storage, operation: .upload)
+        var executor = CallExecutor(storage: storage, operation: .upload)
         if let resuming, checkpoint.parts.uploadID == nil {
-            try await adoptParts(resuming, prepared, partSize: partSize, objectName: name, wire, checkpoint, &runner)
+            try await adoptParts(resuming, prepared, partSize: partSize, objectName: name, wire, checkpoint, &executor)
         }
         if checkpoint.parts.uploadID == nil {
-            guard let id = try await initiate(upload, wire, &runner) else {
+            guard let id = try await initiate(upload, wire, &executor) else {
                 checkpoint.parts.refused = true
                 checkpoint.source = nil
                 return nil
@@ -78,13 +78,13 @@ extension UploadEngine {
             checkpoint.parts = PartsCheckpoint(uploadID: id, objectName: name, partSize: partSize)
         } else {
             let stored = checkpoint.parts.stored.count
-            runner.events.emit(
+            executor.events.emit(
                 .uploadSessionResumed, .info, "\(name): continuing its multipart upload, which holds \(stored) parts",
                 ["object": name, "parts": String(stored)])
         }
         try await sendParts(
             upload, prepared, partSize: partSize, connections: settings.connections, wire, checkpoint, progress)
-        return try await complete(upload, prepared, wire, checkpoint, &runner)
+        return try await complete(upload, prepared, wire, checkpoint, &executor)
     }
 
     /// Takes over the multipart upload `resuming` describes (another process started it): once
@@ -97,7 +97,7 @@ extension UploadEngine {
     ///   failure), ``StorageErrorCode/uploadSessionExpired`` when the server no longer has it.
     private func adoptParts(
         _ resuming: StorageUploadSession, _ prepared: PreparedSource, partSize: Int64, objectName name: String,
-        _ wire: XMLMultipartProtocol, _ checkpoint: UploadCheckpoint, _ runner: inout RequestRunner
+        _ wire: XMLMultipartProtocol, _ checkpoint: UploadCheckpoint, _ executor: inout CallExecutor
     ) async throws(StorageError) {
         let query = URLComponents(url: resuming.sessionURL, resolvingAgainstBaseURL: false)?.queryItems
         guard let id = query?.first(where: { $0.name == "uploadId" })?.value, !id.isEmpty else {
@@ -109,27 +109,25 @@ extension UploadEngine {
         let count = Int((prepared.size + partSize - 1) / partSize)
         var stored: [Int: PartsCheckpoint.Part] = [:]
         var marker = 0
-        listing: while true {
+        while true {
             let request = wire.listParts(uploadID: id, bucket: storage.bucket, name: name, after: marker)
-            switch try await runner.send(request, accepting: [200, 404], about: .object(name)) {
-            case .answer(let response) where response.status == 404:
+            let response = try await executor.execute(
+                request, idempotency: .idempotent, accepting: [200, 404], about: .object(name))
+            guard response.status != 404 else {
                 checkpoint.parts = PartsCheckpoint()
                 throw StorageError(
                     .uploadSessionExpired,
                     "The multipart upload of \(name) is gone from the server (completed, aborted or expired).",
                     httpStatus: 404)
-            case .answer(let response):
-                let page = try wire.parts(from: response)
-                for part in page.parts where (1...count).contains(part.number) {
-                    let length = min(partSize, prepared.size - Int64(part.number - 1) * partSize)
-                    // A part of another size was cut otherwise: it is sent again.
-                    if part.size == length { stored[part.number] = .init(etag: part.etag, crc32c: nil, size: length) }
-                }
-                guard let next = page.next, next > marker else { break listing }
-                marker = next
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
             }
+            let page = try wire.parts(from: response)
+            for part in page.parts where (1...count).contains(part.number) {
+                let length = min(partSize, prepared.size - Int64(part.number - 1) * partSize)
+                // A part of another size was cut otherwise: it is sent again.
+                if part.size == length { stored[part.number] = .init(etag: part.etag, crc32c: nil, size: length) }
+            }
+            guard let next = page.next, next > marker else { break }
+            marker = next
         }
         if storage.configuration.verifiesChecksums, let file = prepared.file {
             for (number, part) in stored {
@@ -152,33 +150,29 @@ extension UploadEngine {
     /// Opens the multipart upload; nil when the server does not speak the protocol (a clean
     /// refusal: 400, 404, 405 or 501, as servers without the XML API answer).
     private func initiate(
-        _ upload: UploadDescription, _ wire: XMLMultipartProtocol, _ runner: inout RequestRunner
+        _ upload: UploadDescription, _ wire: XMLMultipartProtocol, _ executor: inout CallExecutor
     ) async throws(StorageError) -> String? {
         let request = wire.initiate(
             bucket: upload.bucket, name: upload.objectName, metadata: newObjectMetadata, contentType: upload.contentType
         )
-        while true {
-            // Shielded: once the server opens an upload, its id must arrive, or nothing could abort it.
-            switch try await runner.sendShielded(
-                request, accepting: [200, 400, 404, 405, 501], about: .bucket(upload.bucket))
-            {
-            case .answer(let response) where response.status == 200:
-                let id = try wire.uploadID(from: response)
-                runner.events.emit(
-                    .uploadSessionStarted, .debug, "\(upload.objectName): multipart upload opened",
-                    ["object": upload.objectName])
-                return id
-            case .answer(let response):
-                runner.events.emit(
-                    .uploadSessionStarted, .info,
-                    "\(upload.objectName): the server refused a multipart upload (HTTP \(response.status));"
-                        + " sending in one stream",
-                    ["object": upload.objectName, "status": String(response.status)])
-                return nil
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
-            }
+        // Shielded: once the server opens an upload, its id must arrive, or nothing could abort it.
+        // Opening one is an object write without a precondition (a multipart upload takes none).
+        let response = try await executor.execute(
+            request, idempotency: .generationConditioned(.none), accepting: [200, 400, 404, 405, 501],
+            about: .bucket(upload.bucket), shield: .whole)
+        guard response.status == 200 else {
+            executor.events.emit(
+                .uploadSessionStarted, .info,
+                "\(upload.objectName): the server refused a multipart upload (HTTP \(response.status));"
+                    + " sending in one stream",
+                ["object": upload.objectName, "status": String(response.status)])
+            return nil
         }
+        let id = try wire.uploadID(from: response)
+        executor.events.emit(
+            .uploadSessionStarted, .debug, "\(upload.objectName): multipart upload opened",
+            ["object": upload.objectName])
+        return id
     }
 
     /// The metadata the final object gets: the upload's, with the options' storage class unless it names one.
@@ -258,65 +252,50 @@ extension UploadEngine {
                     inline.map { HashingBodyFile(file: file, checksum: $0) } ?? file, offset: offset, length: length)
             ]),
             crc32c: sentCRC32C)
-        var runner = RequestRunner(storage: storage, operation: .upload)
-        while true {
-            try await prepared.checkUnchanged()
-            let outcome = try await runner.send(
-                request, accepting: [200], about: .object(upload.objectName), sentChecksum: sentCRC32C != nil,
-                progress: { sent in tally.sending(number, min(sent, length)) })
-            switch outcome {
-            case .answer(let response):
-                let crc32c = try await inline?.value(reading: file) ?? sentCRC32C
-                let etag = try wire.partETag(from: response, crc32c: crc32c)
-                checkpoint.partStored(number, PartsCheckpoint.Part(etag: etag, crc32c: crc32c, size: length))
-                tally.stored(number, length)
-                return
-            case .retryable(let failure):
-                tally.sending(number, 0)
-                try await runner.backOff(after: failure)
-            }
-        }
+        var executor = CallExecutor(storage: storage, operation: .upload)
+        // A part is idempotent: sent again, it replaces itself.
+        let response = try await executor.execute(
+            request, idempotency: .idempotent, accepting: [200], about: .object(upload.objectName),
+            sentChecksum: sentCRC32C != nil, progress: { sent in tally.sending(number, min(sent, length)) },
+            beforeEachAttempt: { () async throws(StorageError) in try await prepared.checkUnchanged() },
+            afterEachFailure: { tally.sending(number, 0) })
+        let crc32c = try await inline?.value(reading: file) ?? sentCRC32C
+        let etag = try wire.partETag(from: response, crc32c: crc32c)
+        checkpoint.partStored(number, PartsCheckpoint.Part(etag: etag, crc32c: crc32c, size: length))
+        tally.stored(number, length)
     }
 
     /// Assembles the parts into the object and checks what was stored: its size and its CRC32C
     /// against the parts' combined. A wrong object is deleted, never left looking like a success.
     private func complete(
         _ upload: UploadDescription, _ prepared: PreparedSource, _ wire: XMLMultipartProtocol,
-        _ checkpoint: UploadCheckpoint, _ runner: inout RequestRunner
+        _ checkpoint: UploadCheckpoint, _ executor: inout CallExecutor
     ) async throws(StorageError) -> StorageMetadata {
         let parts = checkpoint.parts.stored.sorted { $0.key < $1.key }
         guard let id = checkpoint.parts.uploadID else { throw .internalError("No multipart upload to complete.") }
         let request = wire.complete(
             uploadID: id, bucket: upload.bucket, name: upload.objectName,
             parts: parts.map { ($0.key, $0.value.etag) })
-        var sentBefore = false
         var assembledDespiteStop: StorageMetadata?
-        completing: while true {
-            do throws(StorageError) {
-                try await prepared.checkUnchanged()
-                // Shielded: once the parts are assembled, a pause or cancel waits for the answer.
-                switch try await runner.sendShielded(
-                    request, accepting: [200, 404], about: .object(upload.objectName), shield: .onceSent)
-                {
-                case .answer(let response) where response.status == 200:
-                    break completing
-                case .answer(let response):
-                    // A repeated Complete finds the upload gone when the first one assembled it.
-                    guard sentBefore else { throw response.storageError(about: .object(upload.objectName)) }
-                    break completing
-                case .retryable(let failure):
-                    sentBefore = true
-                    try await runner.backOff(after: failure)
-                }
-            } catch let error where error.code == .cancelled {
-                // The stop aborted Complete, or ended the wait to send it again.
-                guard let stored = await assembled(afterCancelling: id, upload, wire, runner) else { throw error }
-                assembledDespiteStop = stored
-                break completing
+        let attemptsBefore = executor.attemptCount
+        do throws(StorageError) {
+            // Shielded: once the parts are assembled, a pause or cancel waits for the answer.
+            // Idempotent: the upload id is assembled at most once; a repeat finds it gone (404).
+            let response = try await executor.execute(
+                request, idempotency: .idempotent, accepting: [200, 404], about: .object(upload.objectName),
+                shield: .onceSent,
+                beforeEachAttempt: { () async throws(StorageError) in try await prepared.checkUnchanged() })
+            // A repeated Complete finds the upload gone when the first one assembled it.
+            if response.status == 404, executor.attemptCount - attemptsBefore <= 1 {
+                throw response.storageError(about: .object(upload.objectName))
             }
+        } catch let error where error.code == .cancelled {
+            // The stop aborted Complete, or ended the wait to send it again.
+            guard let stored = await assembled(afterCancelling: id, upload, wire, executor) else { throw error }
+            assembledDespiteStop = stored
         }
         checkpoint.parts.uploadID = nil
-        return try await checkAssembled(assembledDespiteStop, parts: parts.map(\.value), upload, prepared, runner)
+        return try await checkAssembled(assembledDespiteStop, parts: parts.map(\.value), upload, prepared, executor)
     }
 
     /// Checks the object Complete assembled (`assembled`, when a stop raced Complete and the
@@ -324,7 +303,7 @@ extension UploadEngine {
     /// combined. Runs to its end even if the task is paused or cancelled meanwhile.
     private func checkAssembled(
         _ assembled: StorageMetadata?, parts: [PartsCheckpoint.Part], _ upload: UploadDescription,
-        _ prepared: PreparedSource, _ runner: RequestRunner
+        _ prepared: PreparedSource, _ executor: CallExecutor
     ) async throws(StorageError) -> StorageMetadata {
         var sent: UInt32? = parts.first?.crc32c
         for part in parts.dropFirst() {
@@ -336,12 +315,12 @@ extension UploadEngine {
         }
         let combined = sent
         // The object is assembled: its check ends even if the task is paused or cancelled now.
-        return try await Self.whateverStops(runner) { [self] (runner) throws(StorageError) -> StorageMetadata in
+        return try await Self.whateverStops(executor) { [self] (executor) throws(StorageError) -> StorageMetadata in
             let stored: StorageMetadata
             if let assembled {
                 stored = assembled
             } else {
-                stored = try await storedMetadata(upload, &runner)
+                stored = try await storedMetadata(upload, &executor)
             }
             var problem: StorageError?
             do throws(StorageError) {
@@ -353,7 +332,7 @@ extension UploadEngine {
                 problem = StorageError(
                     .nonMatchingChecksum, "The server stored \(stored.size) bytes, but \(prepared.size) were sent.")
             }
-            return try await accept(stored, sent: combined, problem: problem, upload, &runner)
+            return try await accept(stored, sent: combined, problem: problem, upload, &executor)
         }
     }
 
@@ -365,16 +344,15 @@ extension UploadEngine {
     /// success wins over the late stop; otherwise the stop goes on and aborts the upload.
     private func assembled(
         afterCancelling id: String, _ upload: UploadDescription, _ wire: XMLMultipartProtocol,
-        _ runner: RequestRunner
+        _ executor: CallExecutor
     ) async -> StorageMetadata? {
         let list = wire.listParts(uploadID: id, bucket: upload.bucket, name: upload.objectName, after: 0)
-        return await Self.whateverStops(runner) { (runner) -> StorageMetadata? in
+        return await Self.whateverStops(executor) { (executor) -> StorageMetadata? in
             guard
-                case .answer(let response)? = try? await runner.send(
-                    list, accepting: [200, 404], about: .object(upload.objectName)),
+                let response = await executor.sendOnce(list, accepting: [200, 404], about: .object(upload.objectName)),
                 response.status == 404
             else { return nil }
-            return try? await storedCopy(of: upload, &runner)
+            return try? await storedCopy(of: upload, &executor)
         }
     }
 
@@ -386,9 +364,9 @@ extension UploadEngine {
         checkpoint.parts = PartsCheckpoint()
         let wire = XMLMultipartProtocol(baseURL: storage.endpoint.baseURL, options: storage.options)
         let request = wire.abort(uploadID: id, bucket: storage.bucket, name: parts.objectName)
-        let runner = RequestRunner(storage: storage, operation: .upload)
-        await Self.whateverStops(runner) { runner in
-            _ = try? await runner.send(request, accepting: [200, 204, 404], about: .object(parts.objectName))
+        let executor = CallExecutor(storage: storage, operation: .upload)
+        await Self.whateverStops(executor) { executor in
+            _ = await executor.sendOnce(request, accepting: [200, 204, 404], about: .object(parts.objectName))
         }
     }
 }

@@ -109,8 +109,8 @@ struct UploadEngine: Sendable {
                 if !ended.mayBeFinalized {
                     // The upload cannot finish: let the server discard what it holds. The run's
                     // task may be cancelled, so the request goes from a task of its own.
-                    let runner = RequestRunner(storage: storage, operation: .upload)
-                    await Self.whateverStops(runner) { runner in await discardSession(session, &runner) }
+                    let executor = CallExecutor(storage: storage, operation: .upload)
+                    await Self.whateverStops(executor) { executor in await discardSession(session, &executor) }
                 }
             }
             throw error
@@ -123,7 +123,7 @@ struct UploadEngine: Sendable {
     /// The rule: a session is left open when the upload failed only because the retry time
     /// (``StorageConfiguration/Retry/maxUploadTime``) ran out on failures that may pass —
     /// ``StorageErrorCode/retryLimitExceeded`` and ``StorageErrorCode/quotaExceeded``, as
-    /// ``RequestRunner/backOff(after:)`` ends such runs (also when the token endpoint stayed
+    /// ``CallExecutor/backOff(after:)`` ends such runs (also when the token endpoint stayed
     /// unreachable) — and another process could continue it: a file upload whose session
     /// ``UploadSessionDescriber/describe(_:storage:path:resuming:)`` can describe. The server
     /// or the network may come back, and a rerun with ``Storage/resumeUpload(_:from:)`` then
@@ -191,7 +191,7 @@ struct UploadEngine: Sendable {
             crc32c: prepared.knownCRC32C,
             preconditions: preconditions
         )
-        var runner = RequestRunner(storage: storage, operation: .upload)
+        var executor = CallExecutor(storage: storage, operation: .upload)
         // A single request also carries the metadata: leave it room under the transport's limit.
         let fitsOneRequest = storage.transport.maximumBodyLength.map { prepared.size <= $0 - 1024 * 1024 } ?? true
         // A stream always goes through a session: its bytes come one bounded buffer at a time.
@@ -199,10 +199,10 @@ struct UploadEngine: Sendable {
             && checkpoint.session.url == nil && prepared.stream == nil
         {
             upload.crc32c = try await prepared.crc32c()
-            return try await sendInOneRequest(upload, prepared, &runner, progress)
+            return try await sendInOneRequest(upload, prepared, &executor, progress)
         }
         let machine = ResumableUploadStateMachine(plan: plan(for: prepared), session: checkpoint.session)
-        return try await sendResumably(upload, prepared, checkpoint, machine, &runner, progress)
+        return try await sendResumably(upload, prepared, checkpoint, machine, &executor, progress)
     }
 
     /// How a session's requests cut `prepared`: at most the configured (or resumed) chunk size,
@@ -228,41 +228,34 @@ struct UploadEngine: Sendable {
     private func sendInOneRequest(
         _ upload: UploadDescription,
         _ prepared: PreparedSource,
-        _ runner: inout RequestRunner,
+        _ executor: inout CallExecutor,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
         let request = wire.singleRequestUpload(upload, body: await prepared.body(from: 0, length: prepared.size))
         let overhead = request.body.length - prepared.size
+        let idempotency = CallIdempotency.generationConditioned(upload.preconditions)
         while true {
-            try await prepared.checkUnchanged()
             // No session to delete: once every byte went out, the server may store the object
             // whatever happens to the connection, so a pause or cancel then waits for its answer.
-            let outcome = try await runner.sendShielded(
-                request,
-                accepting: [200, 201],
-                about: .bucket(upload.bucket),
-                sentChecksum: upload.crc32c != nil,
-                shield: .onceSent,
-                progress: { sent in progress(max(0, min(sent, prepared.size + overhead) - overhead)) }
-            )
-            switch outcome {
-            case .answer(let response):
-                let stored: StorageMetadata
-                do throws(StorageError) {
-                    stored = try StorageMetadata(objectResource: response.body)
-                } catch {
-                    // A success whose body cannot be read: the object may be stored. Keep it
-                    // if it is exactly what was sent; otherwise treat the request as failed.
-                    if let found = try await storedCopy(of: upload, &runner) {
-                        return try await verify(found, upload, prepared, runner)
-                    }
-                    try await runner.backOff(after: error)
-                    continue
+            let response = try await executor.execute(
+                request, idempotency: idempotency, accepting: [200, 201], about: .bucket(upload.bucket),
+                sentChecksum: upload.crc32c != nil, shield: .onceSent,
+                progress: { sent in progress(max(0, min(sent, prepared.size + overhead) - overhead)) },
+                beforeEachAttempt: { () async throws(StorageError) in try await prepared.checkUnchanged() })
+            let stored: StorageMetadata
+            do throws(StorageError) {
+                stored = try StorageMetadata(objectResource: response.body)
+            } catch {
+                // A success whose body cannot be read: the object may be stored. Keep it
+                // if it is exactly what was sent; otherwise the upload failed, and is sent again
+                // as the retry gate allows for the upload itself.
+                if let found = try await storedCopy(of: upload, &executor) {
+                    return try await verify(found, upload, prepared, executor)
                 }
-                return try await verify(stored, upload, prepared, runner)
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
+                try await executor.backOff(after: error, of: idempotency)
+                continue
             }
+            return try await verify(stored, upload, prepared, executor)
         }
     }
 
@@ -273,12 +266,13 @@ struct UploadEngine: Sendable {
     /// aborted a request that may have completed the object. Nothing is deleted: an object
     /// that differs may be someone else's.
     func storedCopy(
-        of upload: UploadDescription, _ runner: inout RequestRunner
+        of upload: UploadDescription, _ executor: inout CallExecutor
     ) async throws(StorageError) -> StorageMetadata? {
         let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
-        let outcome: RequestRunner.Outcome
+        let outcome: CallExecutor.Outcome
         do throws(StorageError) {
-            outcome = try await runner.send(request, accepting: [200], about: .object(upload.objectName))
+            outcome = try await executor.send(
+                request, idempotency: .idempotent, accepting: [200], about: .object(upload.objectName))
         } catch {
             if error.code == .objectNotFound { return nil }
             throw error
@@ -300,7 +294,7 @@ struct UploadEngine: Sendable {
         _ prepared: PreparedSource,
         _ checkpoint: UploadCheckpoint,
         _ machine: ResumableUploadStateMachine,
-        _ runner: inout RequestRunner,
+        _ executor: inout CallExecutor,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
         var machine = machine
@@ -312,42 +306,42 @@ struct UploadEngine: Sendable {
             let restarts = machine.restarts
             let action = machine.next(event)
             announceSessionChange(
-                action, of: name, machine, restartedSince: restarts, resuming: &resuming, runner.events)
+                action, of: name, machine, restartedSince: restarts, resuming: &resuming, executor.events)
             checkpoint.session = machine.session
             // The start is shielded, so it ends even when the run was cancelled meanwhile: stop
             // now, with the session recorded for the pause to keep or the cancel to delete.
             if case .sessionStarted = event, Task.isCancelled { throw .cancelled() }
             switch action {
             case .startSession:
-                event = try await startSession(upload, &runner)
+                event = try await startSession(upload, &executor)
                 if case .sessionStarted = event {
-                    runner.events.emit(.uploadSessionStarted, .debug, "\(name): session opened", ["object": name])
+                    executor.events.emit(.uploadSessionStarted, .debug, "\(name): session opened", ["object": name])
                 }
             case .query(let session):
-                event = try await ask(wire.query(session: session), .query, upload, &runner, progress: nil)
+                event = try await ask(wire.query(session: session), .query, upload, &executor, progress: nil)
             case .prepareSource(let offset, let through):
                 event = try await prepare(prepared, from: offset, through: through)
             case .readChecksum(let wait):
                 event = .checksumRead(wait ? try await prepared.crc32c() : prepared.knownCRC32C)
             case .send(let chunk):
-                event = try await send(chunk, of: prepared, upload, &runner, progress)
+                event = try await send(chunk, of: prepared, upload, &executor, progress)
             case .report(let committed, let newHigh):
                 progress(committed)
-                if newHigh { runner.madeProgress() }
+                if newHigh { executor.madeProgress() }
                 event = .done
             case .backOff(let failure):
-                try await runner.backOff(after: failure)
+                try await executor.backOff(after: failure)
                 event = .done
             case .readStoredObject:
-                event = .storedObjectRead(try await storedMetadata(upload, &runner))
+                event = .storedObjectRead(try await storedMetadata(upload, &executor))
             case .deleteObject(let stored):
-                await deleteObject(stored, upload, &runner)
+                await deleteObject(stored, upload, &executor)
                 event = .done
             case .rewindSource:
                 try await prepared.stream?.discard(below: 0)
                 event = .done
             case .finish(let stored):
-                return try await verify(stored, upload, prepared, runner)
+                return try await verify(stored, upload, prepared, executor)
             case .fail(let error):
                 throw error
             }
@@ -386,7 +380,7 @@ struct UploadEngine: Sendable {
         _ chunk: ResumableUploadStateMachine.Chunk,
         of prepared: PreparedSource,
         _ upload: UploadDescription,
-        _ runner: inout RequestRunner,
+        _ executor: inout CallExecutor,
         _ progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
         let request = wire.send(
@@ -396,10 +390,10 @@ struct UploadEngine: Sendable {
             isFinal: chunk.finalizes, totalSize: chunk.end, crc32c: chunk.crc32c)
         do throws(StorageError) {
             return try await ask(
-                request, .send(offset: chunk.offset, length: chunk.length), upload, &runner,
+                request, .send(offset: chunk.offset, length: chunk.length), upload, &executor,
                 sentChecksum: chunk.crc32c != nil, progress: { sent in progress(chunk.offset + sent) })
         } catch let error where error.code == .cancelled && chunk.finalizes {
-            return try await finalAnswer(afterCancelling: chunk, upload, runner, cancel: error)
+            return try await finalAnswer(afterCancelling: chunk, upload, executor, cancel: error)
         }
     }
 
@@ -416,19 +410,19 @@ struct UploadEngine: Sendable {
     private func finalAnswer(
         afterCancelling chunk: ResumableUploadStateMachine.Chunk,
         _ upload: UploadDescription,
-        _ runner: RequestRunner,
+        _ executor: CallExecutor,
         cancel: StorageError
     ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
         let query = wire.query(session: chunk.session)
-        let stored = await Self.whateverStops(runner) { (runner) -> StorageMetadata? in
+        let stored = await Self.whateverStops(executor) { (executor) -> StorageMetadata? in
             guard
-                case .answer(let response)? = try? await runner.send(
+                let response = await executor.sendOnce(
                     query, accepting: wire.sessionAnswerStatuses, about: .object(upload.objectName))
             else { return nil }
             switch try? wire.sessionState(from: response, after: .query) {
             case .complete(let stored)?: return stored
             // Final, but the answer does not say with what: the object's size and CRC32C must match.
-            case .completeWithoutMetadata?, .completeUnreadable?: return try? await storedCopy(of: upload, &runner)
+            case .completeWithoutMetadata?, .completeUnreadable?: return try? await storedCopy(of: upload, &executor)
             case .active?, .gone?, nil: return nil
             }
         }
@@ -439,10 +433,14 @@ struct UploadEngine: Sendable {
     /// Opens a session. Shielded: once the server opens one, its URL must arrive, or a pause
     /// could not continue it and a cancel could not delete it.
     private func startSession(
-        _ upload: UploadDescription, _ runner: inout RequestRunner
+        _ upload: UploadDescription, _ executor: inout CallExecutor
     ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
         let start = wire.startSession(upload)
-        switch try await runner.sendShielded(start, accepting: [200, 201], about: .bucket(upload.bucket)) {
+        // Opening a session is the upload's one object write; the session's own requests are idempotent.
+        switch try await executor.sendShielded(
+            start, idempotency: .generationConditioned(upload.preconditions), accepting: [200, 201],
+            about: .bucket(upload.bucket))
+        {
         case .answer(let response): return .sessionStarted(try wire.sessionURL(from: response))
         case .retryable(let failure): return .retryableFailure(failure)
         }
@@ -453,13 +451,13 @@ struct UploadEngine: Sendable {
         _ request: HTTPRequest,
         _ step: UploadSessionStep,
         _ upload: UploadDescription,
-        _ runner: inout RequestRunner,
+        _ executor: inout CallExecutor,
         sentChecksum: Bool = false,
         progress: (@Sendable (Int64) -> Void)?
     ) async throws(StorageError) -> ResumableUploadStateMachine.Event {
-        let outcome = try await runner.send(
-            request, accepting: wire.sessionAnswerStatuses, about: .object(upload.objectName),
-            sentChecksum: sentChecksum, progress: progress)
+        let outcome = try await executor.send(
+            request, idempotency: .idempotent, accepting: wire.sessionAnswerStatuses,
+            about: .object(upload.objectName), sentChecksum: sentChecksum, progress: progress)
         switch outcome {
         case .retryable(let failure):
             return .retryableFailure(failure)
@@ -536,20 +534,17 @@ struct UploadEngine: Sendable {
     /// Reads the metadata of the object a session reported complete without
     /// saying what it stored.
     func storedMetadata(
-        _ upload: UploadDescription, _ runner: inout RequestRunner
+        _ upload: UploadDescription, _ executor: inout CallExecutor
     ) async throws(StorageError) -> StorageMetadata {
+        let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
         while true {
-            let request = wire.objectMetadata(bucket: upload.bucket, name: upload.objectName)
-            switch try await runner.send(request, accepting: [200], about: .object(upload.objectName)) {
-            case .answer(let response):
-                do throws(StorageError) {
-                    return try StorageMetadata(objectResource: response.body)
-                } catch {
-                    // The object is stored; only its description was garbled: ask again.
-                    try await runner.backOff(after: error)
-                }
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
+            let response = try await executor.execute(
+                request, idempotency: .idempotent, accepting: [200], about: .object(upload.objectName))
+            do throws(StorageError) {
+                return try StorageMetadata(objectResource: response.body)
+            } catch {
+                // The object is stored; only its description was garbled: ask again.
+                try await executor.backOff(after: error, of: .idempotent)
             }
         }
     }
@@ -561,9 +556,9 @@ struct UploadEngine: Sendable {
         _ stored: StorageMetadata,
         _ upload: UploadDescription,
         _ prepared: PreparedSource,
-        _ runner: RequestRunner
+        _ executor: CallExecutor
     ) async throws(StorageError) -> StorageMetadata {
-        try await Self.whateverStops(runner) { (runner) throws(StorageError) -> StorageMetadata in
+        try await Self.whateverStops(executor) { (executor) throws(StorageError) -> StorageMetadata in
             var problem: StorageError?
             do throws(StorageError) {
                 try await prepared.checkUnchanged()
@@ -585,21 +580,21 @@ struct UploadEngine: Sendable {
                     problem = error
                 }
             }
-            return try await accept(stored, sent: sent, problem: problem, upload, &runner)
+            return try await accept(stored, sent: sent, problem: problem, upload, &executor)
         }
     }
 
-    /// Runs `body` with a copy of `runner` in a task of its own, which a pause or cancel of
+    /// Runs `body` with a copy of `executor` in a task of its own, which a pause or cancel of
     /// this one does not reach: once the object is stored, checking it ends whatever happens
     /// (success wins over a late stop; what is left is short: a checksum still being computed,
     /// a read of the object's metadata, a deletion of a wrong object).
     static func whateverStops<T: Sendable>(
-        _ runner: RequestRunner,
-        _ body: @escaping @Sendable (inout RequestRunner) async throws(StorageError) -> T
+        _ executor: CallExecutor,
+        _ body: @escaping @Sendable (inout CallExecutor) async throws(StorageError) -> T
     ) async throws(StorageError) -> T {
-        try await whateverStops(runner) { (runner) -> Result<T, StorageError> in
+        try await whateverStops(executor) { (executor) -> Result<T, StorageError> in
             do throws(StorageError) {
-                return .success(try await body(&runner))
+                return .success(try await body(&executor))
             } catch {
                 return .failure(error)
             }
@@ -609,12 +604,12 @@ struct UploadEngine: Sendable {
     /// ``whateverStops(_:_:)`` for work that cannot fail: cleaning up after a stop (deleting a
     /// session, aborting a multipart upload), or asking what a stopped request achieved.
     static func whateverStops<T: Sendable>(
-        _ runner: RequestRunner,
-        _ body: @escaping @Sendable (inout RequestRunner) async -> T
+        _ executor: CallExecutor,
+        _ body: @escaping @Sendable (inout CallExecutor) async -> T
     ) async -> T {
         await Task {
-            var runner = runner
-            return await body(&runner)
+            var executor = executor
+            return await body(&executor)
         }.value
     }
 
@@ -625,7 +620,7 @@ struct UploadEngine: Sendable {
     /// - Parameter problem: What an earlier check (size, file unchanged) found, if anything.
     func accept(
         _ stored: StorageMetadata, sent: UInt32?, problem: StorageError?, _ upload: UploadDescription,
-        _ runner: inout RequestRunner
+        _ executor: inout CallExecutor
     ) async throws(StorageError) -> StorageMetadata {
         var problem = problem
         if problem == nil, let sent, let reported = stored.crc32cValue, sent != reported {
@@ -634,9 +629,9 @@ struct UploadEngine: Sendable {
                 "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."
             )
         }
-        reportVerdict(on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, runner.events)
+        reportVerdict(on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, executor.events)
         guard let problem else { return stored }
-        await deleteObject(stored, upload, &runner)
+        await deleteObject(stored, upload, &executor)
         throw problem
     }
 
@@ -665,16 +660,16 @@ struct UploadEngine: Sendable {
     /// Deletes the generation of the object this upload created, when it is
     /// known to be wrong. Best effort: a failure leaves the error as it was.
     func deleteObject(
-        _ stored: StorageMetadata, _ upload: UploadDescription, _ runner: inout RequestRunner
+        _ stored: StorageMetadata, _ upload: UploadDescription, _ executor: inout CallExecutor
     ) async {
         guard let generation = stored.generation else { return }
         let delete = wire.deleteObject(bucket: upload.bucket, name: upload.objectName, generation: generation)
-        _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(upload.objectName))
+        _ = await executor.sendOnce(delete, accepting: [200, 204, 404], about: .object(upload.objectName))
     }
 
     /// Asks the server to drop a session; failures are ignored (sessions expire anyway).
-    private func discardSession(_ session: URL, _ runner: inout RequestRunner) async {
-        _ = try? await runner.send(
+    private func discardSession(_ session: URL, _ executor: inout CallExecutor) async {
+        _ = await executor.sendOnce(
             wire.cancel(session: session), accepting: [200, 204, 404, 410, 499], about: .object(path.string))
     }
 }

@@ -28,7 +28,11 @@ public struct StorageEvent: Sendable, CustomStringConvertible {
         /// HTTP), and `duration_ms`.
         public static let request = Kind("request")
         /// An operation waits before trying again. Metadata: `reason` (the failure's message),
-        /// `status` when the failure was an HTTP answer, `delay_ms`.
+        /// `status` when the failure was an HTTP answer, `rule` (the rule of the retry strategy
+        /// that allowed the retry: "the request is idempotent", "the request is made idempotent
+        /// by ifGenerationMatch=0", "the retry policy is always"; see
+        /// ``StorageConfiguration/Retry/Policy``), `attempt` (the attempts so far), `invocation_id`
+        /// (the call's id, as `x-goog-api-client` sends it), `delay_ms`.
         public static let retry = Kind("retry")
         /// A resumable upload opened a session on the server. Metadata: `object`. The session's
         /// URL is never part of it.

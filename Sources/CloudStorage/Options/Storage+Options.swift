@@ -6,7 +6,7 @@ extension Storage {
     ///
     /// The copy shares the connections and credentials of this one, so making one per call costs
     /// nothing. ``StorageRequestOptions/retry`` and ``StorageRequestOptions/timeouts`` replace
-    /// those of the copy's ``configuration``, where the retry policy and the request runner read
+    /// those of the copy's ``configuration``, where the call executor reads
     /// them.
     ///
     /// ```swift

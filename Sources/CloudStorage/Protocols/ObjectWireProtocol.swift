@@ -5,7 +5,7 @@ import HTTPClient
 /// Operations on stored objects in one wire protocol — metadata, deletion,
 /// listing, media downloads, download URLs, and server-side copies, composes
 /// and moves — as requests to build and answers to read. Like ``UploadWireProtocol`` it performs no I/O: the
-/// caller sends the requests through ``RequestRunner`` and retries them.
+/// caller sends the requests through ``CallExecutor`` and retries them.
 ///
 /// An implementation must guarantee:
 /// - Every request targets the endpoint's base URL with each path segment and

@@ -68,9 +68,9 @@ public struct StorageObjectListing: AsyncSequence, Sendable {
         try query.validate(for: storage.endpoint)
         if Task.isCancelled { throw .cancelled() }
         let wire = storage.objectProtocol
-        var runner = RequestRunner(storage: storage, operation: .other)
-        let response = try await runner.sendRetrying(
-            wire.list(bucket: storage.bucket, query, pageToken: token), accepting: [200],
+        var executor = CallExecutor(storage: storage, operation: .other)
+        let response = try await executor.execute(
+            wire.list(bucket: storage.bucket, query, pageToken: token), idempotency: .idempotent, accepting: [200],
             about: .bucket(storage.bucket))
         let listed = try wire.listPage(from: response)
         var tokens = ListingPageTokens(startingAt: token)

@@ -50,20 +50,21 @@ extension StorageReference {
         let names = try validatedComposeSources(sources, into: name, metadata: metadata, preconditions: preconditions)
         let read = try await Self.metadata(of: sources)
         let plan = try ComposePlan(names: names, sources: sources, read: read)
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         guard
             let request = storage.objectProtocol.compose(
                 bucket: storage.bucket, name: name, sources: plan.parts, metadata: metadata,
                 preconditions: preconditions)
         else { throw .internalError("The endpoint's protocol stopped offering compose.") }
-        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
+        let response = try await executor.execute(
+            request, idempotency: .generationConditioned(preconditions), accepting: [200], about: .object(name))
         let composed = try StorageMetadata(objectResource: response.body)
         guard let problem = plan.problem(with: composed) else { return composed }
         if let generation = composed.generation {
             // Best effort, as after an upload found wrong: the error stays whatever happens.
             let delete = storage.uploadProtocol.deleteObject(
                 bucket: storage.bucket, name: name, generation: generation)
-            _ = try? await runner.send(delete, accepting: [200, 204, 404], about: .object(name))
+            _ = await executor.sendOnce(delete, accepting: [200, 204, 404], about: .object(name))
         }
         throw problem
     }
@@ -130,7 +131,12 @@ extension StorageReference {
                 next += 1
                 group.addTask {
                     do throws(StorageError) {
-                        return (index, .success(try await reference.getMetadata()))
+                        // Bound first, never `(index, .success(try await …))`: Swift 6.3's optimizer
+                        // returns 0 for `index` from a tuple whose later element is a `try await`
+                        // inside do/catch in a task (OptimizerDefectTests), which made every
+                        // release build trap here.
+                        let metadata = try await reference.getMetadata()
+                        return (index, .success(metadata))
                     } catch {
                         return (index, .failure(error))
                     }

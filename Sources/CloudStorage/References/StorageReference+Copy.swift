@@ -9,6 +9,12 @@ extension StorageReference {
     /// going for ever.
     static let maxRewriteCallsWithoutProgress = 10
 
+    /// The least a rewrite call must copy beyond every call before it (unless it copies the rest)
+    /// to count as progress: Cloud Storage rewrites in steps of whole mebibytes
+    /// (`maxBytesRewrittenPerCall` is a multiple of 1 MiB), so a server that advances a few bytes
+    /// a call is stalling the copy, not making it.
+    static let minimumRewriteProgress: Int64 = 1 << 20
+
     /// Copies this reference's object to `destination` on the server, without its bytes passing
     /// through this process.
     ///
@@ -58,7 +64,11 @@ extension StorageReference {
     ///   another endpoint or pinned to a generation, or a Firebase endpoint, which has no
     ///   server-side copy; ``StorageErrorCode/protocolViolation`` when the server's answers break
     ///   the protocol or it answers 10 calls in a row (`maxRewriteCallsWithoutProgress`) without
-    ///   copying more; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
+    ///   copying at least a mebibyte more (or the rest), or when no call did so within
+    ///   ``StorageConfiguration/Retry/maxOperationTime``; ``StorageErrorCode/cancelled`` when the
+    ///   calling task is cancelled. Failed calls are retried only as
+    ///   ``StorageConfiguration/Retry/policy`` allows: by default only under
+    ///   `preconditions.ifGenerationMatch`, which makes a rewrite idempotent.
     public func copy(
         to destination: StorageReference,
         metadata: StorageMetadata? = nil,
@@ -80,7 +90,8 @@ extension StorageReference {
     }
 
     /// Runs a rewrite to its end: one call, then one per token, within the operation's retry time,
-    /// which starts again whenever a call copies more than any before.
+    /// which starts again whenever a call copies at least ``minimumRewriteProgress`` more than any
+    /// before (or the rest).
     func rewrite(
         _ copy: ServerSideCopy, progress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
@@ -93,7 +104,7 @@ extension StorageReference {
         try copy.preconditions.validate(for: storage.endpoint)
         try copy.sourcePreconditions.validate(for: storage.endpoint)
         try copy.metadata?.validate(for: storage.endpoint)
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         var token: String?
         var mostCopied: Int64 = -1
         var callsWithoutProgress = 0
@@ -102,7 +113,9 @@ extension StorageReference {
             guard let request = wire.rewrite(copy, rewriteToken: token) else {
                 throw .internalError("The endpoint's protocol stopped offering server-side copies.")
             }
-            let response = try await runner.sendRetrying(request, accepting: [200], about: .object(copy.sourceName))
+            let response = try await executor.execute(
+                request, idempotency: .generationConditioned(copy.preconditions), accepting: [200],
+                about: .object(copy.sourceName))
             let status = try RewriteStatus(json: response.body)
             if let size, size != status.objectSize {
                 throw .protocolViolation(
@@ -114,16 +127,18 @@ extension StorageReference {
             case .done(let metadata):
                 return metadata
             case .continueWith(let next):
-                if status.totalBytesRewritten > mostCopied {
+                let step = min(Self.minimumRewriteProgress, status.objectSize - max(mostCopied, 0))
+                if status.totalBytesRewritten >= max(mostCopied, 0) + max(step, 1) {
                     mostCopied = status.totalBytesRewritten
                     callsWithoutProgress = 0
-                    runner.madeProgress()
+                    executor.madeProgress()
                 } else {
                     callsWithoutProgress += 1
-                    if callsWithoutProgress >= Self.maxRewriteCallsWithoutProgress {
+                    if callsWithoutProgress >= Self.maxRewriteCallsWithoutProgress || executor.retryTimeHasRunOut {
                         throw .protocolViolation(
                             "The server answered \(callsWithoutProgress) rewrite calls in a row without copying "
-                                + "more than \(mostCopied) of \(status.objectSize) bytes; the copy was abandoned.")
+                                + "a mebibyte more than \(max(mostCopied, 0)) of \(status.objectSize) bytes; "
+                                + "the copy was abandoned.")
                     }
                 }
                 token = next
@@ -202,7 +217,9 @@ extension StorageReference {
                 bucket: storage.bucket, from: sourceName, to: destinationName, preconditions: preconditions,
                 sourcePreconditions: sourcePreconditions)
         {
-            if let moved = try await atomicMove(request, sourceName: sourceName) { return moved }
+            if let moved = try await atomicMove(request, sourceName: sourceName, preconditions: preconditions) {
+                return moved
+            }
         }
         return try await copyThenDelete(copy, to: destination)
     }
@@ -215,24 +232,20 @@ extension StorageReference {
     /// Storage answers 404 when the source is missing and 400 for a request it will not move
     /// (such as in a bucket that does not allow it); the copy-then-delete that follows reports a
     /// missing source the same way, and refuses what copies cannot do either. 501 is not retried.
-    private func atomicMove(_ request: HTTPRequest, sourceName: String) async throws(StorageError) -> StorageMetadata? {
-        var runner = RequestRunner(storage: storage, operation: .other)
-        while true {
-            let outcome: RequestRunner.Outcome
-            do {
-                outcome = try await runner.send(request, accepting: [200], about: .object(sourceName))
-            } catch let error where [400, 404, 405].contains(error.httpStatus) {
-                return nil
-            }
-            switch outcome {
-            case .answer(let response):
-                return try StorageMetadata(objectResource: response.body)
-            case .retryable(let failure) where failure.httpStatus == 501:
-                return nil
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
-            }
+    private func atomicMove(
+        _ request: HTTPRequest, sourceName: String, preconditions: StoragePreconditions
+    ) async throws(StorageError) -> StorageMetadata? {
+        var executor = CallExecutor(storage: storage, operation: .other)
+        let response: HTTPResponse
+        do {
+            response = try await executor.execute(
+                request, idempotency: .generationConditioned(preconditions), accepting: [200, 501],
+                about: .object(sourceName))
+        } catch let error where [400, 404, 405].contains(error.httpStatus) {
+            return nil
         }
+        guard response.status == 200 else { return nil }
+        return try StorageMetadata(objectResource: response.body)
     }
 
     /// The move of a server without `moveTo`, or between buckets: a copy and a delete, both pinned

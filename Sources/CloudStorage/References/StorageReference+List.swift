@@ -41,10 +41,11 @@ extension StorageReference {
         }
         let wire = storage.objectProtocol
         let prefix = path.listingPrefix
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         let query = StorageObjectQuery(prefix: prefix, delimiter: "/", pageSize: maxResults)
         let request = wire.list(bucket: storage.bucket, query, pageToken: pageToken)
-        let response = try await runner.sendRetrying(request, accepting: [200], about: .bucket(storage.bucket))
+        let response = try await executor.execute(
+            request, idempotency: .idempotent, accepting: [200], about: .bucket(storage.bucket))
         let page = try wire.listPage(from: response)
         var tokens = ListingPageTokens(startingAt: pageToken)
         try tokens.advance(to: page.nextPageToken)

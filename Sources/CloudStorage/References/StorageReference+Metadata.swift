@@ -21,10 +21,10 @@ extension StorageReference {
     ///   than the one pinned; ``StorageErrorCode/cancelled`` when the calling task is cancelled.
     public func getMetadata() async throws(StorageError) -> StorageMetadata {
         let (name, generation) = try validatedObject()
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         let request = storage.objectProtocol.getMetadata(
             bucket: storage.bucket, name: name, generation: generation)
-        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
+        let response = try await executor.execute(request, idempotency: .idempotent, accepting: [200], about: .object(name))
         return try checkedGeneration(StorageMetadata(objectResource: response.body))
     }
 
@@ -100,10 +100,11 @@ extension StorageReference {
             }
             return current
         }
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         let request = storage.objectProtocol.updateMetadata(
             bucket: storage.bucket, name: name, generation: generation, update, preconditions: preconditions)
-        let response = try await runner.sendRetrying(request, accepting: [200], about: .object(name))
+        let response = try await executor.execute(
+            request, idempotency: .metagenerationConditioned(preconditions), accepting: [200], about: .object(name))
         return try checkedGeneration(StorageMetadata(objectResource: response.body))
     }
 
@@ -158,10 +159,12 @@ extension StorageReference {
     public func delete(preconditions: StoragePreconditions = .none) async throws(StorageError) {
         let (name, generation) = try validatedObject()
         try preconditions.validate(for: storage.endpoint)
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         let request = storage.objectProtocol.delete(
             bucket: storage.bucket, name: name, generation: generation, preconditions: preconditions)
-        _ = try await runner.sendRetrying(request, accepting: [200, 204], about: .object(name))
+        _ = try await executor.execute(
+            request, idempotency: .delete(preconditions, generation: generation), accepting: [200, 204],
+            about: .object(name))
     }
 
     /// A URL from which the object can be downloaded with a plain HTTP GET.
@@ -188,13 +191,13 @@ extension StorageReference {
     public func downloadURL() async throws(StorageError) -> URL {
         let (name, generation) = try validatedObject()
         let wire = storage.objectProtocol
-        var runner = RequestRunner(storage: storage, operation: .other)
+        var executor = CallExecutor(storage: storage, operation: .other)
         // Read first even where no token is needed, so a missing object fails here, not at download.
         let current = try checkedGeneration(
             StorageMetadata(
-                objectResource: try await runner.sendRetrying(
+                objectResource: try await executor.execute(
                     wire.getMetadata(bucket: storage.bucket, name: name, generation: generation),
-                    accepting: [200], about: .object(name)
+                    idempotency: .idempotent, accepting: [200], about: .object(name)
                 ).body))
         if let url = wire.downloadURL(bucket: storage.bucket, name: name, generation: generation, metadata: current) {
             return url
@@ -204,7 +207,10 @@ extension StorageReference {
             throw .internalError("The endpoint's protocol needs download tokens but cannot create one.")
         }
         let updated = try StorageMetadata(
-            objectResource: try await runner.sendRetrying(request, accepting: [200], about: .object(name)).body)
+            // A metadata patch without a precondition (Firebase endpoints, which retry it anyway).
+            objectResource: try await executor.execute(
+                request, idempotency: .conditional(precondition: nil), accepting: [200], about: .object(name)
+            ).body)
         guard let url = wire.downloadURL(bucket: storage.bucket, name: name, generation: nil, metadata: updated) else {
             throw .internalError("The server did not keep the download token it was given.")
         }

@@ -12,7 +12,7 @@ struct IAMSignBlob: Sendable {
     /// Whose tokens authorize the call; nil for the Storage's own.
     var authorization: StorageAuthorization? = nil
 
-    /// The request, without its `Authorization` (the request runner adds it).
+    /// The request, without its `Authorization` (the call executor adds it).
     func request(payload: [UInt8]) -> HTTPRequest {
         let body = "{\"payload\":\"\(Data(payload).base64EncodedString())\"}"
         var request = HTTPRequest(
@@ -40,16 +40,11 @@ struct IAMSignBlob: Sendable {
         let iam = Storage(
             bucket: storage.bucket, endpoint: .gcs(baseURL), authorization: authorization ?? storage.authorization,
             configuration: storage.configuration, transport: storage.transport)
-        var runner = RequestRunner(storage: iam, operation: .other)
-        let request = request(payload: payload)
-        while true {
-            switch try await runner.send(request, accepting: [200, 400, 403, 404], about: .object(email)) {
-            case .answer(let response):
-                return try signature(in: response)
-            case .retryable(let failure):
-                try await runner.backOff(after: failure)
-            }
-        }
+        var executor = CallExecutor(storage: iam, operation: .other)
+        let response = try await executor.execute(
+            request(payload: payload), idempotency: .idempotent, accepting: [200, 400, 403, 404],
+            about: .object(email))
+        return try signature(in: response)
     }
 
     /// The signature in a `signBlob` answer, or the error a refusal means.

@@ -180,7 +180,7 @@ struct CredentialFlowTests {
     func plainHTTPTokenEndpoint() async throws {
         let context = TokenRequestContext(
             transport: URLSessionTransport.shared, requestTimeout: .seconds(1),
-            retryPolicy: RetryPolicy(configuration: StorageConfiguration(), operation: .other))
+            retryBackoff: RetryBackoff(configuration: StorageConfiguration(), operation: .other))
         let error = await #expect(throws: StorageError.self) {
             try await TokenEndpoint.exchange(
                 form: [("assertion", "secret")], at: URL(string: "http://192.0.2.1/token")!, grant: "the key",

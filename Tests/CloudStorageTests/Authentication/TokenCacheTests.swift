@@ -70,7 +70,7 @@ struct TokenCacheTests {
 
     static let context = TokenRequestContext(
         transport: URLSessionTransport.shared, requestTimeout: .seconds(5),
-        retryPolicy: RetryPolicy(configuration: StorageConfiguration(), operation: .other))
+        retryBackoff: RetryBackoff(configuration: StorageConfiguration(), operation: .other))
 
     static func cache(_ exchange: ScriptedExchange, clock: ManualClock = ManualClock()) -> TokenCache {
         TokenCache(now: { clock.now }) { _ throws(StorageError) in try await exchange.run(now: clock.now) }
@@ -195,7 +195,7 @@ struct TokenCacheTests {
         try await Self.waitUntil { cache.waiterCount == 1 }
         let hurried = TokenRequestContext(
             transport: URLSessionTransport.shared, requestTimeout: .seconds(5),
-            retryPolicy: RetryPolicy(configuration: StorageConfiguration(), operation: .other),
+            retryBackoff: RetryBackoff(configuration: StorageConfiguration(), operation: .other),
             deadline: .now + .milliseconds(50))
         let error = await #expect(throws: StorageError.self) { try await cache.token(context: hurried) }
         #expect(error?.underlyingError is RetryTimeRanOut, "\(String(describing: error))")
@@ -212,7 +212,7 @@ struct TokenCacheTests {
         let cache = Self.cache(exchange)
         let late = TokenRequestContext(
             transport: URLSessionTransport.shared, requestTimeout: .seconds(5),
-            retryPolicy: RetryPolicy(configuration: StorageConfiguration(), operation: .other),
+            retryBackoff: RetryBackoff(configuration: StorageConfiguration(), operation: .other),
             deadline: .now - .seconds(1))
         let error = await #expect(throws: StorageError.self) { try await cache.token(context: late) }
         #expect(error?.underlyingError is RetryTimeRanOut)

@@ -131,9 +131,9 @@ struct StorageConfigurationTests {
 
     @Test func aRetryTimeRunningOutNamesTheGroupedSetting() {
         let configuration = StorageConfiguration()
-        #expect(RetryPolicy(configuration: configuration, operation: .upload).budgetName == "retry.maxUploadTime")
-        #expect(RetryPolicy(configuration: configuration, operation: .download).budgetName == "retry.maxDownloadTime")
-        #expect(RetryPolicy(configuration: configuration, operation: .other).budgetName == "retry.maxOperationTime")
+        #expect(RetryBackoff(configuration: configuration, operation: .upload).budgetName == "retry.maxUploadTime")
+        #expect(RetryBackoff(configuration: configuration, operation: .download).budgetName == "retry.maxDownloadTime")
+        #expect(RetryBackoff(configuration: configuration, operation: .other).budgetName == "retry.maxOperationTime")
     }
 
     // MARK: - The flat names of earlier releases

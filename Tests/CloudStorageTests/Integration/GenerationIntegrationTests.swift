@@ -99,8 +99,8 @@ struct GenerationIntegrationTests {
             method: "POST", url: endpoint.baseURL.appendingPathComponent("storage/v1/b"),
             body: .data(Data(#"{"name": "\#(bucket)", "versioning": {"enabled": true}}"#.utf8)), isIdempotent: false)
         create.headers.add("Content-Type", "application/json")
-        var runner = RequestRunner(storage: storage, operation: .other)
-        _ = try await runner.sendRetrying(create, accepting: [200], about: .bucket(bucket))
+        var executor = CallExecutor(storage: storage, operation: .other)
+        _ = try await executor.execute(create, idempotency: .idempotent, accepting: [200], about: .bucket(bucket))
         try await body(Context(storage: storage, recorder: recorder, emulator: emulator, faultPlan: faults))
     }
 

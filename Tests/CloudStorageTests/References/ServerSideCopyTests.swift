@@ -115,8 +115,24 @@ struct ServerSideCopyTests {
             try await server.storage.reference(withPath: "s").copy(to: server.storage.reference(withPath: "d"))
         }
         #expect(error?.code == .protocolViolation)
-        #expect(error?.message.contains("without copying more") == true)
-        // The first answer is progress (5 bytes more than none); then the limit of answers without any.
+        #expect(error?.message.contains("without copying a mebibyte more") == true)
+        // 5 of 10 bytes is not the rest, nor a mebibyte: no answer is progress.
+        #expect(server.requests.count == StorageReference.maxRewriteCallsWithoutProgress)
+    }
+
+    /// A server that reports one more byte each call (once seen looping 98,803 times in 30 s)
+    /// does not keep the copy going: progress is at least a mebibyte, or the rest.
+    @Test func aRewriteThatCreepsForwardAByteACallEnds() async throws {
+        let size = 64 << 20
+        let server = try Server { _, index in
+            (200, Self.rewriteAnswer(done: false, copied: (2 << 20) + index, size: size, token: "t\(index)"))
+        }
+        defer { server.stop() }
+        let error = await #expect(throws: StorageError.self) {
+            try await server.storage.reference(withPath: "s").copy(to: server.storage.reference(withPath: "d"))
+        }
+        #expect(error?.code == .protocolViolation)
+        // The first answer copied 2 MiB (progress); then ten that crept by a byte each.
         #expect(server.requests.count == 1 + StorageReference.maxRewriteCallsWithoutProgress)
     }
 

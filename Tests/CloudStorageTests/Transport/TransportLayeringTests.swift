@@ -126,12 +126,12 @@ struct TransportLayeringTests {
 
     @Test func onlyTheEngineTurnsCarriedErrorsBackIntoStorageErrors() {
         let own = StorageError(.fileChanged, "The file changed.")
-        #expect(RequestRunner.engineError(in: .bodySourceFailed(own))?.code == .fileChanged)
-        #expect(RequestRunner.engineError(in: .sinkFailed(own))?.code == .fileChanged)
+        #expect(CallExecutor.engineError(in: .bodySourceFailed(own))?.code == .fileChanged)
+        #expect(CallExecutor.engineError(in: .sinkFailed(own))?.code == .fileChanged)
         // A carried error the engine does not own is a final failure, not a retry.
-        #expect(RequestRunner.engineError(in: .sinkFailed(Marker(id: 5)))?.code == .unknown)
+        #expect(CallExecutor.engineError(in: .sinkFailed(Marker(id: 5)))?.code == .unknown)
         // Failures of the transport itself stay the transport's, for the retry policy.
-        #expect(RequestRunner.engineError(in: HTTPTransportError(kind: .connectionLost, message: "x")) == nil)
+        #expect(CallExecutor.engineError(in: HTTPTransportError(kind: .connectionLost, message: "x")) == nil)
     }
 
     @Test func theWireProtocolsSayWhichRequestsAreSafeToSendTwice() {

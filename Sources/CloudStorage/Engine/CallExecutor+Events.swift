@@ -1,6 +1,6 @@
 import HTTPClient
 
-extension RequestRunner {
+extension CallExecutor {
     /// Reports a request's outcome: its answer's status, or how it failed below HTTP.
     func reportRequest(_ request: HTTPRequest, startedAt start: ContinuousClock.Instant, status: Int?, failure: String?)
     {
@@ -15,13 +15,17 @@ extension RequestRunner {
             .request, .debug, "\(request.method) \(url): \(outcome) in \(duration.milliseconds) ms", metadata)
     }
 
-    /// Reports that the operation waits `delay` before trying again after `failure`.
-    func reportRetry(after failure: StorageError, delay: Duration) {
+    /// Reports that the call waits `delay` before trying again after `failure`, and the rule of
+    /// the retry strategy that allowed it.
+    func reportRetry(after failure: StorageError, delay: Duration, rule: String) {
         guard events.isEnabled else { return }
-        var metadata = ["reason": failure.message, "delay_ms": String(delay.milliseconds)]
+        var metadata = [
+            "reason": failure.message, "rule": rule, "delay_ms": String(delay.milliseconds),
+            "attempt": String(attemptCount), "invocation_id": invocationID,
+        ]
         if let status = failure.httpStatus { metadata["status"] = String(status) }
         events.emit(
-            .retry, .info, "in \(delay.milliseconds) ms after: \(failure.message)", metadata)
+            .retry, .info, "in \(delay.milliseconds) ms after: \(failure.message) (retried: \(rule))", metadata)
     }
 }
 

@@ -2,7 +2,7 @@ import HTTPClient
 
 /// When to retry a failed request and how long to wait first: exponential
 /// back-off with jitter, inside an overall time budget.
-struct RetryPolicy: Sendable {
+struct RetryBackoff: Sendable {
     /// The kinds of operation, each with its own retry time, named as the
     /// Firebase SDKs name them.
     enum Operation: Sendable, Equatable {
@@ -31,22 +31,36 @@ struct RetryPolicy: Sendable {
     /// what to do about the next one.
     ///
     /// The budget is a deadline that starts at the first failure recorded
-    /// after creation or after ``reset()``: a retry is allowed only while its
-    /// wait ends within ``RetryPolicy/budget`` of that instant, and nothing of
+    /// after creation or after ``reset()``, or for an operation whose clock starts
+    /// with the call (``RetryBackoff/Operation/other``) at its creation and at each
+    /// ``reset()``: a retry is allowed only while its
+    /// wait ends within ``RetryBackoff/budget`` of that instant, and nothing of
     /// an attempt that does not move object bytes goes on past it
     /// (``deadline(forAttemptAt:limit:policy:)``), so a peer that trickles its
     /// bytes cannot stretch the operation beyond its retry time.
     struct Attempts: Sendable {
-        private(set) var firstFailure: ContinuousClock.Instant?
+        /// When the retry time's clock started: the first failure, or the call's start.
+        private(set) var clockStart: ContinuousClock.Instant?
+        /// Whether the clock starts with the call (and again at each reset) instead of at the
+        /// first failure.
+        private let startsWithCall: Bool
         private(set) var failures = 0
         /// The failure the last retry was for: what the operation reports when the end of the
         /// retry time cuts the next attempt short (``RetryTimeRanOut``).
         private(set) var lastRetriedFailure: StorageError?
 
-        /// When the retry time ends: ``RetryPolicy/budget`` after the first failure, or nil
-        /// while none is recorded (the clock has not started).
-        func retryTimeEnd(policy: RetryPolicy) -> ContinuousClock.Instant? {
-            firstFailure.map { $0 + policy.budget }
+        /// A record of no failure; for an operation of `kind` ``Operation/other`` the clock starts now.
+        init(for kind: Operation = .upload, at now: ContinuousClock.Instant = .now) {
+            startsWithCall = kind == .other
+            clockStart = startsWithCall ? now : nil
+        }
+
+        /// When the retry time ends: ``RetryBackoff/budget`` after the clock started, or nil
+        /// while no failure is recorded (a first attempt is bounded by its own time-outs only,
+        /// even when the clock started with the call).
+        func retryTimeEnd(policy: RetryBackoff) -> ContinuousClock.Instant? {
+            guard failures > 0 else { return nil }
+            return clockStart.map { $0 + policy.budget }
         }
 
         /// The instant by which a request that starts at `now` and moves no object bytes (all
@@ -55,7 +69,7 @@ struct RetryPolicy: Sendable {
         /// after it starts (the request time-out), and never past the end of the retry time
         /// once a failure started that clock.
         func deadline(
-            forAttemptAt now: ContinuousClock.Instant, limit: Duration, policy: RetryPolicy
+            forAttemptAt now: ContinuousClock.Instant, limit: Duration, policy: RetryBackoff
         ) -> ContinuousClock.Instant {
             let own = now + limit
             guard let end = retryTimeEnd(policy: policy) else { return own }
@@ -67,7 +81,7 @@ struct RetryPolicy: Sendable {
         /// ended the request.
         func marking(
             _ failure: StorageError, of error: HTTPTransportError, deadline: ContinuousClock.Instant?,
-            policy: RetryPolicy, server: String
+            policy: RetryBackoff, server: String
         ) -> StorageError {
             guard error.kind == .timedOut, let deadline, let end = retryTimeEnd(policy: policy), deadline >= end,
                 ContinuousClock.now >= end
@@ -84,9 +98,14 @@ struct RetryPolicy: Sendable {
             return (lastRetriedFailure, true)
         }
 
+        /// Whether the retry time's clock started more than ``RetryBackoff/budget`` before `now`.
+        func hasRunOut(at now: ContinuousClock.Instant, policy: RetryBackoff) -> Bool {
+            clockStart.map { now - $0 > policy.budget } ?? false
+        }
+
         /// Forgets past failures: the operation made progress.
-        mutating func reset() {
-            firstFailure = nil
+        mutating func reset(at now: ContinuousClock.Instant = .now) {
+            clockStart = startsWithCall ? now : nil
             failures = 0
             lastRetriedFailure = nil
         }
@@ -98,11 +117,11 @@ struct RetryPolicy: Sendable {
         mutating func recordFailure(
             _ failure: StorageError,
             at now: ContinuousClock.Instant,
-            policy: RetryPolicy,
+            policy: RetryBackoff,
             jitter: Double
         ) -> Duration? {
-            let first = firstFailure ?? now
-            firstFailure = first
+            let first = clockStart ?? now
+            clockStart = first
             failures += 1
             var delay = policy.initialDelay
             for _ in 1..<failures where delay < policy.maxDelay {
@@ -121,7 +140,7 @@ struct RetryPolicy: Sendable {
 /// The end of an operation's retry time cut short what the operation was doing: a request
 /// whose deadline it was, or a wait for an access token. Not news about the server: the
 /// operation, now out of retry time, reports the failure before it instead
-/// (``RetryPolicy/Attempts/reported(_:)``). Carried as the
+/// (``RetryBackoff/Attempts/reported(_:)``). Carried as the
 /// ``StorageError/underlyingError`` of a ``StorageErrorCode/unknown`` error.
 struct RetryTimeRanOut: Error, Sendable, CustomStringConvertible {
     let description: String
