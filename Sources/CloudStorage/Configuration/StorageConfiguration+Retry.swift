@@ -88,8 +88,10 @@ extension StorageConfiguration {
         /// times whatever this policy says, except ``never``.
         public enum Policy: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
             /// Retries always idempotent operations, and conditionally idempotent ones that carry
-            /// the precondition that makes them safe; never the others. The default, as in
-            /// Google's libraries (Go's `RetryIdempotent`, Python's conditional retry).
+            /// the precondition that makes them safe; never the others, unless the request never
+            /// left this machine (no connection could be made, so it cannot have taken effect).
+            /// The default, as in Google's libraries (Go's `RetryIdempotent`, Python's
+            /// conditional retry).
             case idempotentOnly
             /// Retries every operation, idempotent or not (Go's `RetryAlways`): for objects with
             /// one writer, where a repeated write cannot overwrite anyone else's.

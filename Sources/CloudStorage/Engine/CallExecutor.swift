@@ -390,7 +390,8 @@ struct CallExecutor: Sendable {
     /// or throws when the call may not try again.
     ///
     /// A retry needs two things: the ``StorageConfiguration/Retry/Policy`` allows it for the
-    /// idempotency the request declared (``RetryDecision``; Firebase endpoints keep the
+    /// idempotency the request declared (or, unless the policy is `never`, the request never
+    /// left this machine: no connection could be made) (``RetryDecision``; Firebase endpoints keep the
     /// Firebase SDKs' semantics and retry whatever the request, unless the policy is
     /// ``StorageConfiguration/Retry/Policy/never``), and the retry time has room for the wait.
     /// Each retry is reported as a `retry` event naming the failure and the rule that allowed it.
@@ -408,7 +409,9 @@ struct CallExecutor: Sendable {
     mutating func backOff(
         after failure: StorageError, of idempotency: CallIdempotency? = nil
     ) async throws(StorageError) {
-        let decision = retryDecision(for: idempotency ?? lastIdempotency)
+        let decision = Self.neverReachedTheServer(failure) && policy != .never
+            ? RetryDecision(allowsRetry: true, rule: "the request never reached the server (no connection was made)")
+            : retryDecision(for: idempotency ?? lastIdempotency)
         guard decision.allowsRetry else { throw Self.notRetried(failure, because: decision.rule) }
         let delay = attempts.recordFailure(failure, at: .now, policy: backoff, jitter: Double.random(in: 0..<1))
         guard let delay else { throw exhausted(after: failure) }
@@ -418,6 +421,13 @@ struct CallExecutor: Sendable {
         } catch {
             throw .cancelled()
         }
+    }
+
+    /// Whether `failure` is one where no byte of the request left this machine (no connection
+    /// could be made): whatever the request, it cannot have taken effect, so sending it is as
+    /// safe as the first time.
+    private static func neverReachedTheServer(_ failure: StorageError) -> Bool {
+        (failure.underlyingError as? HTTPTransportError)?.kind == .connectFailed
     }
 
     /// The decision on retrying a request of `idempotency`.

@@ -177,9 +177,9 @@ struct DocumentationExampleTests {
         {
             try await Storage.gcsEmulator(
                 bucket: bucket, baseURL: emulator.baseURL, authorization: authorization, configuration: settings
-            ).reference(withPath: "a.txt").putDataAsync(Data("abc".utf8))
+            ).reference(withPath: "a.txt").putDataAsync(Data("abc".utf8), preconditions: .doesNotExist)
         }
-        // The first request gets the planned 503 and is retried.
+        // The first request gets the planned 503 and, idempotent under its precondition, is retried.
         #expect(try await upload(bucket: "test-bucket", .bearerToken("s3cret")).size == 3)
         let anonymous = await #expect(throws: StorageError.self) { try await upload(bucket: "test-bucket", .none) }
         #expect(anonymous?.code == .unauthenticated)

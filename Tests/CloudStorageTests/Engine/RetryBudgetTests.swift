@@ -37,6 +37,7 @@ struct RetryBudgetTests {
     }
 
     /// A storage whose first request is answered `503`; `zeroed` is the one retry time set to zero.
+    /// Every request may be retried (`always`): the subject is the retry times, not the policy.
     static func storage(_ route: Reliability.Route, _ emulator: StorageEmulator, zeroed budget: String) -> Storage {
         var configuration = StorageConfiguration()
         configuration.applyForTest {
@@ -45,6 +46,7 @@ struct RetryBudgetTests {
             try $0.retry.setMaxUploadTime(budget == "retry.maxUploadTime" ? .zero : .seconds(600))
             try $0.retry.setMaxDownloadTime(budget == "retry.maxDownloadTime" ? .zero : .seconds(600))
             try $0.retry.setMaxOperationTime(budget == "retry.maxOperationTime" ? .zero : .seconds(600))
+            $0.retry.policy = .always
         }
         route.via.apply(to: &configuration)
         let endpoint = route.wire.endpoint(emulator.baseURL)

@@ -96,18 +96,21 @@ struct SlowPeerBudgetTests {
         }
         defer { server.stop() }
         // The request time-out alone would let the retry trickle on for a minute.
-        let storage = Self.storage(server, route: route) { try $0.retry.setMaxOperationTime(.seconds(2)) }
+        let storage = Self.storage(server, route: route) { try $0.retry.setMaxOperationTime(.seconds(4)) }
         let error = await #expect(throws: StorageError.self) {
             _ = try await storage.reference(withPath: "o").getMetadata()
         }
         #expect(error?.code == .retryLimitExceeded)
-        // The retry time's end cut the retry short; what kept the operation retrying is reported.
-        #expect(error?.message.contains("cut the last attempt short") == true, "\(String(describing: error))")
         #expect(error?.httpStatus == 503)
         // The 503, then the retry the retry time ended (which, on a starved machine, may not have
         // reached the server before that end; it was cut short all the same).
         let requests = server.requests(to: Self.objectPath)
         #expect((1...2).contains(requests))
+        // The retry time's end cut the retry short; what kept the operation retrying is reported.
+        // (The retry time counts from the call's start: on a starved machine whose first answer
+        // came after all of it, no retry began, and the 503 is reported as the last failure.)
+        let cutShort = error?.message.contains("cut the last attempt short") == true
+        #expect(cutShort || requests == 1, "\(String(describing: error))")
         if requests == 2 { #expect(try await peer.ended() == .clientGone) }
     }
 

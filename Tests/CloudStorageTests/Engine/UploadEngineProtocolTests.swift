@@ -193,7 +193,8 @@ struct UploadEngineProtocolTests {
         for _ in 0..<10_000 { transport.inject(.status(503), when: { _ in true }) }
         let storage = Self.storage(transport) { try $0.retry.setMaxUploadTime(.milliseconds(300)) }
         let error = await #expect(throws: StorageError.self) {
-            try await storage.reference(withPath: "o").putDataAsync(Data(count: 10))
+            // Under its precondition the one-request upload is idempotent, so it is retried.
+            try await storage.reference(withPath: "o").putDataAsync(Data(count: 10), preconditions: .doesNotExist)
         }
         #expect(error?.code == .retryLimitExceeded)
         #expect((error?.underlyingError as? StorageError)?.httpStatus == 503)

@@ -34,9 +34,17 @@ struct IdentificationTests {
         let delete = try #require(fake.requests(to: "/storage/v1/b/b/o/a").first)
         for request in [token, delete] {
             #expect(request.headers["User-Agent"] == "cloud-storage-swift/\(Self.version) photo-sync/2.4.1 (build 7)")
-            #expect(request.headers["x-goog-api-client"] == "gl-swift/\(Self.compiler) gccl/\(Self.version)")
             #expect(request.headers["X-Firebase-Storage-Version"] == nil)
         }
+        // Token requests name the SDK; storage requests the call and its attempt too.
+        #expect(token.headers["x-goog-api-client"] == "gl-swift/\(Self.compiler) gccl/\(Self.version)")
+        #expect(token.headers["x-goog-gcs-idempotency-token"] == nil)
+        let client = try #require(delete.headers["x-goog-api-client"])
+        let prefix = "gl-swift/\(Self.compiler) gccl/\(Self.version) gccl-invocation-id/"
+        #expect(client.hasPrefix(prefix) && client.hasSuffix(" gccl-attempt-count/1"), "\(client)")
+        let id = client.dropFirst(prefix.count).prefix { $0 != " " }
+        #expect(UUID(uuidString: String(id)) != nil, "\(client)")
+        #expect(delete.headers["x-goog-gcs-idempotency-token"] == String(id))
     }
 
     @Test("without a suffix the User-Agent names the SDK alone")

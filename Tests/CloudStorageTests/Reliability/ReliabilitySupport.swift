@@ -105,7 +105,10 @@ enum Reliability {
     }
 
     /// A `Storage` for `emulator` on `route` (its transport, and for `https` the test CA), with
-    /// fast retries (5 ms doubling up to 40 ms, 30 s budget).
+    /// fast retries (5 ms doubling up to 40 ms, 30 s budget) of every request: these suites test
+    /// how the engines recover from a failure at any point of any request, the one that creates
+    /// the object included, as the CLI's `always` policy retries it. Which requests the default
+    /// policy retries is ``RetryStrategyTests``' subject.
     static func storage(
         _ route: Route,
         _ emulator: StorageEmulator,
@@ -118,6 +121,7 @@ enum Reliability {
             try $0.retry.setInitialDelay(.milliseconds(5))
             try $0.retry.setMaxDelay(.milliseconds(40))
             try $0.retry.setMaxUploadTime(.seconds(30))
+            $0.retry.policy = .always
         }
         route.via.apply(to: &configuration)
         configuration.applyForTest(configure)
