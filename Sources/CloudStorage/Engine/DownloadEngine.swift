@@ -150,9 +150,20 @@ struct DownloadEngine: Sendable {
             reportVerdict(on: name, reported ? .matched : .notCheckable("the server reported no CRC32C"), nil, events)
             return received
         }
+        guard checkpoint.machine.withLock({ $0.coding?.inflates }) == true else {
+            reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, events)
+            return received
+        }
+        do throws(StorageError) {
+            try checkpoint.inflater.finish()
+            // A body compressed on the way out is checked once inflated: the CRC32C describes those bytes.
+            let crc = checkpoint.inflater.crc
+            try checkpoint.machine.withLock { (machine) throws(StorageError) in try machine.checkInflated(crc: crc) }
+        } catch {
+            reportVerdict(on: name, nil, error, events)
+            throw error
+        }
         reportVerdict(on: name, checkpoint.machine.withLock { $0.checksumVerdict }, nil, events)
-        guard checkpoint.machine.withLock({ $0.coding?.inflates }) == true else { return received }
-        try checkpoint.inflater.finish()
         return checkpoint.inflater.written
     }
 

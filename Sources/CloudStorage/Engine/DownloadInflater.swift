@@ -16,6 +16,8 @@ final class DownloadInflater: Sendable {
         var decoder: GzipDecoder?
         /// Decoded bytes written to the destination.
         var written: Int64 = 0
+        /// Their CRC32C (what a body compressed on the way out is checked with).
+        var crc = CRC32C()
         /// Whether any stored byte arrived.
         var started = false
         /// Why the body does not decode, once it did not.
@@ -32,6 +34,8 @@ final class DownloadInflater: Sendable {
 
     /// Decoded bytes written so far.
     var written: Int64 { state.withLock { $0.written } }
+    /// The CRC32C of the decoded bytes written so far.
+    var crc: UInt32 { state.withLock { $0.crc.value } }
 
     /// Forgets everything: the download starts over from the first stored byte.
     func reset() {
@@ -44,12 +48,13 @@ final class DownloadInflater: Sendable {
     ///   ``StorageErrorCode/undecodableContent`` when zlib cannot be loaded; what the destination throws.
     func write(_ bytes: UnsafeRawBufferPointer, to destination: any DownloadDestination) throws(StorageError) {
         // The decoder leaves the lock while the destination writes (which may wait for a consumer).
-        let (offset0, failed) = state.withLock { state in
+        let (offset0, crc0, failed) = state.withLock { state in
             state.started = true
-            return (state.written, state.failure != nil)
+            return (state.written, state.crc, state.failure != nil)
         }
         guard !failed else { return }
         var offset = offset0
+        var crc = crc0
         var decoder = state.withLock { $0.decoder.take() }
         if decoder == nil {
             do throws(GzipError) {
@@ -70,6 +75,7 @@ final class DownloadInflater: Sendable {
                     throw RangedDownloadStateMachine.sizeExceeded(total: end, maxSize: maxSize)
                 }
                 try destination.write(piece, at: offset)
+                crc.update(piece)
                 offset = end
             }
         } catch  where error.code == .undecodableContent {
@@ -78,6 +84,7 @@ final class DownloadInflater: Sendable {
         state.withLock { state in
             state.decoder = decoder.take()
             state.written = offset
+            state.crc = crc
             state.failure = failure
         }
     }

@@ -58,6 +58,10 @@ struct RangedDownloadStateMachine: Sendable {
         /// Whether a gzip-stored object is delivered decoded (its original bytes) rather than as
         /// stored. A range always addresses, and delivers, the stored bytes.
         var decodesGzip = true
+        /// Whether the download delivers the stored bytes as they are, whatever their encoding:
+        /// asked for (``decodesGzip`` off), or a range, which addresses the stored bytes. Bytes
+        /// someone else decoded (``BodyCoding/transcoded``) can then not be delivered.
+        var wantsStoredBytes: Bool { !decodesGzip || range != nil }
         /// Whether the transport decodes gzip bodies itself (``HTTPClient/HTTPTransportCapabilities/decodesContentCoding``).
         var transportDecodes = false
         /// When the first answer cuts the download into slices; nil never slices.
@@ -205,6 +209,8 @@ struct RangedDownloadStateMachine: Sendable {
     private(set) var serverCRC32C: UInt32?
     /// What the answers' bodies are, once one arrived: every later answer must be the same.
     private(set) var coding: BodyCoding?
+    /// Whether the transport, not the server, decoded a ``BodyCoding/transcoded`` body.
+    private var transportDecoded = false
     /// Whether the bytes written came from a generation that was replaced: the next answer's
     /// head resets the destination (on the transport's thread, not the cooperative pool).
     private var discardPending = false
@@ -344,11 +350,14 @@ struct RangedDownloadStateMachine: Sendable {
             return .abort(.internalError("The download's state machine received an answer it did not ask for."))
         }
         let bodyCoding = coding(of: head)
-        if !setup.decodesGzip, setup.range == nil, bodyCoding == .transcoded {
-            // Asked for the stored bytes, and given decoded ones: they cannot be delivered.
+        if setup.wantsStoredBytes, bodyCoding == .transcoded {
+            // Asked for the stored bytes (as they are, or a range of them), and given decoded
+            // ones: a range of those would be other bytes than the ones asked for.
             return .abort(
                 .protocolViolation(
-                    "The server (or the transport) decompressed the gzip-stored object, whose stored bytes were asked for."
+                    setup.range == nil
+                        ? "The server (or the transport) decompressed the gzip-stored object, whose stored bytes were asked for."
+                        : "The server (or the transport) decompressed the gzip-stored object, whose range addresses the stored bytes: the bytes received are not the ones asked for."
                 ))
         }
         let discard = discardPending
@@ -373,6 +382,7 @@ struct RangedDownloadStateMachine: Sendable {
         phase = .awaitingAnswer(read, answer)
         objectSize = size
         coding = bodyCoding
+        transportDecoded = setup.transportDecodes && head.contentEncoding == "gzip"
         if let crc32c = head.crc32c { serverCRC32C = crc32c }
         if received == 0, slicePlan == nil, let plan = slicing(head, coding: bodyCoding, size: size) {
             if setup.slicing?.probe != nil {
@@ -461,7 +471,7 @@ struct RangedDownloadStateMachine: Sendable {
         let gzipOnWire = head.contentEncoding == "gzip"
         if gzipOnWire && setup.transportDecodes { return .transcoded }
         switch (head.storedEncoding == "gzip", gzipOnWire) {
-        case (true, true): return setup.decodesGzip && setup.range == nil ? .inflated : .stored
+        case (true, true): return setup.wantsStoredBytes ? .stored : .inflated
         case (true, false): return .transcoded
         case (false, true): return head.storedEncoding == nil ? .compressedInTransit : .transcoded
         case (false, false):
@@ -532,14 +542,49 @@ struct RangedDownloadStateMachine: Sendable {
                     "The downloaded bytes' CRC32C (\(CRC32CEncoding.base64(crc.value))) differs from the server's (\(CRC32CEncoding.base64(expected)))."
                 ))
         }
-        checksumVerdict =
-            !whole
-            ? .notCheckable("only part of the object was read; its CRC32C covers all of it")
-            : !(coding?.isStoredBytes ?? true)
-                ? .notCheckable("the bytes arrived transformed (decompressed)")
-                : serverCRC32C == nil ? .notCheckable("the server reported no CRC32C") : .matched
+        checksumVerdict = verdict(whole: whole)
         phase = .ended
         return .finish(received)
+    }
+
+    /// Why a finished download's bytes were or were not checked against the server's CRC32C;
+    /// nil while the engine has yet to inflate a body compressed on the way out (``checkInflated(crc:)``).
+    private func verdict(whole: Bool) -> ChecksumVerdict? {
+        switch coding {
+        case .transcoded?:
+            return .notCheckable(
+                transportDecoded
+                    ? "the transport decompressed the gzip body, and the server's CRC32C describes the compressed bytes, which it did not hand on"
+                    : "the server decompressed the object on the way out (decompressive transcoding), and its CRC32C describes the stored, compressed bytes, which did not arrive"
+            )
+        case .compressedInTransit? where range == nil:
+            return nil
+        default:
+            if !whole { return .notCheckable("only part of the object was read; its CRC32C covers all of it") }
+            return serverCRC32C == nil ? .notCheckable("the server reported no CRC32C") : .matched
+        }
+    }
+
+    /// Checks the bytes the engine inflated from a whole object the server compressed on the
+    /// way out (``BodyCoding/compressedInTransit``) against the CRC32C it reported, which
+    /// describes the stored bytes: the inflated ones. Other downloads were checked when they
+    /// finished (``Action/finish(_:)``), and this does nothing for them.
+    ///
+    /// - Parameter crc: The CRC32C of every inflated byte, once the last gzip member ended.
+    /// - Throws: ``StorageErrorCode/nonMatchingChecksum`` when they differ.
+    mutating func checkInflated(crc: UInt32) throws(StorageError) {
+        guard case .ended = phase, coding == .compressedInTransit, range == nil else { return }
+        guard let expected = serverCRC32C else {
+            checksumVerdict = .notCheckable("the server reported no CRC32C")
+            return
+        }
+        guard expected == crc else {
+            throw StorageError(
+                .nonMatchingChecksum,
+                "The inflated bytes' CRC32C (\(CRC32CEncoding.base64(crc))) differs from the server's (\(CRC32CEncoding.base64(expected))), which describes the stored bytes (the server compressed them on the way out)."
+            )
+        }
+        checksumVerdict = .matched
     }
 
     /// Forgets every byte received and what the answers said: the download starts over.

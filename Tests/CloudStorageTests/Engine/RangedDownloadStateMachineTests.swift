@@ -434,6 +434,55 @@ struct RangedDownloadStateMachineTests {
         }
     }
 
+    /// A transcoded download's verdict says who decoded the bytes, not that only part was read.
+    @Test(arguments: [
+        (Machine.Setup(), whole(crc32c: 1, stored: "gzip"), "the server decompressed the object on the way out"),
+        (Machine.Setup(transportDecodes: true), whole(crc32c: 1, encoding: "gzip"), "the transport decompressed"),
+    ])
+    func aTranscodedDownloadSaysWhyItsChecksumIsNotCompared(setup: Machine.Setup, head: MediaHead, says: String) {
+        var machine = Machine(setup: setup)
+        _ = machine.next(.began)
+        #expect(machine.headArrived(head) == Self.deliver(0, nil, coding: .transcoded))
+        Self.check(
+            machine.bodyArrived(10), .write(dropped: 0, count: 10, at: 0), step: 0, bytes: Self.object[...], &machine)
+        #expect(machine.next(.answered) == .finish(10))
+        guard case .notCheckable(let reason) = machine.checksumVerdict else {
+            Issue.record("verdict \(String(describing: machine.checksumVerdict))")
+            return
+        }
+        #expect(reason.hasPrefix(says), "\(reason)")
+    }
+
+    /// A range addresses the stored bytes: decoded ones are refused, not taken for the range's.
+    @Test func aRangeAnsweredWithDecodedBytesIsAProtocolViolation() {
+        var machine = Machine(setup: Machine.Setup(range: Self.range(0...3)))
+        #expect(machine.next(.began) == Self.read(0, last: 3))
+        guard case .abort(let error) = machine.headArrived(Self.whole(crc32c: 1, stored: "gzip")) else {
+            Issue.record("the decoded answer was not refused")
+            return
+        }
+        #expect(error.code == .protocolViolation)
+    }
+
+    /// Bytes compressed on the way out are checked once inflated, against the stored bytes' CRC32C.
+    @Test func bytesCompressedInTransitAreCheckedOnceInflated() throws {
+        var machine = Machine(setup: Machine.Setup())
+        _ = machine.next(.began)
+        let head = MediaHead(
+            content: .whole, objectSize: 4, generation: 7, crc32c: Self.objectCRC, md5: nil, contentEncoding: "gzip",
+            storedEncoding: nil)
+        #expect(machine.headArrived(head) == Self.deliver(0, nil, coding: .compressedInTransit))
+        Self.check(
+            machine.bodyArrived(4), .write(dropped: 0, count: 4, at: 0, inflates: true), step: 0,
+            bytes: Self.object[0..<4], &machine)
+        #expect(machine.next(.answered) == .finish(4))
+        #expect(machine.checksumVerdict == nil, "decided once inflated")
+        var wrong = machine
+        #expect(throws: StorageError.self) { try wrong.checkInflated(crc: Self.objectCRC ^ 1) }
+        try machine.checkInflated(crc: Self.objectCRC)
+        #expect(machine.checksumVerdict == .matched)
+    }
+
     @Test func theLengthExpectedFollowsTheRangeInsideTheObject() {
         var machine = Machine(setup: Machine.Setup(range: Self.range(6...20)))
         #expect(machine.expectedLength == 15, "before the size is known: the range's own length")

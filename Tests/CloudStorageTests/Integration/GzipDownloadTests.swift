@@ -170,6 +170,9 @@ struct GzipDownloadTests {
         /// Decompressed, `Range` ignored, no `Content-Length` (decompressive transcoding,
         /// whatever the request asked).
         case transcoded
+        /// An object stored as it is (`x-goog-stored-content-encoding: identity`, the original
+        /// bytes), compressed on the way out (`Content-Encoding: gzip`), `Range` ignored.
+        case compressedInTransit
     }
 
     /// Serves the gzip object `o`: the first GET's body is cut after `cut` bytes by a reset once
@@ -184,10 +187,15 @@ struct GzipDownloadTests {
             ranges.values.withLock { $0.append(range) }
             var fields =
                 "x-goog-hash: crc32c=\(CRC32CEncoding.base64(crc32c))\r\nx-goog-generation: 7\r\n"
-                + "x-goog-stored-content-encoding: gzip\r\nx-goog-stored-content-length: \(stored.count)\r\n"
+                + (serving == .compressedInTransit
+                    ? "x-goog-stored-content-encoding: identity\r\nx-goog-stored-content-length: \(original.count)\r\n"
+                    : "x-goog-stored-content-encoding: gzip\r\nx-goog-stored-content-length: \(stored.count)\r\n")
             let body: Data
             var status = "200 OK"
             switch serving {
+            case .compressedInTransit:
+                body = stored
+                fields += "Content-Encoding: gzip\r\nContent-Length: \(body.count)\r\n"
             case .transcoded:
                 body = original
                 fields += "Connection: close\r\n"
@@ -260,6 +268,47 @@ struct GzipDownloadTests {
         let ref = Self.storage(server.baseURL, route: .nativeHTTP).reference(withPath: "o")
         let error = await #expect(throws: StorageError.self) { try await ref.data(maxSize: 10 << 20) }
         #expect(error?.code == .nonMatchingChecksum)
+    }
+
+    /// A range addresses the stored bytes: a server that ignores it and sends the decoded object
+    /// (as `cat -r` met one) is refused, never taken for the range's bytes.
+    @Test(arguments: [false, true])
+    func aRangeAnsweredWithDecodedBytesIsRefused(streamed: Bool) async throws {
+        let received = DispatchSemaphore(value: 0)
+        received.signal()
+        let server = try Self.gzipServer(
+            .transcoded, cut: Self.original.count, crc32c: CRC32C.checksum(Self.stored),
+            ranges: DownloadTests.RangeLog(), resetWhen: received, scheme: .http)
+        defer { server.stop() }
+        let ref = Self.storage(server.baseURL, route: .nativeHTTP).reference(withPath: "o")
+        let error = await #expect(throws: StorageError.self) {
+            if streamed {
+                for try await _ in ref.dataStream(range: Int64(0)...9) {}
+            } else {
+                _ = try await ref.data(maxSize: 10 << 20, range: Int64(0)...9)
+            }
+        }
+        #expect(error?.code == .protocolViolation)
+    }
+
+    /// An object stored as it is and compressed on the way out: its CRC32C describes the inflated
+    /// bytes, which are checked against it.
+    @Test(arguments: [false, true])
+    func bytesCompressedInTransitAreCheckedOnceInflated(hashMatches: Bool) async throws {
+        let received = DispatchSemaphore(value: 0)
+        received.signal()
+        let crc = CRC32C.checksum(Self.original) ^ (hashMatches ? 0 : 1)
+        let server = try Self.gzipServer(
+            .compressedInTransit, cut: Self.stored.count / 2, crc32c: crc, ranges: DownloadTests.RangeLog(),
+            resetWhen: received, scheme: .http)
+        defer { server.stop() }
+        let ref = Self.storage(server.baseURL, route: .nativeHTTP).reference(withPath: "o")
+        if hashMatches {
+            #expect(try await ref.data(maxSize: 10 << 20) == Self.original)
+        } else {
+            let error = await #expect(throws: StorageError.self) { try await ref.data(maxSize: 10 << 20) }
+            #expect(error?.code == .nonMatchingChecksum)
+        }
     }
 
     /// Downloads into memory (a task, rewindable) or through a stream (not rewindable),
