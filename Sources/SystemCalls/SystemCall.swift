@@ -42,6 +42,8 @@ package enum SystemCall {
         package static let noFollow = OpenFlags(rawValue: O_NOFOLLOW)
         /// `O_NONBLOCK`: opening a FIFO does not wait for its other end.
         package static let nonBlocking = OpenFlags(rawValue: O_NONBLOCK)
+        /// `O_DIRECTORY`: fails (`ENOTDIR`) unless the path is a directory.
+        package static let directory = OpenFlags(rawValue: O_DIRECTORY)
     }
 
     /// `open(2)`, retried on `EINTR` (opening a FIFO or a device can be interrupted).
@@ -346,6 +348,8 @@ package enum Errno {
     package static let timedOut = ETIMEDOUT
     /// `ECONNREFUSED`: nothing listens at the address.
     package static let connectionRefused = ECONNREFUSED
+    /// `ELOOP`: what opening a symbolic link with `O_NOFOLLOW` fails with.
+    package static let symbolicLink = ELOOP
 
     /// The system's words for `code` (`strerror`).
     package static func describe(_ code: Int32) -> String {
@@ -426,6 +430,70 @@ extension SystemCall {
         var time = timespec()
         guard clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time) == 0 else { return .zero }
         return .seconds(Int64(time.tv_sec)) + .nanoseconds(Int64(time.tv_nsec))
+    }
+}
+
+extension SystemCall {
+    // MARK: - Names inside an open directory
+
+    /// `openat(2)`: `name` inside the directory open as `directory`, retried on `EINTR`. With
+    /// ``OpenFlags/noFollow`` a symbolic link at `name` is refused (`ELOOP`), so a path walked
+    /// one name at a time from a directory never leaves it through a link.
+    ///
+    /// - Returns: The new descriptor, which the caller must ``close(_:)``.
+    package static func open(
+        _ name: String, in directory: Int32, _ flags: OpenFlags, mode: UInt32 = 0o666
+    ) throws(SystemCallError) -> Int32 {
+        try retrying("openat") { openat(directory, name, flags.rawValue, mode_t(mode)) }
+    }
+
+    /// `mkdirat(2)`: the directory `name` inside `directory`, with `mode` (less the umask).
+    package static func makeDirectory(_ name: String, in directory: Int32, mode: UInt32) throws(SystemCallError) {
+        guard mkdirat(directory, name, mode_t(mode)) == 0 else { throw SystemCallError("mkdirat", errno: errno) }
+    }
+
+    /// `renameat(2)` within one directory: atomically replaces `destination` (a symbolic link
+    /// there is replaced, not followed).
+    package static func rename(_ source: String, to destination: String, in directory: Int32) throws(SystemCallError) {
+        guard renameat(directory, source, directory, destination) == 0 else {
+            throw SystemCallError("renameat", errno: errno)
+        }
+    }
+
+    /// `unlinkat(2)` of `name` inside `directory`.
+    package static func unlink(_ name: String, in directory: Int32) throws(SystemCallError) {
+        guard unlinkat(directory, name, 0) == 0 else { throw SystemCallError("unlinkat", errno: errno) }
+    }
+
+    /// `fstatat(2)` of `name` inside `directory`, not following a symbolic link there
+    /// (`AT_SYMLINK_NOFOLLOW`: a link is described itself).
+    package static func status(_ name: String, in directory: Int32) throws(SystemCallError) -> FileStatus {
+        var info = stat()
+        guard fstatat(directory, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            throw SystemCallError("fstatat", errno: errno)
+        }
+        return FileStatus(info)
+    }
+
+    /// `fchmod(2)`: the permission bits of the open file `fd`.
+    package static func setPermissions(_ fd: Int32, _ mode: UInt32) throws(SystemCallError) {
+        guard fchmod(fd, mode_t(mode)) == 0 else { throw SystemCallError("fchmod", errno: errno) }
+    }
+
+    /// `flock(2)` with `LOCK_EX`: an advisory lock on the open file, held until every descriptor
+    /// of this open (this process's, or a child's that inherited it) is closed, or the process
+    /// dies, however it dies. Two opens of one file exclude each other, even in one process.
+    ///
+    /// - Parameter waiting: Whether to wait while another open holds it (`EINTR` retried), or
+    ///   to return at once.
+    /// - Returns: Whether the lock is now held: false only when not `waiting` and another open holds it.
+    package static func lockExclusively(_ fd: Int32, waiting: Bool) throws(SystemCallError) -> Bool {
+        while flock(fd, LOCK_EX | (waiting ? 0 : LOCK_NB)) != 0 {
+            let code = errno
+            if code == EWOULDBLOCK && !waiting { return false }
+            if code != EINTR { throw SystemCallError("flock", errno: code) }
+        }
+        return true
     }
 }
 
