@@ -23,12 +23,15 @@ struct CopyCommand {
         Uploads FILE, a regular file or a link to one (FIFOs, devices, sockets
         and directories are refused with status 3), to the object PATH (or,
         when PATH is empty or ends in /, to PATH followed by the file's name).
-        A download goes to FILE through a temporary file renamed into place once
-        its CRC32C matched (nothing is left behind on failure); to DIR/NAME when
-        the destination ends in / or is a directory. - reads standard input
-        (size unknown unless it is a file; content type application/octet-stream
-        unless --content-type) or writes standard output (progress only when
-        standard error is a terminal).
+        A download goes to FILE through a hidden temporary file
+        (.NAME.XXXXXXXX.download, locked while written) renamed into place once
+        its CRC32C matched; a file it replaces keeps its mode. A failure or
+        Ctrl-C removes the temporary file; one left by a killed process is
+        removed by the next download of FILE, and never uploaded. A download
+        goes to DIR/NAME when the destination ends in / or is a directory.
+        - reads standard input (size unknown unless it is a file; content type
+        application/octet-stream unless --content-type) or writes standard
+        output (progress only when standard error is a terminal).
 
         Between two gs:// URLs (the same bucket or two) the copy runs on the server
         (a rewrite, repeated until done for large objects): no byte passes through

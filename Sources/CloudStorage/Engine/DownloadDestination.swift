@@ -66,37 +66,139 @@ final class MemoryDownloadDestination: DownloadDestination {
 
 /// Streams a download into a temporary file beside the target, so the target
 /// only ever holds a complete, verified object.
+///
+/// The target's directory is opened once and every name is used inside it: with a
+/// `confinement` (the directory of a recursive download), it is reached from there one name at
+/// a time, made when missing, and a symbolic link on the way is refused rather than followed,
+/// so an object's file can never be written outside that directory. The temporary file
+/// (``PartialDownloadName``) is locked (`flock`) from its creation until it is renamed or
+/// removed, so a download can tell a partial file of the same target whose process died
+/// (unlocked: removed) from one another download is writing (locked: left alone). The file
+/// replaced keeps its permission bits, as `cp` keeps them; a new file gets `0666` less the umask.
 final class FileDownloadDestination: DownloadDestination {
     let target: URL
-    let temporary: URL
-    /// The open temporary file, or -1 before ``create()`` and after close.
-    private let descriptor = Mutex<Int32>(-1)
+    /// The directory the target must stay inside, walked without following links; nil opens
+    /// the target's directory as named.
+    let confinement: URL?
 
-    init(target: URL) {
-        self.target = target
-        // Hidden and unique, in the same directory so the final rename is atomic.
-        temporary = target.deletingLastPathComponent()
-            .appendingPathComponent(".\(target.lastPathComponent).\(UUID().uuidString.prefix(8)).download")
+    /// The open directory and temporary file, between ``create()`` and ``commit()`` or ``discard()``.
+    private struct Opened: Sendable {
+        var directory: Int32
+        var file: Int32
+        /// The temporary file's name in `directory`.
+        var temporary: String
     }
 
-    /// Creates (or truncates) the temporary file, off the cooperative pool.
+    private let opened = Mutex<Opened?>(nil)
+
+    init(target: URL, confinement: URL? = nil) {
+        self.target = target
+        self.confinement = confinement
+    }
+
+    /// Opens the target's directory, removes the partial files dead downloads of the target
+    /// left there, and creates the temporary file, locked; off the cooperative pool.
     func create() async throws(StorageError) {
-        let path = temporary.path
-        let target = target
-        let fd = try await BlockingIO.run { () throws(StorageError) -> Int32 in
-            do throws(SystemCallError) {
-                return try SystemCall.open(path, [.writeOnly, .create, .truncate, .closeOnExec], mode: 0o644)
+        let (target, confinement) = (target, confinement)
+        let made = try await BlockingIO.run { () throws(StorageError) -> Opened in
+            let directory = try DownloadDirectory.open(of: target, confinedTo: confinement)
+            do throws(StorageError) {
+                let name = target.lastPathComponent
+                Self.removeStalePartials(of: name, in: directory, listedAt: target.deletingLastPathComponent().path)
+                let (file, temporary) = try Self.createTemporary(for: name, in: directory, target: target)
+                return Opened(directory: directory, file: file, temporary: temporary)
             } catch {
-                throw StorageError(
-                    .unwritableFile,
-                    "Cannot create a file next to \(target.path) for the download (errno \(error.errno)).")
+                try? SystemCall.close(directory)
+                throw error
             }
         }
-        descriptor.withLock { $0 = fd }
+        opened.withLock { $0 = made }
+    }
+
+    /// Creates and locks a temporary file for `name` in `directory`, with the mode of the file it
+    /// will replace when there is one.
+    ///
+    /// - Returns: Its descriptor and name.
+    private static func createTemporary(
+        for name: String, in directory: Int32, target: URL
+    ) throws(StorageError) -> (Int32, String) {
+        // Created no wider than the file replaced (the umask narrows it), then given its exact bits.
+        let kept = (try? SystemCall.status(name, in: directory)).flatMap {
+            $0.kind == .regular ? $0.permissions & 0o777 : nil
+        }
+        var failure = SystemCallError("openat", errno: Errno.exists)
+        for _ in 0..<3 {
+            let temporary = PartialDownloadName.make(for: name)
+            let fd: Int32
+            do throws(SystemCallError) {
+                fd = try SystemCall.open(
+                    temporary, in: directory, [.writeOnly, .create, .exclusive, .noFollow, .closeOnExec],
+                    mode: kept ?? 0o666)
+            } catch {
+                // Another file has the name (a rare draw): another name. Anything else is final.
+                failure = error
+                if error.errno == Errno.exists { continue }
+                break
+            }
+            do throws(SystemCallError) {
+                // A download that removes stale partial files may have locked this one between its
+                // creation and this lock, and removed it: then its name is gone, and another is made.
+                guard try lockAndCheckName(fd, temporary, in: directory) else { continue }
+                if let kept { try SystemCall.setPermissions(fd, kept) }
+                return (fd, temporary)
+            } catch {
+                failure = error
+                try? SystemCall.unlink(temporary, in: directory)
+                try? SystemCall.close(fd)
+                break
+            }
+        }
+        throw StorageError(
+            .unwritableFile, "Cannot create a file next to \(target.path) for the download (\(failure)).")
+    }
+
+    /// Locks the new file `fd`, and checks that `name` still names it.
+    ///
+    /// - Returns: True with the lock held; false with `fd` closed, when `name` is gone.
+    /// - Throws: What the lock or `fstat` threw (`fd` stays open).
+    private static func lockAndCheckName(
+        _ fd: Int32, _ name: String, in directory: Int32
+    ) throws(SystemCallError) -> Bool {
+        _ = try SystemCall.lockExclusively(fd, waiting: true)
+        let own = try SystemCall.status(fd)
+        if let named = try? SystemCall.status(name, in: directory), named.device == own.device,
+            named.inode == own.inode
+        {
+            return true
+        }
+        try? SystemCall.close(fd)
+        return false
+    }
+
+    /// Removes the partial files of `name` that downloads which died left in `directory`
+    /// (listed at `path`): regular files of this user that no download holds locked. Anything
+    /// that cannot be examined, or changes meanwhile, is left alone.
+    private static func removeStalePartials(of name: String, in directory: Int32, listedAt path: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+        let user = SystemCall.effectiveUserID()
+        for candidate in names where PartialDownloadName.isPartial(candidate, of: name) {
+            guard
+                let fd = try? SystemCall.open(
+                    candidate, in: directory, [.readOnly, .noFollow, .nonBlocking, .closeOnExec])
+            else { continue }
+            defer { try? SystemCall.close(fd) }
+            // Locked: its writer is alive. Unlocked, and still under that name: its writer is gone.
+            guard let own = try? SystemCall.status(fd), own.kind == .regular, own.owner == user,
+                (try? SystemCall.lockExclusively(fd, waiting: false)) == true,
+                let named = try? SystemCall.status(candidate, in: directory),
+                named.device == own.device, named.inode == own.inode
+            else { continue }
+            try? SystemCall.unlink(candidate, in: directory)
+        }
     }
 
     func reset() throws(StorageError) {
-        let fd = descriptor.withLock { $0 }
+        let fd = opened.withLock { $0?.file ?? -1 }
         do throws(SystemCallError) {
             guard fd >= 0 else { throw SystemCallError("ftruncate", errno: Errno.badDescriptor) }
             try SystemCall.truncate(fd, to: 0)
@@ -109,7 +211,7 @@ final class FileDownloadDestination: DownloadDestination {
     var writesAtAnyOffset: Bool { true }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(StorageError) {
-        let fd = descriptor.withLock { $0 }
+        let fd = opened.withLock { $0?.file ?? -1 }
         guard fd >= 0 else { throw .cancelled() }
         do throws(SystemCallError) {
             try SystemCall.writeAll(fd, bytes, at: offset)
@@ -120,39 +222,44 @@ final class FileDownloadDestination: DownloadDestination {
 
     /// Flushes the temporary file and renames it over the target.
     func commit() async throws(StorageError) {
-        let fd = descriptor.withLock { fd in
-            defer { fd = -1 }
-            return fd
+        let taken = opened.withLock { opened in
+            defer { opened = nil }
+            return opened
         }
-        let (source, target) = (temporary.path, target.path)
-        // Runs even when the task is cancelled by now: the descriptor is this call's to close.
+        let target = target
+        // Runs even when the task is cancelled by now: the descriptors are this call's to close.
         let failure = await BlockingIO.runToCompletion { () -> SystemCallError? in
-            defer { if fd >= 0 { try? SystemCall.close(fd) } }
+            guard let taken else { return SystemCallError("fsync", errno: Errno.badDescriptor) }
+            // The lock goes with the file's descriptor, once the name is the target's or gone.
+            defer {
+                try? SystemCall.close(taken.file)
+                try? SystemCall.close(taken.directory)
+            }
             do throws(SystemCallError) {
-                guard fd >= 0 else { throw SystemCallError("fsync", errno: Errno.badDescriptor) }
-                try SystemCall.sync(fd)
-                try SystemCall.rename(source, to: target)
+                try SystemCall.sync(taken.file)
+                try SystemCall.rename(taken.temporary, to: target.lastPathComponent, in: taken.directory)
                 return nil
             } catch {
-                SystemCall.removeIfPresent(source)
+                try? SystemCall.unlink(taken.temporary, in: taken.directory)
                 return error
             }
         }
         if let failure {
             throw StorageError(
-                .unwritableFile, "Cannot move the download into place at \(target) (errno \(failure.errno)).")
+                .unwritableFile, "Cannot move the download into place at \(target.path) (errno \(failure.errno)).")
         }
     }
 
     func discard() async {
-        let fd = descriptor.withLock { fd in
-            defer { fd = -1 }
-            return fd
+        let taken = opened.withLock { opened in
+            defer { opened = nil }
+            return opened
         }
-        let path = temporary.path
+        guard let taken else { return }
         await BlockingIO.runToCompletion {
-            if fd >= 0 { try? SystemCall.close(fd) }
-            SystemCall.removeIfPresent(path)
+            try? SystemCall.unlink(taken.temporary, in: taken.directory)
+            try? SystemCall.close(taken.file)
+            try? SystemCall.close(taken.directory)
         }
     }
 }

@@ -6,7 +6,9 @@ package import SystemCalls
 ///
 /// Regular files are taken, and symbolic links to regular files (as the file they point
 /// to). Links to directories are not followed, so a link loop cannot make the walk endless
-/// and nothing outside the directory is copied by surprise: each is skipped, with why.
+/// and nothing outside the directory is copied by surprise: each is skipped, with why. So is
+/// a partial download of this SDK (``PartialDownloadName``: a download under way, or one whose
+/// process died), which is no file of the user's.
 /// FIFOs, sockets and devices cannot be uploaded (opening a FIFO would wait for a writer for
 /// ever): each is a failure, as are broken links and directories that cannot be read. The
 /// walk blocks (`stat`, `readdir`), so it runs on the SDK's blocking pool.
@@ -48,7 +50,7 @@ package struct LocalDirectoryTree: Sendable {
     package private(set) var files: [File] = []
     /// Entries that cannot be uploaded: each is a failure.
     package private(set) var failures: [Entry] = []
-    /// Entries left out on purpose (links to directories): each is skipped.
+    /// Entries left out on purpose (links to directories, partial downloads): each is skipped.
     package private(set) var skipped: [Entry] = []
 
     /// Walks `directory` on the blocking pool.
@@ -114,6 +116,13 @@ package struct LocalDirectoryTree: Sendable {
     ///
     /// - Returns: Whether the entry is a directory, to be walked in turn.
     private mutating func take(_ child: URL, at childRelative: String) -> Bool {
+        if PartialDownloadName.isPartial(child.lastPathComponent) {
+            skipped.append(
+                Entry(
+                    url: child, relativePath: childRelative, reason: "a partial download's temporary file, not uploaded"
+                ))
+            return false
+        }
         let own: SystemCall.FileStatus
         do throws(SystemCallError) {
             own = try SystemCall.status(path: child.path, followingLinks: false)
