@@ -50,8 +50,10 @@ struct CopyCommand {
         directories are not followed; FIFOs, sockets and devices are skipped and
         counted as failures. Objects whose names end in / (folder placeholders)
         are skipped; one whose name would leave DIR (a .. segment), has an empty
-        segment (a//b, whose file would be a/b's) or a NUL byte is refused.
-        Object names are exact: gs://BUCKET/a//b is the object a//b.
+        segment (a//b, whose file would be a/b's) or a NUL byte is refused, and so
+        is one whose path below DIR runs through a symbolic link (never followed:
+        nothing is written outside DIR). Object names are exact: gs://BUCKET/a//b
+        is the object a//b.
         Every name is checked before anything is contacted, then up to --jobs
         copies run at once, with one progress line, and a summary at the end:
         "Copied N files (M bytes)", then each failure with its reason.

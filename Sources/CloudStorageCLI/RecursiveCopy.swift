@@ -1,5 +1,4 @@
 import CloudStorage
-import Dispatch
 import Foundation
 
 /// `cp -r DIR gs://B/PREFIX` and `cp -r gs://B/PREFIX DIR`.
@@ -136,18 +135,10 @@ struct RecursiveCopy {
             if directory.exists || path.hasSuffix("/") {
                 root.appendPathComponent(address.path.split(separator: "/").last.map(String.init) ?? address.bucket)
             }
-            let (planned, refused) = Self.plan(objects, below: address, into: root)
-            var failures = refused
-            // The directories first, off the cooperative pool; a file whose directory cannot be made fails.
-            let parents = Set(planned.map { $0.file.deletingLastPathComponent().path }).union([root.path])
-            let unmade = await Self.makeDirectories(parents)
-            var items: [StorageTransferItem] = []
-            for (reference, file, size) in planned {
-                if let problem = unmade[file.deletingLastPathComponent().path] {
-                    failures.append(Failure(name: "\(reference)", reason: problem, status: .localFile))
-                    continue
-                }
-                items.append(.download(reference, to: file, size: size))
+            let (planned, failures) = Self.plan(objects, below: address, into: root)
+            // Each download makes its directories from the root, following no link it did not make.
+            let items = planned.map {
+                StorageTransferItem.download($0.reference, to: $0.file, size: $0.size, within: root)
             }
             // The listing's sizes (nil on Firebase v0, whose listings carry none) give the bytes to expect.
             let sizes = items.compactMap(\.size)
@@ -203,23 +194,6 @@ struct RecursiveCopy {
             },
             pageDone: { true })
         return found
-    }
-
-    /// Makes each directory (and its parents); those that could not be made, with why.
-    static func makeDirectories(_ paths: Set<String>) async -> [String: String] {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var unmade: [String: String] = [:]
-                for path in paths.sorted() {
-                    do {
-                        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-                    } catch {
-                        unmade[path] = "cannot make the directory \(path)"
-                    }
-                }
-                continuation.resume(returning: unmade)
-            }
-        }
     }
 
     // MARK: Running

@@ -318,7 +318,8 @@ struct RsyncCommand {
             if let mtime = entry.mtime { metadata.customMetadata = [Self.mtimeKey: String(mtime)] }
             return .upload(file, to: object, size: size, metadata: metadata)
         case (_, let object?, let file?, _):
-            return .download(object, to: file, size: size)
+            guard case .directory(let root) = destination else { return .download(object, to: file, size: size) }
+            return .download(object, to: file, size: size, within: root)
         case (_, let object?, _, let copy?):
             return .copy(object, to: copy, size: size)
         default:

@@ -167,7 +167,16 @@ extension StorageReference {
     /// - Returns: The running download; its value is `fileURL`.
     @discardableResult
     public func write(toFile fileURL: URL, preconditions: StoragePreconditions = .none) -> StorageDownloadTask<URL> {
-        let destination = FileDownloadDestination(target: fileURL)
+        write(toFile: fileURL, preconditions: preconditions, confinedTo: nil)
+    }
+
+    /// ``write(toFile:preconditions:)``, with the file's directory reached from `root` (when
+    /// given) one name at a time, made when missing, following no symbolic link
+    /// (``DownloadDirectory``): for a copy of many objects below one directory.
+    func write(
+        toFile fileURL: URL, preconditions: StoragePreconditions, confinedTo root: URL?
+    ) -> StorageDownloadTask<URL> {
+        let destination = FileDownloadDestination(target: fileURL, confinement: root)
         return StorageDownloadTask.start(
             reference: self,
             destination: destination,

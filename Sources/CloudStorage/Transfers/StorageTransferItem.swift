@@ -36,6 +36,10 @@ public struct StorageTransferItem: Sendable, Hashable {
     /// The bytes the operation moves, when known: they count towards the transfer's progress
     /// and, for uploads and downloads, towards its memory budget while the file is in flight.
     public var size: Int64?
+    /// For a download below a directory (a prefix's copy): that directory. The file's
+    /// directories are made and entered from it without following symbolic links, so that an
+    /// object's copy stays inside it. Nil for a download whose path is the caller's to trust.
+    package var confinement: URL?
 
     /// Creates an item.
     ///
@@ -71,6 +75,21 @@ public struct StorageTransferItem: Sendable, Hashable {
     /// - Returns: The item.
     public static func download(_ object: StorageReference, to file: URL, size: Int64?) -> Self {
         Self(.download(object, to: file), size: size)
+    }
+
+    /// A download of `object` into `file` below `root`, reached from it without following
+    /// symbolic links (``confinement``).
+    ///
+    /// - Parameters:
+    ///   - object: What is downloaded.
+    ///   - file: A `file://` URL below `root`; its directories are made when missing.
+    ///   - size: The object's size, when known.
+    ///   - root: The directory the file must stay inside; made when missing.
+    /// - Returns: The item.
+    package static func download(_ object: StorageReference, to file: URL, size: Int64?, within root: URL) -> Self {
+        var item = Self(.download(object, to: file), size: size)
+        item.confinement = root
+        return item
     }
 
     /// A server-side copy of `object` to `destination`.

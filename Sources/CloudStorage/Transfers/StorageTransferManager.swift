@@ -130,7 +130,9 @@ public struct StorageTransferManager: Sendable {
     /// placeholder) is skipped: its directory is made when it holds files. An object whose
     /// name would not be its own file there — with an empty segment (`a//b`), a `.` or `..`
     /// segment, or a NUL byte — fails with ``StorageErrorCode/pathError`` and is never
-    /// written.
+    /// written. No symbolic link below `directory` is followed: an object whose path runs
+    /// through one fails with ``StorageErrorCode/unwritableFile`` naming it, so no copy lands
+    /// outside `directory`.
     ///
     /// ```swift
     /// let report = try await manager.downloadObjects(
@@ -152,7 +154,7 @@ public struct StorageTransferManager: Sendable {
                 let file = segments.reduce(directory) {
                     $0.appendingPathComponent(String(decoding: $1, as: UTF8.self))
                 }
-                let item = StorageTransferItem.download(object, to: file, size: size)
+                let item = StorageTransferItem.download(object, to: file, size: size, within: directory)
                 if relative.isEmpty || relative.last == UInt8(ascii: "/") {
                     return (item, .skipped("a folder placeholder: no bytes to copy"))
                 }

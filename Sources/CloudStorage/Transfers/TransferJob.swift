@@ -113,7 +113,8 @@ struct TransferJob: TaskJob {
             return await follow(FileTaskHandle(task), stop: stop, report: report)
         case .download(let object, let file):
             if let kept { return await follow(kept, kept: true, stop: stop, report: report) }
-            let directory = file.deletingLastPathComponent()
+            // Below a confinement only it is made here: the download makes the rest, following no link.
+            let directory = item.confinement ?? file.deletingLastPathComponent()
             do throws(StorageError) {
                 try await BlockingIO.run { () throws(StorageError) in
                     do {
@@ -125,7 +126,8 @@ struct TransferJob: TaskJob {
             } catch {
                 return interrupted(error, stop: stop)
             }
-            return await follow(FileTaskHandle(object.write(toFile: file)), stop: stop, report: report)
+            let task = object.write(toFile: file, preconditions: .none, confinedTo: item.confinement)
+            return await follow(FileTaskHandle(task), stop: stop, report: report)
         case .copy(let source, let destination, let metadata):
             do throws(StorageError) {
                 _ = try await source.copy(to: destination, metadata: metadata) { report($0.completedUnitCount) }

@@ -83,4 +83,39 @@ struct FileDownloadPlacementTests {
         _ = try await ref.writeAsync(toFile: fresh)
         #expect(try SystemCall.status(path: fresh.path).permissions == 0o666 & ~SystemCall.currentUmask())
     }
+
+    /// `DIR/p/sub` is a link to a directory outside DIR: the copy of `p/sub/x.txt` is refused
+    /// with the link's path, nothing is written outside, and the other objects are copied.
+    @Test(arguments: [false, true])
+    func aRecursiveCopyNeverWritesThroughALinkInTheDestination(commandLine: Bool) async throws {
+        let emulator = try await Self.emulator()
+        defer { emulator.stop() }
+        let directory = try TestSupport.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let outside = directory.appendingPathComponent("outside")
+        let root = directory.appendingPathComponent("copy")
+        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: root.appendingPathComponent("p"), withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            at: root.appendingPathComponent("p/sub"), withDestinationURL: outside)
+
+        let link = root.appendingPathComponent("p/sub").path
+        if commandLine {
+            let (status, output) = try await CopyDirectionsTests.cp(
+                ["--quiet", "-r", "gs://demo/p", root.path], emulator)
+            #expect(status == .localFile)
+            #expect(CopyDirectionsTests.text(output).contains("\(link) is a symbolic link"))
+        } else {
+            let report = try await StorageTransferManager(storage: Self.storage(emulator))
+                .downloadObjects(withPrefix: "p/", to: root.appendingPathComponent("p")).value
+            let failed = report.outcomes.compactMap { outcome -> StorageError? in
+                if case .failed(let error) = outcome.result { return error }
+                return nil
+            }
+            #expect(failed.map(\.code) == [.unwritableFile])
+            #expect(failed.first?.message.contains("\(link) is a symbolic link") == true)
+        }
+        #expect(try Self.names(in: outside).isEmpty, "nothing written through the link")
+        #expect(try Data(contentsOf: root.appendingPathComponent("p/y.txt")) == Self.bytes)
+    }
 }
