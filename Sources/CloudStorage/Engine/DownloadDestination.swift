@@ -104,7 +104,7 @@ final class FileDownloadDestination: DownloadDestination {
             let directory = try DownloadDirectory.open(of: target, confinedTo: confinement)
             do throws(StorageError) {
                 let name = target.lastPathComponent
-                Self.removeStalePartials(of: name, in: directory, listedAt: target.deletingLastPathComponent().path)
+                Self.removeStalePartials(of: name, in: directory)
                 let (file, temporary) = try Self.createTemporary(for: name, in: directory, target: target)
                 return Opened(directory: directory, file: file, temporary: temporary)
             } catch {
@@ -127,15 +127,17 @@ final class FileDownloadDestination: DownloadDestination {
             $0.kind == .regular ? $0.permissions & 0o777 : nil
         }
         var failure = SystemCallError("openat", errno: Errno.exists)
-        for _ in 0..<3 {
-            let temporary = PartialDownloadName.make(for: name)
+        // The lowest numbered name free (another download may be writing under the others), then
+        // random ones; a name lost to a cleaner's removal (below) passes to the next.
+        let names = PartialDownloadName.numbered(for: name) + (0..<3).map { _ in PartialDownloadName.random(for: name) }
+        for temporary in names {
             let fd: Int32
             do throws(SystemCallError) {
                 fd = try SystemCall.open(
                     temporary, in: directory, [.writeOnly, .create, .exclusive, .noFollow, .closeOnExec],
                     mode: kept ?? 0o666)
             } catch {
-                // Another file has the name (a rare draw): another name. Anything else is final.
+                // Another download's file has the name: the next one. Anything else is final.
                 failure = error
                 if error.errno == Errno.exists { continue }
                 break
@@ -175,13 +177,14 @@ final class FileDownloadDestination: DownloadDestination {
         return false
     }
 
-    /// Removes the partial files of `name` that downloads which died left in `directory`
-    /// (listed at `path`): regular files of this user that no download holds locked. Anything
-    /// that cannot be examined, or changes meanwhile, is left alone.
-    private static func removeStalePartials(of name: String, in directory: Int32, listedAt path: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
+    /// Removes the partial files of `name` that downloads which died left in `directory` under
+    /// its numbered names: regular files of this user that no download holds locked. Anything
+    /// that cannot be examined, or changes meanwhile, is left alone. A few `openat` calls, not a
+    /// listing of the directory, which a copy of many files into one directory would repeat
+    /// for every file.
+    private static func removeStalePartials(of name: String, in directory: Int32) {
         let user = SystemCall.effectiveUserID()
-        for candidate in names where PartialDownloadName.isPartial(candidate, of: name) {
+        for candidate in PartialDownloadName.numbered(for: name) {
             guard
                 let fd = try? SystemCall.open(
                     candidate, in: directory, [.readOnly, .noFollow, .nonBlocking, .closeOnExec])

@@ -36,17 +36,18 @@ struct FileDownloadPlacementTests {
         defer { emulator.stop() }
         let directory = try TestSupport.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        // What `kill -9` of a download leaves: a partial file nobody holds locked.
-        let dead = ".a.txt.0123ABCD.download"
-        try Data(count: 4096).write(to: directory.appendingPathComponent(dead))
+        // What `kill -9` of two downloads at once leaves: partial files nobody holds locked.
+        for dead in [".a.txt.00000000.download", ".a.txt.00000005.download"] {
+            try Data(count: 4096).write(to: directory.appendingPathComponent(dead))
+        }
         // A download still writing holds its partial file locked.
-        let live = ".a.txt.89ABCDEF.download"
+        let live = ".a.txt.00000001.download"
         try Data(count: 10).write(to: directory.appendingPathComponent(live))
         let held = try SystemCall.open(directory.appendingPathComponent(live).path, [.readOnly, .closeOnExec])
         defer { try? SystemCall.close(held) }
         #expect(try SystemCall.lockExclusively(held, waiting: false))
         // Another file's partial, and a file that only looks alike, are not this download's.
-        let other = ".b.txt.0123ABCD.download"
+        let other = ".b.txt.00000000.download"
         try Data(count: 10).write(to: directory.appendingPathComponent(other))
         try Data(count: 10).write(to: directory.appendingPathComponent(".a.txt.notmine.download"))
 
