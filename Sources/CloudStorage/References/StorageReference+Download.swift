@@ -140,8 +140,12 @@ extension StorageReference {
     /// Returns at once. The bytes stream into a temporary file in the same
     /// directory, in bounded memory; only once every byte arrived and matched
     /// the server's checksum is it renamed to `fileURL`, replacing any file
-    /// there. A download that fails or is cancelled leaves no file at
+    /// there and keeping its permission bits (a new file gets `0666` less the
+    /// umask). A download that fails or is cancelled leaves no file at
     /// `fileURL` (an existing one is untouched) and removes its temporary file.
+    /// The temporary file (`.NAME.XXXXXXXX.download`) is locked while it is
+    /// written: one left by a process that was killed is removed by the next
+    /// download to `fileURL`, never one another download is writing.
     ///
     /// An object of at least ``StorageConfiguration/Downloads/slicingThreshold`` bytes
     /// (150 MiB by default) downloads in ``StorageConfiguration/Downloads/sliceCount`` ranged

@@ -74,7 +74,8 @@ public struct StorageTransferManager: Sendable {
     /// the directory (`/` between the parts).
     ///
     /// Symbolic links to files are uploaded as the file; links to directories are not
-    /// followed (skipped); FIFOs, sockets, devices, broken links and unreadable directories
+    /// followed (skipped), nor is a file download's temporary file (`.NAME.XXXXXXXX.download`,
+    /// skipped); FIFOs, sockets, devices, broken links and unreadable directories
     /// are failures, as are files whose object name would break the name rules. Files are
     /// uploaded in name order.
     ///
