@@ -86,9 +86,10 @@ struct FileDownloadPlacementTests {
     }
 
     /// `DIR/p/sub` is a link to a directory outside DIR: the copy of `p/sub/x.txt` is refused
-    /// with the link's path, nothing is written outside, and the other objects are copied.
-    @Test(arguments: [false, true])
-    func aRecursiveCopyNeverWritesThroughALinkInTheDestination(commandLine: Bool) async throws {
+    /// with the link's path, nothing is written outside, and the other objects are copied: by
+    /// the SDK's `downloadObjects`, `cp -r` and `rsync -r`.
+    @Test(arguments: ["downloadObjects", "cp", "rsync"])
+    func aRecursiveCopyNeverWritesThroughALinkInTheDestination(by copier: String) async throws {
         let emulator = try await Self.emulator()
         defer { emulator.stop() }
         let directory = try TestSupport.temporaryDirectory()
@@ -101,12 +102,17 @@ struct FileDownloadPlacementTests {
             at: root.appendingPathComponent("p/sub"), withDestinationURL: outside)
 
         let link = root.appendingPathComponent("p/sub").path
-        if commandLine {
+        switch copier {
+        case "cp":
             let (status, output) = try await CopyDirectionsTests.cp(
                 ["--quiet", "-r", "gs://demo/p", root.path], emulator)
             #expect(status == .localFile)
             #expect(CopyDirectionsTests.text(output).contains("\(link) is a symbolic link"))
-        } else {
+        case "rsync":
+            let (status, _) = try await RsyncCommandTests.rsync(
+                ["--quiet", "-r", "gs://demo/p", root.appendingPathComponent("p").path], emulator)
+            #expect(status == .localFile)
+        default:
             let report = try await StorageTransferManager(storage: Self.storage(emulator))
                 .downloadObjects(withPrefix: "p/", to: root.appendingPathComponent("p")).value
             let failed = report.outcomes.compactMap { outcome -> StorageError? in
