@@ -350,16 +350,7 @@ struct RangedDownloadStateMachine: Sendable {
             return .abort(.internalError("The download's state machine received an answer it did not ask for."))
         }
         let bodyCoding = coding(of: head)
-        if setup.wantsStoredBytes, bodyCoding == .transcoded {
-            // Asked for the stored bytes (as they are, or a range of them), and given decoded
-            // ones: a range of those would be other bytes than the ones asked for.
-            return .abort(
-                .protocolViolation(
-                    setup.range == nil
-                        ? "The server (or the transport) decompressed the gzip-stored object, whose stored bytes were asked for."
-                        : "The server (or the transport) decompressed the gzip-stored object, whose range addresses the stored bytes: the bytes received are not the ones asked for."
-                ))
-        }
+        if let refusal = decodedRefusal(bodyCoding) { return .abort(refusal) }
         let discard = discardPending
         discardPending = false
         let size = bodyCoding.isStoredBytes ? head.objectSize : nil
@@ -404,6 +395,17 @@ struct RangedDownloadStateMachine: Sendable {
             return .abort(Self.sizeExceeded(total: expected, maxSize: maxSize))
         }
         return .deliver(received: received, expected: expected, discardingWritten: discard, coding: bodyCoding)
+    }
+
+    /// Why a body someone else decoded cannot be delivered, or nil: the download wants the
+    /// stored bytes (as they are, or a range of them, which would be other bytes of decoded ones).
+    private func decodedRefusal(_ coding: BodyCoding) -> StorageError? {
+        guard setup.wantsStoredBytes, coding == .transcoded else { return nil }
+        return .protocolViolation(
+            setup.range == nil
+                ? "The server (or the transport) decompressed the gzip-stored object, whose stored bytes were asked for."
+                : "The server (or the transport) decompressed the gzip-stored object, whose range addresses the stored bytes: the bytes received are not the ones asked for."
+        )
     }
 
     /// What the engine measured while the first connection of a download that may be sliced
