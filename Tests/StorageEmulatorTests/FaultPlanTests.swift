@@ -21,12 +21,28 @@ struct FaultPlanTests {
         #expect(try FaultInstruction.parse(FaultInstruction.hold(afterBytes: 7).description) == .hold(afterBytes: 7))
     }
 
+    @Test("The names of Google's storage-testbench parse, and print as written")
+    func parsesTestbenchNames() throws {
+        #expect(try FaultInstruction.parse("return-reset-connection") == .resetConnection)
+        #expect(try FaultInstruction.parse("return-broken-stream") == .brokenStream(afterBytes: nil))
+        #expect(try FaultInstruction.parse("return-broken-stream-after-256K") == .brokenStream(afterBytes: 262_144))
+        #expect(try FaultInstruction.parse("return-503-after-8192K") == .respondAfter(status: 503, bytes: 8_388_608))
+        #expect(try FaultInstruction.parse("return-408") == .respond(status: 408))
+        for text in ["return-reset-connection", "return-broken-stream", "return-broken-stream-after-7"] {
+            #expect(try FaultInstruction.parse(text).description == text)
+        }
+        #expect(FaultInstruction.brokenStream(afterBytes: nil).brokenStreamBytes == 4)
+        #expect(FaultInstruction.brokenStream(afterBytes: nil).triggerOffset == nil, "it waits for no request bytes")
+    }
+
     @Test(
         "Invalid instructions are rejected with a message naming them",
         arguments: [
             "", "fail", "return", "return-5000", "return-abc", "return-503-after", "return-503-after-12X",
             "return-503-before-10", "reset", "reset-after--1", "stall-10-after-5", "stall-10ms-5",
             "drop", "pass-1", "return-99", "stall-after", "stall-after-x", "stall-after-5-ms",
+            "return-reset", "return-reset-connection-1", "return-broken", "return-broken-stream-after",
+            "return-broken-stream-256K", "return-broken-stream-after-x",
         ])
     func rejectsInvalid(_ text: String) {
         #expect(throws: FaultPlanError.self) { try FaultInstruction.parse(text) }
@@ -80,6 +96,8 @@ struct FaultPlanTests {
                 case .hold: "hold"
                 case .dropResponse: "drop"
                 case .holdResponse: "hold-response"
+                case .resetConnection: "reset-connection"
+                case .brokenStream: "broken-stream"
                 }
             })
         #expect(kinds.count == 6, "a random plan never holds a connection")

@@ -23,18 +23,27 @@ final class ByteCounter: Sendable {
 ///
 /// Handlers read bodies only through this, so every fault that waits for N
 /// bytes fires at exactly N bytes (reads are cut short at the trigger), or at
-/// the end of a shorter body, before the handler can process what it read.
+/// the end of a shorter body, before the handler can process what it read. A retry test's
+/// instruction (given with `unfired`) does not fire at the end of a shorter body: it goes back
+/// to its test for the next request, as in Google's storage-testbench (see ``RetryTest``).
 final class BodyReader {
     let request: any ServerRequest
     private(set) var instruction: FaultInstruction
     private(set) var bytesRead: Int64 = 0
     private var pendingTrigger: Int64?
     private let counter: ByteCounter
+    private let unfired: (() -> Void)?
 
-    init(request: any ServerRequest, instruction: FaultInstruction, counter: ByteCounter) {
+    /// - Parameter unfired: Called instead of firing when the body ends before the trigger
+    ///   offset; nil fires the fault then.
+    init(
+        request: any ServerRequest, instruction: FaultInstruction, counter: ByteCounter,
+        unfired: (() -> Void)? = nil
+    ) {
         self.request = request
         self.instruction = instruction
         self.counter = counter
+        self.unfired = unfired
         pendingTrigger = instruction.triggerOffset
     }
 
@@ -55,7 +64,7 @@ final class BodyReader {
         }
         let count = try request.readBody(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<limit]))
         if count == 0 {
-            if pendingTrigger != nil { try fire() }
+            try endedBeforeTrigger()
             return 0
         }
         bytesRead += Int64(count)
@@ -65,7 +74,16 @@ final class BodyReader {
 
     /// Fires the pending fault now (for requests that have no body to wait for).
     func fireNow() throws {
-        if pendingTrigger != nil { try fire() }
+        guard let trigger = pendingTrigger else { return }
+        if bytesRead >= trigger { try fire() } else { try endedBeforeTrigger() }
+    }
+
+    /// The body ended before the trigger offset: the fault fires, or goes back unused.
+    private func endedBeforeTrigger() throws {
+        guard pendingTrigger != nil else { return }
+        guard let unfired else { return try fire() }
+        pendingTrigger = nil
+        unfired()
     }
 
     private func fire() throws {

@@ -5,7 +5,10 @@ import HTTP1
 /// handler it reaches. How a request is matched: ``RouteTable``; path patterns: ``RoutePattern``.
 extension EmulatorApplication {
     static let routes = RouteTable(
-        groups: [controlRoutes, signedURLRoutes, xmlMultipartRoutes, googleAuthenticationRoutes, firebaseRoutes],
+        groups: [
+            controlRoutes, retryTestRoutes, signedURLRoutes, xmlMultipartRoutes, googleAuthenticationRoutes,
+            firebaseRoutes,
+        ],
         otherwise: gcsRoutes)
 
     /// The emulator's own control endpoint, which fault plans never act on.
@@ -16,23 +19,45 @@ extension EmulatorApplication {
             Route("POST", "/_emulator/v1/faults", .control) { try $0.postFaultPlan($1.request, $1.body) }
         ])
 
+    /// Google storage-testbench's retry-test API, at the testbench's paths, so that a conformance
+    /// runner written for the testbench works unchanged (see ``RetryTest``). Control routes:
+    /// fault plans never act on them.
+    private static let retryTestRoutes = RouteTable.Group(
+        .routePaths, flavor: .gcs, injectsFaults: false,
+        [
+            // Creates a retry test: `{"instructions": {"storage.objects.get": ["return-503"]}}`.
+            Route("POST", "/retry_test", .control) { try $0.postRetryTest($1.request, $1.body) },
+            // Every retry test kept.
+            Route("GET", "/retry_tests", .control) { app, _ in app.listRetryTests() },
+            // One retry test: what is left of its instructions, and whether it is completed.
+            Route("GET", "/retry_test/{id}", .control) { try $0.getRetryTest($1.parameters.id) },
+            // Deletes a retry test.
+            Route("DELETE", "/retry_test/{id}", .control) { try $0.deleteRetryTest($1.parameters.id) },
+        ])
+
     /// Cloud Storage's XML API through V4 signed URLs (`X-Goog-Signature` in the query), on any
     /// path: `/<bucket>/<object>`, or `/<object>` on `<bucket>.localhost`. XML errors.
     private static let signedURLRoutes = RouteTable.Group(
         .signedQuery, flavor: .xml,
         [
             // A resumable upload a signed POST started (or any other, as its start requires).
-            .session("PUT POST DELETE", "/{path...}", unknown: unknownGCSSession) {
+            .session("PUT POST DELETE", "/{path...}", unknown: unknownGCSSession, api: "storage.objects.insert") {
                 try $0.gcsSession($1.request, $1.body, $2)
             },
             // GET Object (HEAD too): the object's bytes.
-            .signed("GET HEAD", "/{path...}", when: .noUploadID) { app, call, _ in try app.signedGet(call.request) },
+            .signed("GET HEAD", "/{path...}", when: .noUploadID, api: "storage.objects.get") { app, call, _ in
+                try app.signedGet(call.request)
+            },
             // PUT Object.
-            .signed("PUT", "/{path...}", when: .noUploadID) { try $0.signedPut($1.request, $1.body, payloadHash: $2) },
+            .signed("PUT", "/{path...}", when: .noUploadID, api: "storage.objects.insert") {
+                try $0.signedPut($1.request, $1.body, payloadHash: $2)
+            },
             // DELETE Object.
-            .signed("DELETE", "/{path...}", when: .noUploadID) { app, call, _ in try app.signedDelete(call.request) },
+            .signed("DELETE", "/{path...}", when: .noUploadID, api: "storage.objects.delete") { app, call, _ in
+                try app.signedDelete(call.request)
+            },
             // POST Object with `x-goog-resumable: start`: a resumable upload.
-            .signed("POST", "/{path...}", when: .noUploadID) { app, call, _ in
+            .signed("POST", "/{path...}", when: .noUploadID, api: "storage.objects.insert") { app, call, _ in
                 try app.signedStartSession(call.request)
             },
         ])
@@ -116,60 +141,87 @@ extension EmulatorApplication {
         .routePaths, flavor: .gcs,
         [
             // A resumable upload session's requests (Content-Range), its status, or its cancellation.
-            .session("PUT POST DELETE", "/upload/storage/v1/b/{bucket}/o", unknown: unknownGCSSession) {
+            // They count as objects.insert, as the testbench counts them.
+            .session(
+                "PUT POST DELETE", "/upload/storage/v1/b/{bucket}/o", unknown: unknownGCSSession,
+                api: "storage.objects.insert"
+            ) {
                 try $0.gcsSession($1.request, $1.body, $2)
             },
             // objects.insert: media, multipart, or a resumable session's start.
-            Route("POST", "/upload/storage/v1/b/{bucket}/o", .gcs) {
+            Route("POST", "/upload/storage/v1/b/{bucket}/o", .gcs, api: "storage.objects.insert") {
                 try $0.gcsUpload($1.request, $1.body, bucket: $1.bucket)
             },
             // The same two where gcloud starts resumable uploads; Cloud Storage serves both paths.
-            .session("PUT POST DELETE", "/resumable/upload/storage/v1/b/{bucket}/o", unknown: unknownGCSSession) {
+            .session(
+                "PUT POST DELETE", "/resumable/upload/storage/v1/b/{bucket}/o", unknown: unknownGCSSession,
+                api: "storage.objects.insert"
+            ) {
                 try $0.gcsSession($1.request, $1.body, $2)
             },
-            Route("POST", "/resumable/upload/storage/v1/b/{bucket}/o", .gcs) {
+            Route("POST", "/resumable/upload/storage/v1/b/{bucket}/o", .gcs, api: "storage.objects.insert") {
                 try $0.gcsUpload($1.request, $1.body, bucket: $1.bucket)
             },
             // buckets.list.
-            Route("GET", "/storage/v1/b/?", .gcs) { try $0.gcsListBuckets($1.request) },
+            Route("GET", "/storage/v1/b/?", .gcs, api: "storage.buckets.list") { try $0.gcsListBuckets($1.request) },
             // buckets.insert.
-            Route("POST", "/storage/v1/b/?", .gcs) { try $0.gcsCreateBucket($1.request, $1.body) },
+            Route("POST", "/storage/v1/b/?", .gcs, api: "storage.buckets.insert") {
+                try $0.gcsCreateBucket($1.request, $1.body)
+            },
             // buckets.get.
-            Route("GET HEAD", "/storage/v1/b/{bucket}", .gcs) { try $0.gcsGetBucket($1.request, bucket: $1.bucket) },
-            // buckets.patch and buckets.update (versioning).
-            Route("PATCH PUT", "/storage/v1/b/{bucket}", .gcs) {
+            Route("GET HEAD", "/storage/v1/b/{bucket}", .gcs, api: "storage.buckets.get") {
+                try $0.gcsGetBucket($1.request, bucket: $1.bucket)
+            },
+            // buckets.patch (versioning).
+            Route("PATCH", "/storage/v1/b/{bucket}", .gcs, api: "storage.buckets.patch") {
+                try $0.gcsUpdateBucket($1.request, $1.body, bucket: $1.bucket)
+            },
+            // buckets.update: the settings the body leaves out are reset.
+            Route("PUT", "/storage/v1/b/{bucket}", .gcs, api: "storage.buckets.update") {
                 try $0.gcsUpdateBucket($1.request, $1.body, bucket: $1.bucket)
             },
             // buckets.delete.
-            Route("DELETE", "/storage/v1/b/{bucket}", .gcs) { try $0.gcsDeleteBucket($1.request, bucket: $1.bucket) },
+            Route("DELETE", "/storage/v1/b/{bucket}", .gcs, api: "storage.buckets.delete") {
+                try $0.gcsDeleteBucket($1.request, bucket: $1.bucket)
+            },
             // buckets.getStorageLayout, which gcloud reads before `mv` and `rm -r`.
-            Route("GET", "/storage/v1/b/{bucket}/storageLayout", .gcs) {
+            Route("GET", "/storage/v1/b/{bucket}/storageLayout", .gcs, api: "storage.buckets.getStorageLayout") {
                 try $0.gcsBucketListing($1.bucket, .storageLayout)
             },
             // managedFolders.list, which gcloud reads before `rm -r`.
-            Route("GET", "/storage/v1/b/{bucket}/managedFolders", .gcs) {
+            Route("GET", "/storage/v1/b/{bucket}/managedFolders", .gcs, api: "storage.managedFolders.list") {
                 try $0.gcsBucketListing($1.bucket, .managedFolders)
             },
             // objects.list.
-            Route("GET", "/storage/v1/b/{bucket}/o", .gcs) { try $0.gcsList($1.request, bucket: $1.bucket) },
+            Route("GET", "/storage/v1/b/{bucket}/o", .gcs, api: "storage.objects.list") {
+                try $0.gcsList($1.request, bucket: $1.bucket)
+            },
             // objects.copy, objects.rewrite, objects.compose and objects.move: POSTs under an object's path.
-            Route("POST", "/storage/v1/b/{bucket}/o/{operation...}", .gcs) {
+            Route("POST", "/storage/v1/b/{bucket}/o/{operation...}", .gcs, api: .objectOperation) {
                 try $0.gcsObjectOperation($1.request, $1.body, bucket: $1.bucket, try $1.operation())
             },
             // objects.get: the resource, or with `alt=media` the bytes.
-            Route("GET HEAD", "/storage/v1/b/{bucket}/o/{name...}", .gcs, media: .withAltMedia) {
+            Route(
+                "GET HEAD", "/storage/v1/b/{bucket}/o/{name...}", .gcs, media: .withAltMedia, api: "storage.objects.get"
+            ) {
                 try $0.gcsGetObject($1.request, bucket: $1.bucket, name: $1.name)
             },
-            // objects.patch and objects.update.
-            Route("PATCH PUT", "/storage/v1/b/{bucket}/o/{name...}", .gcs) {
+            // objects.patch.
+            Route("PATCH", "/storage/v1/b/{bucket}/o/{name...}", .gcs, api: "storage.objects.patch") {
+                try $0.gcsUpdateObject($1.request, $1.body, bucket: $1.bucket, name: $1.name)
+            },
+            // objects.update: the metadata the body leaves out is removed.
+            Route("PUT", "/storage/v1/b/{bucket}/o/{name...}", .gcs, api: "storage.objects.update") {
                 try $0.gcsUpdateObject($1.request, $1.body, bucket: $1.bucket, name: $1.name)
             },
             // objects.delete.
-            Route("DELETE", "/storage/v1/b/{bucket}/o/{name...}", .gcs) {
+            Route("DELETE", "/storage/v1/b/{bucket}/o/{name...}", .gcs, api: "storage.objects.delete") {
                 try $0.gcsDeleteObject($1.request, bucket: $1.bucket, name: $1.name)
             },
             // objects.get with alt=media at the download host's path.
-            Route("GET", "/download/storage/v1/b/{bucket}/o/{name...}", .gcs, media: .always) {
+            Route(
+                "GET", "/download/storage/v1/b/{bucket}/o/{name...}", .gcs, media: .always, api: "storage.objects.get"
+            ) {
                 try $0.gcsDownload($1.request, bucket: $1.bucket, name: $1.name)
             },
         ])

@@ -63,6 +63,8 @@ package final class EmulatorApplication: ServerApplication {
     /// Objects that listings visited, for tests that prove what a page costs.
     private let listingVisits = Atomic<Int>(0)
     let plans = FaultPlanTable()
+    /// The retry tests of storage-testbench's API (``RetryTest``).
+    let retryTests = RetryTestTable()
     private let globalPlan: FaultPlan?
 
     /// Creates the application, keeping upload sessions in memory only.
@@ -166,26 +168,30 @@ package final class EmulatorApplication: ServerApplication {
             send(reply, to: responder)
             return
         }
-        let instruction: FaultInstruction
+        let fault: DrawnFault
         do {
-            instruction = try faultInstruction(for: request)
+            fault = try faultInstruction(for: request, match)
         } catch {
             if let answer = errorAnswer(error, flavor, responder) { send(answer, to: responder) }
             return
         }
-        if case .respond(let status) = instruction {
+        switch fault.instruction {
+        case .respond(let status):
             send(errorReply(injectedError(status), flavor), to: responder)
-            return
+        case .resetConnection:
+            responder.resetConnection()
+        default:
+            handle(match, request, fault, responder)
         }
-        handle(match, request, instruction, responder)
     }
 
     /// Answers a request its fault plan lets through (perhaps to act later, on its body or answer).
     private func handle(
-        _ match: RouteTable.Match, _ request: any ServerRequest, _ instruction: FaultInstruction,
+        _ match: RouteTable.Match, _ request: any ServerRequest, _ fault: DrawnFault,
         _ responder: any ServerResponder
     ) {
-        let body = BodyReader(request: request, instruction: instruction, counter: counter)
+        let instruction = fault.instruction
+        let body = BodyReader(request: request, instruction: instruction, counter: counter, unfired: fault.unfired)
         // A media download's reset or stall acts on the response body instead (see FaultInstruction).
         var responseFault =
             actsOnResponseBody(instruction) && match.route?.sendsMedia(request) == true ? instruction : nil
@@ -196,6 +202,8 @@ package final class EmulatorApplication: ServerApplication {
             guard let answer = errorAnswer(error, match.group.flavor, responder) else { return }
             reply = answer
         }
+        // A broken stream acts on every answer's body, an error's too.
+        if instruction.brokenStreamBytes != nil { responseFault = instruction }
         switch instruction {
         case .dropResponse:
             reply.stream?.reader.close()
@@ -284,18 +292,32 @@ package final class EmulatorApplication: ServerApplication {
     private func actsOnResponseBody(_ instruction: FaultInstruction) -> Bool {
         switch instruction {
         case .resetAfter, .stall, .hold: true
-        case .pass, .respond, .respondAfter, .dropResponse, .holdResponse: false
+        case .pass, .respond, .respondAfter, .resetConnection, .brokenStream, .dropResponse, .holdResponse: false
         }
     }
 
-    private func faultInstruction(for request: any ServerRequest) throws -> FaultInstruction {
+    /// A request's fault instruction, and what to do if it never fires (see ``BodyReader``).
+    private struct DrawnFault {
+        var instruction: FaultInstruction
+        /// A retry test's: puts the instruction back when the request's body ends before it fires.
+        var unfired: (() -> Void)?
+    }
+
+    /// The instruction of the plan the request names (`x-emulator-faults`), else of its retry
+    /// test's list for the request's JSON API method (`x-retry-test-id`), else of the global plan.
+    private func faultInstruction(for request: any ServerRequest, _ match: RouteTable.Match) throws -> DrawnFault {
         if let id = request.headers["x-emulator-faults"] {
             guard let plan = plans.plan(id) else {
                 throw HTTPError.badRequest("Unknown fault plan '\(id)'.")
             }
-            return plan.next()
+            return DrawnFault(instruction: plan.next())
         }
-        return globalPlan?.next() ?? .pass
+        if let id = request.headers["x-retry-test-id"] {
+            guard let test = retryTests.plan(id) else { throw Self.unknownRetryTest(id) }
+            guard let method = match.apiMethod else { return DrawnFault(instruction: .pass) }
+            return DrawnFault(instruction: test.next(for: method), unfired: { test.giveBack(for: method) })
+        }
+        return DrawnFault(instruction: globalPlan?.next() ?? .pass)
     }
 
     private func injectedError(_ status: Int) -> HTTPError {
@@ -318,11 +340,16 @@ package final class EmulatorApplication: ServerApplication {
     /// Stops a streamed response's body: the connection is held until the client closes it.
     private struct ResponseHold: Error {}
 
-    /// Sends a reply; `responseFault` (a reset or stall) fires after that many body bytes,
-    /// or at the end of a shorter body.
+    /// Ends a response's body early (a broken stream): the connection is closed.
+    private struct ResponseBreak: Error {}
+
+    /// Sends a reply; `responseFault` (a reset, stall or broken stream) fires after that many
+    /// body bytes, or at the end of a shorter body.
     private func send(_ reply: Reply, to responder: any ServerResponder, responseFault: FaultInstruction? = nil) {
         do {
-            if let stream = reply.stream {
+            if let cut = responseFault?.brokenStreamBytes, reply.stream == nil {
+                try sendBroken(reply, after: cut, to: responder)
+            } else if let stream = reply.stream {
                 defer { stream.reader.close() }
                 try responder.respondStreaming(
                     status: reply.status, headers: reply.headers, contentLength: stream.inflates ? nil : stream.length
@@ -341,6 +368,21 @@ package final class EmulatorApplication: ServerApplication {
         }
     }
 
+    /// Sends a complete reply's head and its first `cut` body bytes (all of a shorter body),
+    /// then ends the connection by throwing `ResponseBreak`.
+    private func sendBroken(_ reply: Reply, after cut: Int64, to responder: any ServerResponder) throws {
+        guard Int64(reply.body.count) > cut else {
+            try responder.respond(status: reply.status, headers: reply.headers, body: reply.body)
+            throw ResponseBreak()
+        }
+        try responder.respondStreaming(
+            status: reply.status, headers: reply.headers, contentLength: Int64(reply.body.count)
+        ) { write in
+            try reply.body.prefix(Int(cut)).withUnsafeBytes { try write($0) }
+            throw ResponseBreak()
+        }
+    }
+
     /// Writes a streamed reply's body through `rawWrite`, a buffer at a time, decompressed when
     /// it is transcoded; `responseFault` (a reset or stall) fires after that many stored bytes, or
     /// at the end of a shorter body.
@@ -352,7 +394,7 @@ package final class EmulatorApplication: ServerApplication {
         through rawWrite: (UnsafeRawBufferPointer) throws -> Void,
         responseFault: FaultInstruction?
     ) throws {
-        var pendingTrigger = responseFault?.triggerOffset
+        var pendingTrigger = responseFault?.brokenStreamBytes ?? responseFault?.triggerOffset
         // Transcoding: the stored bytes are read (and faults counted) as for any
         // answer, and what goes on the wire is their decompressed form.
         var decoder = stream.inflates ? try GzipDecoder() : nil
@@ -374,6 +416,8 @@ package final class EmulatorApplication: ServerApplication {
                 Thread.sleep(forTimeInterval: Double(milliseconds) / 1000)
             case .hold?:
                 throw ResponseHold()
+            case .brokenStream?:
+                throw ResponseBreak()
             default:
                 throw ResponseReset()
             }

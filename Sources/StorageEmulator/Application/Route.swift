@@ -56,11 +56,29 @@ struct Route: Sendable, CustomStringConvertible {
         case never, always, withAltMedia
     }
 
+    /// The Cloud Storage JSON API method a route serves, named as Google's retry conformance
+    /// tests and storage-testbench name it (`storage.objects.get`): a retry test lists its
+    /// instructions under these names (see ``RetryTest``).
+    enum APIMethod: Sendable, ExpressibleByStringLiteral {
+        /// The one method every request of the route is.
+        case named(String)
+        /// The `{operation...}` route: the operation its path names decides (`storage.objects.copy`,
+        /// `.rewrite`, `.compose`, `.move`).
+        case objectOperation
+
+        init(stringLiteral name: String) {
+            self = .named(name)
+        }
+    }
+
     /// The methods served; nil serves every method (a server with answers of its own for the rest).
     let methods: Set<String>?
     let pattern: RoutePattern
     let condition: Condition?
     let media: Media
+    /// The JSON API method of the route's requests; nil for routes that are none (the control
+    /// endpoint, Google's authentication servers, Firebase v0, XML API multipart uploads).
+    let apiMethod: APIMethod?
     let action: Action
 
     /// A route to a plain handler.
@@ -68,35 +86,68 @@ struct Route: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - methods: The methods served, separated by spaces; `*` for every method.
     ///   - pattern: The path (see ``RoutePattern``).
+    ///   - api: The JSON API method the route serves, if it serves one.
     init(
         _ methods: String, _ pattern: String, _ access: Access, when condition: Condition? = nil,
-        media: Media = .never, _ handler: @escaping @Sendable (EmulatorApplication, RoutedRequest) throws -> Reply
+        media: Media = .never, api: APIMethod? = nil,
+        _ handler: @escaping @Sendable (EmulatorApplication, RoutedRequest) throws -> Reply
     ) {
-        self.init(methods, pattern, condition, media, .request(access, handler))
+        self.init(methods, pattern, condition, media, api, .request(access, handler))
     }
 
-    private init(_ methods: String, _ pattern: String, _ condition: Condition?, _ media: Media, _ action: Action) {
+    private init(
+        _ methods: String, _ pattern: String, _ condition: Condition?, _ media: Media, _ api: APIMethod?,
+        _ action: Action
+    ) {
         self.methods = methods == "*" ? nil : Set(methods.split(separator: " ").map(String.init))
         self.pattern = RoutePattern(pattern)
         self.condition = condition
         self.media = media
+        self.apiMethod = api
         self.action = action
     }
 
     /// A route to an upload session: the request's `upload_id` names it.
     static func session(
-        _ methods: String, _ pattern: String, unknown: HTTPError,
+        _ methods: String, _ pattern: String, unknown: HTTPError, api: APIMethod? = nil,
         _ handler: @escaping @Sendable (EmulatorApplication, RoutedRequest, UploadSession) throws -> Reply
     ) -> Route {
-        Route(methods, pattern, .uploadID, .never, .session(unknown: unknown, handler))
+        Route(methods, pattern, .uploadID, .never, api, .session(unknown: unknown, handler))
     }
 
     /// A route whose authority is a V4 signature in the query.
     static func signed(
-        _ methods: String, _ pattern: String, when condition: Condition? = nil,
+        _ methods: String, _ pattern: String, when condition: Condition? = nil, api: APIMethod? = nil,
         _ handler: @escaping @Sendable (EmulatorApplication, RoutedRequest, _ payloadHash: String?) throws -> Reply
     ) -> Route {
-        Route(methods, pattern, condition, .never, .signed(handler))
+        Route(methods, pattern, condition, .never, api, .signed(handler))
+    }
+
+    /// The JSON API method name of a request this route matched with `parameters`.
+    func apiMethodName(_ parameters: RoutedRequest.Parameters) -> String? {
+        switch apiMethod {
+        case .named(let name)?:
+            return name
+        case .objectOperation?:
+            switch parameters.operation {
+            case .copy?: return "storage.objects.copy"
+            case .rewrite?: return "storage.objects.rewrite"
+            case .compose?: return "storage.objects.compose"
+            case .move?: return "storage.objects.move"
+            case nil: return nil
+            }
+        case nil:
+            return nil
+        }
+    }
+
+    /// Every JSON API method name a request of this route can have.
+    var apiMethodNames: [String] {
+        switch apiMethod {
+        case .named(let name)?: [name]
+        case .objectOperation?: ["copy", "rewrite", "compose", "move"].map { "storage.objects." + $0 }
+        case nil: []
+        }
     }
 
     /// Methods, pattern and condition, as the table writes them: `PUT POST DELETE /upload/… (uploadID)`.

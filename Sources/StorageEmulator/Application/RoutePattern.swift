@@ -1,7 +1,7 @@
 /// A route's path, written as the route table shows it: `/storage/v1/b/{bucket}/o/{name...}`.
 ///
 /// Segments are split at every `/` of the still percent-encoded path, so `%2F` stays inside its
-/// segment. `{bucket}` is one segment, percent-decoded. The last segment may take the rest of
+/// segment. `{bucket}` and `{id}` are one segment each, percent-decoded. The last segment may take the rest of
 /// the path, one segment or more: `{name...}` as an object name (percent-decoded, its slashes
 /// kept: the JSON API's clients encode them, but unencoded ones are taken too),
 /// `{operation...}` as a ``GCSObjectOperation`` (the route fits only when they name one), and
@@ -10,6 +10,7 @@ struct RoutePattern: Sendable, CustomStringConvertible {
     enum Segment: Sendable, Equatable {
         case literal(String)
         case bucket
+        case id
         case name
         case operation
         case path
@@ -27,6 +28,7 @@ struct RoutePattern: Sendable, CustomStringConvertible {
             .dropFirst().map { part in
                 switch part {
                 case "{bucket}": .bucket
+                case "{id}": .id
                 case "{name...}": .name
                 case "{operation...}": .operation
                 case "{path...}": .path
@@ -65,6 +67,8 @@ struct RoutePattern: Sendable, CustomStringConvertible {
                 continue
             case .bucket:
                 parameters.bucket = try URLText.decode(parts[index])
+            case .id:
+                parameters.id = try URLText.decode(parts[index])
             case .name:
                 parameters.name = try URLText.decode(parts[index...].joined(separator: "/")[...])
             case .operation:

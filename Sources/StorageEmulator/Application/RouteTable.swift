@@ -59,11 +59,22 @@ struct RouteTable: Sendable {
 
         /// The matched route, if there is one.
         var route: Route? { try? outcome.get().route }
+
+        /// The JSON API method of the request (`storage.objects.get`), if its route serves one.
+        var apiMethod: String? {
+            guard let (route, parameters) = try? outcome.get() else { return nil }
+            return route.apiMethodName(parameters)
+        }
     }
 
     let groups: [Group]
     /// The group of a request that no other group claims.
     let otherwise: Group
+
+    /// Every JSON API method name the table's routes declare: what a retry test may list.
+    var apiMethodNames: Set<String> {
+        Set((groups + [otherwise]).flatMap { $0.routes.flatMap(\.apiMethodNames) })
+    }
 
     /// Matches a request; never throws, so that a fault plan acts before a 404 as before any answer.
     ///

@@ -11,6 +11,8 @@ struct RoutedRequest {
         var name = ""
         /// `{operation...}`; nil when the pattern has none.
         var operation: GCSObjectOperation?
+        /// `{id}` (a retry test's); empty when the pattern has none.
+        var id = ""
     }
 
     let request: any ServerRequest

@@ -7,7 +7,10 @@
 /// | `pass` | the request is served normally |
 /// | `return-<status>` | answer `<status>` (e.g. 408, 429, 500, 503) with the protocol's error JSON before reading any body byte |
 /// | `return-<status>-after-<N>` | read N body bytes, commit what a real server would (see below), then answer `<status>` |
+/// | `return-reset-connection` | end the connection with a TCP reset before reading any body byte or answering: the request takes no effect |
 /// | `reset-after-<N>` | read N body bytes, commit them likewise, then end the connection with a TCP reset |
+/// | `return-broken-stream` | serve the request fully (committing everything), send the answer's head and its first 4 body bytes, then close the connection |
+/// | `return-broken-stream-after-<N>` | the same after N bytes of the answer's body |
 /// | `stall-<ms>ms-after-<N>` | read N body bytes, sleep `<ms>` milliseconds, then carry on normally |
 /// | `stall-after-<N>` | read N body bytes, commit them like `reset-after-<N>`, then send nothing more and hold the connection until the client closes it (or the emulator stops), then close it |
 /// | `drop-response` | serve the request fully (committing everything), then close the connection without answering |
@@ -48,17 +51,32 @@
 /// byte, as `return-<status>` does; `drop-response` closes without answering.
 /// A download answered with an error, or of an empty object, has no body to
 /// fault and gets the fault before its answer, like other body-less requests.
+///
+/// Broken streams act on every answer, whatever the request: metadata, listings, an upload's
+/// resource, an error document, or an object's bytes (counted from the start of this answer's
+/// body; stored bytes when the answer is transcoded). An answer of N bytes or fewer arrives
+/// whole before the connection closes, so the client sees no failure. `return-broken-stream`,
+/// `return-reset-connection`, and `return-<status>` with `-after-<N>` are the names Google's
+/// storage-testbench gives these faults, and retry tests use them (see ``RetryTest``).
 package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
     case pass
     case respond(status: Int)
     case respondAfter(status: Int, bytes: Int64)
     case resetAfter(bytes: Int64)
     case stall(milliseconds: Int, afterBytes: Int64)
+    /// `return-reset-connection`: reset before reading the body or answering.
+    case resetConnection
+    /// `return-broken-stream[-after-<N>]`: serve the request, then close the connection after N
+    /// bytes of the answer's body (nil: ``brokenStreamDefaultBytes``).
+    case brokenStream(afterBytes: Int64?)
     /// `stall-after-<N>`: hold the connection until the client closes it.
     case hold(afterBytes: Int64)
     case dropResponse
     /// `hold-response`: serve the request, then hold the connection, unanswered, until the client closes it.
     case holdResponse
+
+    /// How many bytes of the answer's body `return-broken-stream` sends: "a few", as the testbench does.
+    package static let brokenStreamDefaultBytes: Int64 = 4
 
     /// The longest a `stall-after-<N>` or `hold-response` holds a connection the client never closes.
     package static let holdLimit: Duration = .seconds(600)
@@ -77,6 +95,12 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
             return .dropResponse
         case "hold" where parts == ["hold", "response"]:
             return .holdResponse
+        case "return" where parts == ["return", "reset", "connection"]:
+            return .resetConnection
+        case "return" where parts.count > 2 && parts[1] == "broken" && parts[2] == "stream":
+            if parts.count == 3 { return .brokenStream(afterBytes: nil) }
+            guard parts.count == 5, parts[3] == "after", let bytes = parseByteCount(parts[4]) else { throw invalid }
+            return .brokenStream(afterBytes: bytes)
         case "return":
             guard let status = parseStatus(parts.count > 1 ? parts[1] : "") else { throw invalid }
             if parts.count == 2 { return .respond(status: status) }
@@ -106,6 +130,9 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
         case .respond(let status): "return-\(status)"
         case .respondAfter(let status, let bytes): "return-\(status)-after-\(bytes)"
         case .resetAfter(let bytes): "reset-after-\(bytes)"
+        case .resetConnection: "return-reset-connection"
+        case .brokenStream(nil): "return-broken-stream"
+        case .brokenStream(let bytes?): "return-broken-stream-after-\(bytes)"
         case .stall(let milliseconds, let bytes): "stall-\(milliseconds)ms-after-\(bytes)"
         case .hold(let bytes): "stall-after-\(bytes)"
         case .dropResponse: "drop-response"
@@ -113,12 +140,19 @@ package enum FaultInstruction: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// The byte count after which the fault fires, if it waits for body bytes.
+    /// The byte count after which the fault fires, if it waits for body bytes: of the request's
+    /// body, or for a media download's reset or stall, of the answer's.
     package var triggerOffset: Int64? {
         switch self {
         case .respondAfter(_, let bytes), .resetAfter(let bytes), .stall(_, let bytes), .hold(let bytes): bytes
-        case .pass, .respond, .dropResponse, .holdResponse: nil
+        case .pass, .respond, .resetConnection, .brokenStream, .dropResponse, .holdResponse: nil
         }
+    }
+
+    /// For a broken stream, how many bytes of the answer's body are sent before the connection closes.
+    package var brokenStreamBytes: Int64? {
+        guard case .brokenStream(let bytes) = self else { return nil }
+        return bytes ?? Self.brokenStreamDefaultBytes
     }
 
     private static func parseStatus(_ text: String) -> Int? {
