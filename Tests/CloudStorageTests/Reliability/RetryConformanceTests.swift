@@ -52,6 +52,8 @@ struct RetryConformanceTests {
                 let storage = Reliability.storage(Reliability.Route(wire: .gcs, via: route), emulator) {
                     try $0.retry.setInitialDelay(.milliseconds(1))
                     try $0.retry.setMaxDelay(.milliseconds(4))
+                    // The SDK's default policy is what is tested (the reliability suites retry every request).
+                    $0.retry.policy = StorageConfiguration.Retry().policy
                     if item.call == .insertResumable { $0.uploads.multipartThreshold = -1 }
                 }
                 let fixture = try await Fixture.make(in: storage)
