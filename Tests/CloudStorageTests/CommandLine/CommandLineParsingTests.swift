@@ -337,3 +337,26 @@ struct CommandLineParsingTests {
         #expect(ExitCode(StorageError(code, "x")) == status)
     }
 }
+
+/// `--retry-policy`: every command retries `always` (as `gcloud storage` does) unless told
+/// otherwise, and the value goes into the `Storage` the command makes.
+@Suite("Command line retry policy")
+struct CommandLineRetryPolicyTests {
+    static func options(_ words: [String]) throws -> StorageOptions {
+        let arguments = try CommandLineArguments(words, valued: StorageOptions.valued, flags: StorageOptions.flags)
+        return try StorageOptions(arguments, environment: ["STORAGE_EMULATOR_HOST": "http://127.0.0.1:9"])
+    }
+
+    @Test func everyCommandRetriesAlwaysUnlessToldOtherwise() throws {
+        #expect(try Self.options([]).retryPolicy == .always)
+        #expect(try Self.options(["--retry-policy", "idempotent-only"]).retryPolicy == .idempotentOnly)
+        #expect(try Self.options(["--retry-policy=never"]).retryPolicy == .never)
+        #expect(throws: UsageError.self) { try Self.options(["--retry-policy", "sometimes"]) }
+    }
+
+    @Test func thePolicyReachesTheStorage() async throws {
+        let connection = try await Self.options(["--retry-policy", "never"]).connect(bucket: "b")
+        defer { connection.close() }
+        #expect(connection.storage.configuration.retry.policy == .never)
+    }
+}
