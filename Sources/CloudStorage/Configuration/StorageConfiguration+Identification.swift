@@ -132,7 +132,8 @@ extension StorageConfiguration.Identification {
                 headers.set("x-goog-api-client", apiClient)
                 return
             }
-            headers.set("x-goog-api-client", "\(apiClient) gccl-invocation-id/\(call.id) gccl-attempt-count/\(call.attempt)")
+            headers.set(
+                "x-goog-api-client", "\(apiClient) gccl-invocation-id/\(call.id) gccl-attempt-count/\(call.attempt)")
             headers.set("x-goog-gcs-idempotency-token", call.id)
         case nil:
             headers.set("x-goog-api-client", apiClient)

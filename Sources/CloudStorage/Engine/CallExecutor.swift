@@ -144,7 +144,7 @@ struct CallExecutor: Sendable {
                 let credential: Credential?
                 do {
                     credential = try await self.credential(refreshing: refreshed)
-                } catch where error.underlyingError is RetryTimeRanOut {
+                } catch  where error.underlyingError is RetryTimeRanOut {
                     return .retryable(error)
                 }
                 if let credential { try authorize(&request, with: credential) }
@@ -165,7 +165,8 @@ struct CallExecutor: Sendable {
                 switch TransportFailureVerdict(error, server: server) {
                 case .retryable(let failure):
                     return .retryable(
-                        attempts.marking(failure, of: error, deadline: request.deadline, policy: backoff, server: server)
+                        attempts.marking(
+                            failure, of: error, deadline: request.deadline, policy: backoff, server: server)
                     )
                 case .final(let failure):
                     throw failure
@@ -185,7 +186,8 @@ struct CallExecutor: Sendable {
             let error =
                 tokenServer.map {
                     StorageError(
-                        .unknown, "\($0.capitalizedFirst) answered HTTP \(response.status).", httpStatus: response.status,
+                        .unknown, "\($0.capitalizedFirst) answered HTTP \(response.status).",
+                        httpStatus: response.status,
                         serverMessage: TokenEndpoint.errorFields(in: response.body)?.description)
                 } ?? response.storageError(about: subject, sentChecksum: sentChecksum)
             if response.isRetryable { return .retryable(error) }
@@ -260,8 +262,9 @@ struct CallExecutor: Sendable {
     mutating func sendOnce(
         _ request: HTTPRequest, accepting accepted: Set<Int>, about subject: HTTPResponse.Subject
     ) async -> HTTPResponse? {
-        guard case .answer(let response)? = try? await send(
-            request, idempotency: .idempotent, accepting: accepted, about: subject)
+        guard
+            case .answer(let response)? = try? await send(
+                request, idempotency: .idempotent, accepting: accepted, about: subject)
         else { return nil }
         return response
     }
@@ -409,7 +412,8 @@ struct CallExecutor: Sendable {
     mutating func backOff(
         after failure: StorageError, of idempotency: CallIdempotency? = nil
     ) async throws(StorageError) {
-        let decision = Self.neverReachedTheServer(failure) && policy != .never
+        let decision =
+            Self.neverReachedTheServer(failure) && policy != .never
             ? RetryDecision(allowsRetry: true, rule: "the request never reached the server (no connection was made)")
             : retryDecision(for: idempotency ?? lastIdempotency)
         guard decision.allowsRetry else { throw Self.notRetried(failure, because: decision.rule) }
@@ -451,7 +455,8 @@ struct CallExecutor: Sendable {
         let throttled = reported.httpStatus == 429
         let malformed = reported.code == .protocolViolation
         let code: StorageErrorCode =
-            tokenServer != nil ? .retryLimitExceeded
+            tokenServer != nil
+            ? .retryLimitExceeded
             : throttled ? .quotaExceeded : malformed ? .protocolViolation : .retryLimitExceeded
         let budget = "the retry time (\(backoff.budgetName), \(backoff.budget))"
         let attached =

@@ -629,7 +629,8 @@ struct UploadEngine: Sendable {
                 "The server's CRC32C of the object (\(CRC32CEncoding.base64(reported))) differs from the bytes sent (\(CRC32CEncoding.base64(sent)))."
             )
         }
-        reportVerdict(on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, executor.events)
+        reportVerdict(
+            on: upload.objectName, sent: sent, reported: stored.crc32cValue, problem: problem, executor.events)
         guard let problem else { return stored }
         await deleteObject(stored, upload, &executor)
         throw problem

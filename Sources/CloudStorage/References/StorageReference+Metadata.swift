@@ -24,7 +24,8 @@ extension StorageReference {
         var executor = CallExecutor(storage: storage, operation: .other)
         let request = storage.objectProtocol.getMetadata(
             bucket: storage.bucket, name: name, generation: generation)
-        let response = try await executor.execute(request, idempotency: .idempotent, accepting: [200], about: .object(name))
+        let response = try await executor.execute(
+            request, idempotency: .idempotent, accepting: [200], about: .object(name))
         return try checkedGeneration(StorageMetadata(objectResource: response.body))
     }
 

@@ -75,10 +75,12 @@ struct RetryStrategyTests {
             case .updateMetadata:
                 var update = StorageMetadataUpdate()
                 update.customMetadata["pass"] = .set("2")
-                let condition = conditioned ? StoragePreconditions(ifMetagenerationMatch: current.metageneration) : .none
+                let condition =
+                    conditioned ? StoragePreconditions(ifMetagenerationMatch: current.metageneration) : .none
                 _ = try await faulty.updateMetadata(update, preconditions: condition)
             case .copy:
-                _ = try await faulty.copy(to: target.with(.init(headers: ["x-emulator-faults": plan])), preconditions: newTarget)
+                _ = try await faulty.copy(
+                    to: target.with(.init(headers: ["x-emulator-faults": plan])), preconditions: newTarget)
             case .compose:
                 _ = try await target.with(.init(headers: ["x-emulator-faults": plan]))
                     .compose(from: [ref, ref], preconditions: newTarget)
@@ -92,8 +94,10 @@ struct RetryStrategyTests {
                 let storage = Storage(
                     bucket: ref.storage.bucket, endpoint: ref.storage.endpoint, authorization: .none,
                     configuration: resumable, transport: ref.storage.transport)
-                _ = try await storage.reference(withPath: ref.fullPath).with(.init(headers: ["x-emulator-faults": plan]))
-                    .putDataAsync(Data("again".utf8), preconditions: sameGeneration)
+                _ = try await storage.reference(withPath: ref.fullPath).with(
+                    .init(headers: ["x-emulator-faults": plan])
+                )
+                .putDataAsync(Data("again".utf8), preconditions: sameGeneration)
             }
         }
     }
@@ -185,7 +189,9 @@ struct RetryStrategyTests {
             await ref.storage.configuration.events.flush()
             let retries = recorder.events(.retry)
             #expect(retries.count == 1)
-            #expect(retries.first?.metadata["rule"]?.hasPrefix("the request is made idempotent by ifGenerationMatch=") == true)
+            #expect(
+                retries.first?.metadata["rule"]?.hasPrefix("the request is made idempotent by ifGenerationMatch=")
+                    == true)
             #expect(retries.first?.metadata["status"] == "503")
             #expect(retries.first?.metadata["attempt"] == "1")
         }
