@@ -155,28 +155,10 @@ struct CallExecutor: Sendable {
             attemptCount += 1
             identify(&request)
             let response: HTTPResponse
-            let started = ContinuousClock.now
-            do {
-                response = try await transport.execute(request, progress: progress)
-            } catch let error as HTTPTransportError {
-                reportRequest(request, startedAt: started, status: nil, failure: "\(error.kind)")
-                if Task.isCancelled { throw .cancelled() }
-                let server = URLSessionTransport.serverName(request.url)
-                switch TransportFailureVerdict(error, server: server) {
-                case .retryable(let failure):
-                    return .retryable(
-                        attempts.marking(
-                            failure, of: error, deadline: request.deadline, policy: backoff, server: server)
-                    )
-                case .final(let failure):
-                    throw failure
-                }
-            } catch {
-                reportRequest(request, startedAt: started, status: nil, failure: "\(type(of: error))")
-                if Task.isCancelled || error is CancellationError { throw .cancelled() }
-                return .retryable(StorageError(.unknown, "The request failed.", underlyingError: error))
+            switch try await transmit(request, progress: progress) {
+            case .success(let answer): response = answer
+            case .failure(let failure): return .retryable(failure)
             }
-            reportRequest(request, startedAt: started, status: response.status, failure: nil)
             if accepted.contains(response.status) {
                 return .answer(response)
             }
@@ -195,6 +177,38 @@ struct CallExecutor: Sendable {
         }
         // Only reached after a refreshed token was refused too.
         throw StorageError(.unauthenticated, "The server refused a freshly fetched token.", httpStatus: 401)
+    }
+
+    /// Hands one attempt to the transport and reports it.
+    ///
+    /// - Returns: The answer, whatever its status, or a failure below HTTP that may pass (marked
+    ///   as cut short when the end of the retry time was the request's deadline).
+    /// - Throws: A failure below HTTP that cannot pass (``TransportFailureVerdict``);
+    ///   ``StorageErrorCode/cancelled``.
+    private func transmit(
+        _ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?
+    ) async throws(StorageError) -> Result<HTTPResponse, StorageError> {
+        let started = ContinuousClock.now
+        do {
+            let response = try await transport.execute(request, progress: progress)
+            reportRequest(request, startedAt: started, status: response.status, failure: nil)
+            return .success(response)
+        } catch let error as HTTPTransportError {
+            reportRequest(request, startedAt: started, status: nil, failure: "\(error.kind)")
+            if Task.isCancelled { throw .cancelled() }
+            let server = URLSessionTransport.serverName(request.url)
+            switch TransportFailureVerdict(error, server: server) {
+            case .retryable(let failure):
+                return .failure(
+                    attempts.marking(failure, of: error, deadline: request.deadline, policy: backoff, server: server))
+            case .final(let failure):
+                throw failure
+            }
+        } catch {
+            reportRequest(request, startedAt: started, status: nil, failure: "\(type(of: error))")
+            if Task.isCancelled || error is CancellationError { throw .cancelled() }
+            return .failure(StorageError(.unknown, "The request failed.", underlyingError: error))
+        }
     }
 
     /// Sets the headers that name the SDK and this call on one attempt of it.
