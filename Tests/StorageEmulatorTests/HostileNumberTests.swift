@@ -141,3 +141,32 @@ struct HostileNumberTests {
         #expect(response.errorMessage.contains("ifMetagenerationMatch"))
     }
 }
+
+extension HostileNumberTests {
+    @Test(
+        "a rewrite's maxBytesRewrittenPerCall beyond the largest object is 400, with or without a token",
+        arguments: ["9223372036853727232", "5497558138880000000"])
+    func rewritePerCall(perCall: String) throws {
+        let harness = try Harness()
+        let bytes = testBytes(3 * 1_048_576)
+        #expect(
+            harness.send("POST", "/upload/storage/v1/b/bkt/o?uploadType=media&name=s", body: bytes).status == 200)
+        let rewrite = "/storage/v1/b/bkt/o/s/rewriteTo/b/bkt/o/d"
+        let first = harness.send("POST", rewrite + "?maxBytesRewrittenPerCall=1048576", json: [:])
+        #expect(first.status == 200)
+        let token = try #require(first.json["rewriteToken"] as? String)
+        for target in [
+            rewrite + "?maxBytesRewrittenPerCall=\(perCall)",
+            rewrite + "?maxBytesRewrittenPerCall=\(perCall)&rewriteToken=\(URLText.encodeComponent(token))",
+        ] {
+            let response = harness.send("POST", target, json: [:])
+            #expect(response.status == 400)
+            #expect(response.errorMessage.contains("maxBytesRewrittenPerCall"))
+        }
+        // The token still finishes the rewrite, with every byte.
+        let last = harness.send(
+            "POST", rewrite + "?rewriteToken=\(URLText.encodeComponent(token))", json: [:])
+        #expect(last.status == 200)
+        #expect(harness.object("bkt", "d") == Data(bytes))
+    }
+}

@@ -147,7 +147,8 @@ extension EmulatorApplication {
     ) throws -> Reply {
         var perCall: Int64?
         if let text = request.query("maxBytesRewrittenPerCall") {
-            let value = try RequestNumber.nonNegative(text, field: "maxBytesRewrittenPerCall")
+            // At most the largest object, so adding it to the bytes done cannot overflow.
+            let value = try RequestNumber.byteCount(text, field: "maxBytesRewrittenPerCall")
             guard value > 0, value % Self.rewriteUnit == 0 else {
                 throw HTTPError.badRequest(
                     "Invalid argument: maxBytesRewrittenPerCall must be a positive multiple of \(Self.rewriteUnit).")
@@ -175,7 +176,7 @@ extension EmulatorApplication {
         }
         let options = try WriteOptions(request, destination: true)
         let attributes = try destinationAttributes(body, source: record, options: options)
-        let done = perCall.map { min(record.size, token.bytesRewritten + $0) } ?? record.size
+        let done = perCall.map { token.bytesRewritten + min($0, record.size - token.bytesRewritten) } ?? record.size
         var json: [String: Any] = [
             "kind": "storage#rewriteResponse", "totalBytesRewritten": String(done),
             "objectSize": String(record.size), "done": done == record.size,
