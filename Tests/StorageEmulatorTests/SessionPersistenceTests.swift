@@ -360,3 +360,32 @@ extension Harness {
         self.store = store
     }
 }
+
+extension SessionPersistenceTests {
+    /// The permission bits of `path`.
+    static func permissions(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    @Test("the sessions' directory is the owner's alone (0700, an existing 0755 one fixed at start), its files 0600")
+    func privateSessionDirectory() throws {
+        let root = temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let directory = root.appendingPathComponent(SessionJournal.directoryName)
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        #expect(Self.permissions(directory.path) == 0o755)
+        let emulator = try Self.start(root)
+        defer { emulator.stop() }
+        #expect(Self.permissions(directory.path) == 0o700)
+        let started = try Self.request(
+            emulator.port, "POST", "/upload/storage/v1/b/bkt/o?uploadType=resumable&name=x",
+            headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
+        #expect(started.status == 200)
+        let files = Self.sessionFiles(root)
+        #expect(files.count == 2, "\(files)")
+        for file in files {
+            #expect(Self.permissions(directory.appendingPathComponent(file).path) == 0o600, "\(file)")
+        }
+    }
+}

@@ -12,7 +12,8 @@ import SystemCalls
 /// length rounded down to the 256 KiB granularity, and the checksums are recomputed from those
 /// bytes, so a crash between writing bytes and anything else can only make the emulator report
 /// fewer bytes than it acknowledged before, never more than it has. (Bytes the kernel accepted
-/// survive the process; a power cut is another matter: nothing is `fsync`ed.)
+/// survive the process; a power cut is another matter: records are `fsync`ed, and the data file
+/// when the session finalizes, but not each chunk.)
 ///
 /// A session ends by removing its record (finalize: after the rename; cancel, expiry,
 /// eviction: before deleting the data), so a data file without a record, a record without a
@@ -32,11 +33,15 @@ final class SessionJournal: Sendable {
 
     /// Opens (creating if needed) the sessions' directory of a store rooted at `root`.
     ///
-    /// - Throws: ``StoreError`` when the directory cannot be created.
+    /// The directory's file names are session ids, which are capabilities: it is the owner's
+    /// alone (0700, an existing one made so; its files are 0600, as every staging file is).
+    ///
+    /// - Throws: ``StoreError`` when the directory cannot be created or made private.
     init(root: URL) throws(StoreError) {
         directory = root.appendingPathComponent(Self.directoryName, isDirectory: true)
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try SystemCall.setPermissions(directory.path, 0o700)
         } catch {
             throw .io("Cannot create the upload sessions' directory.")
         }
