@@ -332,8 +332,11 @@ package enum NameRules {
         }
     }
 
-    /// Checks a bucket name: 3–222 characters of lowercase letters, digits, `-`, `_` and `.`,
-    /// starting and ending with a letter or digit.
+    /// Checks a bucket name as Cloud Storage does (cloud.google.com/storage/docs/buckets#naming):
+    /// lowercase letters, digits, `-`, `_` and `.`, starting and ending with a letter or digit;
+    /// 3–63 characters, or up to 222 with dots, each dot-separated part at most 63; not a
+    /// dotted-decimal IP address; not starting with `goog`; not containing `google` or a close
+    /// misspelling of it (read with digits that pass for letters: `0`→o, `1`→l, `3`→e, `6` and `9`→g).
     package static func validateBucketName(_ name: String) throws(StoreError) {
         let bytes = Array(name.utf8)
         let allowed = { (byte: UInt8) in
@@ -341,9 +344,33 @@ package enum NameRules {
                 || byte == 0x2E
         }
         let alphanumeric = { (byte: UInt8) in (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) }
+        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
         guard (3...222).contains(bytes.count), bytes.allSatisfy(allowed), let first = bytes.first,
-            let last = bytes.last, alphanumeric(first), alphanumeric(last), !name.contains("..")
+            let last = bytes.last, alphanumeric(first), alphanumeric(last), !name.contains(".."),
+            parts.allSatisfy({ $0.utf8.count <= 63 })
         else { throw .invalidName("Invalid bucket name: '\(name)'.") }
+        let isAddress =
+            parts.count == 4 && parts.allSatisfy { part in part.allSatisfy(\.isASCII) && UInt8(part) != nil }
+        guard !isAddress, !name.hasPrefix("goog"), !soundsLikeGoogle(name) else {
+            throw .invalidName(
+                "Invalid bucket name: '\(name)'. Bucket names cannot be IP addresses, begin with"
+                    + " 'goog' or contain 'google' or a close misspelling of it.")
+        }
+    }
+
+    /// Whether `name`, its look-alike digits read as letters, contains `google`.
+    private static func soundsLikeGoogle(_ name: String) -> Bool {
+        let read = String(
+            name.map { character -> Character in
+                switch character {
+                case "0": "o"
+                case "1": "l"
+                case "3": "e"
+                case "6", "9": "g"
+                default: character
+                }
+            })
+        return read.contains("google")
     }
 
     /// Orders names by their UTF-8 bytes, as GCS lists them.
