@@ -2,18 +2,25 @@ package import Foundation
 import Synchronization
 import SystemCalls
 
-/// Keeps buckets and objects in a directory, one file per object plus a JSON
-/// metadata file beside it.
+/// Keeps buckets and objects in a directory, one file per version's bytes plus a JSON
+/// record per version.
 ///
-/// Layout: `<root>/b-<bucket>/bucket.json`, `<root>/b-<bucket>/o-<name>` and
-/// `o-<name>.json` (see ``SafeFileName``), noncurrent versions of a versioned
-/// bucket as `g<generation>-o-<name>` and its `.json`, staging files
-/// `.tmp-<random>` in the bucket's directory. Bytes are streamed into a staging
-/// file and `rename`d into place, so a reader never sees part of an object; a
-/// version that becomes noncurrent gets a hard link to its bytes under its new
-/// name before the live name is replaced or removed. An ordered index of the
-/// metadata is kept in memory (loaded at start) so listing reads no file and seeks
-/// to its page.
+/// Layout: `<root>/b-<bucket>/bucket.json`; each version's bytes in `g<generation>-o-<name>`
+/// (see ``SafeFileName``), named by generation so new bytes never replace a version's; the
+/// live version's record in `o-<name>.json`, a noncurrent version's (versioned buckets) in
+/// `g<generation>-o-<name>.json`; staging files `.tmp-<random>` in the bucket's directory.
+///
+/// A write commits in one atomic step, the rename of the new live record over the old one:
+/// the bytes go first (staged, `fsync`ed, renamed to their generation's name), then in a
+/// versioned bucket the replaced version's noncurrent record, then the live record (written
+/// to a temporary file, `fsync`ed, renamed, the directory `fsync`ed); only then are the
+/// replaced bytes removed (unversioned buckets). Whenever the process dies (`kill -9`, a
+/// power cut after the `fsync`s), a record therefore names bytes that are whole, and each
+/// object is its old version or its new one. Loading keeps what the records name and
+/// removes everything else: bytes no record names, temporaries, a noncurrent record of the
+/// version that is still live (a write or delete that had not committed), records whose
+/// bytes are missing or of another size. An ordered index of the records is kept in memory
+/// (loaded at start) so listing reads no file and seeks to its page.
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
         var buckets: [String: BucketRecord] = [:]
@@ -51,23 +58,31 @@ package final class DirectoryObjectStore: ObjectStore {
         root.appendingPathComponent(SafeFileName.bucket(bucket), isDirectory: true)
     }
 
-    /// The file name of a version's bytes: the live name, or its noncurrent one.
-    private static func fileName(_ record: ObjectRecord) -> String {
-        record.timeDeleted == nil
-            ? SafeFileName.object(record.name)
-            : SafeFileName.noncurrentObject(record.name, generation: record.generation)
+    /// The file name of a version's bytes, live or noncurrent: named by its generation.
+    private static func bytesName(_ record: ObjectRecord) -> String {
+        SafeFileName.version(record.name, generation: record.generation)
     }
 
-    /// The path of a version's bytes (its metadata is this plus `.json`).
-    private func file(_ record: ObjectRecord) -> URL {
-        bucketDirectory(record.bucket).appendingPathComponent(Self.fileName(record), isDirectory: false)
+    /// The file name of a version's record: the live version's by the object's name (renaming a
+    /// new one over it is the commit of a write), a noncurrent one's by its generation.
+    private static func recordName(_ record: ObjectRecord) -> String {
+        (record.timeDeleted == nil ? SafeFileName.object(record.name) : bytesName(record)) + ".json"
+    }
+
+    /// The path of a version's bytes.
+    private func bytesPath(_ record: ObjectRecord) -> String {
+        bucketDirectory(record.bucket).appendingPathComponent(Self.bytesName(record), isDirectory: false).path
+    }
+
+    /// The path of a version's record.
+    private func recordPath(_ record: ObjectRecord) -> String {
+        bucketDirectory(record.bucket).appendingPathComponent(Self.recordName(record), isDirectory: false).path
     }
 
     private func load() throws(StoreError) {
-        let manager = FileManager.default
         let decoder = JSONDecoder()
         var loaded = State()
-        let entries = (try? manager.contentsOfDirectory(atPath: root.path)) ?? []
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
         for entry in entries where entry.hasPrefix("b-") {
             let directory = root.appendingPathComponent(entry, isDirectory: true)
             guard let data = try? Data(contentsOf: directory.appendingPathComponent("bucket.json")),
@@ -76,20 +91,7 @@ package final class DirectoryObjectStore: ObjectStore {
             else { continue }
             loaded.buckets[bucket.name] = bucket
             var objects = ObjectIndex<ObjectVersions<ObjectRecord>>()
-            for file in (try? manager.contentsOfDirectory(atPath: directory.path)) ?? [] {
-                if file.hasPrefix(".tmp-") {
-                    try? manager.removeItem(at: directory.appendingPathComponent(file))
-                    continue
-                }
-                // The record must be the one its file name says, and its bytes must be there
-                // (a crash between writing a version's two files leaves one without the other).
-                guard file.hasSuffix(".json"), file != "bucket.json",
-                    let data = try? Data(contentsOf: directory.appendingPathComponent(file)),
-                    let record = try? decoder.decode(ObjectRecord.self, from: data),
-                    record.bucket == bucket.name, Self.fileName(record) + ".json" == file,
-                    (try? SystemCall.checkAccess(directory.appendingPathComponent(Self.fileName(record)).path, .exists))
-                        != nil
-                else { continue }
+            for record in loadVersions(of: bucket.name, in: directory) {
                 objects.updateVersions(ObjectKey(record.name)) { versions in
                     if record.timeDeleted == nil { versions.live = record } else { versions.keep(record) }
                 }
@@ -98,6 +100,50 @@ package final class DirectoryObjectStore: ObjectStore {
             loaded.objects[bucket.name] = objects
         }
         state.withLock { $0 = loaded }
+    }
+
+    /// The versions a bucket's directory holds whole, removing every file none of them names.
+    ///
+    /// A record counts when it is the one its file name says and its bytes are there with its
+    /// size; a noncurrent record of the generation that is still live is what a write or delete
+    /// wrote before its commit, and goes.
+    private func loadVersions(of bucket: String, in directory: URL) -> [ObjectRecord] {
+        let decoder = JSONDecoder()
+        var records: [ObjectRecord] = []
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        where file.hasSuffix(".json") && file != "bucket.json" {
+            guard let data = try? Data(contentsOf: directory.appendingPathComponent(file)),
+                let record = try? decoder.decode(ObjectRecord.self, from: data),
+                record.bucket == bucket, Self.recordName(record) == file
+            else { continue }
+            if record.timeDeleted == nil { adoptLegacyBytes(record) }
+            guard (try? SystemCall.status(path: bytesPath(record), followingLinks: false))?.size == record.size else {
+                continue
+            }
+            records.append(record)
+        }
+        let live = Set(records.lazy.filter { $0.timeDeleted == nil }.map(\.generation))
+        records.removeAll { $0.timeDeleted != nil && live.contains($0.generation) }
+        var named: Set<String> = ["bucket.json"]
+        for record in records {
+            named.insert(Self.recordName(record))
+            named.insert(Self.bytesName(record))
+        }
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        where !named.contains(file) {
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(file))
+        }
+        return records
+    }
+
+    /// Gives a live version's bytes kept under the object's name (the layout before bytes were
+    /// named by generation) their generation's name, when they are the record's size.
+    private func adoptLegacyBytes(_ record: ObjectRecord) {
+        let legacy = bucketDirectory(record.bucket).appendingPathComponent(SafeFileName.object(record.name)).path
+        guard (try? SystemCall.status(path: bytesPath(record), followingLinks: false)) == nil,
+            (try? SystemCall.status(path: legacy, followingLinks: false))?.size == record.size
+        else { return }
+        try? SystemCall.rename(legacy, to: bytesPath(record))
     }
 
     package func createBucket(_ name: String) throws(StoreError) -> Bool {
@@ -168,11 +214,12 @@ package final class DirectoryObjectStore: ObjectStore {
         return try FileStagingWriter(path: path)
     }
 
-    /// Gives the live version of `key` a noncurrent name and record when the bucket is versioned,
-    /// leaving its live files for the caller to replace or remove.
+    /// Writes the noncurrent record of the live version of `key` when the bucket is versioned,
+    /// leaving the live record and the bytes (already named by generation) as they are.
     ///
-    /// - Returns: The noncurrent record kept, for the caller to add to the index once the whole
-    ///   change is on disk (or to ``forget(_:)`` if it fails); nil when nothing is kept.
+    /// - Returns: The noncurrent record written, for the caller to add to the index once the
+    ///   whole change is on disk (or to remove with ``removeRecord(_:)`` if it fails); nil when
+    ///   nothing is kept. Until the caller's change commits, loading drops it (its version is live).
     private func keepNoncurrent(
         _ state: State, bucket: String, _ key: ObjectKey, now: Date
     ) throws(StoreError)
@@ -181,26 +228,27 @@ package final class DirectoryObjectStore: ObjectStore {
         guard state.buckets[bucket]?.versioning == true, var record = state.live(bucket: bucket, key) else {
             return nil
         }
-        let live = file(record).path
         record.timeDeleted = now
-        let kept = file(record)
-        SystemCall.removeIfPresent(kept.path)
-        guard (try? SystemCall.link(live, to: kept.path)) != nil else { throw .io("Cannot keep a noncurrent version.") }
-        do throws(StoreError) {
-            try Self.writeAtomically(
-                try Self.encode(record), in: kept.deletingLastPathComponent(), as: kept.lastPathComponent + ".json")
-        } catch {
-            SystemCall.removeIfPresent(kept.path)
-            throw error
-        }
+        try writeRecord(record)
         return record
     }
 
-    /// Removes a version's files (its metadata first, so a crash never leaves a record without bytes).
+    /// Writes a version's record atomically and durably.
+    private func writeRecord(_ record: ObjectRecord) throws(StoreError) {
+        try Self.writeAtomically(
+            try Self.encode(record), in: bucketDirectory(record.bucket), as: Self.recordName(record))
+    }
+
+    /// Removes a version's record only (its bytes stay: another record names them).
+    private func removeRecord(_ record: ObjectRecord) {
+        SystemCall.removeIfPresent(recordPath(record))
+    }
+
+    /// Removes a version's files, its record first: a crash between leaves bytes no record
+    /// names, which loading removes, never a record without its bytes.
     private func forget(_ record: ObjectRecord) {
-        let path = file(record).path
-        SystemCall.removeIfPresent(path + ".json")
-        SystemCall.removeIfPresent(path)
+        SystemCall.removeIfPresent(recordPath(record))
+        SystemCall.removeIfPresent(bytesPath(record))
     }
 
     private static func encode(_ record: ObjectRecord) throws(StoreError) -> Data {
@@ -211,8 +259,12 @@ package final class DirectoryObjectStore: ObjectStore {
         }
     }
 
-    /// Renames `stagedPath` to be the new live version of `record`'s object and indexes it,
-    /// keeping the version it replaces as noncurrent in a versioned bucket. Called under the lock.
+    /// Makes the bytes at `stagedPath` (on stable storage already) the new live version of
+    /// `record`'s object and indexes it, keeping the version it replaces as noncurrent in a
+    /// versioned bucket, removing its bytes otherwise. Called under the lock.
+    ///
+    /// The bytes get their generation's name first, a name no record holds; the commit is the
+    /// rename of the new live record over the old one (see the type's discussion).
     private func install(
         _ state: inout State, stagedPath: String, record: ObjectRecord, now: Date
     ) throws(StoreError)
@@ -225,19 +277,24 @@ package final class DirectoryObjectStore: ObjectStore {
         record.updated = now
         record.timeDeleted = nil
         let key = ObjectKey(record.name)
-        let destination = file(record)
-        let kept = try keepNoncurrent(state, bucket: record.bucket, key, now: now)
+        let replaced = state.live(bucket: record.bucket, key)
+        guard (try? SystemCall.rename(stagedPath, to: bytesPath(record))) != nil else {
+            throw StoreError.io("Cannot move the object into place.")
+        }
+        let kept: ObjectRecord?
         do throws(StoreError) {
-            let json = try Self.encode(record)
-            guard (try? SystemCall.rename(stagedPath, to: destination.path)) != nil else {
-                throw StoreError.io("Cannot move the object into place.")
+            kept = try keepNoncurrent(state, bucket: record.bucket, key, now: now)
+            do throws(StoreError) {
+                try writeRecord(record)
+            } catch {
+                if let kept { removeRecord(kept) }
+                throw error
             }
-            try Self.writeAtomically(
-                json, in: destination.deletingLastPathComponent(), as: destination.lastPathComponent + ".json")
         } catch {
-            if let kept { forget(kept) }
+            SystemCall.removeIfPresent(bytesPath(record))
             throw error
         }
+        if let replaced, kept == nil { SystemCall.removeIfPresent(bytesPath(replaced)) }
         state.objects[record.bucket, default: [:]].updateVersions(key) { versions in
             if let kept { versions.keep(kept) }
             versions.live = record
@@ -291,12 +348,7 @@ package final class DirectoryObjectStore: ObjectStore {
         try state.withLock { state in
             try state.objects[bucket]?.updateVersions(ObjectKey(name)) { versions in
                 // On disk first: a failed write changes nothing.
-                try versions.updateRecord(generation: generation, change) { record in
-                    let path = file(record)
-                    try Self.writeAtomically(
-                        try Self.encode(record), in: path.deletingLastPathComponent(),
-                        as: path.lastPathComponent + ".json")
-                }
+                try versions.updateRecord(generation: generation, change) { record in try writeRecord(record) }
             }
         }
     }
@@ -315,9 +367,10 @@ package final class DirectoryObjectStore: ObjectStore {
                 state.objects[bucket]?.updateVersions(key) { $0.removeNoncurrent(at: index) }
                 return true
             }
-            // Only a delete of the live version without a generation keeps it, as GCS does.
+            // Only a delete of the live version without a generation keeps it, as GCS does: its
+            // noncurrent record first, then the live record goes (the commit), the bytes stay.
             let kept = generation == nil ? try keepNoncurrent(state, bucket: bucket, key, now: Date()) : nil
-            forget(record)
+            if kept == nil { forget(record) } else { removeRecord(record) }
             state.objects[bucket]?.updateVersions(key) { versions in
                 if let kept { versions.keep(kept) }
                 versions.live = nil
@@ -341,8 +394,8 @@ package final class DirectoryObjectStore: ObjectStore {
             // A second name for the bytes, for the destination to be renamed from: the source's
             // own files stay whole until the destination is in place.
             let staged = directory.appendingPathComponent(".tmp-" + UUID().uuidString).path
-            guard (try? SystemCall.link(file(moving).path, to: staged)) != nil else {
-                if let keptSource { forget(keptSource) }
+            guard (try? SystemCall.link(bytesPath(moving), to: staged)) != nil else {
+                if let keptSource { removeRecord(keptSource) }
                 throw .io("Cannot move the object.")
             }
             var record = moving
@@ -352,10 +405,11 @@ package final class DirectoryObjectStore: ObjectStore {
                 moved = try install(&state, stagedPath: staged, record: record, now: now)
             } catch {
                 SystemCall.removeIfPresent(staged)
-                if let keptSource { forget(keptSource) }
+                if let keptSource { removeRecord(keptSource) }
                 throw error
             }
-            forget(moving)
+            // The source's live record goes; its bytes stay when its noncurrent record names them.
+            if keptSource == nil { forget(moving) } else { removeRecord(moving) }
             state.objects[bucket]?.updateVersions(sourceKey) { versions in
                 if let keptSource { versions.keep(keptSource) }
                 versions.live = nil
@@ -372,7 +426,7 @@ package final class DirectoryObjectStore: ObjectStore {
                 let (current, _) = state.locate(
                     bucket: record.bucket, ObjectKey(record.name), generation: record.generation)
             else { throw .notFound("No such object.") }
-            guard let descriptor = try? SystemCall.open(file(current).path, [.readOnly, .closeOnExec]) else {
+            guard let descriptor = try? SystemCall.open(bytesPath(current), [.readOnly, .closeOnExec]) else {
                 throw .io("Cannot open the object's file.")
             }
             return descriptor
@@ -380,7 +434,8 @@ package final class DirectoryObjectStore: ObjectStore {
         return FileObjectReader(descriptor: descriptor)
     }
 
-    /// Writes `data` to a temporary file in `directory` and renames it to `name`.
+    /// Writes `data` to a temporary file in `directory`, `fsync`s it, renames it to `name` and
+    /// `fsync`s the directory: once this returns, the file is whole under its name for good.
     static func writeAtomically(_ data: Data, in directory: URL, as name: String) throws(StoreError) {
         let temporary = directory.appendingPathComponent(".tmp-" + UUID().uuidString).path
         let writer = try FileStagingWriter(path: temporary)
@@ -392,12 +447,23 @@ package final class DirectoryObjectStore: ObjectStore {
             if let failure { throw failure }
             let path = try writer.close()
             guard (try? SystemCall.rename(path, to: directory.appendingPathComponent(name).path)) != nil else {
+                SystemCall.removeIfPresent(path)
                 throw StoreError.io("Cannot rename a file into place.")
             }
+            try sync(directory.path)
         } catch {
             writer.discard()
             throw error
         }
+    }
+
+    /// `fsync`s the file or directory at `path`.
+    static func sync(_ path: String) throws(StoreError) {
+        guard let descriptor = try? SystemCall.open(path, [.readOnly, .closeOnExec]) else {
+            throw .io("Cannot open a file to write it to disk.")
+        }
+        defer { try? SystemCall.close(descriptor) }
+        guard (try? SystemCall.sync(descriptor)) != nil else { throw .io("Cannot write a file to disk.") }
     }
 }
 
@@ -518,10 +584,12 @@ final class FileStagingWriter: StagingWriter {
         state.withLock { $0.releaseDescriptor() }
     }
 
-    /// Closes the file and returns its path, for the caller to rename.
+    /// Writes the file to stable storage (`fsync`), closes it and returns its path, for the
+    /// caller to rename: what is renamed into place is whole even after a power cut.
     func close() throws(StoreError) -> String {
         try state.withLock { (state) throws(StoreError) -> String in
-            guard !state.finished else { throw .io("The staging file is closed.") }
+            let descriptor = try state.open(path)
+            guard (try? SystemCall.sync(descriptor)) != nil else { throw .io("Cannot write a staging file to disk.") }
             state.releaseDescriptor()
             state.finished = true
             return path

@@ -6,23 +6,24 @@
 /// one-to-one. A name whose encoding would exceed `maximumLength` (file systems
 /// allow 255 bytes; GCS names reach 1024 bytes) is replaced by the hex MD5 of
 /// the name, with a different prefix so the two forms can never collide; the
-/// real name lives in the metadata file either way. Noncurrent versions add a
+/// real name lives in the metadata file either way. Versions' bytes add a
 /// `g<generation>-` prefix (at most 21 more bytes).
 package enum SafeFileName {
     /// The longest file name produced.
     package static let maximumLength = 200
 
-    /// The file name of an object's bytes (its metadata is this plus `.json`).
+    /// The file name an object's name maps to (its live version's record is this plus `.json`).
     package static func object(_ name: String) -> String {
         let encoded = "o-" + percentEncode(name)
         if encoded.utf8.count <= maximumLength { return encoded }
         return "h-" + MD5.digest(name.utf8).map { hex($0) }.joined()
     }
 
-    /// The file name of a noncurrent version's bytes (its metadata is this plus `.json`).
+    /// The file name of one version's bytes, live or noncurrent (a noncurrent version's record
+    /// is this plus `.json`; the live version's is ``object(_:)`` plus `.json`).
     ///
-    /// The `g<generation>-` prefix keeps it apart from every live object's name (`o-…`, `h-…`).
-    package static func noncurrentObject(_ name: String, generation: Int64) -> String {
+    /// The `g<generation>-` prefix keeps it apart from every object's own name (`o-…`, `h-…`).
+    package static func version(_ name: String, generation: Int64) -> String {
         "g\(generation)-" + object(name)
     }
 
