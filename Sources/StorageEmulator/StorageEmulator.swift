@@ -65,17 +65,19 @@ public final class StorageEmulator: Sendable {
         public var faults: [String] = []
         /// Create a bucket the first time a request names it.
         public var autoCreateBuckets = true
-        /// How long a resumable upload session lives after it starts: one week, as on Cloud Storage.
+        /// How long a resumable upload session, or an XML API multipart upload, lives after it
+        /// starts: one week, as resumable sessions on Cloud Storage (which keeps an unfinished
+        /// multipart upload until it is completed or aborted: the emulator bounds those too).
         ///
-        /// An expired session answers as an unknown one (GCS `404`, Firebase v0 `404`) and its
-        /// staged bytes are deleted; expired sessions are swept as other sessions are used, so
-        /// sessions abandoned by killed clients do not accumulate.
+        /// An expired upload answers as an unknown one (GCS `404`, Firebase v0 `404`, XML
+        /// `NoSuchUpload`) and its staged bytes are deleted; expired uploads are swept as others
+        /// are used, so uploads abandoned by killed clients do not accumulate.
         public var uploadSessionLifetime: Duration = .seconds(7 * 24 * 3600)
-        /// The most resumable upload sessions at once.
+        /// The most resumable upload sessions and XML API multipart uploads at once, together.
         ///
-        /// A new session beyond it evicts the least recently used idle sessions (no request in
-        /// progress on them; they then answer as unknown, `404`); if every session is in use the
-        /// new one gets `503` with `Retry-After: 1`, which clients retry. Idle sessions hold no
+        /// A new one beyond it evicts the least recently used idle ones (no request in progress
+        /// on them; they then answer as unknown, `404` or `NoSuchUpload`); if every one is in use
+        /// the new one gets `503` with `Retry-After: 1`, which clients retry. Idle ones hold no
         /// file descriptor, so the bound is about disk and memory, not descriptors.
         public var maxUploadSessions = 1000
         /// The least every part of an XML API multipart upload but the last must hold when the

@@ -49,6 +49,9 @@ final class MultipartUploadTable: Sendable {
         var stride: Int64?
         /// The parts being written into ``shared`` now, by number.
         var writing: Set<Int> = []
+        /// A Complete is under way: no other Complete or Abort may act on the upload, and no
+        /// part claims a place in ``shared`` (see ``MultipartUploadTable/beginCompletion(_:)``).
+        var completing = false
 
         /// Ends the claim of the attempt writing part `number` into ``shared``; the writer lets go
         /// of its descriptor once no attempt writes into it.
@@ -91,6 +94,11 @@ final class MultipartUploadTable: Sendable {
         return upload
     }
 
+    /// The upload `id` names, in whichever bucket.
+    func upload(_ id: String) -> Upload? {
+        uploads.withLock { $0[id] }
+    }
+
     /// The upload `id` names, if it names one for this object.
     func upload(_ id: String, bucket: String, name: String) -> Upload? {
         uploads.withLock { table in
@@ -105,7 +113,7 @@ final class MultipartUploadTable: Sendable {
     /// the upload gone). A claim ends with ``store(_:number:in:)`` or ``release(_:in:)``.
     func claimPlace(for number: Int, length: Int64?, in id: String) -> Int64? {
         uploads.withLock { table in
-            guard var upload = table[id], let length, length > 0 else { return nil }
+            guard var upload = table[id], !upload.completing, let length, length > 0 else { return nil }
             let stride = upload.stride ?? length
             guard length <= stride, !upload.writing.contains(number), upload.parts[number]?.isPlaced != true
             else { return nil }
@@ -135,10 +143,37 @@ final class MultipartUploadTable: Sendable {
         }
     }
 
+    /// Marks the upload as being completed and returns it as it stands, or nil when it is gone
+    /// or another Complete is under way: one Complete at a time, and an Abort meanwhile finds
+    /// no upload. The Complete ends with ``remove(_:)`` (or ``remove(_:if:)``) when it succeeds,
+    /// ``endCompletion(_:)`` when it fails.
+    func beginCompletion(_ id: String) -> Upload? {
+        uploads.withLock { table in
+            guard var upload = table[id], !upload.completing else { return nil }
+            upload.completing = true
+            table[id] = upload
+            return upload
+        }
+    }
+
+    /// Ends a Complete that failed: the upload takes parts, Completes and Aborts again.
+    func endCompletion(_ id: String) {
+        uploads.withLock { table in table[id]?.completing = false }
+    }
+
     /// Removes an upload and its parts; the removed upload, or nil if there was none.
     @discardableResult
     func remove(_ id: String) -> Upload? {
         uploads.withLock { $0.removeValue(forKey: id) }
+    }
+
+    /// Removes an upload an Abort names, unless a Complete is under way (the Complete wins):
+    /// the removed upload, or nil.
+    func abort(_ id: String) -> Upload? {
+        uploads.withLock { table in
+            guard table[id]?.completing == false else { return nil }
+            return table.removeValue(forKey: id)
+        }
     }
 
     /// Removes the upload if, as it stands, no part is being written into its shared writer and

@@ -2,15 +2,30 @@ import Foundation
 import Synchronization
 import SystemCalls
 
-/// The live upload sessions, by id: bounded in number and in age.
+/// What the session table bounds and expires: a resumable upload session, or an XML API
+/// multipart upload (``MultipartUploadLease``).
+protocol BoundedUpload: AnyObject, Sendable {
+    /// The id a client names it by.
+    var id: String { get }
+    /// Ends it and throws its staged bytes away, waiting for a request in progress on it.
+    func cancel()
+    /// Ends it unless a request holds it: whether it was idle (and is now over, or was already).
+    func cancelIfIdle() -> Bool
+    /// Lets go of it when the emulator stops: what is persisted stays for the next one.
+    func detach()
+}
+
+/// The live uploads, by id: resumable upload sessions and XML API multipart uploads, bounded
+/// together in number and in age.
 ///
-/// Sessions expire ``Policy/lifetime`` after they started (a week, as on Cloud
-/// Storage); an expired session answers as an unknown one and its staged bytes are
-/// deleted. Expired sessions are swept when a session is looked up or added (at most
+/// Uploads expire ``Policy/lifetime`` after they started (a week, as resumable sessions do
+/// on Cloud Storage; Cloud Storage keeps an unfinished multipart upload until it is completed,
+/// aborted or removed by a lifecycle rule, which a local emulator cannot afford); an expired
+/// upload answers as an unknown one and its staged bytes are deleted. Expired sessions are swept when a session is looked up or added (at most
 /// once a second by the table's clock), so abandoned ones do not pile up.
 ///
-/// At most ``Policy/maxSessions`` exist at once. A new session beyond that evicts the
-/// least recently used *idle* sessions (those no request is sending to), since a
+/// At most ``Policy/maxSessions`` exist at once. A new one beyond that evicts the
+/// least recently used *idle* uploads (those no request is sending to), since a
 /// client that has not touched its session for longest is the likeliest to have gone;
 /// if every session is busy the new one is refused with `503` and `Retry-After`, which
 /// clients retry. Eviction and expiry never wait behind a request in progress.
@@ -26,7 +41,7 @@ final class SessionTable: Sendable {
     }
 
     private struct Entry {
-        let session: UploadSession
+        let session: any BoundedUpload
         let created: Date
         var lastUsed: Date
     }
@@ -51,7 +66,7 @@ final class SessionTable: Sendable {
 
     /// Puts back a session restored from disk, created at `created` (it expires a lifetime after
     /// that). Makes no room: the next ``add(_:created:)`` evicts as usual.
-    func restore(_ session: UploadSession, created: Date) {
+    func restore(_ session: any BoundedUpload, created: Date) {
         state.withLock { state in
             state.entries[session.id] = Entry(session: session, created: created, lastUsed: created)
         }
@@ -66,11 +81,11 @@ final class SessionTable: Sendable {
     ///
     /// - Parameter created: When it starts; now when nil.
     /// - Throws: ``HTTPError`` (503, retryable) when the table is full of sessions in use.
-    func add(_ session: UploadSession, created: Date? = nil) throws {
+    func add(_ session: any BoundedUpload, created: Date? = nil) throws {
         let now = created ?? policy.now()
         sweepExpired(at: now, force: true)
         // The least recently used first; chosen under the lock, cancelled outside it.
-        let candidates = state.withLock { state -> [UploadSession] in
+        let candidates = state.withLock { state -> [any BoundedUpload] in
             let excess = state.entries.count - (policy.maxSessions - 1)
             guard excess > 0 else { return [] }
             return state.entries.values.sorted { $0.lastUsed < $1.lastUsed }.map(\.session)
@@ -93,13 +108,18 @@ final class SessionTable: Sendable {
         }
     }
 
-    /// The session, if it exists and has not expired; marks it used.
+    /// The resumable upload session, if it exists and has not expired; marks it used.
     func session(_ id: String) -> UploadSession? {
+        upload(id) as? UploadSession
+    }
+
+    /// The upload, if it exists and has not expired; marks it used.
+    func upload(_ id: String) -> (any BoundedUpload)? {
         // Whatever a URL says, only an id this table could have made goes any further.
         guard Self.isWellFormedID(id) else { return nil }
         let now = policy.now()
         sweepExpired(at: now, force: false)
-        let found = state.withLock { state -> (session: UploadSession, expired: Bool)? in
+        let found = state.withLock { state -> (session: any BoundedUpload, expired: Bool)? in
             guard var entry = state.entries[id] else { return nil }
             if isExpired(entry, at: now) {
                 state.entries[id] = nil
@@ -118,13 +138,14 @@ final class SessionTable: Sendable {
         return found.session
     }
 
+    /// Removes an upload that ended (or is being ended by its caller): the upload, if it was there.
     @discardableResult
-    func remove(_ id: String) -> UploadSession? {
+    func remove(_ id: String) -> (any BoundedUpload)? {
         state.withLock { $0.entries.removeValue(forKey: id)?.session }
     }
 
     /// Removes this very session (not a later one with its id).
-    private func remove(_ session: UploadSession) {
+    private func remove(_ session: any BoundedUpload) {
         state.withLock { state in
             if state.entries[session.id]?.session === session { state.entries[session.id] = nil }
         }
@@ -134,7 +155,7 @@ final class SessionTable: Sendable {
     ///
     /// - Parameter force: Sweep even if the last sweep was less than a second ago.
     private func sweepExpired(at now: Date, force: Bool) {
-        let expired = state.withLock { state -> [UploadSession] in
+        let expired = state.withLock { state -> [any BoundedUpload] in
             guard force || now.timeIntervalSince(state.lastSweep) >= 1 else { return [] }
             state.lastSweep = now
             return state.entries.values.filter { isExpired($0, at: now) }.map(\.session)
@@ -144,7 +165,7 @@ final class SessionTable: Sendable {
         }
     }
 
-    /// Removes every session, discarding unfinished uploads' staged bytes; persisted sessions
+    /// Removes every upload, discarding unfinished uploads' staged bytes; persisted sessions
     /// (directory backing) stay on disk for the next emulator (see ``UploadSession/detach()``).
     func removeAll() {
         let all = state.withLock { state in

@@ -7,7 +7,7 @@ import Synchronization
 /// request (handlers run on their own threads, so blocking is fine): the
 /// committed size is what has been written to the staging writer, always a
 /// multiple of 256 KiB until the session is finalised.
-final class UploadSession: Sendable {
+final class UploadSession: BoundedUpload {
     enum Phase {
         case active
         case finalized(ObjectRecord)

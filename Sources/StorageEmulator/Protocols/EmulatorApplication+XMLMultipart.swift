@@ -33,6 +33,13 @@ extension EmulatorApplication {
         shared.relinquish()
         let upload = multipartUploads.initiate(
             bucket: bucket, name: name, attributes: attributes, shared: shared, now: settings.now())
+        do {
+            // Bounded and expired with the resumable sessions (`--max-sessions`, the session lifetime).
+            try sessions.add(MultipartUploadLease(id: upload.id, table: multipartUploads))
+        } catch {
+            multipartUploads.remove(upload.id)
+            throw error
+        }
         return Self.xmlReply(
             "InitiateMultipartUploadResult",
             "<Bucket>\(Self.escaped(bucket))</Bucket><Key>\(Self.escaped(name))</Key>"
@@ -42,9 +49,7 @@ extension EmulatorApplication {
     /// `PUT ?partNumber=&uploadId=`: stores one part (a part of the same number is replaced).
     func xmlUploadPart(_ request: any ServerRequest, _ body: BodyReader, bucket: String, name: String) throws -> Reply {
         let upload = try multipartUpload(request, bucket: bucket, name: name)
-        guard let numberText = request.query("partNumber"), let number = Int(numberText),
-            (1...Self.maximumPartNumber).contains(number)
-        else {
+        guard let number = request.query("partNumber").flatMap(Self.partNumber) else {
             throw HTTPError(
                 400, "Part number must be an integer between 1 and \(Self.maximumPartNumber), inclusive.",
                 reason: "InvalidArgument")
@@ -102,9 +107,18 @@ extension EmulatorApplication {
         -> Reply
     {
         try Self.refusePreconditions(request)
-        let upload = try multipartUpload(request, bucket: bucket, name: name)
-        let listed = try Self.completionParts(try body.readAll(limit: 4 * 1024 * 1024))
-        let record = try assemble(try namedParts(listed, of: upload), of: upload)
+        let found = try multipartUpload(request, bucket: bucket, name: name)
+        // One Complete at a time, and no Abort while it runs: a second finds no upload.
+        guard let upload = multipartUploads.beginCompletion(found.id) else { throw Self.noSuchUpload }
+        let record: ObjectRecord
+        do {
+            let listed = try Self.completionParts(try body.readAll(limit: 4 * 1024 * 1024))
+            record = try assemble(try namedParts(listed, of: upload), of: upload)
+        } catch {
+            multipartUploads.endCompletion(upload.id)
+            throw error
+        }
+        sessions.remove(upload.id)
         var reply = Self.xmlReply(
             "CompleteMultipartUploadResult",
             "<Location>\(Self.escaped(base(request) + request.path))</Location>"
@@ -191,7 +205,8 @@ extension EmulatorApplication {
     /// `DELETE ?uploadId=`: ends the upload and removes its parts.
     func xmlAbortMultipart(_ request: any ServerRequest, bucket: String, name: String) throws -> Reply {
         let upload = try multipartUpload(request, bucket: bucket, name: name)
-        guard multipartUploads.remove(upload.id) != nil else { throw Self.noSuchUpload }
+        guard multipartUploads.abort(upload.id) != nil else { throw Self.noSuchUpload }
+        sessions.remove(upload.id)
         return Reply(status: 204)
     }
 
@@ -252,13 +267,22 @@ extension EmulatorApplication {
             + " aborted or completed.",
         reason: "NoSuchUpload")
 
+    /// A part number as Cloud Storage takes it: decimal digits only (no sign, no spaces), 1–10,000.
+    static func partNumber(_ text: some StringProtocol) -> Int? {
+        guard let value = RequestNumber.digits(text), (1...Int64(maximumPartNumber)).contains(value) else {
+            return nil
+        }
+        return Int(value)
+    }
+
     /// The upload the request's `uploadId` names for this object.
     private func multipartUpload(
         _ request: any ServerRequest, bucket: String, name: String
     ) throws
         -> MultipartUploadTable.Upload
     {
-        guard let id = request.query("uploadId"),
+        // The session table first: it ends an expired upload, and marks a live one used.
+        guard let id = request.query("uploadId"), sessions.upload(id) is MultipartUploadLease,
             let upload = multipartUploads.upload(id, bucket: bucket, name: name)
         else { throw Self.noSuchUpload }
         return upload
@@ -315,7 +339,7 @@ extension EmulatorApplication {
             if inside.isEmpty { break }
             guard inside.hasPrefix("<Part>"), let end = inside.range(of: "</Part>") else { throw malformed }
             let part = inside[inside.index(inside.startIndex, offsetBy: "<Part>".count)..<end.lowerBound]
-            guard let numberText = element("PartNumber", in: part), let number = Int(numberText),
+            guard let numberText = element("PartNumber", in: part), let number = partNumber(numberText),
                 let etag = element("ETag", in: part)
             else { throw malformed }
             parts.append((number, unescaped(etag)))

@@ -190,34 +190,80 @@ package final class MemoryObjectStore: ObjectStore {
     }
 }
 
-/// Staged bytes in memory.
+/// Staged bytes in memory, as runs of bytes written (sorted, apart from each other): a write far
+/// past the end (a multipart upload's part placed at its place) costs its own bytes, never the
+/// gap before it, which reads as zeros.
 final class MemoryStagingWriter: StagingWriter {
-    private let bytes = Mutex(Data())
+    /// Bytes written from `start` on.
+    private struct Run {
+        var start: Int64
+        var bytes: Data
+        var end: Int64 { start + Int64(bytes.count) }
+    }
 
-    var size: Int64 { bytes.withLock { Int64($0.count) } }
+    /// Sorted by start; no two overlap or touch.
+    private let runs = Mutex<[Run]>([])
+
+    var size: Int64 { runs.withLock { $0.last?.end ?? 0 } }
+
+    /// The bytes kept, gaps left out (for tests: what the writer costs).
+    var bytesHeld: Int64 { runs.withLock { $0.reduce(0) { $0 + Int64($1.bytes.count) } } }
 
     func write(_ buffer: UnsafeRawBufferPointer) throws(StoreError) {
-        bytes.withLock { $0.append(contentsOf: buffer) }
+        runs.withLock { runs in Self.write(buffer, at: runs.last?.end ?? 0, into: &runs) }
     }
 
     func truncate(to size: Int64) throws(StoreError) {
-        bytes.withLock { data in
-            if Int64(data.count) > size { data.removeSubrange(Int(size)..<data.count) }
+        runs.withLock { runs in
+            runs.removeAll { $0.start >= size }
+            if let last = runs.last, last.end > size {
+                runs[runs.count - 1].bytes = last.bytes.prefix(Int(size - last.start))
+            }
         }
     }
 
     func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(StoreError) {
-        bytes.withLock { data in
-            let start = Int(offset)
-            if data.count < start { data.append(contentsOf: repeatElement(0, count: start - data.count)) }
-            let inside = min(buffer.count, data.count - start)
-            if inside > 0 {
-                data.withUnsafeMutableBytes { whole in
-                    UnsafeMutableRawBufferPointer(rebasing: whole[start..<start + inside])
-                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[..<inside]))
-                }
+        runs.withLock { runs in Self.write(buffer, at: offset, into: &runs) }
+    }
+
+    /// Writes into the run that reaches `offset` (or a new one), then merges the runs it reaches.
+    private static func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64, into runs: inout [Run]) {
+        var index = runs.lastIndex { $0.start <= offset } ?? -1
+        if index >= 0, offset <= runs[index].end {
+            let start = Int(offset - runs[index].start)
+            let inside = min(buffer.count, runs[index].bytes.count - start)
+            runs[index].bytes.withUnsafeMutableBytes { whole in
+                UnsafeMutableRawBufferPointer(rebasing: whole[start..<start + inside])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: buffer[..<inside]))
             }
-            if inside < buffer.count { data.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[inside...])) }
+            runs[index].bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[inside...]))
+        } else {
+            index += 1
+            runs.insert(Run(start: offset, bytes: Data(buffer)), at: index)
+        }
+        // Later runs this one now reaches: their bytes past its end join it (this write is the newer).
+        while index + 1 < runs.count, runs[index + 1].start <= runs[index].end {
+            let next = runs.remove(at: index + 1)
+            if next.end > runs[index].end {
+                runs[index].bytes.append(next.bytes.suffix(Int(next.end - runs[index].end)))
+            }
+        }
+    }
+
+    /// The bytes in `range`, gaps as zeros.
+    private func bytes(in range: Range<Int64>) -> Data {
+        runs.withLock { runs in
+            var data = Data()
+            var position = range.lowerBound
+            for run in runs where run.end > position && run.start < range.upperBound {
+                if run.start > position { data.append(Data(count: Int(run.start - position))) }
+                let from = Int(max(position, run.start) - run.start)
+                let to = Int(min(range.upperBound, run.end) - run.start)
+                data.append(run.bytes[run.bytes.startIndex + from..<run.bytes.startIndex + to])
+                position = min(range.upperBound, run.end)
+            }
+            if position < range.upperBound { data.append(Data(count: Int(range.upperBound - position))) }
+            return data
         }
     }
 
@@ -225,26 +271,31 @@ final class MemoryStagingWriter: StagingWriter {
         guard let other = other as? MemoryStagingWriter, other !== self else {
             throw .io("A staging writer of another store.")
         }
-        let staged = other.bytes.withLock { $0 }
-        guard range.lowerBound >= 0, range.upperBound <= Int64(staged.count) else {
+        guard range.lowerBound >= 0, range.upperBound <= other.size else {
             throw .io("A staged range past the staged bytes.")
         }
-        bytes.withLock {
-            $0.append(staged[staged.startIndex + Int(range.lowerBound)..<staged.startIndex + Int(range.upperBound)])
+        let staged = other.bytes(in: range)
+        runs.withLock { runs in
+            staged.withUnsafeBytes { Self.write($0, at: runs.last?.end ?? 0, into: &runs) }
         }
     }
 
     func discard() {
-        bytes.withLock { $0 = Data() }
+        runs.withLock { $0 = [] }
     }
 
-    /// Moves the bytes out.
+    /// Moves the bytes out (a gap, which no commit leaves, as zeros).
     func take() -> Data {
-        bytes.withLock { data in
-            let taken = data
-            data = Data()
-            return taken
+        let taken = runs.withLock { runs -> [Run] in
+            defer { runs = [] }
+            return runs
         }
+        if taken.count == 1, taken[0].start == 0 { return taken[0].bytes }
+        var whole = Data(count: Int(taken.last?.end ?? 0))
+        for run in taken {
+            whole.replaceSubrange(Int(run.start)..<Int(run.end), with: run.bytes)
+        }
+        return whole
     }
 }
 
