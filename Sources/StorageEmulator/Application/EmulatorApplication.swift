@@ -28,9 +28,11 @@ package final class EmulatorApplication: ServerApplication {
         package var scheme = "http"
         /// Used for URLs when a request has no `Host` field.
         package var fallbackHost = "127.0.0.1"
-        /// How long an upload session lives after it starts (see ``StorageEmulator/Configuration/uploadSessionLifetime``).
+        /// How long an upload session or multipart upload lives after it starts (see
+        /// ``StorageEmulator/Configuration/uploadSessionLifetime``).
         package var sessionLifetime: Duration = .seconds(7 * 24 * 3600)
-        /// The most upload sessions at once (see ``StorageEmulator/Configuration/maxUploadSessions``).
+        /// The most upload sessions and multipart uploads at once (see
+        /// ``StorageEmulator/Configuration/maxUploadSessions``).
         package var maxSessions = 1000
         /// The least every part of an XML API multipart upload but the last must hold (see
         /// ``StorageEmulator/Configuration/minimumMultipartPartSize``).
@@ -720,6 +722,10 @@ package final class EmulatorApplication: ServerApplication {
     /// stops at `endOffset` or the end of the prefix, so a page costs in proportion to what it
     /// visits, not to the bucket (only names that `matchGlob` passes over add to it).
     ///
+    /// With a `matchGlob`, names are matched outside the store's lock: the scan copies up to
+    /// ``globBatch`` records at a time and the page is built from the copy, so a costly pattern
+    /// holds up no other request.
+    ///
     /// Everything here works on UTF-8 bytes, as GCS does: `String` comparisons are
     /// canonical, so an NFC prefix would match NFD names and a token whose name
     /// starts with a combining mark would merge with its `i:` tag.
@@ -730,54 +736,54 @@ package final class EmulatorApplication: ServerApplication {
         -> ListPage
     {
         let prefixKey = ObjectKey(prefix)
-        let endKey = filter.endOffset.map(ObjectKey.init)
         guard let (start, resumeGeneration) = try Self.pageStart(prefixKey, pageToken, filter) else {
             return ListPage()
         }
-        let delimiterBytes = Array((delimiter ?? "").utf8)
-        var page = ListPage()
-        var lastKey: (isPrefix: Bool, key: ObjectKey, generation: Int64)?
-        var visited = 0
-        let versions: ScanVersions = filter.versions ? .all(after: resumeGeneration) : .live
-        store.scan(bucket: bucket, from: start, versions: versions) { record in
-            visited += 1
-            let name = ObjectKey(record.name)
-            // The names under the prefix are contiguous in name order: the first other one ends the listing.
-            guard name.bytes.starts(with: prefixKey.bytes) else { return .stop }
-            if let endKey, !(name < endKey) { return .stop }
-            if let glob = filter.glob, !glob.matches(record.name) { return .next }
-            var entry: (isPrefix: Bool, key: ObjectKey, generation: Int64) = (false, name, record.generation)
-            if !delimiterBytes.isEmpty,
-                let end = Self.endOfFirstMatch(of: delimiterBytes, in: name.bytes, from: prefixKey.bytes.count)
-            {
-                // UTF-8 is self-synchronising: a match of valid UTF-8 ends on a character boundary.
-                entry = (true, ObjectKey(bytes: Array(name.bytes[..<end])), 0)
-            }
-            // A name that ends with its first delimiter is listed as an item and as its prefix
-            // (`includeTrailingDelimiter`): the pair counts as two and is never split across
-            // pages, so it starts a new page rather than overfill this one (a page of one holds it).
-            let count = filter.includeTrailingDelimiter && entry.isPrefix && entry.key == name ? 2 : 1
-            let used = page.items.count + page.prefixes.count
-            if used + count > maxResults, used > 0 {
-                if let lastKey {
-                    let tag = lastKey.isPrefix ? "p:" : filter.versions ? "v:\(lastKey.generation):" : "i:"
-                    page.nextPageToken = Data(Array(tag.utf8) + lastKey.key.bytes).base64EncodedString()
-                }
-                return .stop
-            }
-            lastKey = entry
-            guard entry.isPrefix else {
-                page.items.append(record)
-                return .next
-            }
-            page.prefixes.append(String(decoding: entry.key.bytes, as: UTF8.self))
-            // A name that ends with its first delimiter is its own prefix's only member of that name.
-            if filter.includeTrailingDelimiter, entry.key == name { page.items.append(record) }
-            // Every other name under this prefix collapses into it: skip them all at once.
-            return entry.key.prefixEnd.map { .seek($0) } ?? .stop
+        var builder = ListPageBuilder(
+            prefixKey: prefixKey, endKey: filter.endOffset.map(ObjectKey.init),
+            delimiterBytes: Array((delimiter ?? "").utf8), maxResults: maxResults, filter: filter)
+        if filter.glob == nil {
+            let versions: ScanVersions = filter.versions ? .all(after: resumeGeneration) : .live
+            store.scan(bucket: bucket, from: start, versions: versions) { builder.consider($0) }
+        } else {
+            listMatching(bucket: bucket, from: start, after: resumeGeneration, &builder)
         }
-        listingVisits.add(visited, ordering: .relaxed)
-        return page
+        listingVisits.add(builder.visited, ordering: .relaxed)
+        return builder.page
+    }
+
+    /// How many records a `matchGlob` listing copies out of the store at a time.
+    static let globBatch = 256
+
+    /// Builds a `matchGlob` page from copies of the store's records, ``globBatch`` at a time,
+    /// matching outside the store's lock.
+    private func listMatching(
+        bucket: String, from start: ObjectKey, after generation: Int64?, _ builder: inout ListPageBuilder
+    ) {
+        var cursor = (key: start, generation: generation)
+        while true {
+            var batch: [ObjectRecord] = []
+            let versions: ScanVersions = builder.filter.versions ? .all(after: cursor.generation) : .live
+            store.scan(bucket: bucket, from: cursor.key, versions: versions) { record in
+                batch.append(record)
+                return batch.count < Self.globBatch ? .next : .stop
+            }
+            var step = ScanStep.next
+            for record in batch {
+                step = builder.consider(record)
+                if step != .next { break }
+            }
+            switch step {
+            case .stop: return
+            case .seek(let key): cursor = (key, nil)
+            case .next:
+                guard batch.count == Self.globBatch, let last = batch.last else { return }
+                // Past the last record copied: its later versions, or the next name.
+                cursor =
+                    builder.filter.versions
+                    ? (ObjectKey(last.name), last.generation) : (ObjectKey(last.name).successor, nil)
+            }
+        }
     }
 
     /// Where a listing page starts: the furthest of the prefix, `startOffset` and just past the
@@ -825,16 +831,6 @@ package final class EmulatorApplication: ServerApplication {
         }
         guard String(validating: key, as: UTF8.self) != nil else { throw invalid }
         return (tag == "p", ObjectKey(bytes: key), generation)
-    }
-
-    /// The index just past the first occurrence of `needle` in `bytes` at or after `start`.
-    private static func endOfFirstMatch(of needle: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
-        guard !needle.isEmpty, bytes.count >= needle.count, start <= bytes.count - needle.count else { return nil }
-        for index in start...(bytes.count - needle.count)
-        where bytes[index..<index + needle.count].elementsEqual(needle) {
-            return index + needle.count
-        }
-        return nil
     }
 
     func maxResults(_ request: any ServerRequest) throws -> Int {
@@ -910,15 +906,17 @@ package final class EmulatorApplication: ServerApplication {
         throw error
     }
 
-    /// Checks a Firebase request's credentials (or the control endpoint's).
+    /// Checks a Firebase request's credentials (or a control route's).
     ///
-    /// - Parameter storageRequest: False for the control endpoint: issued tokens govern storage
-    ///   requests, so there only the configured token counts.
+    /// - Parameter storageRequest: False for control routes: they take the storage API's
+    ///   credentials (the configured token, or a live issued token when those are required), so
+    ///   an emulator that requires credentials for storage requires them for its controls too;
+    ///   App Check, a Firebase client's attestation, is asked of storage requests only.
     private func authorizeFirebase(_ request: any ServerRequest, storageRequest: Bool = true) throws {
         if storageRequest, let appCheck = settings.appCheckToken, request.headers["X-Firebase-AppCheck"] != appCheck {
             throw HTTPError(401, "Unauthorized: the request needs a valid Firebase App Check token.")
         }
-        let issuedTokens = storageRequest ? issuedTokens : nil
+        let issuedTokens = issuedTokens
         guard settings.requiredToken != nil || issuedTokens != nil else { return }
         let header = request.headers["Authorization"]
         if let token = settings.requiredToken {

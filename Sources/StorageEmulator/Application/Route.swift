@@ -12,8 +12,10 @@ struct Route: Sendable, CustomStringConvertible {
     enum Access: Sendable {
         /// Nothing: Google's authentication servers, which check their callers in their own way.
         case open
-        /// The control endpoint: the configured token in either scheme; issued tokens never
-        /// open it (a test installs fault plans without asking for one).
+        /// The emulator's own controls (`/_emulator/…`): when the emulator requires credentials,
+        /// the storage API's (the configured token in either scheme, a live issued token when
+        /// those are required), so nobody without them fills the emulator's tables; App Check is
+        /// not asked for.
         case control
         /// The JSON API's credentials: `Bearer` with the configured token (or `owner` when
         /// allowed), or a live issued token whose scopes allow the method.

@@ -179,17 +179,20 @@ struct IssuedTokenTests {
         #expect(harness.send("GET", "/storage/v1/b/bkt/o").status == 401)
     }
 
-    @Test("the fault-plan control endpoint needs no issued token, only the configured static one")
+    @Test("control routes need the storage API's credentials: an issued token or the static one, never none")
     func controlEndpoint() throws {
-        let open = try AuthFixture.harness(TestClock())
-        #expect(open.send("POST", "/_emulator/v1/faults", json: ["instructions": ["pass"]]).status == 200)
-        let guarded = try AuthFixture.harness(TestClock(), staticToken: "secret")
-        #expect(guarded.send("POST", "/_emulator/v1/faults", json: ["instructions": ["pass"]]).status == 401)
+        let clock = TestClock()
+        let issuedOnly = try AuthFixture.harness(clock)
+        let plan: [String: Any] = ["instructions": ["pass"]]
+        #expect(issuedOnly.send("POST", "/_emulator/v1/faults", json: plan).status == 401)
         #expect(
-            guarded.send(
-                "POST", "/_emulator/v1/faults", headers: Self.bearer("secret"), json: ["instructions": ["pass"]]
-            )
-            .status == 200)
+            issuedOnly.send("POST", "/_emulator/v1/faults", headers: Self.bearer("ya29.made-up"), json: plan).status
+                == 401)
+        let token = try issuedOnly.token(clock)
+        #expect(issuedOnly.send("POST", "/_emulator/v1/faults", headers: Self.bearer(token), json: plan).status == 200)
+        let guarded = try AuthFixture.harness(TestClock(), staticToken: "secret")
+        #expect(guarded.send("POST", "/_emulator/v1/faults", json: plan).status == 401)
+        #expect(guarded.send("POST", "/_emulator/v1/faults", headers: Self.bearer("secret"), json: plan).status == 200)
     }
 
     @Test("over TLS the aud must name the https endpoint")
