@@ -45,7 +45,7 @@ struct ByteWiseNameTests {
         let reloaded = try DirectoryObjectStore(root: root)
         #expect(reloaded.records(bucket: "bkt").count == 2)
         #expect(try reloaded.delete(bucket: "bkt", name: Self.nfc, generation: nil))
-        let files = allFiles(under: root).filter { $0.contains("/o-") }
+        let files = allFiles(under: root).filter { $0.contains("o-") }
         #expect(files.count == 2, "only the NFD object's bytes and metadata: \(files)")
         #expect(files.allSatisfy { $0.contains(SafeFileName.percentEncode(Self.nfd)) })
     }
