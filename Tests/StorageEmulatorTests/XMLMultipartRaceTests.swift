@@ -9,27 +9,49 @@ import Testing
 struct XMLMultipartRaceTests {
     typealias Upload = XMLMultipartUploadTests
 
-    /// Runs `first` and `second` at once on two threads; their statuses.
+    /// Runs `first` and `second` at once on two threads of their own, released together; their statuses.
     static func race(_ first: @escaping @Sendable () -> Int, _ second: @escaping @Sendable () -> Int) -> (Int, Int) {
         let results = ResultPair()
-        DispatchQueue.concurrentPerform(iterations: 2) { index in
-            if index == 0 { results.set(0, first()) } else { results.set(1, second()) }
+        let done = DispatchGroup()
+        for (index, work) in [first, second].enumerated() {
+            done.enter()
+            Thread {
+                results.arrive()
+                while results.arrived < 2 {}
+                results.set(index, work())
+                done.leave()
+            }.start()
         }
+        done.wait()
         return results.both
+    }
+
+    @Test("the table: while a Complete runs, a second Complete and an Abort find no upload; a failed one hands it back")
+    func table() {
+        let table = MultipartUploadTable()
+        let upload = table.initiate(
+            bucket: "bkt", name: "o", attributes: ObjectAttributes(), shared: MemoryStagingWriter(), now: Date())
+        #expect(table.beginCompletion(upload.id)?.id == upload.id)
+        #expect(table.beginCompletion(upload.id) == nil, "one Complete at a time")
+        #expect(table.abort(upload.id) == nil, "the Complete wins over an Abort")
+        #expect(table.claimPlace(for: 1, length: 10, in: upload.id) == nil, "no part placed while completing")
+        table.endCompletion(upload.id)
+        #expect(table.abort(upload.id)?.id == upload.id, "a failed Complete hands the upload back")
+        #expect(table.beginCompletion(upload.id) == nil, "aborted: gone")
     }
 
     /// An upload of two parts whose Complete copies (part 2 sent first): a Complete that takes a while.
     static func prepared(_ harness: Harness, _ name: String) throws -> (id: String, completion: [UInt8]) {
         let id = try Upload.initiate(harness, name)
         let tag2 = Upload.putPart(harness, name, id, 2, testBytes(128 * 1024, seed: 2))
-        let tag1 = Upload.putPart(harness, name, id, 1, testBytes(1024 * 1024, seed: 1))
+        let tag1 = Upload.putPart(harness, name, id, 1, testBytes(4 * 1024 * 1024, seed: 1))
         return (id, Upload.completion([(1, tag1), (2, tag2)]))
     }
 
     @Test("Abort racing Complete: one wins; an Abort that succeeded leaves no object")
     func abortDuringComplete() throws {
         let harness = try Harness { $0.minimumPartSize = 4 }
-        for round in 0..<30 {
+        for round in 0..<20 {
             let name = "o\(round)"
             let (id, completion) = try Self.prepared(harness, name)
             let (completed, aborted) = Self.race(
@@ -45,7 +67,7 @@ struct XMLMultipartRaceTests {
     @Test("two Completes racing: one 200, the other NoSuchUpload")
     func twoCompletes() throws {
         let harness = try Harness { $0.minimumPartSize = 4 }
-        for round in 0..<30 {
+        for round in 0..<20 {
             let name = "o\(round)"
             let (id, completion) = try Self.prepared(harness, name)
             let complete = { @Sendable in
@@ -74,6 +96,9 @@ struct XMLMultipartRaceTests {
 /// Two results written by two threads.
 private final class ResultPair: Sendable {
     private let values = Mutex<[Int]>([0, 0])
+    private let count = Atomic<Int>(0)
+    func arrive() { count.add(1, ordering: .sequentiallyConsistent) }
+    var arrived: Int { count.load(ordering: .sequentiallyConsistent) }
     func set(_ index: Int, _ value: Int) { values.withLock { $0[index] = value } }
     var both: (Int, Int) { values.withLock { ($0[0], $0[1]) } }
 }
