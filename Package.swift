@@ -42,12 +42,6 @@ let package = Package(
             cSettings: [.treatAllWarnings(as: .error)],
             linkerSettings: [.linkedLibrary("dl", .when(platforms: [.linux]))]
         ),
-        // Read-only maps of file regions, with a SIGBUS guard so that a file shrinking underneath
-        // reads as zeros the owner is told of, instead of killing the process.
-        .target(
-            name: "CMappedFileGuard",
-            cSettings: [.treatAllWarnings(as: .error)]
-        ),
         // TLS as a byte transformer over memory BIOs (and a socket driver for it), RSA keys and
         // digests, on the OpenSSL that COpenSSLLoader loads at run time.
         .target(
@@ -71,7 +65,6 @@ let package = Package(
         // the only target that imports the C library.
         .target(
             name: "SystemCalls",
-            dependencies: ["CMappedFileGuard"],
             swiftSettings: strictSwift
         ),
         // The HTTP client: the native transport (connection pool, exchanges, I/O threads, TLS

@@ -21,20 +21,10 @@ package protocol HTTPBodyFile: Sendable {
     ///   file ends before `offset + count`.
     func readExactly(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws
 
-    /// Told of `bytes` the transport read from `offset` without
-    /// ``readExactly(into:count:at:)`` (from a map of ``descriptor``), in order and before it
-    /// sends them, so that a supplier that watches every byte sent sees these too.
-    func observe(_ bytes: UnsafeRawBufferPointer, at offset: Int64)
-
     /// The error for a file found to end at `end`, before a region the
-    /// request still had to send (`sendfile` copied nothing, or a map of it faulted).
+    /// request still had to send (`sendfile` copied nothing).
     func endedEarlyError(at end: Int64) -> any Error
 
     /// The error for a read that the kernel failed with `code` (an `errno`).
     func readFailedError(errno code: Int32) -> any Error
-}
-
-extension HTTPBodyFile {
-    /// Nothing: a supplier that does not say does not watch the bytes sent.
-    package func observe(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {}
 }

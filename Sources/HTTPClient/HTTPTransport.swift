@@ -78,9 +78,8 @@ package struct HTTPTransportCapabilities: OptionSet, Sendable {
     package init(rawValue: Int) { self.rawValue = rawValue }
 
     /// File regions of `http://` requests are sent by reading them through
-    /// ``HTTPBodyFile/readExactly(into:count:at:)``, or from a map reported through
-    /// ``HTTPBodyFile/observe(_:at:)``, in order (not by `sendfile(2)` or in a way of the
-    /// transport's own), so whoever supplies the file sees every byte sent and can hash
+    /// ``HTTPBodyFile/readExactly(into:count:at:)``, in order (not by `sendfile(2)` or in a way
+    /// of the transport's own), so whoever supplies the file sees every byte sent and can hash
     /// them as they pass instead of reading the file a second time.
     package static let readsPlainFileRegions = HTTPTransportCapabilities(rawValue: 1 << 0)
     /// The same for `https://` requests.

@@ -8,9 +8,8 @@ import SystemCalls
 /// Sending: the head and the `.data` segments that follow it go out gathered
 /// in `sendmsg` calls straight from their storage; `.file` segments go with
 /// `sendfile(2)` from the file's descriptor on Linux, elsewhere (or where the
-/// kernel declines) with `pread` into one reused buffer and `sendmsg`; over TLS,
-/// which reads them in this process anyway, from a map of the file (all but the
-/// last slice), with no copy into the buffer.
+/// kernel declines, or over TLS, which must read them to encrypt them) with
+/// `pread` into one reused buffer and `sendmsg`.
 /// Whenever the socket cannot take more, the exchange waits for it to become
 /// writable *or readable*: a server may answer before the body is complete
 /// (an error, or an unrequested `100 Continue`), and such an answer is read
@@ -193,20 +192,16 @@ final class NativeExchange {
         return true
     }
 
-    /// Sends a file region through a buffer: `pread`, then `sendmsg`; over a socket that reads
-    /// what it sends in this process (TLS encrypts it), all but the last slice from a map of the file.
+    /// Sends a file region through the connection's reused buffer: `pread`, then `sendmsg` (over
+    /// TLS, encrypted into the layer's output first). A file that ends early fails the read,
+    /// so no byte past a change goes out as the file's.
     private func copyFile(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Bool {
         let buffer = socket.copyBuffer
         guard let base = buffer.baseAddress else { return true }
+        let step = Int64(socket.canSendFile ? buffer.count : min(buffer.count, Self.encryptedSlice))
         var done: Int64 = 0
-        if socket.readsSentBytesInProcess, length > Self.mappedSlice {
-            guard let mapped = try sendMapped(file, offset: offset, length: length - Self.mappedSlice) else {
-                return false
-            }
-            done = mapped
-        }
         while done < length {
-            let count = Int(min(length - done, Int64(buffer.count)))
+            let count = Int(min(length - done, step))
             do {
                 try file.readExactly(into: base, count: count, at: offset + done)
             } catch {
@@ -221,65 +216,9 @@ final class NativeExchange {
         return true
     }
 
-    /// Bytes hashed and encrypted per step of ``sendMapped(_:offset:length:)``: they stay in the
-    /// CPU's cache from one pass to the next. The last slice of a region is read with `pread`.
-    private static let mappedSlice: Int64 = 256 * 1024
-    /// Bytes mapped at once.
-    private static let mappedWindow: Int64 = 64 << 20
-
-    /// Sends `length` bytes of `file` from `offset` straight from a map of it, with no copy
-    /// into a buffer, and tells the file of each slice before it goes (see
-    /// ``HTTPBodyFile/observe(_:at:)``).
-    ///
-    /// A file that shrinks meanwhile reads as zeros, never as a crash (``MappedFileRegion``);
-    /// the map's fault mark and the file's size, checked after each slice is read and before
-    /// the next, turn that into the file's early-end error. The caller sends the region's last
-    /// slice with `pread`, which fails on a short file, so the request's last byte never goes
-    /// out after an unnoticed change.
-    ///
-    /// - Returns: The bytes sent (fewer than `length`, down to 0, where the file cannot be
-    ///   mapped: the caller copies the rest), or nil when a final response arrived first.
-    private func sendMapped(_ file: any HTTPBodyFile, offset: Int64, length: Int64) throws(HTTPTransportError) -> Int64?
-    {
-        var done: Int64 = 0
-        while done < length {
-            let windowLength = min(length - done, Self.mappedWindow)
-            guard
-                let region = MappedFileRegion(
-                    descriptor: file.descriptor, offset: offset + done, length: Int(windowLength))
-            else { return done }
-            var position = 0
-            while position < region.bytes.count {
-                let count = min(region.bytes.count - position, Int(Self.mappedSlice))
-                let slice = UnsafeRawBufferPointer(rebasing: region.bytes[position..<(position + count)])
-                let at = offset + done + Int64(position)
-                file.observe(slice, at: at)
-                try checkIntact(region, file, through: at + Int64(count))
-                // The caller's last slice flushes what the slices leave in the TLS layer.
-                guard try sendAll([slice], headLength: 0, flushing: false) else { return nil }
-                position += count
-            }
-            try checkIntact(region, file, through: offset + done + windowLength)
-            done += windowLength
-        }
-        return done
-    }
-
-    /// Throws the file's early-end error when `region` read zeros for a page the file lost,
-    /// or the file now ends before `end`.
-    private func checkIntact(
-        _ region: MappedFileRegion, _ file: any HTTPBodyFile, through end: Int64
-    ) throws(HTTPTransportError) {
-        let size: Int64
-        do throws(SystemCallError) {
-            size = try SystemCall.status(file.descriptor).size
-        } catch {
-            throw .bodySourceFailed(file.readFailedError(errno: error.errno))
-        }
-        if region.faulted || size < end {
-            throw .bodySourceFailed(file.endedEarlyError(at: min(size, end)))
-        }
-    }
+    /// Bytes read per step over TLS: few enough that the reader's hash and the encryption find
+    /// them still in the CPU's cache after `pread` wrote them there.
+    private static let encryptedSlice = 256 * 1024
 
     private func account(written: Int, body: Int) {
         bytesWritten += Int64(written)

@@ -164,12 +164,6 @@ final class NativeSocket: Sendable {
     /// the kernel does not encrypt here.
     var canSendFile: Bool { layer.engine == nil }
 
-    /// Whether ``send(_:)`` reads the bytes in this process before any of them leave (TLS
-    /// encrypts them first), so that they may come from a map of a file: a page the file lost
-    /// then faults in this process, where ``MappedFileRegion`` catches it, not in the kernel's
-    /// copy, where it would be a failed send.
-    var readsSentBytesInProcess: Bool { layer.engine != nil }
-
     /// Whether bytes the server sent are received but not yet returned by ``receive(into:)``
     /// (over TLS: records received into the TLS layer but not yet decrypted), which a `poll`
     /// of the socket cannot see.

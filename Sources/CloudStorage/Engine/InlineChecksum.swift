@@ -95,8 +95,7 @@ final class InlineChecksum: Sendable {
 }
 
 /// An upload's file as the transport sees it when it hashes what it reads:
-/// every ``readExactly(into:count:at:)``, and every mapped read the transport reports with
-/// ``observe(_:at:)``, also feeds the upload's ``InlineChecksum``.
+/// every ``readExactly(into:count:at:)`` also feeds the upload's ``InlineChecksum``.
 struct HashingBodyFile: HTTPBodyFile {
     let file: ReadOnlyFile
     let checksum: InlineChecksum
@@ -106,10 +105,6 @@ struct HashingBodyFile: HTTPBodyFile {
     func readExactly(into buffer: UnsafeMutableRawPointer, count: Int, at offset: Int64) throws {
         try file.readExactly(into: buffer, count: count, at: offset)
         checksum.observe(UnsafeRawBufferPointer(start: buffer, count: count), at: offset)
-    }
-
-    func observe(_ bytes: UnsafeRawBufferPointer, at offset: Int64) {
-        checksum.observe(bytes, at: offset)
     }
 
     func endedEarlyError(at end: Int64) -> any Error {
