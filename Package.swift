@@ -24,11 +24,6 @@ let package = Package(
             name: "CCRC32C",
             cSettings: [.treatAllWarnings(as: .error)]
         ),
-        // AES-GCM with VAES and VPCLMULQDQ, offered to OpenSSL as a provider for TLS records.
-        .target(
-            name: "CAESGCM",
-            cSettings: [.treatAllWarnings(as: .error)]
-        ),
         // The run-time OpenSSL 3 loader: dlopen, a version check and symbol resolution, nothing else.
         .target(
             name: "COpenSSLLoader",
@@ -46,7 +41,7 @@ let package = Package(
         // digests, on the OpenSSL that COpenSSLLoader loads at run time.
         .target(
             name: "NativeTLS",
-            dependencies: ["CAESGCM", "COpenSSLLoader", "SystemCalls"],
+            dependencies: ["COpenSSLLoader", "SystemCalls"],
             swiftSettings: strictSwift
         ),
         // The HTTP/1.1 wire codec shared by the SDK's native transport and the emulator.
@@ -134,7 +129,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NativeTLSTests",
-            dependencies: ["NativeTLS", "CAESGCM", "COpenSSLLoader"],
+            dependencies: ["NativeTLS", "COpenSSLLoader"],
             swiftSettings: strictSwift
         ),
         .testTarget(

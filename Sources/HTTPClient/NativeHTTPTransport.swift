@@ -167,7 +167,8 @@ package final class NativeHTTPTransport: HTTPTransport {
     /// trust files); call on an I/O thread.
     ///
     /// - Throws: ``HTTPTransportError/Kind/tlsFailure`` (permanent) when OpenSSL cannot be
-    ///   loaded or a trust root cannot be used; the message says why.
+    ///   loaded, the host's OpenSSL configuration leaves no usable TLS, or a trust root cannot
+    ///   be used; the message says why.
     private func clientContext() throws(HTTPTransportError) -> TLSContext {
         if let made = tlsContext.withLock({ $0 }) { return try made.get() }
         let made: Result<TLSContext, HTTPTransportError>
@@ -182,6 +183,11 @@ package final class NativeHTTPTransport: HTTPTransport {
                             trustsSystemRoots: configuration.trustsSystemRoots)))
             } catch  where error.kind == .libraryUnavailable {
                 made = .failure(Self.libraryUnavailable(error))
+            } catch  where error.kind == .hostConfiguration {
+                made = .failure(
+                    HTTPTransportError(
+                        kind: .tlsFailure, message: "https:// cannot work here: \(error.message)", underlying: error,
+                        permanent: true))
             } catch {
                 made = .failure(
                     HTTPTransportError(

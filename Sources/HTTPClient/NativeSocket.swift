@@ -388,7 +388,7 @@ final class NativeSocket: Sendable {
                 } else if error.kind == .plainHTTPServer {
                     "it is a plain HTTP server behind an https:// address"
                 } else if error.kind == .protocolVersion {
-                    "it shares no TLS version of 1.2 or newer"
+                    "it shares no TLS version of 1.2 or newer, or no cipher suite, within what the host's OpenSSL configuration allows"
                 } else {
                     "the TLS handshake failed"
                 }

@@ -24,6 +24,11 @@ enum OpenSSL {
     static let ctrlChainCert: Int32 = 89
     static let ctrlSetMinProtoVersion: Int32 = 123
     static let ctrlSetMaxProtoVersion: Int32 = 124
+    static let ctrlGetMinProtoVersion: Int32 = 130
+    /// `OPENSSL_INIT_LOAD_CONFIG`.
+    static let initLoadConfig: UInt64 = 0x40
+    /// `OPENSSL_INFO_CONFIG_DIR`.
+    static let infoConfigDirectory: Int32 = 1001
     static let bioShutdownWrite: Int32 = 142
     static let modeEnablePartialWrite = 0x1
     static let modeAcceptMovingWriteBuffer = 0x2
@@ -39,6 +44,11 @@ enum OpenSSL {
         let systemFlag: UInt = 0x8000_0000
         guard code != 0, code & systemFlag == 0 else { return false }
         return Int32(truncatingIfNeeded: code & 0x7F_FFFF) == reason
+    }
+
+    /// The directory whose `openssl.cnf` OpenSSL reads when `OPENSSL_CONF` names no file.
+    static var configurationDirectory: String {
+        api.OPENSSL_info!(infoConfigDirectory).map { String(cString: $0) } ?? "OpenSSL's directory"
     }
 
     /// The first queued OpenSSL error of this thread and its text; the queue is emptied.

@@ -21,9 +21,6 @@ public struct TLSClientConfiguration: Sendable, Hashable {
     /// The system store's certificate file instead of `SSL_CERT_FILE` or OpenSSL's default (tests).
     var systemTrustFile: String?
 
-    /// Whose AES-GCM encrypts the records (tests choose; everyone else gets `.automatic`).
-    var aesGCM = TLSAESGCM.automatic
-
     /// Creates a configuration that trusts the system store plus `additionalTrustRoots`.
     ///
     /// - Parameters:

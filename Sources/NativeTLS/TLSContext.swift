@@ -5,7 +5,10 @@ import Synchronization
 /// clients, a cache of resumable sessions per `host:port`.
 ///
 /// A client context always verifies the server: chain to a trusted root, host name or IP
-/// address, validity dates; TLS 1.2 or newer; ALPN `http/1.1`. Create one per set of trust
+/// address, validity dates; TLS 1.2 or newer; ALPN `http/1.1`. Every context is made under the
+/// host's OpenSSL configuration (`openssl.cnf`, or the file `OPENSSL_CONF` names), as curl's
+/// are: its protocol versions, cipher lists and default properties (FIPS) hold, and this side
+/// only tightens them. Create one per set of trust
 /// roots and share it across connections and threads; new connections to a server the
 /// context has talked to before resume the earlier session, saving a full handshake.
 ///
@@ -42,11 +45,13 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     ///
     /// - Parameter configuration: Trust roots.
     /// - Throws: ``TLSError`` of kind ``TLSError/Kind-swift.struct/libraryUnavailable``
-    ///   without OpenSSL, or ``TLSError/Kind-swift.struct/invalidConfiguration`` for an
-    ///   unreadable or malformed trust root, or when no root at all would be trusted.
+    ///   without OpenSSL, ``TLSError/Kind-swift.struct/hostConfiguration`` when the host's
+    ///   OpenSSL configuration leaves no usable TLS, or
+    ///   ``TLSError/Kind-swift.struct/invalidConfiguration`` for an unreadable or malformed
+    ///   trust root, or when no root at all would be trusted.
     public init(client configuration: TLSClientConfiguration) throws(TLSError) {
         role = .client
-        pointer = try Self.makeContext(server: false, aesGCM: configuration.aesGCM)
+        pointer = try Self.makeContext(server: false)
         // On failure deinit still runs (every stored property is set) and frees the context.
         try configureClient(configuration)
     }
@@ -55,11 +60,13 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     ///
     /// - Parameter configuration: The certificate chain and private key.
     /// - Throws: ``TLSError`` of kind ``TLSError/Kind-swift.struct/libraryUnavailable``
-    ///   without OpenSSL, or ``TLSError/Kind-swift.struct/invalidConfiguration`` when the
-    ///   certificate or key cannot be read or do not match.
+    ///   without OpenSSL, ``TLSError/Kind-swift.struct/hostConfiguration`` when the host's
+    ///   OpenSSL configuration leaves no usable TLS, or
+    ///   ``TLSError/Kind-swift.struct/invalidConfiguration`` when the certificate or key cannot
+    ///   be read or do not match.
     public init(server configuration: TLSServerConfiguration) throws(TLSError) {
         role = .server
-        pointer = try Self.makeContext(server: true, aesGCM: configuration.aesGCM)
+        pointer = try Self.makeContext(server: true)
         // On failure deinit still runs (every stored property is set) and frees the context.
         try configureServer(configuration)
     }
@@ -71,21 +78,32 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
     /// Bytes OpenSSL keeps for one incoming record: the largest a TLS record can be.
     private static let readBufferLength = 17 * 1024
 
-    /// A new context with TLS 1.2 as the lowest version, renegotiation off, partial writes
-    /// (each write call returns once a record is out), AES-GCM as `aesGCM` says and, for
-    /// clients, peer verification.
-    private static func makeContext(server: Bool, aesGCM: TLSAESGCM) throws(TLSError) -> OpaquePointer {
+    /// A new context under the host's OpenSSL configuration, as every OpenSSL program on the
+    /// machine gets it (curl included): the default library context, with `openssl.cnf` (or the
+    /// file `OPENSSL_CONF` names) loaded, so its default properties (FIPS), `MinProtocol`,
+    /// `CipherString` and `Ciphersuites` hold. This side only tightens them: TLS 1.2 or newer
+    /// (the host's minimum where it is higher), renegotiation off and, for clients, peer
+    /// verification; partial writes (each write call returns once a record is out).
+    ///
+    /// - Throws: ``TLSError/Kind-swift.struct/hostConfiguration`` when the configuration leaves
+    ///   no TLS this side can speak (no cipher at all, or none for TLS 1.2 or newer).
+    private static func makeContext(server: Bool) throws(TLSError) -> OpaquePointer {
         guard TLSLibrary.isAvailable else {
             throw TLSError(.libraryUnavailable, TLSLibrary.unavailableReason ?? "OpenSSL is unavailable")
         }
         let api = OpenSSL.api
         api.ERR_clear_error!()
-        let library = aesGCM.library
+        // Loads the configuration once per process, as SSL_CTX_new would on its own; said here so
+        // that no build of OpenSSL without automatic loading can leave the host's policy out.
+        _ = api.OPENSSL_init_ssl!(OpenSSL.initLoadConfig, nil)
         let method = server ? api.TLS_server_method!() : api.TLS_client_method!()
-        guard let context = api.SSL_CTX_new_ex!(library.context, library.query, method) else {
-            throw TLSError(.other, "cannot create an OpenSSL context: \(OpenSSL.takeError().message)")
+        guard let context = api.SSL_CTX_new!(method) else {
+            throw hostConfigurationError("OpenSSL makes no TLS context under it: \(OpenSSL.takeError().message)")
         }
-        _ = api.SSL_CTX_ctrl!(context, OpenSSL.ctrlSetMinProtoVersion, Int(OpenSSL.tls12), nil)
+        let hostMinimum = api.SSL_CTX_ctrl!(context, OpenSSL.ctrlGetMinProtoVersion, 0, nil)
+        if hostMinimum < Int(OpenSSL.tls12) {
+            _ = api.SSL_CTX_ctrl!(context, OpenSSL.ctrlSetMinProtoVersion, Int(OpenSSL.tls12), nil)
+        }
         _ = api.SSL_CTX_set_options!(context, OpenSSL.optionNoRenegotiation)
         _ = api.SSL_CTX_ctrl!(
             context, OpenSSL.ctrlMode, OpenSSL.modeEnablePartialWrite | OpenSSL.modeAcceptMovingWriteBuffer, nil)
@@ -93,14 +111,33 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
         if !server {
             api.SSL_CTX_set_verify!(context, OpenSSL.verifyPeer, nil)
         }
+        guard usableCipherCount(context) > 0 else {
+            api.SSL_CTX_free!(context)
+            throw hostConfigurationError("it leaves no cipher suite for TLS 1.2 or newer")
+        }
         return context
+    }
+
+    /// How many cipher suites a connection of `context` could offer, within its protocol versions.
+    private static func usableCipherCount(_ context: OpaquePointer) -> Int {
+        let api = OpenSSL.api
+        guard let ssl = api.SSL_new!(context) else { return 0 }
+        defer { api.SSL_free!(ssl) }
+        guard let ciphers = api.SSL_get1_supported_ciphers!(ssl) else { return 0 }
+        defer { api.OPENSSL_sk_free!(ciphers) }
+        return Int(api.OPENSSL_sk_num!(ciphers))
+    }
+
+    /// The error for a host configuration that leaves no usable TLS, naming where it comes from.
+    private static func hostConfigurationError(_ why: String) -> TLSError {
+        TLSError(
+            .hostConfiguration,
+            "the host's OpenSSL configuration (the file OPENSSL_CONF names, else openssl.cnf in "
+                + "\(OpenSSL.configurationDirectory)) leaves no usable TLS: \(why)")
     }
 
     private func configureClient(_ configuration: TLSClientConfiguration) throws(TLSError) {
         let api = OpenSSL.api
-        guard api.SSL_CTX_set_ciphersuites!(pointer, Self.tls13CipherSuites) == 1 else {
-            throw TLSError(.other, "cannot configure the TLS 1.3 cipher suites: \(OpenSSL.takeError().message)")
-        }
         var trusted = 0
         if configuration.trustsSystemRoots {
             guard let store = api.SSL_CTX_get_cert_store!(pointer) else {
@@ -129,12 +166,6 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
             throw TLSError(.other, "cannot configure ALPN")
         }
     }
-
-    /// OpenSSL's TLS 1.3 suites, AES-128-GCM first (as BoringSSL, Go and the browsers order them,
-    /// and as Google's servers choose): as strong for TLS, and with 10 AES rounds instead of 14
-    /// it encrypts a fifth faster, which is most of a transfer's CPU. Servers that follow their own
-    /// order still choose.
-    private static let tls13CipherSuites = "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
     /// `http/1.1` as an ALPN protocol list.
     private static let http11: [UInt8] = [8] + Array("http/1.1".utf8)
@@ -200,16 +231,28 @@ public final class TLSContext: @unchecked Sendable {  // SAFETY: see the note ab
             }
         }
         api.SSL_CTX_set_alpn_select_cb!(pointer, Self.selectHTTP11, nil)
-        if configuration.legacyTLS11OnlyForTesting {
+        if let only = configuration.onlyVersionForTesting {
+            try serveOnly(only)
+        }
+    }
+
+    /// Limits a test server to one protocol version.
+    private func serveOnly(_ only: TLSServerConfiguration.OnlyVersion) throws(TLSError) {
+        let api = OpenSSL.api
+        let version = only == .tls11 ? OpenSSL.tls11 : OpenSSL.tls12
+        if only == .tls11 {
             // TLS 1.1 signs with SHA-1, which OpenSSL 3 allows only at security level 0.
             api.SSL_CTX_set_security_level!(pointer, 0)
-            guard api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlSetMinProtoVersion, Int(OpenSSL.tls11), nil) == 1,
-                api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlSetMaxProtoVersion, Int(OpenSSL.tls11), nil) == 1,
-                api.SSL_CTX_set_cipher_list!(pointer, "DEFAULT:@SECLEVEL=0") == 1
-            else {
+            guard api.SSL_CTX_set_cipher_list!(pointer, "DEFAULT:@SECLEVEL=0") == 1 else {
                 api.ERR_clear_error!()
                 throw TLSError(.invalidConfiguration, "this OpenSSL cannot serve TLS 1.1")
             }
+        }
+        guard api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlSetMinProtoVersion, Int(version), nil) == 1,
+            api.SSL_CTX_ctrl!(pointer, OpenSSL.ctrlSetMaxProtoVersion, Int(version), nil) == 1
+        else {
+            api.ERR_clear_error!()
+            throw TLSError(.invalidConfiguration, "this OpenSSL cannot serve only \(only)")
         }
     }
 

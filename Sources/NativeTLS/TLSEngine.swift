@@ -240,6 +240,10 @@ public final class TLSEngine {
     /// The negotiated protocol version, such as `"TLS 1.3"`, or `nil` before the handshake.
     public private(set) var negotiatedProtocolVersion: String?
 
+    /// The negotiated cipher suite by OpenSSL's name, such as `"TLS_AES_256_GCM_SHA384"`, or
+    /// `nil` before the handshake.
+    public private(set) var negotiatedCipherSuite: String?
+
     /// Advances the handshake.
     ///
     /// - Returns: `.done(0)` once it is over, or what it needs.
@@ -382,6 +386,9 @@ public final class TLSEngine {
             negotiatedApplicationProtocol = String(
                 decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
         }
+        negotiatedCipherSuite = api.SSL_get_current_cipher!(ssl).flatMap { api.SSL_CIPHER_get_name!($0) }.map {
+            String(cString: $0)
+        }
         negotiatedProtocolVersion =
             switch api.SSL_version!(ssl) {
             case OpenSSL.tls13: "TLS 1.3"
@@ -428,7 +435,8 @@ public final class TLSEngine {
         if code == OpenSSL.errorSSL, Self.protocolReasons.contains(where: { OpenSSL.hasReason(error.code, $0) }) {
             return TLSError(
                 .protocolVersion,
-                "no common TLS version or cipher with \(peer) (TLS 1.2 or newer is required): \(error.message)")
+                "no common TLS version or cipher with \(peer) (this side offers TLS 1.2 or newer, within what"
+                    + " the host's OpenSSL configuration allows): \(error.message)")
         }
         if let closed = closedError(code, error, during: "the handshake") { return closed }
         return TLSError(.handshakeFailed, "TLS handshake with \(peer) failed: \(Self.detail(error, code))")

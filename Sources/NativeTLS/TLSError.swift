@@ -20,7 +20,7 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
         private enum Base: Hashable, Sendable {
             case untrustedIssuer, nameMismatch, expired, notYetValid, certificateRejected
             case protocolVersion, handshakeFailed, plainHTTPServer, peerClosed, corruptStream, timedOut
-            case io, libraryUnavailable, invalidConfiguration, other
+            case io, libraryUnavailable, hostConfiguration, invalidConfiguration, other
         }
 
         private let base: Base
@@ -64,6 +64,12 @@ public struct TLSError: Error, Sendable, CustomStringConvertible {
         public static let io = Kind(.io)
         /// OpenSSL 3 could not be loaded on this machine (or this is not Linux).
         public static let libraryUnavailable = Kind(.libraryUnavailable)
+        /// The host's OpenSSL configuration (`openssl.cnf`, or the file `OPENSSL_CONF` names)
+        /// leaves no TLS this side can speak: default properties no loaded provider meets (FIPS
+        /// without a FIPS provider), or cipher lists and versions that leave no cipher suite for
+        /// TLS 1.2 or newer. Permanent: nothing was sent, and nothing will be until the host's
+        /// configuration changes.
+        public static let hostConfiguration = Kind(.hostConfiguration)
         /// A certificate, key or trust root given in the configuration could not be used.
         public static let invalidConfiguration = Kind(.invalidConfiguration)
         /// Anything else, including use of a stream in the wrong state.

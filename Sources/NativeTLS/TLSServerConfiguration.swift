@@ -9,11 +9,14 @@ public struct TLSServerConfiguration: Sendable, Hashable {
     public var certificateChain: TLSPEMSource
     /// The leaf's private key in unencrypted PEM (PKCS #8 or traditional).
     public var privateKey: TLSPEMSource
-    /// Tests only: serve TLS 1.1 and nothing newer, with the security level that requires,
-    /// to check that clients refuse it.
-    var legacyTLS11OnlyForTesting = false
-    /// Whose AES-GCM encrypts the records (tests choose; everyone else gets `.automatic`).
-    var aesGCM = TLSAESGCM.automatic
+    /// Tests only: serve this one protocol version, to check that clients refuse it (TLS 1.1,
+    /// with the security level it requires) or that their host's policy does (TLS 1.2).
+    var onlyVersionForTesting: OnlyVersion?
+
+    /// The versions a test server can be limited to.
+    enum OnlyVersion: Sendable, Hashable {
+        case tls11, tls12
+    }
 
     /// Creates a server configuration.
     ///

@@ -73,8 +73,12 @@ public final class TLSStream {
     /// The negotiated protocol version, such as `"TLS 1.3"`, or `nil` before a successful handshake.
     public var negotiatedProtocolVersion: String? { negotiated.version }
 
+    /// The negotiated cipher suite by OpenSSL's name, such as `"TLS_AES_256_GCM_SHA384"`, or
+    /// `nil` before a successful handshake.
+    public var negotiatedCipherSuite: String? { negotiated.cipher }
+
     /// What the handshake negotiated, kept readable after ``close()``.
-    private var negotiated: (reused: Bool, alpn: String?, version: String?) = (false, nil, nil)
+    private var negotiated: (reused: Bool, alpn: String?, version: String?, cipher: String?) = (false, nil, nil, nil)
 
     /// Runs the TLS handshake. Blocking.
     ///
@@ -84,7 +88,10 @@ public final class TLSStream {
     public func handshake(deadline: ContinuousClock.Instant? = nil) throws(TLSError) {
         let engine = try usable()
         _ = try drive(deadline) { () throws(TLSError) in try engine.handshake() }
-        negotiated = (engine.sessionWasReused, engine.negotiatedApplicationProtocol, engine.negotiatedProtocolVersion)
+        negotiated = (
+            engine.sessionWasReused, engine.negotiatedApplicationProtocol, engine.negotiatedProtocolVersion,
+            engine.negotiatedCipherSuite
+        )
     }
 
     /// Reads decrypted bytes into `buffer`, returning as soon as some arrive. Blocking.

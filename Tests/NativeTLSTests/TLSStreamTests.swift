@@ -126,7 +126,7 @@ import Darwin
 
     @Test func aTLS11OnlyServerIsRefused() async throws {
         var configuration = TestPKI.server("localhost")
-        configuration.legacyTLS11OnlyForTesting = true
+        configuration.onlyVersionForTesting = .tls11
         let (error, server) = try await connect(toServer: configuration, as: "localhost")
         #expect(error?.kind == .protocolVersion)
         #expect(server.applicationBytes == 0)

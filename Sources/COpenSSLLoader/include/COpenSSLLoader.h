@@ -18,6 +18,8 @@ typedef struct ssl_st cs_ssl;
 typedef struct ssl_ctx_st cs_ssl_ctx;
 typedef struct ssl_method_st cs_ssl_method;
 typedef struct ssl_session_st cs_ssl_session;
+typedef struct ssl_cipher_st cs_ssl_cipher;
+typedef struct ossl_init_settings_st cs_ossl_init_settings;
 typedef struct x509_st cs_x509;
 typedef struct x509_store_st cs_x509_store;
 typedef struct x509_verify_param_st cs_x509_verify_param;
@@ -27,20 +29,15 @@ typedef struct bio_method_st cs_bio_method;
 typedef struct evp_md_st cs_evp_md;
 typedef struct evp_md_ctx_st cs_evp_md_ctx;
 typedef struct evp_pkey_ctx_st cs_evp_pkey_ctx;
-typedef struct ossl_lib_ctx_st cs_ossl_lib_ctx;
 typedef struct x509_lookup_st cs_x509_lookup;
 typedef struct x509_lookup_method_st cs_x509_lookup_method;
 typedef struct x509_object_st cs_x509_object;
 typedef struct x509_name_st cs_x509_name;
 typedef struct stack_st cs_stack;
-typedef struct ossl_provider_st cs_ossl_provider;
 
 /// The server's ALPN choice (`SSL_CTX_set_alpn_select_cb`).
 typedef int (*cs_alpn_select_cb)(cs_ssl *, const unsigned char **, unsigned char *, const unsigned char *,
                                  unsigned int, void *);
-/// A built-in provider's entry point (`OSSL_provider_init_fn`: handle, core functions, its
-/// functions, its context).
-typedef int (*cs_provider_init)(const void *, const void *, const void **, void **);
 /// A certificate lookup's search by subject (`X509_LOOKUP_get_by_subject_fn`; the type is
 /// `X509_LOOKUP_TYPE`).
 typedef int (*cs_lookup_by_subject)(cs_x509_lookup *, int, const cs_x509_name *, cs_x509_object *);
@@ -50,9 +47,11 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
 /* The functions used, resolved by name. X-macro: (library, return type, name, parameters). */
 #define CS_OPENSSL_SYMBOLS(X) \
     X(crypto, unsigned long, OpenSSL_version_num, (void)) \
+    X(crypto, const char *, OPENSSL_info, (int)) \
+    X(ssl, int, OPENSSL_init_ssl, (uint64_t, const cs_ossl_init_settings *)) \
     X(ssl, const cs_ssl_method *, TLS_client_method, (void)) \
     X(ssl, const cs_ssl_method *, TLS_server_method, (void)) \
-    X(ssl, cs_ssl_ctx *, SSL_CTX_new_ex, (cs_ossl_lib_ctx *, const char *, const cs_ssl_method *)) \
+    X(ssl, cs_ssl_ctx *, SSL_CTX_new, (const cs_ssl_method *)) \
     X(ssl, void, SSL_CTX_free, (cs_ssl_ctx *)) \
     X(ssl, long, SSL_CTX_ctrl, (cs_ssl_ctx *, int, long, void *)) \
     X(ssl, uint64_t, SSL_CTX_set_options, (cs_ssl_ctx *, uint64_t)) \
@@ -65,7 +64,6 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(ssl, void, SSL_CTX_set_alpn_select_cb, (cs_ssl_ctx *, cs_alpn_select_cb, void *)) \
     X(ssl, void, SSL_CTX_set_security_level, (cs_ssl_ctx *, int)) \
     X(ssl, int, SSL_CTX_set_cipher_list, (cs_ssl_ctx *, const char *)) \
-    X(ssl, int, SSL_CTX_set_ciphersuites, (cs_ssl_ctx *, const char *)) \
     X(ssl, void, SSL_CTX_set_default_read_buffer_len, (cs_ssl_ctx *, size_t)) \
     X(ssl, cs_ssl *, SSL_new, (cs_ssl_ctx *)) \
     X(ssl, void, SSL_free, (cs_ssl *)) \
@@ -90,6 +88,9 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(ssl, int, SSL_session_reused, (const cs_ssl *)) \
     X(ssl, void, SSL_get0_alpn_selected, (const cs_ssl *, const unsigned char **, unsigned int *)) \
     X(ssl, int, SSL_version, (const cs_ssl *)) \
+    X(ssl, const cs_ssl_cipher *, SSL_get_current_cipher, (const cs_ssl *)) \
+    X(ssl, const char *, SSL_CIPHER_get_name, (const cs_ssl_cipher *)) \
+    X(ssl, cs_stack *, SSL_get1_supported_ciphers, (cs_ssl *)) \
     X(crypto, int, X509_VERIFY_PARAM_set1_ip_asc, (cs_x509_verify_param *, const char *)) \
     X(crypto, const char *, X509_verify_cert_error_string, (long)) \
     X(crypto, int, X509_STORE_add_cert, (cs_x509_store *, cs_x509 *)) \
@@ -112,6 +113,7 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(crypto, const char *, X509_get_default_cert_file, (void)) \
     X(crypto, const char *, X509_get_default_cert_file_env, (void)) \
     X(crypto, int, OPENSSL_sk_num, (const cs_stack *)) \
+    X(crypto, void, OPENSSL_sk_free, (cs_stack *)) \
     X(crypto, void, X509_free, (cs_x509 *)) \
     X(crypto, void, EVP_PKEY_free, (cs_evp_pkey *)) \
     X(crypto, cs_bio *, BIO_new_mem_buf, (const void *, int)) \
@@ -144,10 +146,6 @@ typedef int (*cs_pem_password_cb)(char *, int, int, void *);
     X(crypto, int, EVP_DigestVerifyInit, \
       (cs_evp_md_ctx *, cs_evp_pkey_ctx **, const cs_evp_md *, void *, cs_evp_pkey *)) \
     X(crypto, int, EVP_DigestVerify, (cs_evp_md_ctx *, const unsigned char *, size_t, const unsigned char *, size_t)) \
-    X(crypto, cs_ossl_lib_ctx *, OSSL_LIB_CTX_new, (void)) \
-    X(crypto, void, OSSL_LIB_CTX_free, (cs_ossl_lib_ctx *)) \
-    X(crypto, int, OSSL_PROVIDER_add_builtin, (cs_ossl_lib_ctx *, const char *, cs_provider_init)) \
-    X(crypto, cs_ossl_provider *, OSSL_PROVIDER_load, (cs_ossl_lib_ctx *, const char *)) \
     X(crypto, unsigned long, ERR_get_error, (void)) \
     X(crypto, unsigned long, ERR_peek_error, (void)) \
     X(crypto, void, ERR_clear_error, (void)) \

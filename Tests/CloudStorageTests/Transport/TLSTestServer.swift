@@ -1,9 +1,9 @@
 import Foundation
-import NativeTLS
 import Synchronization
 
 @testable import CloudStorage
 @testable import HTTPClient
+@testable import NativeTLS
 
 #if canImport(Glibc)
 import Glibc
@@ -29,8 +29,9 @@ enum TLSTestPKI {
 }
 
 /// A loopback server speaking just enough HTTP/1.1 over NativeTLS's server side (or, for one
-/// test, plain HTTP) to test the native transport's TLS: a GET gets ``getBody``; a PUT or
-/// POST gets `"<byte count> <CRC32C>"` of its body; connections are kept alive.
+/// test, plain HTTP) to test the native transport's TLS: a GET gets ``getBody`` (or a `404`, see
+/// ``notFoundMarker``); a PUT or POST gets `"<byte count> <CRC32C>"` of its body; connections
+/// are kept alive.
 ///
 /// Every connection runs on a thread of its own with blocking sockets (generous time-outs
 /// guard against hangs; they never decide a verdict). What happened is reported as
@@ -39,6 +40,8 @@ final class TLSTestServer: Sendable {
     enum Mode: Sendable {
         /// TLS with the named certificate and key of the test PKI (`localhost`, `expired`, …).
         case tls(String)
+        /// TLS with the test PKI's `localhost` identity, in this one protocol version only.
+        case tlsOnly(TLSServerConfiguration.OnlyVersion)
         /// Plain HTTP: answers whatever arrives (a TLS ClientHello) with `400`.
         case plainHTTP
     }
@@ -47,6 +50,8 @@ final class TLSTestServer: Sendable {
     struct Report: Sendable {
         var handshakeSucceeded = false
         var sessionResumed = false
+        /// The cipher suite the handshake settled on (OpenSSL's name), if it succeeded.
+        var cipherSuite: String?
         /// Complete request heads received.
         var requests = 0
         /// Application bytes received (decrypted, or in clear for ``Mode/plainHTTP``).
@@ -65,6 +70,9 @@ final class TLSTestServer: Sendable {
     }
 
     static let getBody = testBytes(count: 300_000, seed: 7)
+    /// A GET whose target contains this is answered `404` with a JSON error (a missing object,
+    /// for clients that must end at once, whatever they asked).
+    static let notFoundMarker = "not-found"
 
     let port: Int
     let events: AsyncStream<Event>
@@ -78,10 +86,11 @@ final class TLSTestServer: Sendable {
     init(_ mode: Mode, holdsUploads: Bool = false) throws {
         switch mode {
         case .tls(let name):
-            context = try TLSContext(
-                server: TLSServerConfiguration(
-                    certificateChain: .file(TLSTestPKI.path("\(name).pem")),
-                    privateKey: .file(TLSTestPKI.path("\(name).key"))))
+            context = try TLSContext(server: Self.identity(name))
+        case .tlsOnly(let version):
+            var configuration = Self.identity("localhost")
+            configuration.onlyVersionForTesting = version
+            context = try TLSContext(server: configuration)
         case .plainHTTP:
             context = nil
         }
@@ -105,6 +114,12 @@ final class TLSTestServer: Sendable {
         listener = fd
         port = Int(UInt16(bigEndian: address.sin_port))
         Thread { [self] in acceptLoop() }.start()
+    }
+
+    /// The named certificate and key of the test PKI.
+    private static func identity(_ name: String) -> TLSServerConfiguration {
+        TLSServerConfiguration(
+            certificateChain: .file(TLSTestPKI.path("\(name).pem")), privateKey: .file(TLSTestPKI.path("\(name).key")))
     }
 
     /// Stops accepting and shuts every connection down (held ones included).
@@ -175,6 +190,7 @@ final class TLSTestServer: Sendable {
             }
             report.handshakeSucceeded = true
             report.sessionResumed = made.sessionWasReused
+            report.cipherSuite = made.negotiatedCipherSuite
             stream = made
         }
         defer { stream?.close() }
@@ -236,8 +252,14 @@ final class TLSTestServer: Sendable {
                 input.removeFirst(take)
                 left -= take
             }
-            let body: [UInt8] = method == "GET" ? Self.getBody : Array("\(length) \(crc.value)".utf8)
-            let response = Array("HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
+            let target = lines.first?.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+            let missing = method == "GET" && target.contains(Self.notFoundMarker)
+            let body: [UInt8] =
+                missing
+                ? Array(#"{"error":{"code":404,"message":"No such object."}}"#.utf8)
+                : method == "GET" ? Self.getBody : Array("\(length) \(crc.value)".utf8)
+            let status = missing ? "404 Not Found\r\nContent-Type: application/json" : "200 OK"
+            let response = Array("HTTP/1.1 \(status)\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
             guard connection.write(response) else { return report }
         }
     }
