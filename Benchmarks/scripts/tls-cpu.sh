@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Client CPU per GiB over https against curl, as medians of interleaved rounds: `cloud-storage cp`
-# uploads (putFile) and downloads to tmpfs, and curl doing the same with OpenSSL's default TLS 1.3
-# suite order and with AES-128-GCM first (the order our client offers), so that what the cipher
-# saves is told apart from what the client does. The sink is a TLS `cloud-storage emulator` of a
-# fixed build in its own process (directory storage on tmpfs), so its costs never mix with the
-# client's; each client process is measured alone with `perf stat` (task-clock: CPU seconds of all
-# its threads, user and system).
+# Client CPU per GiB and peak RSS over https against curl, as medians of interleaved rounds:
+# `cloud-storage cp` uploads (putFile: one stream, and parts over parallel connections) and
+# downloads to tmpfs, and curl doing the same. Both take their ciphers from the host's OpenSSL
+# configuration. The sink is a TLS `cloud-storage emulator` of a fixed build in its own process
+# (directory storage on tmpfs), so its costs never mix with the client's; each client process is
+# measured alone with `perf stat` (task-clock: CPU seconds of all its threads, user and system)
+# and `/usr/bin/time -f %M` (peak resident set, file-backed pages included).
 #
 #   Benchmarks/scripts/tls-cpu.sh SIZE_MIB ROUNDS CLIENT...
 #       e.g. SINK=/tmp/old/cloud-storage tls-cpu.sh 1024 5 /tmp/old/cloud-storage .build/release/cloud-storage
@@ -22,53 +22,52 @@ tls_bench_workspace tls-cpu "$size_mib"
 start_tls_emulator "$work/emulator.log" "$work/store"
 echo "sink: $tool ($endpoint); payload $size_mib MiB on tmpfs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 curl_base=(curl -sS --fail --cacert "$certificates/test-ca.pem")
-aes128=(--tls13-ciphers "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256")
 "${curl_base[@]}" -X POST -T "$work/payload" \
     "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=source" > /dev/null
 
-# row LABEL COMMAND...: runs COMMAND under perf stat; appends "LABEL wall cpu" to rows.
+# row LABEL COMMAND...: runs COMMAND under perf stat and /usr/bin/time; appends "LABEL wall cpu"
+# to rows and "LABEL rss-kB" to rss.
 row() {
     local label=$1
     shift
     local start end
     start=$(date +%s.%N)
-    perf stat -x, -e task-clock -o "$work/stat" -- "$@" > /dev/null
+    perf stat -x, -e task-clock -o "$work/stat" -- /usr/bin/time -f %M -o "$work/rss-now" "$@" > /dev/null
     end=$(date +%s.%N)
     awk -F, -v l="$label" -v s="$start" -v e="$end" '
         $3 == "task-clock" { cpu = $1 / 1000 }
         END { printf "%s\t%.3f\t%.4f\n", l, e - s, cpu }' "$work/stat" >> "$work/rows"
-    tail -1 "$work/rows" | awk -F'\t' -v m="$size_mib" '{
-        printf "  %-28s %6.2f s wall %8.1f MB/s %6.3f CPU-s/GiB\n", $1, $2, m * 1.048576 / $2, $3 * 1024 / m }'
+    printf '%s\t%s\n' "$label" "$(tail -1 "$work/rss-now")" >> "$work/rss"
+    tail -1 "$work/rows" | awk -F'\t' -v m="$size_mib" -v r="$(tail -1 "$work/rss-now")" '{
+        printf "  %-28s %6.2f s wall %8.1f MB/s %6.3f CPU-s/GiB %6.1f MB peak RSS\n",
+            $1, $2, m * 1.048576 / $2, $3 * 1024 / m, r * 1.024 / 1000 }'
 }
 
+copy=(cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$endpoint")
 for ((round = 1; round <= rounds; round++)); do
     echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
     turn_order "$round"
     for i in "${order[@]}"; do
-        row "upload client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" \
-            --endpoint "$endpoint" "$work/payload" "gs://bench/up-$i"
+        row "upload client $i" "${clients[$i]}" "${copy[@]}" "$work/payload" "gs://bench/up-$i"
+        row "upload client $i one stream" "${clients[$i]}" "${copy[@]}" --parallel-threshold off \
+            "$work/payload" "gs://bench/up-$i"
     done
     row "upload curl" "${curl_base[@]}" -X POST -T "$work/payload" \
         "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=up-curl"
-    row "upload curl aes128" "${curl_base[@]}" "${aes128[@]}" -X POST -T "$work/payload" \
-        "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=up-curl"
     for i in "${order[@]}"; do
         rm -f "$work/down"
-        row "download client $i" "${clients[$i]}" cp --quiet --token bench --ca-file "$certificates/test-ca.pem" \
-            --endpoint "$endpoint" gs://bench/source "$work/down"
+        row "download client $i" "${clients[$i]}" "${copy[@]}" gs://bench/source "$work/down"
         cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
     done
-    for variant in default aes128; do
-        rm -f "$work/down"
-        extra=()
-        [[ $variant == aes128 ]] && extra=("${aes128[@]}")
-        label="download curl -o"
-        [[ $variant == aes128 ]] && label="download curl -o aes128"
-        row "$label" "${curl_base[@]}" "${extra[@]}" -o "$work/down" \
-            "$endpoint/download/storage/v1/b/bench/o/source?alt=media"
-        cmp -s "$work/down" "$work/payload" || { echo "curl downloaded wrong bytes" >&2; exit 1; }
-    done
+    rm -f "$work/down"
+    row "download curl -o" "${curl_base[@]}" -o "$work/down" "$endpoint/download/storage/v1/b/bench/o/source?alt=media"
+    cmp -s "$work/down" "$work/payload" || { echo "curl downloaded wrong bytes" >&2; exit 1; }
 done
 
 echo "== medians of $rounds rounds"
 print_medians "$work/rows" "$size_mib"
+echo "== median peak RSS"
+cut -f1 "$work/rss" | sort -u | while IFS= read -r label; do
+    awk -F'\t' -v l="$label" '$1 == l { print $2 }' "$work/rss" | median |
+        awk -v l="$label" '{ printf "  %-40s %6.1f MB\n", l, $1 * 1.024 / 1000 }'
+done
