@@ -25,8 +25,9 @@ struct EmulatorCommand {
                              how long a resumable upload session lives after it starts
                              (default 604800, a week, as on Cloud Storage); then it answers 404
                              and its staged bytes are deleted
-          --max-sessions N   the most upload sessions at once (default 1000); a new one evicts
-                             the least recently used idle session, or gets 503 if all are busy
+          --max-sessions N   the most upload sessions and XML multipart uploads at once (default
+                             1000); a new one evicts the least recently used idle one, or gets
+                             503 if all are busy
           --faults LIST      a fault plan applied to every request, comma-separated,
                              e.g. return-503,pass,reset-after-256K or random:seed=1,rate=0.1
                              (clients can also send x-emulator-faults: <plan id>)
