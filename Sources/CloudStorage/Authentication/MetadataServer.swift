@@ -56,18 +56,17 @@ struct MetadataServer: Sendable {
             transport: transport, requestTimeout: Self.probeTimeout,
             retryBackoff: RetryBackoff(configuration: StorageConfiguration(), operation: .other), retryPolicy: .never)
         var executor = CallExecutor(tokenRequestsOf: context, server: name)
-        let outcome: CallExecutor.Outcome
+        // Every status is an answer, so only a failure below HTTP comes back as retryable.
+        let response: HTTPResponse
         do {
-            outcome = try await executor.send(
+            switch try await executor.send(
                 request, idempotency: .idempotent, accepting: Set(100...599), about: .object(name))
-        } catch {
-            return "no metadata server answered at \(host) (\(Self.cause(of: error)))"
-        }
-        guard case .answer(let response) = outcome else {
-            if case .retryable(let failure) = outcome {
-                return "no metadata server answered at \(host) (\(Self.cause(of: failure)))"
+            {
+            case .answer(let answer): response = answer
+            case .retryable(let failure): return unanswered(failure)
             }
-            return "no metadata server answered at \(host)"
+        } catch {
+            return unanswered(error)
         }
         guard response.headers["Metadata-Flavor"] == "Google" else {
             return "\(name) answered without Metadata-Flavor: Google"
@@ -76,9 +75,10 @@ struct MetadataServer: Sendable {
         return nil
     }
 
-    /// What kept a probe from an answer: the transport's failure kind, or the error's message.
-    private static func cause(of error: StorageError) -> String {
-        (error.underlyingError as? HTTPTransportError).map { "\($0.kind)" } ?? error.message
+    /// Why a probe got no answer: the transport's failure kind, or the error's message.
+    private func unanswered(_ error: StorageError) -> String {
+        let cause = (error.underlyingError as? HTTPTransportError).map { "\($0.kind)" } ?? error.message
+        return "no metadata server answered at \(host) (\(cause))"
     }
 
     /// An access token for the default service account, for `scopes`.
