@@ -6,7 +6,7 @@ import Testing
 @testable import HTTPClient
 
 /// The grouped configuration: each default in one place, each value checked where it is set,
-/// and the flat names of earlier releases forwarding to the groups.
+/// and the names of retry-time budgets in errors.
 @Suite("Storage configuration")
 struct StorageConfigurationTests {
     // MARK: - One source for each default
@@ -135,76 +135,4 @@ struct StorageConfigurationTests {
         #expect(RetryBackoff(configuration: configuration, operation: .download).budgetName == "retry.maxDownloadTime")
         #expect(RetryBackoff(configuration: configuration, operation: .other).budgetName == "retry.maxOperationTime")
     }
-
-    // MARK: - The flat names of earlier releases
-
-    @Test func theFlatNamesReadAndWriteTheGroups() throws {
-        var flat: any FlatConfigurationNames = StorageConfiguration()
-        flat.multipartUploadThreshold = -1
-        try flat.setChunkSize(512 * 1024)
-        flat.maxUploadRetryTime = .seconds(1)
-        flat.maxDownloadRetryTime = .seconds(2)
-        flat.maxOperationRetryTime = .seconds(3)
-        flat.initialRetryDelay = .milliseconds(4)
-        flat.maxRetryDelay = .milliseconds(5)
-        flat.requestTimeout = .seconds(6)
-        try flat.setMaxConnectionsPerHost(7)
-        flat.additionalTrustRoots = [.file(URL(fileURLWithPath: "/etc/ca.pem"))]
-        let configuration = try #require(flat as? StorageConfiguration)
-        #expect(configuration.uploads.multipartThreshold == -1)
-        #expect(configuration.uploads.chunkSize == Int64(512 * 1024))
-        #expect(configuration.retry.maxUploadTime == .seconds(1))
-        #expect(configuration.retry.maxDownloadTime == .seconds(2))
-        #expect(configuration.retry.maxOperationTime == .seconds(3))
-        #expect(configuration.retry.initialDelay == .milliseconds(4))
-        #expect(configuration.retry.maxDelay == .milliseconds(5))
-        #expect(configuration.timeouts.request == .seconds(6))
-        #expect(configuration.connectionPool.maxConnectionsPerHost == 7)
-        #expect(configuration.tls.additionalTrustRoots == [.file(URL(fileURLWithPath: "/etc/ca.pem"))])
-        // And back.
-        #expect(flat.multipartUploadThreshold == -1)
-        #expect(flat.chunkSize == Int64(512 * 1024))
-        #expect(flat.maxUploadRetryTime == .seconds(1))
-        #expect(flat.maxDownloadRetryTime == .seconds(2))
-        #expect(flat.maxOperationRetryTime == .seconds(3))
-        #expect(flat.initialRetryDelay == .milliseconds(4))
-        #expect(flat.maxRetryDelay == .milliseconds(5))
-        #expect(flat.requestTimeout == .seconds(6))
-        #expect(flat.maxConnectionsPerHost == 7)
-        #expect(flat.additionalTrustRoots.count == 1)
-    }
-
-    @Test func theFlatSettersStillRefuseWhatTheyRefusedAndClampWhatNeverHadAUse() throws {
-        var flat: any FlatConfigurationNames = StorageConfiguration()
-        #expect(throws: StorageError.self) { try flat.setChunkSize(1000) }
-        #expect(throws: StorageError.self) { try flat.setMaxConnectionsPerHost(0) }
-        flat.maxUploadRetryTime = .seconds(-1)
-        flat.initialRetryDelay = .zero
-        flat.requestTimeout = .seconds(-1)
-        let configuration = try #require(flat as? StorageConfiguration)
-        #expect(configuration.uploads.chunkSize == nil)
-        #expect(configuration.connectionPool.maxConnectionsPerHost == 32)
-        #expect(configuration.retry.maxUploadTime == .zero)
-        #expect(configuration.retry.initialDelay == .nanoseconds(1))
-        #expect(configuration.timeouts.request == .nanoseconds(1))
-    }
 }
-
-/// The deprecated flat names, reached through a protocol so that using them here does not
-/// count as a use of deprecated API (which would be a warning, and warnings are errors).
-protocol FlatConfigurationNames {
-    var multipartUploadThreshold: Int64 { get set }
-    var chunkSize: Int64? { get }
-    mutating func setChunkSize(_ size: Int64?) throws(StorageError)
-    var maxUploadRetryTime: Duration { get set }
-    var maxDownloadRetryTime: Duration { get set }
-    var maxOperationRetryTime: Duration { get set }
-    var initialRetryDelay: Duration { get set }
-    var maxRetryDelay: Duration { get set }
-    var requestTimeout: Duration { get set }
-    var maxConnectionsPerHost: Int { get }
-    mutating func setMaxConnectionsPerHost(_ limit: Int) throws(StorageError)
-    var additionalTrustRoots: [StorageConfiguration.TrustRoot] { get set }
-}
-
-extension StorageConfiguration: FlatConfigurationNames {}
