@@ -2,8 +2,11 @@
 # Client CPU per GiB and peak RSS over https against curl, as medians of interleaved rounds:
 # `cloud-storage cp` uploads (putFile: one stream, and parts over parallel connections) and
 # downloads to tmpfs, and curl doing the same. Both take their ciphers from the host's OpenSSL
-# configuration. The sink is a TLS `cloud-storage emulator` of a fixed build in its own process
-# (directory storage on tmpfs), so its costs never mix with the client's; each client process is
+# configuration. The sinks are TLS `cloud-storage emulator`s of a fixed build, each in its own
+# process, so their costs never mix with the client's: one-stream uploads (the SDK's and curl's)
+# go to one that counts and drops the bytes (`--discard`), so that storing them never limits a
+# client; parallel uploads (their parts are composed) and downloads use one with directory storage
+# on tmpfs. Each client process is
 # measured alone with `perf stat` (task-clock: CPU seconds of all its threads, user and system)
 # and `/usr/bin/time -f %M` (peak resident set, file-backed pages included).
 #
@@ -19,8 +22,12 @@ source "$root/Benchmarks/scripts/common.sh"
 read_size_rounds_clients "$@"
 tool=${SINK:-${clients[0]}}
 tls_bench_workspace tls-cpu "$size_mib"
+start_emulator "$work/discard.log" --discard --tls-cert "$certificates/localhost.pem" \
+    --tls-key "$certificates/localhost.key"
+upload_endpoint=$endpoint
 start_tls_emulator "$work/emulator.log" "$work/store"
-echo "sink: $tool ($endpoint); payload $size_mib MiB on tmpfs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "sinks: $tool (one-stream uploads $upload_endpoint, the rest $endpoint); payload $size_mib MiB on tmpfs;" \
+    "load $(cut -d' ' -f1-3 /proc/loadavg)"
 curl_base=(curl -sS --fail --cacert "$certificates/test-ca.pem")
 "${curl_base[@]}" -X POST -T "$work/payload" \
     "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=source" > /dev/null
@@ -43,20 +50,22 @@ row() {
             $1, $2, m * 1.048576 / $2, $3 * 1024 / m, r * 1.024 / 1000 }'
 }
 
-copy=(cp --quiet --token bench --ca-file "$certificates/test-ca.pem" --endpoint "$endpoint")
+copy=(cp --quiet --token bench --ca-file "$certificates/test-ca.pem")
 for ((round = 1; round <= rounds; round++)); do
     echo "-- round $round (load $(cut -d' ' -f1 /proc/loadavg))"
     turn_order "$round"
     for i in "${order[@]}"; do
-        row "upload client $i" "${clients[$i]}" "${copy[@]}" "$work/payload" "gs://bench/up-$i"
-        row "upload client $i one stream" "${clients[$i]}" "${copy[@]}" --parallel-threshold off \
+        row "upload client $i" "${clients[$i]}" "${copy[@]}" --endpoint "$endpoint" \
+            "$work/payload" "gs://bench/up-$i"
+        row "upload client $i one stream" "${clients[$i]}" "${copy[@]}" --endpoint "$upload_endpoint" \
+            --parallel-threshold off \
             "$work/payload" "gs://bench/up-$i"
     done
     row "upload curl" "${curl_base[@]}" -X POST -T "$work/payload" \
-        "$endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=up-curl"
+        "$upload_endpoint/upload/storage/v1/b/bench/o?uploadType=media&name=up-curl"
     for i in "${order[@]}"; do
         rm -f "$work/down"
-        row "download client $i" "${clients[$i]}" "${copy[@]}" gs://bench/source "$work/down"
+        row "download client $i" "${clients[$i]}" "${copy[@]}" --endpoint "$endpoint" gs://bench/source "$work/down"
         cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
     done
     rm -f "$work/down"

@@ -174,7 +174,7 @@ struct HashCommand {
         defer { try? SystemCall.close(fd) }
         var crc = CRC32C()
         var md5 = MD5()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        let buffer = SystemCall.allocateFileBuffer(byteCount: 1 << 20)
         defer { buffer.deallocate() }
         while true {
             if stop.isRaised { return .failure(CommandFailure("interrupted", .interrupted)) }

@@ -382,7 +382,7 @@ struct RsyncCommand {
         guard let fd = try? SystemCall.open(path, [.readOnly, .nonBlocking, .closeOnExec]) else { return nil }
         defer { try? SystemCall.close(fd) }
         var crc = CRC32C()
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+        let buffer = SystemCall.allocateFileBuffer(byteCount: 1 << 20)
         defer { buffer.deallocate() }
         while true {
             guard let count = try? SystemCall.read(fd, into: buffer) else { return nil }

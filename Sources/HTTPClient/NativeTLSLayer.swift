@@ -1,4 +1,5 @@
 import NativeTLS
+import SystemCalls
 
 /// The TLS layer of one native connection, if it has one, and the buffer its file regions
 /// are copied through and large reads land in.
@@ -25,9 +26,12 @@ final class NativeTLSLayer: @unchecked Sendable {  // SAFETY: see the note above
     }
 
     /// The connection's buffer for `pread` copies and large reads.
+    ///
+    /// It starts on a page boundary (``SystemCall/allocateFileBuffer(byteCount:)``): at the
+    /// heap's 16-byte offset an https upload cost 1.14× curl's CPU instead of 0.74×.
     func copyBuffer() -> UnsafeMutableRawBufferPointer {
         if let buffer { return buffer }
-        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.copyBufferSize, alignment: 16)
+        let made = SystemCall.allocateFileBuffer(byteCount: Self.copyBufferSize)
         buffer = made
         return made
     }

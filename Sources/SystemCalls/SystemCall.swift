@@ -117,6 +117,22 @@ package enum SystemCall {
         }
     }
 
+    /// Allocates a buffer that file bytes are read into or written from, starting on a page
+    /// boundary as the page cache's pages do, so that the kernel copies page-aligned.
+    ///
+    /// At the heap's usual 16-byte offset, `pread` from the page cache into the buffer ran into
+    /// the CPU's 4 KiB aliasing (`rep movsb` on AMD EPYC) and took 0.5 CPU-s per GiB instead of
+    /// 0.1 (2026-12-07). Deallocate it with `deallocate()`.
+    ///
+    /// - Parameter byteCount: The buffer's size.
+    /// - Returns: The buffer, uninitialised.
+    package static func allocateFileBuffer(byteCount: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: pageAlignment)
+    }
+
+    /// The alignment of ``allocateFileBuffer(byteCount:)``: a page on every system this runs on.
+    package static let pageAlignment = 4096
+
     /// Copies `count` bytes of `source` from `sourceOffset` to `destination` at
     /// `destinationOffset` (`pread` and `pwrite` through one 1 MiB buffer); neither
     /// descriptor's file position moves.
@@ -125,7 +141,7 @@ package enum SystemCall {
     package static func copy(
         _ count: Int64, from source: Int32, at sourceOffset: Int64, to destination: Int32, at destinationOffset: Int64
     ) throws(SystemCallError) {
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Int(min(count, 1 << 20)), alignment: 64)
+        let buffer = allocateFileBuffer(byteCount: Int(min(count, 1 << 20)))
         defer { buffer.deallocate() }
         var done: Int64 = 0
         while done < count {

@@ -39,7 +39,7 @@ package struct CRC32C: Sendable, Equatable {
         if let mapped = MappedBuffer(byteCount: blockSize) {
             try update(reading: read, from: start, to: end, into: mapped.bytes, stop: stop)
         } else {
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: blockSize, alignment: 64)
+            let buffer = SystemCall.allocateFileBuffer(byteCount: blockSize)
             defer { buffer.deallocate() }
             try update(reading: read, from: start, to: end, into: buffer, stop: stop)
         }
