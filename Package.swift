@@ -56,6 +56,12 @@ let package = Package(
             name: "V4Signing",
             swiftSettings: strictSwift
         ),
+        // The wire layer: what Cloud Storage's protocols say, written once for the SDK and the
+        // emulator. It depends on nothing, so it can do no I/O: the compiler keeps it pure.
+        .target(
+            name: "CloudStorageWire",
+            swiftSettings: strictSwift
+        ),
         // The one system-call layer (sockets, files, signals) of the SDK, the CLI and the emulator:
         // the only target that imports the C library.
         .target(
@@ -71,13 +77,15 @@ let package = Package(
         ),
         .target(
             name: "CloudStorage",
-            dependencies: ["CCRC32C", "HTTP1", "HTTPClient", "SystemCalls", "NativeTLS", "V4Signing"],
+            dependencies: [
+                "CCRC32C", "CloudStorageWire", "HTTP1", "HTTPClient", "SystemCalls", "NativeTLS", "V4Signing",
+            ],
             swiftSettings: strictSwift
         ),
         // A strict local server for both wire protocols: memory, directory or discard storage, fault injection.
         .target(
             name: "StorageEmulator",
-            dependencies: ["HTTP1", "CCRC32C", "SystemCalls", "NativeTLS", "V4Signing"],
+            dependencies: ["CloudStorageWire", "HTTP1", "CCRC32C", "SystemCalls", "NativeTLS", "V4Signing"],
             swiftSettings: strictSwift
         ),
         // Installs (into a virtualenv under .build/) and runs fake-gcs-server on a free loopback port.
@@ -90,7 +98,7 @@ let package = Package(
         // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
         .target(
             name: "CloudStorageCLI",
-            dependencies: ["CloudStorage", "StorageEmulator", "SystemCalls"],
+            dependencies: ["CloudStorage", "CloudStorageWire", "StorageEmulator", "SystemCalls"],
             swiftSettings: strictSwift
         ),
         .executableTarget(

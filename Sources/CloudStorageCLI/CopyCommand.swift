@@ -1,4 +1,5 @@
 import CloudStorage
+import CloudStorageWire
 import Foundation
 import StorageEmulator
 import Synchronization
@@ -223,8 +224,8 @@ struct CopyCommand {
         guard let text = arguments.value("--chunk-size") else { return nil }
         guard let size = Self.byteCount(text) else { throw UsageError("--chunk-size: not a size: \(text)") }
         // Checked here so a typo fails before any server is started or contacted.
-        guard size > 0, size % StorageConfiguration.Uploads.chunkGranularity == 0 else {
-            throw UsageError("--chunk-size: \(text) is not a positive multiple of 256K (262144 bytes)")
+        guard ProtocolLimits.isChunkSize(size) else {
+            throw UsageError("--chunk-size: \(text) is not a positive multiple of \(ProtocolLimits.chunkGranularityText)")
         }
         return size
     }

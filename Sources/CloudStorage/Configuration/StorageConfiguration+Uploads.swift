@@ -1,3 +1,4 @@
+import CloudStorageWire
 extension StorageConfiguration {
     /// How uploads are split into requests: one multipart request for small
     /// ones, a resumable session of one or more requests for the rest.
@@ -10,7 +11,7 @@ extension StorageConfiguration {
     public struct Uploads: Sendable, Hashable {
         /// The unit in which resumable uploads must send every request but the
         /// last: 256 KiB.
-        public static let chunkGranularity: Int64 = 256 * 1024
+        public static let chunkGranularity: Int64 = ProtocolLimits.chunkGranularity
 
         /// Uploads of at most this many bytes go as one multipart request; larger
         /// ones open a resumable session. Default 8 MiB. A negative threshold
@@ -50,9 +51,9 @@ extension StorageConfiguration {
         /// - Throws: ``StorageErrorCode/invalidArgument`` for any other size;
         ///   ``chunkSize`` is then unchanged.
         public mutating func setChunkSize(_ size: Int64?) throws(StorageError) {
-            if let size, size <= 0 || size % Self.chunkGranularity != 0 {
+            if let size, !ProtocolLimits.isChunkSize(size) {
                 throw .invalidSetting(
-                    "uploads.chunkSize", must: "a positive multiple of 256 KiB (262144 bytes)", is: size)
+                    "uploads.chunkSize", must: "a positive multiple of \(ProtocolLimits.chunkGranularityText)", is: size)
             }
             chunkSize = size
         }

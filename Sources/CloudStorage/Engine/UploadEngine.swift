@@ -1,3 +1,4 @@
+import CloudStorageWire
 import Foundation
 import HTTPClient
 
@@ -208,10 +209,7 @@ struct UploadEngine: Sendable {
     /// How a session's requests cut `prepared`: at most the configured (or resumed) chunk size,
     /// the transport's body limit, and a stream's buffer, whichever is smallest.
     private func plan(for prepared: PreparedSource) -> ResumableUploadStateMachine.Plan {
-        let granularity = StorageConfiguration.Uploads.chunkGranularity
-        let transportChunk = storage.transport.maximumBodyLength.map {
-            max(granularity, $0 / granularity * granularity)
-        }
+        let transportChunk = storage.transport.maximumBodyLength.map(ProtocolLimits.chunkSize(atMost:))
         // A stream's request size is also its buffer's: memory stays near it whatever the object's size.
         let streamChunk = prepared.stream == nil ? nil : Self.streamBufferSize
         let chunkSize = [storage.configuration.uploads.chunkSize ?? resuming?.chunkSize, transportChunk, streamChunk]

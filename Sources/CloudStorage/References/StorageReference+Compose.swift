@@ -1,6 +1,7 @@
+import CloudStorageWire
 extension StorageReference {
     /// The most sources one ``compose(from:metadata:preconditions:)`` takes, as Cloud Storage allows.
-    public static let maximumComposeSources = 32
+    public static let maximumComposeSources = ProtocolLimits.maximumComposeSources
 
     /// Writes to this reference's object the bytes of `sources`, one after the other, on the
     /// server (the JSON API's `compose`).

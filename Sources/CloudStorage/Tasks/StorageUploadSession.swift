@@ -1,3 +1,4 @@
+import CloudStorageWire
 public import Foundation
 import SystemCalls
 
@@ -178,8 +179,10 @@ public struct StorageUploadSession: Codable, Sendable, Hashable, CustomStringCon
         }
         source = try Self.decodeSource(from: container)
         chunkSize = try container.decodeIfPresent(Int64.self, forKey: .chunkSize)
-        if let chunkSize, chunkSize <= 0 || chunkSize % StorageConfiguration.Uploads.chunkGranularity != 0 {
-            throw Self.refusal(.chunkSize, "the chunk size is not a positive multiple of 256 KiB.", in: container)
+        if let chunkSize, !ProtocolLimits.isChunkSize(chunkSize) {
+            throw Self.refusal(
+                .chunkSize, "the chunk size is not a positive multiple of \(ProtocolLimits.chunkGranularityText).",
+                in: container)
         }
         if let text = try container.decodeIfPresent(String.self, forKey: .crc32c) {
             guard let value = CRC32CEncoding.parse(text) else {

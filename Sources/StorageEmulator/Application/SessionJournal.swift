@@ -1,3 +1,4 @@
+import CloudStorageWire
 import Foundation
 import SystemCalls
 
@@ -168,7 +169,7 @@ final class SessionJournal: Sendable {
         let length = status.size
         // Only whole units were ever acknowledged (the last, shorter one only by finalizing,
         // which removes the record); a partial unit is the tail of a write the crash cut short.
-        var committed = length - length % UploadSession.granularity
+        var committed = length - length % ProtocolLimits.chunkGranularity
         if let declared = record.declaredSize {
             guard length <= declared else { return .failure(.io("it holds more bytes than were declared.")) }
             committed = min(committed, declared)

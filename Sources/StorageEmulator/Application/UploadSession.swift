@@ -1,3 +1,4 @@
+import CloudStorageWire
 import Foundation
 import Synchronization
 
@@ -35,8 +36,6 @@ final class UploadSession: BoundedUpload {
         /// Started through Firebase v0: every command needs Firebase credentials, as the start did.
         case firebase
     }
-
-    static let granularity: Int64 = 256 * 1024
 
     let id: String
     let bucket: String
@@ -102,10 +101,11 @@ final class UploadSession: BoundedUpload {
     ///
     /// - Returns: The number of body bytes read.
     static func receive(_ body: BodyReader, start: Int64, into state: inout State) throws -> Int64 {
+        let granularity = Int(ProtocolLimits.chunkGranularity)
         var skip = max(0, state.committed - start)
         var pending = [UInt8]()
-        pending.reserveCapacity(Int(granularity))
-        var chunk = [UInt8](repeating: 0, count: Int(granularity))
+        pending.reserveCapacity(granularity)
+        var chunk = [UInt8](repeating: 0, count: granularity)
         var total: Int64 = 0
         while true {
             let count = try chunk.withUnsafeMutableBytes { try body.read(into: $0) }
@@ -117,10 +117,10 @@ final class UploadSession: BoundedUpload {
                 skip -= Int64(used)
             }
             while used < count {
-                let take = min(count - used, Int(granularity) - pending.count)
+                let take = min(count - used, granularity - pending.count)
                 pending.append(contentsOf: chunk[used..<used + take])
                 used += take
-                if pending.count == Int(granularity) {
+                if pending.count == granularity {
                     try commit(pending, into: &state)
                     pending.removeAll(keepingCapacity: true)
                 }

@@ -1,3 +1,4 @@
+import CloudStorageWire
 import Foundation
 import HTTP1
 
@@ -99,7 +100,7 @@ extension EmulatorApplication {
                 "X-Goog-Upload-URL",
                 "\(base(request))/v0/b/\(URLText.encodeComponent(bucket))/o?name=\(URLText.encodeComponent(name))&upload_id=\(session.id)&upload_protocol=resumable"
             )
-            reply.headers.set("X-Goog-Upload-Chunk-Granularity", String(UploadSession.granularity))
+            reply.headers.set("X-Goog-Upload-Chunk-Granularity", String(ProtocolLimits.chunkGranularity))
             reply.headers.set("X-GUploader-UploadID", session.id)
             return reply
         case "multipart":
@@ -208,9 +209,9 @@ extension EmulatorApplication {
             throw HTTPError.badRequest(
                 "X-Goog-Upload-Offset is \(offset) but only \(state.committed) byte(s) have been received.")
         }
-        if !finalize, let length = request.contentLength, length % UploadSession.granularity != 0 {
+        if !finalize, let length = request.contentLength, length % ProtocolLimits.chunkGranularity != 0 {
             throw HTTPError.badRequest(
-                "Chunks other than the last must be a multiple of \(UploadSession.granularity) bytes; this one has \(length)."
+                "Chunks other than the last must be a multiple of \(ProtocolLimits.chunkGranularity) bytes; this one has \(length)."
             )
         }
         if let declared = session.declaredSize, let length = request.contentLength, offset + length > declared {
@@ -218,7 +219,7 @@ extension EmulatorApplication {
         }
         let received = try UploadSession.receive(body, start: offset, into: &state)
         let lengthIsValid =
-            finalize || received % UploadSession.granularity == 0
+            finalize || received % ProtocolLimits.chunkGranularity == 0
         if !lengthIsValid || (session.declaredSize.map { offset + received > $0 } ?? false) {
             UploadSession.rollBack(&state, to: snapshot)
             throw HTTPError.badRequest("The chunk of \(received) bytes is not acceptable here.")

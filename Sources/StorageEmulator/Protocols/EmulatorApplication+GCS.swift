@@ -1,3 +1,4 @@
+import CloudStorageWire
 import Foundation
 import HTTP1
 
@@ -378,9 +379,9 @@ extension EmulatorApplication {
             throw HTTPError.badRequest("The Content-Range \(first)-\(last) goes beyond the total size \(total).")
         }
         let isFinal = total.map { last + 1 == $0 } ?? false
-        if !isFinal, length % UploadSession.granularity != 0 {
+        if !isFinal, length % ProtocolLimits.chunkGranularity != 0 {
             throw HTTPError.badRequest(
-                "Invalid request. The number of bytes uploaded is required to be equal or greater than 262144, except for the final request (it's recommended to be the exact multiple of 262144). The received request contained \(length) bytes, which does not meet this requirement."
+                "Invalid request. The number of bytes uploaded is required to be equal or greater than \(ProtocolLimits.chunkGranularity), except for the final request (it's recommended to be the exact multiple of \(ProtocolLimits.chunkGranularity)). The received request contained \(length) bytes, which does not meet this requirement."
             )
         }
         if let contentLength, contentLength != length {

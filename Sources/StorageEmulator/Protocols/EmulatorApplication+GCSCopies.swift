@@ -1,3 +1,4 @@
+import CloudStorageWire
 import Foundation
 import HTTP1
 
@@ -67,8 +68,6 @@ enum GCSObjectOperation: Equatable {
 /// committed as an upload is (checksums computed on the way, the destination's preconditions
 /// checked by the store as it replaces the object); a move is the store's own atomic rename.
 extension EmulatorApplication {
-    /// The most source objects one `compose` takes.
-    static let maxComposeSources = 32
     /// The most uploaded objects a composite object may be made of.
     static let maxComponentCount = 1024
     /// `maxBytesRewrittenPerCall` must be a multiple of this (1 MiB).
@@ -240,9 +239,9 @@ extension EmulatorApplication {
         guard let list = json["sourceObjects"] as? [Any], !list.isEmpty else {
             throw HTTPError(400, "At least one source object must be specified.", reason: "required")
         }
-        guard list.count <= Self.maxComposeSources else {
+        guard list.count <= ProtocolLimits.maximumComposeSources else {
             throw HTTPError.badRequest(
-                "The number of source components provided (\(list.count)) exceeds the maximum (\(Self.maxComposeSources))."
+                "The number of source components provided (\(list.count)) exceeds the maximum (\(ProtocolLimits.maximumComposeSources))."
             )
         }
         let sources = try list.map { try ComposeSource($0) }
