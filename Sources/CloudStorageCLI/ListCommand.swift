@@ -83,74 +83,106 @@ struct ListCommand {
         if address.generation != nil {
             return await listGeneration(address, in: storage, to: output, totals: &totals)
         }
-        var found = false
+        // The exact object's lines wait in the buffer and go out with the first page.
         var buffer = ""
-        // An object named exactly as the URL, unless the URL names a folder.
-        if !address.path.isEmpty && !address.endsInSlash {
-            let reference = address.reference(in: storage)
-            do {
-                if allVersions {
-                    // Its versions are the listed names equal to it, each page's first ones.
-                    let query = StorageObjectQuery(prefix: address.path, delimiter: "/", includesVersions: true)
-                    for try await case .object(let object, let metadata?) in storage.objects(query)
-                    where object.atGeneration(nil) == reference {
-                        found = true
-                        buffer += line(for: object, metadata, totals: &totals)
-                    }
-                } else {
-                    let metadata = try await reference.getMetadata()
-                    found = true
-                    buffer += line(for: reference, metadata, totals: &totals)
-                }
-            } catch  where error.code == .objectNotFound {
-                // Then it is a prefix, or matches nothing.
-            } catch {
-                return Self.failed(error, address)
-            }
-        }
-        var listed: [ObjectWalker.Entry] = []
-        var closed = false
-        var walker = ObjectWalker(root: address.folder(in: storage), recursive: recursive, pageSize: pageSize)
-        walker.versions = allVersions
+        let found: Bool
         do {
-            try await walker.walk { entry in
-                found = true
-                listed.append(entry)
-            } pageDone: {
-                // -l needs each object's size and time: a GCS listing carries them; only objects
-                // listed without them (Firebase v0) cost a metadata request each.
-                let details = long ? await Self.metadata(of: listed) : []
-                for (index, entry) in listed.enumerated() {
-                    switch entry {
-                    case .prefix(let prefix):
-                        buffer += (long ? String(repeating: " ", count: 34) : "") + "\(prefix)/\n"
-                    case .object(let object, _):
-                        if long {
-                            // Read after the listing and deleted since: not there any more.
-                            guard let metadata = details[index] else { continue }
-                            buffer += line(for: object, metadata, totals: &totals)
-                        } else {
-                            totals.objects += 1
-                            buffer += "\(object)\n"  // Under -a, pinned: gs://BUCKET/NAME#GENERATION.
-                        }
-                    }
-                }
-                listed.removeAll(keepingCapacity: true)
-                guard await output.writePage(&buffer) else {
-                    closed = true
-                    return false
-                }
-                return true
-            }
+            let named = try await listObjectNamed(address, in: storage, into: &buffer, totals: &totals)
+            guard let below = try await listBelow(address, in: storage, to: output, buffer: &buffer, totals: &totals)
+            else { return nil }
+            found = named || below
         } catch {
             return Self.failed(error, address)
         }
-        if closed { return nil }
         guard found || address.path.isEmpty else {
             report("No objects match \(address.url)")
             return .notFound
         }
         return .success
+    }
+
+    /// Adds the object named exactly as the URL (with `-a`, each of its generations), unless the
+    /// URL names a folder: `gs://BUCKET/a` lists the object `a` as well as what is below `a/`.
+    ///
+    /// - Returns: Whether there was such an object.
+    private func listObjectNamed(
+        _ address: ObjectAddress, in storage: Storage, into buffer: inout String,
+        totals: inout (objects: Int, bytes: Int64)
+    ) async throws(StorageError) -> Bool {
+        guard !address.path.isEmpty && !address.endsInSlash else { return false }
+        let reference = address.reference(in: storage)
+        var found = false
+        do {
+            if allVersions {
+                // Its versions are the listed names equal to it, each page's first ones.
+                let query = StorageObjectQuery(prefix: address.path, delimiter: "/", includesVersions: true)
+                for try await case .object(let object, let metadata?) in storage.objects(query)
+                where object.atGeneration(nil) == reference {
+                    found = true
+                    buffer += line(for: object, metadata, totals: &totals)
+                }
+            } else {
+                let metadata = try await reference.getMetadata()
+                found = true
+                buffer += line(for: reference, metadata, totals: &totals)
+            }
+        } catch  where error.code == .objectNotFound {
+            // Then it is a prefix, or matches nothing.
+        }
+        return found
+    }
+
+    /// Lists what is below the URL's folder, writing each page out as the server answers it.
+    ///
+    /// - Returns: Whether anything was listed, or nil when the output went away.
+    private func listBelow(
+        _ address: ObjectAddress, in storage: Storage, to output: OutputWriter, buffer: inout String,
+        totals: inout (objects: Int, bytes: Int64)
+    ) async throws(StorageError) -> Bool? {
+        var found = false
+        var listed: [ObjectWalker.Entry] = []
+        var closed = false
+        var walker = ObjectWalker(root: address.folder(in: storage), recursive: recursive, pageSize: pageSize)
+        walker.versions = allVersions
+        try await walker.walk { entry in
+            found = true
+            listed.append(entry)
+        } pageDone: {
+            // -l needs each object's size and time: a GCS listing carries them; only objects
+            // listed without them (Firebase v0) cost a metadata request each.
+            let details = long ? await Self.metadata(of: listed) : []
+            appendPage(listed, details, to: &buffer, totals: &totals)
+            listed.removeAll(keepingCapacity: true)
+            guard await output.writePage(&buffer) else {
+                closed = true
+                return false
+            }
+            return true
+        }
+        return closed ? nil : found
+    }
+
+    /// Adds a page's lines: a folder's URL, or an object's line as `line(for:_:totals:)` has it
+    /// under `-l` (`details` holding the objects' metadata), else its URL alone.
+    private func appendPage(
+        _ entries: [ObjectWalker.Entry], _ details: [StorageMetadata?], to buffer: inout String,
+        totals: inout (objects: Int, bytes: Int64)
+    ) {
+        for (index, entry) in entries.enumerated() {
+            switch entry {
+            case .prefix(let prefix):
+                buffer += (long ? String(repeating: " ", count: 34) : "") + "\(prefix)/\n"
+            case .object(let object, _):
+                if long {
+                    // Read after the listing and deleted since: not there any more.
+                    guard let metadata = details[index] else { continue }
+                    buffer += line(for: object, metadata, totals: &totals)
+                } else {
+                    totals.objects += 1
+                    buffer += "\(object)\n"  // Under -a, pinned: gs://BUCKET/NAME#GENERATION.
+                }
+            }
+        }
     }
 
     /// Lists the one generation a `#GENERATION` URL names.

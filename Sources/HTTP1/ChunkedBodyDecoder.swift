@@ -104,41 +104,11 @@ package struct ChunkedBodyDecoder: Sendable {
             lineBytes = 1
             state = .size(Int64(digit))
         case .size(let value):
-            try countLineByte()
-            if let digit = Self.hexValue(byte) {
-                guard value <= (Int64.max - Int64(digit)) / 16 else { throw .invalidChunkSize }
-                state = .size(value * 16 + Int64(digit))
-            } else if byte == UInt8(ascii: ";") {
-                state = .chunkExtension(value)
-            } else if byte == ASCII.space || byte == ASCII.tab {
-                state = .sizeWhitespace(value)
-            } else if byte == ASCII.cr {
-                state = .sizeLF(value)
-            } else if byte == ASCII.lf {
-                throw .invalidLineEnding
-            } else {
-                throw .invalidChunkSize
-            }
+            try stepInSize(value, byte)
         case .sizeWhitespace(let value):
-            try countLineByte()
-            if byte == UInt8(ascii: ";") {
-                state = .chunkExtension(value)
-            } else if byte == ASCII.cr {
-                state = .sizeLF(value)
-            } else if byte == ASCII.lf {
-                throw .invalidLineEnding
-            } else if byte != ASCII.space && byte != ASCII.tab {
-                throw .invalidChunkSize
-            }
+            try stepAfterSize(value, byte)
         case .chunkExtension(let value):
-            try countLineByte()
-            if byte == ASCII.cr {
-                state = .sizeLF(value)
-            } else if byte == ASCII.lf {
-                throw .invalidLineEnding
-            } else if !ASCII.isFieldValueChar(byte) {
-                throw .invalidChunkSize
-            }
+            try stepInExtension(value, byte)
         case .sizeLF(let value):
             guard byte == ASCII.lf else { throw .invalidLineEnding }
             state = value == 0 ? .trailerLineStart : .data(remaining: value)
@@ -151,21 +121,9 @@ package struct ChunkedBodyDecoder: Sendable {
             guard byte == ASCII.lf else { throw .invalidChunkFraming }
             state = .sizeStart
         case .trailerLineStart:
-            try countTrailerByte()
-            if byte == ASCII.cr {
-                state = .finalLF
-            } else if byte == ASCII.lf {
-                throw .invalidLineEnding
-            } else {
-                state = .trailerLine
-            }
+            try stepInTrailerLine(byte, atStart: true)
         case .trailerLine:
-            try countTrailerByte()
-            if byte == ASCII.cr {
-                state = .trailerLF
-            } else if byte == ASCII.lf {
-                throw .invalidLineEnding
-            }
+            try stepInTrailerLine(byte, atStart: false)
         case .trailerLF:
             try countTrailerByte()
             guard byte == ASCII.lf else { throw .invalidLineEnding }
@@ -175,6 +133,63 @@ package struct ChunkedBodyDecoder: Sendable {
             state = .done
         case .done:
             break
+        }
+    }
+
+    /// After a hexadecimal digit of the size: more digits, or what may end the size.
+    private mutating func stepInSize(_ value: Int64, _ byte: UInt8) throws(HTTP1Error) {
+        try countLineByte()
+        if let digit = Self.hexValue(byte) {
+            guard value <= (Int64.max - Int64(digit)) / 16 else { throw .invalidChunkSize }
+            state = .size(value * 16 + Int64(digit))
+        } else if byte == UInt8(ascii: ";") {
+            state = .chunkExtension(value)
+        } else if byte == ASCII.space || byte == ASCII.tab {
+            state = .sizeWhitespace(value)
+        } else if byte == ASCII.cr {
+            state = .sizeLF(value)
+        } else if byte == ASCII.lf {
+            throw .invalidLineEnding
+        } else {
+            throw .invalidChunkSize
+        }
+    }
+
+    /// In the whitespace after the size: no more digits, only an extension or the line's end.
+    private mutating func stepAfterSize(_ value: Int64, _ byte: UInt8) throws(HTTP1Error) {
+        try countLineByte()
+        if byte == UInt8(ascii: ";") {
+            state = .chunkExtension(value)
+        } else if byte == ASCII.cr {
+            state = .sizeLF(value)
+        } else if byte == ASCII.lf {
+            throw .invalidLineEnding
+        } else if byte != ASCII.space && byte != ASCII.tab {
+            throw .invalidChunkSize
+        }
+    }
+
+    /// In a chunk extension: skipped up to the line's end, but only field-value bytes may be in it.
+    private mutating func stepInExtension(_ value: Int64, _ byte: UInt8) throws(HTTP1Error) {
+        try countLineByte()
+        if byte == ASCII.cr {
+            state = .sizeLF(value)
+        } else if byte == ASCII.lf {
+            throw .invalidLineEnding
+        } else if !ASCII.isFieldValueChar(byte) {
+            throw .invalidChunkSize
+        }
+    }
+
+    /// In a trailer field's line, which is skipped; CR at its start ends the trailer section.
+    private mutating func stepInTrailerLine(_ byte: UInt8, atStart: Bool) throws(HTTP1Error) {
+        try countTrailerByte()
+        if byte == ASCII.cr {
+            state = atStart ? .finalLF : .trailerLF
+        } else if byte == ASCII.lf {
+            throw .invalidLineEnding
+        } else {
+            state = .trailerLine
         }
     }
 

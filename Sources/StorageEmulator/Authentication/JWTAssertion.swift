@@ -61,44 +61,10 @@ struct JWTAssertion {
     init(
         _ assertion: String, accounts: ServiceAccountTable, audienceMatches: (String) -> Bool, now: Date
     ) throws(OAuthRefusal) {
-        guard assertion.utf8.count <= Self.maximumLength else {
-            throw .invalidGrant("Invalid JWT: the assertion is longer than \(Self.maximumLength) bytes.")
-        }
-        let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw .invalidGrant("Invalid JWT: expected three base64url parts separated by '.', found \(parts.count).")
-        }
-        guard let headerBytes = Base64URL.decode(parts[0]) else {
-            throw .invalidGrant("Invalid JWT: the header is not unpadded base64url.")
-        }
-        guard let claimBytes = Base64URL.decode(parts[1]) else {
-            throw .invalidGrant("Invalid JWT: the claim set is not unpadded base64url.")
-        }
-        guard let signature = Base64URL.decode(parts[2]), !signature.isEmpty else {
-            throw .invalidGrant("Invalid JWT: the signature is missing or not unpadded base64url.")
-        }
-        let header: Header = try Self.decode(headerBytes, what: "header")
-        guard header.alg == "RS256" else {
-            throw .invalidGrant(
-                "Invalid JWT: the header's alg is \(header.alg.map { "'\($0)'" } ?? "missing"); only RS256 is accepted."
-            )
-        }
-        if let typ = header.typ, typ != "JWT" {
-            throw .invalidGrant("Invalid JWT: the header's typ is '\(typ)', not 'JWT'.")
-        }
-        let claims: Claims = try Self.decode(claimBytes, what: "claim set")
-        guard let iss = claims.iss, !iss.isEmpty else { throw .invalidGrant("Invalid JWT: the iss claim is missing.") }
-        guard let account = accounts.account(iss) else {
-            throw .invalidGrant("Invalid grant: account not found (iss '\(iss)' is not a known service account).")
-        }
-        if account.keyIDIsConfigured, let kid = header.kid, kid != account.keyID {
-            throw .invalidGrant("Invalid JWT: kid '\(kid)' is not the key of \(iss).")
-        }
-        // The signature covers the base64url text of header and claims, exactly as sent.
-        let signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
-        guard account.publicKey.isValidSHA256Signature(signature, of: signingInput) else {
-            throw .invalidGrant("Invalid JWT Signature.")
-        }
+        let jwt = try CompactJWT(assertion)
+        let header = try Self.header(jwt.header)
+        let claims: Claims = try Self.decode(jwt.claims, what: "claim set")
+        let iss = try Self.signer(of: jwt, header: header, claims: claims, accounts: accounts)
         if let sub = claims.sub, sub != iss {
             throw .invalidGrant(
                 "Invalid JWT: sub '\(sub)' differs from iss; the emulator has no domain-wide delegation.")
@@ -107,6 +73,84 @@ struct JWTAssertion {
         guard audienceMatches(aud) else {
             throw .invalidGrant("Invalid JWT: failed audience check: aud '\(aud)' is not this token endpoint.")
         }
+        try Self.checkValidity(claims, now: now)
+        let scopes = (claims.scope ?? "").split(separator: " ").map(String.init)
+        guard !scopes.isEmpty else {
+            throw .invalidScope(
+                "Invalid OAuth scope or ID token audience provided: the scope claim is missing or empty.")
+        }
+        email = iss
+        self.scopes = scopes
+    }
+
+    /// The three parts of a compact JWT, each still to be checked, and the bytes its signature covers.
+    private struct CompactJWT {
+        var header: [UInt8]
+        var claims: [UInt8]
+        var signature: [UInt8]
+        /// The base64url text of header and claims, exactly as sent.
+        var signingInput: [UInt8]
+
+        init(_ assertion: String) throws(OAuthRefusal) {
+            guard assertion.utf8.count <= JWTAssertion.maximumLength else {
+                throw .invalidGrant("Invalid JWT: the assertion is longer than \(JWTAssertion.maximumLength) bytes.")
+            }
+            let parts = assertion.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 3 else {
+                throw .invalidGrant(
+                    "Invalid JWT: expected three base64url parts separated by '.', found \(parts.count).")
+            }
+            guard let header = Base64URL.decode(parts[0]) else {
+                throw .invalidGrant("Invalid JWT: the header is not unpadded base64url.")
+            }
+            guard let claims = Base64URL.decode(parts[1]) else {
+                throw .invalidGrant("Invalid JWT: the claim set is not unpadded base64url.")
+            }
+            guard let signature = Base64URL.decode(parts[2]), !signature.isEmpty else {
+                throw .invalidGrant("Invalid JWT: the signature is missing or not unpadded base64url.")
+            }
+            self.header = header
+            self.claims = claims
+            self.signature = signature
+            signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
+        }
+    }
+
+    /// The header of an RS256 JWT: Google's endpoint takes no other algorithm from a service account.
+    private static func header(_ bytes: [UInt8]) throws(OAuthRefusal) -> Header {
+        let header: Header = try Self.decode(bytes, what: "header")
+        guard header.alg == "RS256" else {
+            throw .invalidGrant(
+                "Invalid JWT: the header's alg is \(header.alg.map { "'\($0)'" } ?? "missing"); only RS256 is accepted."
+            )
+        }
+        if let typ = header.typ, typ != "JWT" {
+            throw .invalidGrant("Invalid JWT: the header's typ is '\(typ)', not 'JWT'.")
+        }
+        return header
+    }
+
+    /// The issuer, a known account whose key (the one `kid` names, where the account has one)
+    /// verifies the signature; nothing else in the claims is believed before that.
+    private static func signer(
+        of jwt: CompactJWT, header: Header, claims: Claims, accounts: ServiceAccountTable
+    ) throws(OAuthRefusal) -> String {
+        guard let iss = claims.iss, !iss.isEmpty else { throw .invalidGrant("Invalid JWT: the iss claim is missing.") }
+        guard let account = accounts.account(iss) else {
+            throw .invalidGrant("Invalid grant: account not found (iss '\(iss)' is not a known service account).")
+        }
+        if account.keyIDIsConfigured, let kid = header.kid, kid != account.keyID {
+            throw .invalidGrant("Invalid JWT: kid '\(kid)' is not the key of \(iss).")
+        }
+        guard account.publicKey.isValidSHA256Signature(jwt.signature, of: jwt.signingInput) else {
+            throw .invalidGrant("Invalid JWT Signature.")
+        }
+        return iss
+    }
+
+    /// A short, current window: `iat` not ahead of the clock (beyond the skew allowed), `exp`
+    /// not past, and at most ``maximumLifetime`` between them; overflow cannot trap.
+    private static func checkValidity(_ claims: Claims, now: Date) throws(OAuthRefusal) {
         guard let iat = claims.iat?.seconds else { throw .invalidGrant("Invalid JWT: the iat claim is missing.") }
         guard let exp = claims.exp?.seconds else { throw .invalidGrant("Invalid JWT: the exp claim is missing.") }
         let nowSeconds = Self.wholeSeconds(now)
@@ -123,13 +167,6 @@ struct JWTAssertion {
         guard lifetime.partialValue <= Self.maximumLifetime else {
             throw .invalidGrant("Invalid JWT: exp - iat is more than \(Self.maximumLifetime) seconds. \(window)")
         }
-        let scopes = (claims.scope ?? "").split(separator: " ").map(String.init)
-        guard !scopes.isEmpty else {
-            throw .invalidScope(
-                "Invalid OAuth scope or ID token audience provided: the scope claim is missing or empty.")
-        }
-        email = iss
-        self.scopes = scopes
     }
 
     /// Decodes a JSON object part, naming the part and the offending field on failure.

@@ -53,54 +53,116 @@ struct V4SignatureVerifier: Sendable {
     ///   caller checks the body against it.
     /// - Throws: ``HTTPError`` with GCS's status and XML error code as its reason.
     func verify(_ request: Request, now: Date) throws(HTTPError) -> Verified {
+        let parameters = try SignedParameters(request.queryItems)
+        try Self.checkWindow(parameters, now: now)
+        let canonical = try Self.canonicalRequest(request, signedHeaders: parameters.signedHeaders)
+        let stringToSign = try Self.stringToSign(canonical, timestamp: parameters.timestamp)
+        guard let key = publicKey(parameters.email) else {
+            throw Self.mismatch("No service account \(parameters.email) is known to this emulator.")
+        }
+        guard key.isValidSHA256Signature(parameters.signature, of: Array(stringToSign.utf8)) else {
+            throw Self.mismatch(
+                "The request signature we calculated does not match the signature you provided. "
+                    + "StringToSign: \(stringToSign.debugDescription) CanonicalRequest: \(canonical.text.debugDescription)"
+            )
+        }
+        let payloadHash = canonical.payloadHash
+        return Verified(
+            email: parameters.email, payloadHash: payloadHash == V4CanonicalRequest.unsignedPayload ? nil : payloadHash)
+    }
+
+    /// The `X-Goog-*` parameters of a signed request, well-formed (whether they are true is for
+    /// the clock, the canonical request and the key to say).
+    private struct SignedParameters {
         typealias Query = V4CanonicalRequest.Query
-        func single(_ name: String) throws(HTTPError) -> String {
-            let values = request.queryItems.filter { $0.name == name }
+
+        var timestamp: V4Timestamp
+        /// Seconds from `timestamp` that the signature stays valid.
+        var expires: Int64
+        /// The account the credential names.
+        var email: String
+        /// Lower-case, in order, `host` among them.
+        var signedHeaders: [String]
+        var signature: [UInt8]
+
+        /// Checked in a fixed order, so that of several malformed parameters the same one is refused.
+        init(_ queryItems: [(name: String, value: String)]) throws(HTTPError) {
+            func single(_ name: String) throws(HTTPError) -> String {
+                try Self.single(name, in: queryItems)
+            }
+            guard try single(Query.algorithm) == V4CanonicalRequest.algorithm else {
+                throw V4SignatureVerifier.parameterError(
+                    "Only the \(V4CanonicalRequest.algorithm) algorithm is supported.")
+            }
+            guard let timestamp = V4Timestamp(text: try single(Query.date)) else {
+                throw V4SignatureVerifier.parameterError("X-Goog-Date must look like 20190201T090000Z.")
+            }
+            self.timestamp = timestamp
+            expires = try Self.expires(single(Query.expires))
+            email = try Self.email(credential: single(Query.credential), timestamp: timestamp)
+            signedHeaders = try Self.signedHeaders(single(Query.signedHeaders))
+            guard let signature = V4SignatureVerifier.bytes(hex: try single(Query.signature)) else {
+                throw V4SignatureVerifier.parameterError("X-Goog-Signature must be hexadecimal.")
+            }
+            self.signature = signature
+        }
+
+        /// The value of a parameter that must be there exactly once.
+        private static func single(
+            _ name: String, in queryItems: [(name: String, value: String)]
+        ) throws(HTTPError) -> String {
+            let values = queryItems.filter { $0.name == name }
             guard values.count == 1 else {
-                throw Self.parameterError(
+                throw V4SignatureVerifier.parameterError(
                     values.isEmpty ? "The signed request has no \(name) parameter." : "\(name) is given more than once."
                 )
             }
             return values[0].value
         }
-        guard try single(Query.algorithm) == V4CanonicalRequest.algorithm else {
-            throw Self.parameterError("Only the \(V4CanonicalRequest.algorithm) algorithm is supported.")
-        }
-        guard let timestamp = V4Timestamp(text: try single(Query.date)) else {
-            throw Self.parameterError("X-Goog-Date must look like 20190201T090000Z.")
-        }
-        let expiresText = try single(Query.expires)
-        guard expiresText.utf8.allSatisfy({ (0x30...0x39).contains($0) }), expiresText.utf8.count <= 7,
-            let expires = Int64(expiresText), (1...V4CanonicalRequest.maximumExpiry).contains(expires)
-        else {
-            throw Self.parameterError(
-                "X-Goog-Expires must be a whole number of seconds from 1 to \(V4CanonicalRequest.maximumExpiry).")
-        }
-        // `<email>/<date>/auto/storage/goog4_request`.
-        let credential = try single(Query.credential).split(separator: "/", omittingEmptySubsequences: false)
-        guard credential.count == 5, !credential[0].isEmpty,
-            credential[1...].joined(separator: "/") == V4CanonicalRequest.credentialScope(timestamp)
-        else {
-            throw Self.parameterError(
-                "X-Goog-Credential must be <email>/\(V4CanonicalRequest.credentialScope(timestamp)), matching X-Goog-Date."
-            )
-        }
-        let email = String(credential[0])
-        let signedNames = try single(Query.signedHeaders).split(separator: ";", omittingEmptySubsequences: false)
-            .map(String.init)
-        guard signedNames.contains("host"),
-            signedNames.allSatisfy({ V4CanonicalRequest.isValidHeaderName($0) && $0 == $0.lowercased() }),
-            zip(signedNames, signedNames.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) })
-        else {
-            throw Self.parameterError(
-                "X-Goog-SignedHeaders must list lower-case header names in order, separated by ';', host among them.")
-        }
-        let signatureText = try single(Query.signature)
-        guard let signature = Self.bytes(hex: signatureText) else {
-            throw Self.parameterError("X-Goog-Signature must be hexadecimal.")
+
+        /// Plain digits only, as `Int64(_:)` alone would take a sign too.
+        private static func expires(_ text: String) throws(HTTPError) -> Int64 {
+            guard text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), text.utf8.count <= 7,
+                let expires = Int64(text), (1...V4CanonicalRequest.maximumExpiry).contains(expires)
+            else {
+                throw V4SignatureVerifier.parameterError(
+                    "X-Goog-Expires must be a whole number of seconds from 1 to \(V4CanonicalRequest.maximumExpiry).")
+            }
+            return expires
         }
 
-        // The time window: [date, date + expires).
+        /// The email of `<email>/<date>/auto/storage/goog4_request`, whose date must be `X-Goog-Date`'s.
+        private static func email(credential text: String, timestamp: V4Timestamp) throws(HTTPError) -> String {
+            let credential = text.split(separator: "/", omittingEmptySubsequences: false)
+            guard credential.count == 5, !credential[0].isEmpty,
+                credential[1...].joined(separator: "/") == V4CanonicalRequest.credentialScope(timestamp)
+            else {
+                throw V4SignatureVerifier.parameterError(
+                    "X-Goog-Credential must be <email>/\(V4CanonicalRequest.credentialScope(timestamp)), matching X-Goog-Date."
+                )
+            }
+            return String(credential[0])
+        }
+
+        /// The names a signature covers must be canonical already: the canonical request lists them as given.
+        private static func signedHeaders(_ text: String) throws(HTTPError) -> [String] {
+            let names = text.split(separator: ";", omittingEmptySubsequences: false).map(String.init)
+            guard names.contains("host"),
+                names.allSatisfy({ V4CanonicalRequest.isValidHeaderName($0) && $0 == $0.lowercased() }),
+                zip(names, names.dropFirst()).allSatisfy({ $0.utf8.lexicographicallyPrecedes($1.utf8) })
+            else {
+                throw V4SignatureVerifier.parameterError(
+                    "X-Goog-SignedHeaders must list lower-case header names in order, separated by ';', host among them."
+                )
+            }
+            return names
+        }
+    }
+
+    /// The time window: [date, date + expires).
+    private static func checkWindow(_ parameters: SignedParameters, now: Date) throws(HTTPError) {
+        let timestamp = parameters.timestamp
+        let expires = parameters.expires
         let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
         if nowSeconds < timestamp.secondsSince1970 {
             throw HTTPError(
@@ -113,10 +175,14 @@ struct V4SignatureVerifier: Sendable {
                 "Invalid argument. Request has expired: \(timestamp.secondsSince1970 + expires) (signed at \(timestamp.text) for \(expires) s).",
                 reason: "ExpiredToken")
         }
+    }
 
-        // The canonical request, rebuilt from what arrived.
+    /// The canonical request, rebuilt from what arrived: what the signer built, if the request is as signed.
+    private static func canonicalRequest(
+        _ request: Request, signedHeaders: [String]
+    ) throws(HTTPError) -> V4CanonicalRequest {
         var headers: [(name: String, value: String)] = []
-        for name in signedNames {
+        for name in signedHeaders {
             let values = request.headers.values(name)
             guard !values.isEmpty else {
                 throw Self.mismatch("The header \(name) is signed but the request does not carry it.")
@@ -130,29 +196,21 @@ struct V4SignatureVerifier: Sendable {
         guard let decodedPath = V4PercentEncoding.decode(request.path) else {
             throw Self.parameterError("The request path's percent-encoding is malformed.")
         }
-        let canonical = V4CanonicalRequest(
+        return V4CanonicalRequest(
             method: request.method, encodedPath: V4CanonicalRequest.encodedPath(decodedPath),
-            query: request.queryItems.filter { $0.name != Query.signature }, headers: headers)
-        let stringToSign: String
+            query: request.queryItems.filter { $0.name != V4CanonicalRequest.Query.signature }, headers: headers)
+    }
+
+    private static func stringToSign(
+        _ canonical: V4CanonicalRequest, timestamp: V4Timestamp
+    ) throws(HTTPError) -> String {
         do {
             let hash = try OpenSSLDigest.sha256(Array(canonical.text.utf8))
-            stringToSign = V4CanonicalRequest.stringToSign(
+            return V4CanonicalRequest.stringToSign(
                 timestamp: timestamp, canonicalRequestHash: hash.map { Self.hex($0) }.joined())
         } catch {
             throw HTTPError(500, "SHA-256 is unavailable: \(error).", reason: "InternalError")
         }
-        guard let key = publicKey(email) else {
-            throw Self.mismatch("No service account \(email) is known to this emulator.")
-        }
-        guard key.isValidSHA256Signature(signature, of: Array(stringToSign.utf8)) else {
-            throw Self.mismatch(
-                "The request signature we calculated does not match the signature you provided. "
-                    + "StringToSign: \(stringToSign.debugDescription) CanonicalRequest: \(canonical.text.debugDescription)"
-            )
-        }
-        let payloadHash = canonical.payloadHash
-        return Verified(
-            email: email, payloadHash: payloadHash == V4CanonicalRequest.unsignedPayload ? nil : payloadHash)
     }
 
     private static func parameterError(_ message: String) -> HTTPError {
