@@ -219,7 +219,7 @@ final class NativeExchange {
     /// Bytes read per step over TLS: few enough that the reader's hash and the encryption find
     /// them still in the CPU's first-level caches after `pread` wrote them there, and a quarter
     /// of the TLS layer's output, so that one `sendmsg` sends several steps.
-    private static let encryptedSlice = 64 * 1024
+    static let encryptedSlice = 64 * 1024
 
     private func account(written: Int, body: Int) {
         bytesWritten += Int64(written)
