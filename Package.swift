@@ -145,5 +145,15 @@ let package = Package(
             dependencies: ["HTTP1"],
             swiftSettings: strictSwift
         ),
+        .testTarget(
+            name: "SystemCallsTests",
+            dependencies: ["SystemCalls"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "CloudStorageWireTests",
+            dependencies: ["CloudStorageWire"],
+            swiftSettings: strictSwift
+        ),
     ]
 )
