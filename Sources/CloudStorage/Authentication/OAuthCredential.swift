@@ -100,7 +100,7 @@ final class OAuthCredential: Sendable, CustomStringConvertible {
             .tokenFetched, failure == nil ? .debug : .warning,
             failure.map { "access token from \(kind) failed in \(milliseconds) ms: \($0.message)" }
                 ?? "access token \(what) from \(kind) in \(milliseconds) ms",
-            ["source": kind, "refresh": String(refresh), "outcome": outcome, "duration_ms": String(milliseconds)])
+            ["source": .string(kind), "refresh": .bool(refresh), "outcome": .string(outcome), "duration_ms": .integer(milliseconds)])
     }
 
     var description: String {

@@ -8,9 +8,11 @@ extension CallExecutor {
         let duration = ContinuousClock.now - start
         let url = request.url.redactedForEvents
         let outcome = status.map { "\($0)" } ?? "failed (\(failure ?? "unknown"))"
-        var metadata = ["method": request.method, "url": url, "duration_ms": String(duration.milliseconds)]
-        if let status { metadata["status"] = String(status) }
-        if let failure { metadata["error"] = failure }
+        var metadata: [String: StorageEvent.Value] = [
+            "method": .string(request.method), "url": .string(url), "duration_ms": .integer(duration.milliseconds),
+        ]
+        if let status { metadata["status"] = .integer(Int64(status)) }
+        if let failure { metadata["error"] = .string(failure) }
         events.emit(
             .request, .debug, "\(request.method) \(url): \(outcome) in \(duration.milliseconds) ms", metadata)
     }
@@ -19,11 +21,11 @@ extension CallExecutor {
     /// the retry strategy that allowed it.
     func reportRetry(after failure: StorageError, delay: Duration, rule: String) {
         guard events.isEnabled else { return }
-        var metadata = [
-            "reason": failure.message, "rule": rule, "delay_ms": String(delay.milliseconds),
-            "attempt": String(attemptCount), "invocation_id": invocationID,
+        var metadata: [String: StorageEvent.Value] = [
+            "reason": .string(failure.message), "rule": .string(rule), "delay_ms": .integer(delay.milliseconds),
+            "attempt": .integer(Int64(attemptCount)), "invocation_id": .string(invocationID),
         ]
-        if let status = failure.httpStatus { metadata["status"] = String(status) }
+        if let status = failure.httpStatus { metadata["status"] = .integer(Int64(status)) }
         events.emit(
             .retry, .info, "in \(delay.milliseconds) ms after: \(failure.message) (retried: \(rule))", metadata)
     }

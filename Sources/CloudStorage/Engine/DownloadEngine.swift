@@ -443,16 +443,16 @@ struct DownloadEngine: Sendable {
             guard failure.code == .nonMatchingChecksum else { return }
             events.emit(
                 .checksumVerdict, .warning, "\(name): mismatched: \(failure.message)",
-                ["object": name, "verdict": "mismatched", "reason": failure.message])
+                ["object": .string(name), "verdict": "mismatched", "reason": .string(failure.message)])
             return
         }
         switch verdict {
         case .matched:
-            events.emit(.checksumVerdict, .debug, "\(name): CRC32C matched", ["object": name, "verdict": "matched"])
+            events.emit(.checksumVerdict, .debug, "\(name): CRC32C matched", ["object": .string(name), "verdict": "matched"])
         case .notCheckable(let reason):
             events.emit(
                 .checksumVerdict, .info, "\(name): not checkable: \(reason)",
-                ["object": name, "verdict": "not checkable", "reason": reason])
+                ["object": .string(name), "verdict": "not checkable", "reason": .string(reason)])
         case nil:
             break
         }

@@ -80,7 +80,7 @@ extension UploadEngine {
             let stored = checkpoint.parts.stored.count
             executor.events.emit(
                 .uploadSessionResumed, .info, "\(name): continuing its multipart upload, which holds \(stored) parts",
-                ["object": name, "parts": String(stored)])
+                ["object": .string(name), "parts": .integer(Int64(stored))])
         }
         try await sendParts(
             upload, prepared, partSize: partSize, connections: settings.connections, wire, checkpoint, progress)
@@ -165,13 +165,13 @@ extension UploadEngine {
                 .uploadSessionStarted, .info,
                 "\(upload.objectName): the server refused a multipart upload (HTTP \(response.status));"
                     + " sending in one stream",
-                ["object": upload.objectName, "status": String(response.status)])
+                ["object": .string(upload.objectName), "status": .integer(Int64(response.status))])
             return nil
         }
         let id = try wire.uploadID(from: response)
         executor.events.emit(
             .uploadSessionStarted, .debug, "\(upload.objectName): multipart upload opened",
-            ["object": upload.objectName])
+            ["object": .string(upload.objectName)])
         return id
     }
 

@@ -313,7 +313,7 @@ struct UploadEngine: Sendable {
             case .startSession:
                 event = try await startSession(upload, &executor)
                 if case .sessionStarted = event {
-                    executor.events.emit(.uploadSessionStarted, .debug, "\(name): session opened", ["object": name])
+                    executor.events.emit(.uploadSessionStarted, .debug, "\(name): session opened", ["object": .string(name)])
                 }
             case .query(let session):
                 event = try await ask(wire.query(session: session), .query, upload, &executor, progress: nil)
@@ -363,12 +363,12 @@ struct UploadEngine: Sendable {
             events.emit(
                 .uploadSessionRestarted, .warning,
                 "\(name): the server \(reason); starting again with a new session (restart \(machine.restarts))",
-                ["object": name, "reason": reason, "restart": String(machine.restarts)])
+                ["object": .string(name), "reason": .string(reason), "restart": .integer(Int64(machine.restarts))])
         } else if resuming, case .report(let committed, _) = action {
             resuming = false
             events.emit(
                 .uploadSessionResumed, .info, "\(name): continuing its session, which holds \(committed) bytes",
-                ["object": name, "committed": String(committed)])
+                ["object": .string(name), "committed": .integer(committed)])
         }
     }
 
@@ -644,15 +644,15 @@ struct UploadEngine: Sendable {
             guard problem.code == .nonMatchingChecksum else { return }
             events.emit(
                 .checksumVerdict, .warning, "\(name): mismatched: \(problem.message)",
-                ["object": name, "verdict": "mismatched", "reason": problem.message])
+                ["object": .string(name), "verdict": "mismatched", "reason": .string(problem.message)])
         } else if sent != nil, reported != nil {
-            events.emit(.checksumVerdict, .debug, "\(name): CRC32C matched", ["object": name, "verdict": "matched"])
+            events.emit(.checksumVerdict, .debug, "\(name): CRC32C matched", ["object": .string(name), "verdict": "matched"])
         } else {
             let reason =
                 sent == nil ? "checksums are off (verifiesChecksums is false)" : "the server reported no CRC32C"
             events.emit(
                 .checksumVerdict, .info, "\(name): not checkable: \(reason)",
-                ["object": name, "verdict": "not checkable", "reason": reason])
+                ["object": .string(name), "verdict": "not checkable", "reason": .string(reason)])
         }
     }
 

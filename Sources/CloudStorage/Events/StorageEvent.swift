@@ -2,7 +2,7 @@
 ///
 /// Each event has a ``kind`` (what happened), a suggested ``level``, the ``operationID`` of the
 /// operation it belongs to, a one-line human-readable ``message`` and ``metadata``: stable keys
-/// with string values, ready to hand to a structured logger.
+/// with typed values (``Value``), ready to hand to a structured logger.
 ///
 /// ```swift
 /// struct RetryCounter: StorageEventHandler {
@@ -59,6 +59,77 @@ public struct StorageEvent: Sendable, CustomStringConvertible {
         public static let eventsDropped = Kind("events-dropped")
     }
 
+    /// One fact of an event: text, a whole number or a truth value, so that a handler reads a
+    /// status as the number 503 and a flag as `true`; ``description`` is the text a logger prints.
+    ///
+    /// ```swift
+    /// if event.kind == .retry, event.metadata["status"]?.integerValue == 503 {
+    ///     unavailable.increment()
+    /// }
+    /// ```
+    public enum Value: Sendable, Hashable, CustomStringConvertible, ExpressibleByStringInterpolation,
+        ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral
+    {
+        /// Text, such as an object's name or a reason.
+        case string(String)
+        /// A whole number, such as an HTTP status, a byte count or milliseconds.
+        case integer(Int64)
+        /// A truth value.
+        case bool(Bool)
+
+        /// Creates a text value from a literal.
+        ///
+        /// - Parameter value: The text.
+        public init(stringLiteral value: String) {
+            self = .string(value)
+        }
+
+        /// Creates a text value from an interpolated literal.
+        ///
+        /// - Parameter stringInterpolation: The interpolation.
+        public init(stringInterpolation: DefaultStringInterpolation) {
+            self = .string(String(stringInterpolation: stringInterpolation))
+        }
+
+        /// Creates a number value from a literal.
+        ///
+        /// - Parameter value: The number.
+        public init(integerLiteral value: Int64) {
+            self = .integer(value)
+        }
+
+        /// Creates a truth value from a literal.
+        ///
+        /// - Parameter value: The truth value.
+        public init(booleanLiteral value: Bool) {
+            self = .bool(value)
+        }
+
+        /// The text, for ``string(_:)``; nil otherwise.
+        public var stringValue: String? {
+            if case .string(let text) = self { text } else { nil }
+        }
+
+        /// The number, for ``integer(_:)``; nil otherwise.
+        public var integerValue: Int64? {
+            if case .integer(let number) = self { number } else { nil }
+        }
+
+        /// The truth value, for ``bool(_:)``; nil otherwise.
+        public var boolValue: Bool? {
+            if case .bool(let flag) = self { flag } else { nil }
+        }
+
+        /// The value as text: the string itself, the number in decimal, `true` or `false`.
+        public var description: String {
+            switch self {
+            case .string(let text): text
+            case .integer(let number): String(number)
+            case .bool(let flag): String(flag)
+            }
+        }
+    }
+
     /// How much an event matters, in swift-log's terms (the levels map one to one).
     public enum Level: Sendable, Hashable, Comparable {
         /// Routine detail: each request, each token fetch, the transport chosen.
@@ -81,11 +152,15 @@ public struct StorageEvent: Sendable, CustomStringConvertible {
     public let message: String
     /// The event's facts under stable keys (listed with each ``Kind``).
     ///
+    /// Counts, statuses and times are numbers (``Value/integer(_:)``: `status`, `attempt`,
+    /// `restart`, `committed`, `parts`, `count` and every `…_ms`), `refresh` is a truth value
+    /// (``Value/bool(_:)``), everything else text (``Value/string(_:)``).
+    ///
     /// URLs are redacted: scheme, host, port and path are kept; of the query, only parameters
     /// known to be harmless (`name`, `uploadType`, `alt`, `prefix`, `generation`, …) keep their
     /// values, every other parameter's value (`upload_id`, `X-Goog-Signature`, a download
     /// `token`, …) is replaced by `REDACTED`.
-    public let metadata: [String: String]
+    public let metadata: [String: Value]
 
     /// Creates an event; the SDK makes them, tests and bridges may too.
     ///
@@ -96,7 +171,7 @@ public struct StorageEvent: Sendable, CustomStringConvertible {
     ///   - message: One line for people; line breaks are replaced by spaces.
     ///   - metadata: The facts under stable keys.
     public init(
-        kind: Kind, level: Level, operationID: UInt64?, message: String, metadata: [String: String] = [:]
+        kind: Kind, level: Level, operationID: UInt64?, message: String, metadata: [String: Value] = [:]
     ) {
         self.kind = kind
         self.level = level

@@ -111,7 +111,7 @@ final class StorageEventDelivery: Sendable {
                         StorageEvent(
                             kind: .eventsDropped, level: .warning, operationID: nil,
                             message: "\(count) events were dropped: the handler fell behind",
-                            metadata: ["count": String(count)]))
+                            metadata: ["count": .integer(Int64(count))]))
                 }
             }
             if closed { return }
@@ -146,7 +146,7 @@ struct StorageEventEmitter: Sendable {
     /// Emits an event if a handler is set.
     func emit(
         _ kind: StorageEvent.Kind, _ level: StorageEvent.Level, _ message: @autoclosure () -> String,
-        _ metadata: @autoclosure () -> [String: String] = [:]
+        _ metadata: @autoclosure () -> [String: StorageEvent.Value] = [:]
     ) {
         guard let delivery else { return }
         delivery.emit(

@@ -91,8 +91,8 @@ extension StorageTransportChoice {
             events.emit(
                 .transportChosen, reason == nil ? .debug : .info,
                 "\(transport) for \(endpoint.baseURL.redactedForEvents)" + (reason.map { ": \($0)" } ?? ""),
-                ["transport": transport, "endpoint": endpoint.baseURL.redactedForEvents].merging(
-                    reason.map { ["reason": $0] } ?? [:], uniquingKeysWith: { $1 }))
+                ["transport": .string(transport), "endpoint": .string(endpoint.baseURL.redactedForEvents)].merging(
+                    reason.map { ["reason": .string($0)] } ?? [:], uniquingKeysWith: { $1 }))
         }
         switch self {
         case .native:

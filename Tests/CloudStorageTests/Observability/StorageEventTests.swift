@@ -61,9 +61,18 @@ struct StorageEventTests {
         }
     }
 
+    @Test func metadataValuesAreTypedAndPrintAsTheirText() {
+        let values: [StorageEvent.Value] = ["e/a.bin", 503, true, "HTTP \(404)"]
+        #expect(values == [.string("e/a.bin"), .integer(503), .bool(true), .string("HTTP 404")])
+        #expect(values.map(\.description) == ["e/a.bin", "503", "true", "HTTP 404"])
+        #expect(values.map(\.integerValue) == [nil, 503, nil, nil])
+        #expect(values.map(\.boolValue) == [nil, nil, true, nil])
+        #expect(values.map(\.stringValue) == ["e/a.bin", nil, nil, "HTTP 404"])
+    }
+
     /// Every text of an event: its description and metadata values.
     static func texts(_ events: [StorageEvent]) -> [String] {
-        events.flatMap { [$0.description] + $0.metadata.values }
+        events.flatMap { [$0.description] + $0.metadata.values.map(\.description) }
     }
 
     /// Fails when an `upload_id` value, or any of `secrets`, appears in an event.
@@ -105,9 +114,9 @@ struct StorageEventTests {
             #expect(mine.map(\.kind.name).first == "request", "the session's start request comes first")
             let requests = mine.filter { $0.kind == .request }
             #expect(requests.first?.metadata["method"] == "POST")
-            #expect(requests.first?.metadata["url"]?.contains("uploadType=resumable") == (wire == .gcs))
-            #expect(requests.dropFirst().first?.metadata["status"] == "503")
-            #expect(requests.allSatisfy { $0.metadata["duration_ms"].flatMap(Int.init) != nil })
+            #expect(requests.first?.metadata["url"]?.stringValue?.contains("uploadType=resumable") == (wire == .gcs))
+            #expect(requests.dropFirst().first?.metadata["status"] == 503)
+            #expect(requests.allSatisfy { $0.metadata["duration_ms"]?.integerValue != nil })
             let kinds = mine.map(\.kind)
             let retry = try #require(kinds.firstIndex(of: .retry))
             let failed = try #require(
@@ -115,8 +124,8 @@ struct StorageEventTests {
                     mine.firstIndex { $0.kind == .request && $0.metadata == failed.metadata }
                 })
             #expect(failed < retry, "the retry follows the failed request")
-            #expect(mine[retry].metadata["status"] == "503")
-            #expect(mine[retry].metadata["delay_ms"].flatMap(Int.init) != nil)
+            #expect(mine[retry].metadata["status"] == 503)
+            #expect(mine[retry].metadata["delay_ms"]?.integerValue != nil)
             #expect(kinds.last == .checksumVerdict)
             #expect(mine.last?.metadata["verdict"] == "matched")
             #expect(mine.last?.metadata["object"] == "e/a.bin")
@@ -139,7 +148,7 @@ struct StorageEventTests {
             await storage.configuration.events.flush()
             let restarted = try #require(recorder.events(.uploadSessionRestarted).first)
             #expect(restarted.metadata["reason"] == "lost the upload session")
-            #expect(restarted.metadata["restart"] == "1")
+            #expect(restarted.metadata["restart"] == 1)
             #expect(recorder.events(.uploadSessionStarted).count == 2)
             Self.expectNoSecrets(recorder.events)
         }
@@ -164,7 +173,7 @@ struct StorageEventTests {
             _ = try await storage.resumeUpload(session, from: file).value
             await storage.configuration.events.flush()
             let resumed = try #require(recorder.events(.uploadSessionResumed).first)
-            #expect(resumed.metadata["committed"] == String(2 * Self.chunk))
+            #expect(resumed.metadata["committed"] == .integer(Int64(2 * Self.chunk)))
             #expect(resumed.metadata["object"] == "e/kept.bin")
             Self.expectNoSecrets(recorder.events, [session.sessionURL.absoluteString])
         }
@@ -185,7 +194,7 @@ struct StorageEventTests {
             await storage.configuration.events.flush()
             let verdicts = recorder.events(.checksumVerdict).dropFirst(uploaded)
             #expect(verdicts.map { $0.metadata["verdict"] } == ["matched", "not checkable"])
-            #expect(verdicts.last?.metadata["reason"]?.contains("only part of the object") == true)
+            #expect(verdicts.last?.metadata["reason"]?.stringValue?.contains("only part of the object") == true)
             #expect(Set(verdicts.map(\.operationID)).count == 2, "each download is an operation of its own")
         }
     }
@@ -203,10 +212,10 @@ struct StorageEventTests {
         try await storage.reference(withPath: "b").delete()
         await storage.configuration.events.flush()
         let fetches = recorder.events(.tokenFetched)
-        #expect(fetches.map { $0.metadata["refresh"] } == ["false", "true"])
+        #expect(fetches.map { $0.metadata["refresh"] } == [false, true])
         #expect(
             fetches.allSatisfy { $0.metadata["source"] == "service account" && $0.metadata["outcome"] == "fetched" })
-        #expect(recorder.events(.request).contains { $0.metadata["status"] == "401" })
+        #expect(recorder.events(.request).contains { $0.metadata["status"] == 401 })
         Self.expectNoSecrets(recorder.events, ["ya29.", "Bearer"])
     }
 
@@ -230,7 +239,7 @@ struct StorageEventTests {
             #expect(events.count == 1 + 4 + 1)
             let dropped = try #require(events.last)
             #expect(dropped.kind == .eventsDropped)
-            #expect(Int(dropped.metadata["count"] ?? "").map { $0 > 0 } == true)
+            #expect(dropped.metadata["count"]?.integerValue.map { $0 > 0 } == true)
         }
     }
 
@@ -252,7 +261,7 @@ struct StorageEventTests {
         #expect(received.prefix(4).map(\.message) == ["0", "1", "2", "3"])
         #expect(received.count == 5)
         #expect(received.last?.kind == .eventsDropped)
-        #expect(received.last?.metadata["count"] == "7")
+        #expect(received.last?.metadata["count"] == 7)
         delivery.emit(event(11))
         await events.flush()
         #expect(handler.recorder.events.last?.message == "11", "delivery goes on after a drop")
