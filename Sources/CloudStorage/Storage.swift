@@ -97,6 +97,31 @@ public struct Storage: Sendable {
             transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: options)
     }
 
+    /// Closes the connections this handle keeps, and refuses every request it has not yet sent.
+    ///
+    /// The connection pool belongs to this handle and to every handle made from it
+    /// (``bucket(_:)``, ``with(_:)``), so all of them are shut down together; handles made
+    /// with their own ``init(bucket:endpoint:authorization:configuration:)`` are not. A request
+    /// already on a connection runs to its end and its connection closes after it; any other,
+    /// including a retry or the next request of a running upload, fails with
+    /// ``StorageErrorCode/cancelled`` before a byte is sent. Call it when the application stops
+    /// (a server's shutdown hook, the end of a test), so that no socket or idle connection
+    /// outlives the code that used it. Calling it again does nothing; a handle cannot be
+    /// started again.
+    ///
+    /// A ``Storage`` that carries requests with `URLSession` (``StorageConfiguration/transport``)
+    /// uses the process's shared session, which it never closes: there shutting down refuses
+    /// nothing.
+    ///
+    /// ```swift
+    /// let storage = Storage(bucket: "uploads", authorization: .applicationDefault)
+    /// defer { storage.shutdown() }
+    /// let bytes = try await storage.reference(withPath: "hello.txt").data(maxSize: 1 << 20)
+    /// ```
+    public func shutdown() {
+        transport.shutdown()
+    }
+
     /// A reference to the root of the bucket.
     ///
     /// - Returns: The root reference; its ``StorageReference/fullPath`` is empty.

@@ -58,6 +58,11 @@ package protocol HTTPTransport: Sendable {
         _ request: HTTPRequest,
         progress: (@Sendable (_ bytesSent: Int64) -> Void)?
     ) async throws -> HTTPResponse
+
+    /// Closes the connections this transport keeps and refuses every request it has not yet
+    /// begun with ``HTTPTransportError/Kind/shutDown``; requests already on a connection run
+    /// to their end, and their connections close afterwards. Idempotent.
+    func shutdown()
 }
 
 extension HTTPTransport {
@@ -67,6 +72,10 @@ extension HTTPTransport {
 
     /// This transport: it carries every request itself.
     package func carrier(for url: URL) -> any HTTPTransport { self }
+
+    /// Nothing: a transport that keeps no connections of its own (or shares them process-wide,
+    /// as `URLSession.shared` does) has nothing to close.
+    package func shutdown() {}
 }
 
 /// What an ``HTTPTransport`` does beyond what every transport guarantees: constant for the
@@ -314,6 +323,9 @@ package struct HTTPTransportError: Error, Sendable, CustomStringConvertible {
         /// refused as soon as that showed (an announced `Content-Length`
         /// before any body byte), and the connection dropped.
         case responseTooLarge
+        /// The transport was shut down (``HTTPTransport/shutdown()``) before the request got a
+        /// connection: no request byte was sent. Always ``HTTPTransportError/permanent``.
+        case shutDown
         /// Anything else the transport reports.
         case other
     }

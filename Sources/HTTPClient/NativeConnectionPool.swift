@@ -54,6 +54,15 @@ final class NativeConnectionPool: Sendable {
             waiters.append(waiter)
         }
 
+        /// Removes every waiter (the pool is shutting down).
+        mutating func removeAllWaiters() -> [Waiter] {
+            defer {
+                waiters = []
+                head = 0
+            }
+            return Array(waiters[head...])
+        }
+
         /// Removes a waiter that gave up; nil when it was served already.
         mutating func removeWaiter(id: UInt64) -> Waiter? {
             guard let index = waiters[head...].firstIndex(where: { $0.id == id }) else { return nil }
@@ -84,6 +93,8 @@ final class NativeConnectionPool: Sendable {
         /// The most leases of one host ever out at once (for tests: the limit held).
         var peakLeasesOut = 0
         var nextWaiterID: UInt64 = 0
+        /// Set by ``shutDown()``: no lease is granted and no connection kept any more.
+        var isShutDown = false
 
         /// Takes one of `key`'s leases when one of `limit` is free.
         mutating func takeLease(_ key: String, limit: Int) -> Bool {
@@ -152,8 +163,10 @@ final class NativeConnectionPool: Sendable {
     /// Waits until one of `key`'s leases is free and takes it; give it back with ``release(_:)``.
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled first (no lease is taken).
+    /// - Throws: ``ShutDown`` once ``shutDown()`` was called.
     func acquire(_ key: String) async throws {
-        let id = state.withLock { state -> UInt64? in
+        let id = try state.withLock { state throws(ShutDown) -> UInt64? in
+            if state.isShutDown { throw ShutDown() }
             if state.takeLease(key, limit: maxConnectionsPerHost) { return nil }
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
@@ -161,17 +174,18 @@ final class NativeConnectionPool: Sendable {
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let granted = state.withLock { state -> Bool? in
+                let granted = state.withLock { state -> Result<Bool, any Error> in
                     // Checked under the lock: a cancel either finds this waiter queued or is seen here.
-                    if Task.isCancelled { return nil }
-                    if state.takeLease(key, limit: maxConnectionsPerHost) { return true }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.isShutDown { return .failure(ShutDown()) }
+                    if state.takeLease(key, limit: maxConnectionsPerHost) { return .success(true) }
                     state.leases[key, default: Leases()].enqueue(Waiter(id: id, continuation: continuation))
-                    return false
+                    return .success(false)
                 }
                 switch granted {
-                case nil: continuation.resume(throwing: CancellationError())
-                case true?: continuation.resume()
-                case false?: break
+                case .failure(let error): continuation.resume(throwing: error)
+                case .success(true): continuation.resume()
+                case .success(false): break
                 }
             }
         } onCancel: {
@@ -226,6 +240,7 @@ final class NativeConnectionPool: Sendable {
     func put(_ socket: NativeSocket) {
         let now = ContinuousClock.now
         let evicted = state.withLock { state -> NativeSocket? in
+            if state.isShutDown { return socket }
             var list = state.idle[socket.key, default: []]
             list.append(Idle(socket: socket, since: now))
             let oldest = list.count > maxIdlePerHost ? list.removeFirst().socket : nil
@@ -233,6 +248,24 @@ final class NativeConnectionPool: Sendable {
             return oldest
         }
         evicted?.closeGracefully()
+    }
+
+    /// Why ``acquire(_:)`` refused: the pool was shut down.
+    struct ShutDown: Error {}
+
+    /// Closes every idle connection, fails every request waiting for a lease with ``ShutDown``,
+    /// and from now on grants no lease and keeps no connection (one put back is closed).
+    func shutDown() {
+        let waiters = state.withLock { state -> [Waiter] in
+            state.isShutDown = true
+            var waiters: [Waiter] = []
+            for key in Array(state.leases.keys) {
+                waiters += state.leases[key]?.removeAllWaiters() ?? []
+            }
+            return waiters
+        }
+        closeAll()
+        for waiter in waiters { waiter.continuation.resume(throwing: ShutDown()) }
     }
 
     /// Closes every idle connection.

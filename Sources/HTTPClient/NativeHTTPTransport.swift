@@ -124,6 +124,11 @@ package final class NativeHTTPTransport: HTTPTransport {
             maxIdleTime: configuration.maxIdleTime)
     }
 
+    /// Closes the pool's connections and refuses requests not yet begun (see ``HTTPTransport``).
+    package func shutdown() {
+        pool.shutDown()
+    }
+
     /// Connections this transport has opened so far.
     var connectionsOpened: Int { pool.connectionsOpened }
 
@@ -135,7 +140,13 @@ package final class NativeHTTPTransport: HTTPTransport {
         let prepared = try NativePreparedRequest(request)
         // The hand-off below keeps only the key: it must not hold the request's body.
         let key = prepared.key
-        try await pool.acquire(key)
+        do {
+            try await pool.acquire(key)
+        } catch is NativeConnectionPool.ShutDown {
+            throw HTTPTransportError(
+                kind: .shutDown, message: "The HTTP client was shut down before the request to \(key) began.",
+                permanent: true)
+        }
         let exchange = NativeRequestState()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<HTTPResponse, any Error>) in

@@ -37,6 +37,8 @@ import HTTPClient
 /// - **TLS that cannot work** (``HTTPTransportError/Kind/tlsFailure``): final,
 ///   ``StorageErrorCode/tlsFailure`` (a certificate that does not verify, no common version, a
 ///   plain server, OpenSSL missing); no request byte was sent.
+/// - **A transport shut down** (``HTTPTransportError/Kind/shutDown``, after
+///   ``Storage/shutdown()``): final, ``StorageErrorCode/cancelled``; no request byte was sent.
 /// - **Requests the transport cannot send at all** (``HTTPTransportError/permanent``): final,
 ///   ``StorageErrorCode/invalidArgument``.
 /// - **The engine's own errors** (``HTTPTransportError/Kind/bodySourceFailed``,
@@ -63,6 +65,11 @@ enum TransportFailureVerdict: Sendable {
         case .tlsFailure:
             // Before any request byte: the message names the cause and the server, never a token.
             self = .final(StorageError(.tlsFailure, Self.advised(error), underlyingError: error))
+        case .shutDown:
+            self = .final(
+                StorageError(
+                    .cancelled, "The Storage was shut down (Storage.shutdown()); nothing was sent to \(server).",
+                    underlyingError: error))
         case _ where error.permanent:
             self = .final(StorageError(.invalidArgument, Self.advised(error), underlyingError: error))
         case .corruptStream:

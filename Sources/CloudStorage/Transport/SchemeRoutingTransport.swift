@@ -54,6 +54,11 @@ struct SchemeRoutingTransport: HTTPTransport {
     ) async throws -> HTTPResponse {
         try await carrier(for: request.url).execute(request, progress: progress)
     }
+
+    func shutdown() {
+        native.shutdown()
+        other.shutdown()
+    }
 }
 
 extension StorageTransportChoice {
