@@ -27,7 +27,7 @@ public struct StorageTransferItem: Sendable, Hashable {
         /// Copies the object on the server (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``),
         /// with `metadata` replacing the source's when given.
         case copy(StorageReference, to: StorageReference, metadata: StorageMetadata?)
-        /// Deletes the object (``StorageReference/delete()``).
+        /// Deletes the object (``StorageReference/delete(preconditions:)``).
         case delete(StorageReference)
     }
 
