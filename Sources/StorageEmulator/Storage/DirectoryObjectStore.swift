@@ -23,7 +23,7 @@ import SystemCalls
 /// (loaded at start) so listing reads no file and seeks to its page.
 package final class DirectoryObjectStore: ObjectStore {
     private struct State {
-        var buckets: [String: BucketRecord] = [:]
+        var buckets = BucketTable()
         /// By bucket, then by name (see ``ObjectIndex``): each name's live and noncurrent versions.
         var objects: [String: ObjectIndex<ObjectVersions<ObjectRecord>>] = [:]
         var clock = GenerationClock()
@@ -89,7 +89,7 @@ package final class DirectoryObjectStore: ObjectStore {
                 let bucket = try? decoder.decode(BucketRecord.self, from: data),
                 SafeFileName.bucket(bucket.name) == entry
             else { continue }
-            loaded.buckets[bucket.name] = bucket
+            loaded.buckets.load(bucket)
             var objects = ObjectIndex<ObjectVersions<ObjectRecord>>()
             for record in loadVersions(of: bucket.name, in: directory) {
                 objects.updateVersions(ObjectKey(record.name)) { versions in
@@ -147,20 +147,18 @@ package final class DirectoryObjectStore: ObjectStore {
     }
 
     package func createBucket(_ name: String) throws(StoreError) -> Bool {
-        try NameRules.validateBucketName(name)
+        let directory = bucketDirectory(name)
         return try state.withLock { (state) throws(StoreError) -> Bool in
-            guard state.buckets[name] == nil else { return false }
-            let record = BucketRecord(name: name, timeCreated: Date())
-            let directory = bucketDirectory(name)
-            do {
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: "bucket.json")
-            } catch {
-                throw .io("Cannot create the bucket directory.")
+            let created = try state.buckets.create(name) { (record) throws(StoreError) in
+                do {
+                    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                    try Self.writeAtomically(try JSONEncoder().encode(record), in: directory, as: "bucket.json")
+                } catch {
+                    throw .io("Cannot create the bucket directory.")
+                }
             }
-            state.buckets[name] = record
-            state.objects[name] = [:]
-            return true
+            if created { state.objects[name] = [:] }
+            return created
         }
     }
 
@@ -169,42 +167,37 @@ package final class DirectoryObjectStore: ObjectStore {
     }
 
     package func buckets() -> [BucketRecord] {
-        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+        state.withLock { $0.buckets.sorted }
     }
 
     package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
         let directory = bucketDirectory(name)
         return try state.withLock { state in
-            guard var bucket = state.buckets[name] else { return nil }
-            try change(&bucket)
-            try Self.writeAtomically(try JSONEncoder().encode(bucket), in: directory, as: "bucket.json")
-            state.buckets[name] = bucket
-            return bucket
+            try state.buckets.update(name, change) { bucket in
+                try Self.writeAtomically(try JSONEncoder().encode(bucket), in: directory, as: "bucket.json")
+            }
         }
     }
 
     package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
         let directory = bucketDirectory(name)
         return try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let bucket = state.buckets[name] else { return false }
-            guard condition(bucket) else { throw .conditionNotMet }
             // A name stays in the index while any version of it, live or noncurrent, is kept.
-            guard (state.objects[name]?.count ?? 0) == 0 else {
-                throw .bucketNotEmpty
+            let isEmpty = (state.objects[name]?.count ?? 0) == 0
+            let deleted = try state.buckets.delete(name, if: condition, isEmpty: isEmpty) { () throws(StoreError) in
+                // The bucket's record first: a crash after it leaves a directory that loading skips.
+                do throws(SystemCallError) {
+                    try SystemCall.unlink(directory.appendingPathComponent("bucket.json").path)
+                } catch  where error.errno == Errno.noSuchFile {
+                    // Deleted already by an earlier attempt that failed later.
+                } catch {
+                    throw .io("Cannot delete the bucket's record.")
+                }
+                // Whatever is left are staging files of uploads in flight, which cannot commit any more.
+                try? FileManager.default.removeItem(at: directory)
             }
-            // The bucket's record first: a crash after it leaves a directory that loading skips.
-            do throws(SystemCallError) {
-                try SystemCall.unlink(directory.appendingPathComponent("bucket.json").path)
-            } catch  where error.errno == Errno.noSuchFile {
-                // Deleted already by an earlier attempt that failed later.
-            } catch {
-                throw .io("Cannot delete the bucket's record.")
-            }
-            // Whatever is left are staging files of uploads in flight, which cannot commit any more.
-            try? FileManager.default.removeItem(at: directory)
-            state.buckets[name] = nil
-            state.objects[name] = nil
-            return true
+            if deleted { state.objects[name] = nil }
+            return deleted
         }
     }
 

@@ -12,7 +12,7 @@ import Synchronization
 /// an upload that declares an MD5 to check gets `400`.
 package final class DiscardObjectStore: ObjectStore {
     private struct State {
-        var buckets: [String: BucketRecord] = [:]
+        var buckets = BucketTable()
         var clock = GenerationClock()
         var bytesDiscarded: Int64 = 0
         var objectsDiscarded = 0
@@ -28,12 +28,7 @@ package final class DiscardObjectStore: ObjectStore {
     package var objectsDiscarded: Int { state.withLock { $0.objectsDiscarded } }
 
     package func createBucket(_ name: String) throws(StoreError) -> Bool {
-        try NameRules.validateBucketName(name)
-        return state.withLock { state in
-            guard state.buckets[name] == nil else { return false }
-            state.buckets[name] = BucketRecord(name: name, timeCreated: Date())
-            return true
-        }
+        return try state.withLock { (state) throws(StoreError) -> Bool in try state.buckets.create(name) }
     }
 
     package func bucket(_ name: String) -> BucketRecord? {
@@ -41,24 +36,17 @@ package final class DiscardObjectStore: ObjectStore {
     }
 
     package func buckets() -> [BucketRecord] {
-        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+        state.withLock { $0.buckets.sorted }
     }
 
     package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
-        try state.withLock { state in
-            guard var bucket = state.buckets[name] else { return nil }
-            try change(&bucket)
-            state.buckets[name] = bucket
-            return bucket
-        }
+        try state.withLock { state in try state.buckets.update(name, change) }
     }
 
     package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
+        // Nothing is kept, so a bucket is always empty.
         try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let bucket = state.buckets[name] else { return false }
-            guard condition(bucket) else { throw .conditionNotMet }
-            state.buckets[name] = nil
-            return true
+            try state.buckets.delete(name, if: condition, isEmpty: true)
         }
     }
 

@@ -9,7 +9,7 @@ package final class MemoryObjectStore: ObjectStore {
     }
 
     private struct State {
-        var buckets: [String: BucketRecord] = [:]
+        var buckets = BucketTable()
         /// By bucket, then by name (see ``ObjectIndex``): each name's live and noncurrent versions.
         var objects: [String: ObjectIndex<ObjectVersions<Stored>>] = [:]
         var clock = GenerationClock()
@@ -56,10 +56,8 @@ package final class MemoryObjectStore: ObjectStore {
     package init() {}
 
     package func createBucket(_ name: String) throws(StoreError) -> Bool {
-        try NameRules.validateBucketName(name)
-        return state.withLock { state in
-            guard state.buckets[name] == nil else { return false }
-            state.buckets[name] = BucketRecord(name: name, timeCreated: Date())
+        return try state.withLock { (state) throws(StoreError) -> Bool in
+            guard try state.buckets.create(name) else { return false }
             state.objects[name] = [:]
             return true
         }
@@ -70,27 +68,18 @@ package final class MemoryObjectStore: ObjectStore {
     }
 
     package func buckets() -> [BucketRecord] {
-        state.withLock { $0.buckets.values.sorted { NameRules.precedes($0.name, $1.name) } }
+        state.withLock { $0.buckets.sorted }
     }
 
     package func updateBucket(_ name: String, _ change: (inout BucketRecord) throws -> Void) throws -> BucketRecord? {
-        try state.withLock { state in
-            guard var bucket = state.buckets[name] else { return nil }
-            try change(&bucket)
-            state.buckets[name] = bucket
-            return bucket
-        }
+        try state.withLock { state in try state.buckets.update(name, change) }
     }
 
     package func deleteBucket(_ name: String, if condition: (BucketRecord) -> Bool) throws(StoreError) -> Bool {
         try state.withLock { (state) throws(StoreError) -> Bool in
-            guard let bucket = state.buckets[name] else { return false }
-            guard condition(bucket) else { throw .conditionNotMet }
             // A name stays in the index while any version of it, live or noncurrent, is kept.
-            guard (state.objects[name]?.count ?? 0) == 0 else {
-                throw .bucketNotEmpty
-            }
-            state.buckets[name] = nil
+            let isEmpty = (state.objects[name]?.count ?? 0) == 0
+            guard try state.buckets.delete(name, if: condition, isEmpty: isEmpty) else { return false }
             state.objects[name] = nil
             return true
         }
