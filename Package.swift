@@ -146,6 +146,11 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         .testTarget(
+            name: "V4SigningTests",
+            dependencies: ["V4Signing"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
             name: "SystemCallsTests",
             dependencies: ["SystemCalls"],
             swiftSettings: strictSwift
