@@ -145,5 +145,10 @@ let package = Package(
             dependencies: ["HTTP1"],
             swiftSettings: strictSwift
         ),
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient", "HTTP1", "SystemCalls"],
+            swiftSettings: strictSwift
+        ),
     ]
 )
