@@ -115,6 +115,49 @@ package final class TLSTestServer: Sendable {
         Thread { [self] in acceptLoop() }.start()
     }
 
+    /// `https://127.0.0.1:<port><path>`.
+    package func url(_ path: String = "/x") -> URL {
+        URL(string: "https://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// The server's answer to an upload of `body`: `"<byte count> <CRC32C>"`.
+    package static func answer(toUploadOf body: [UInt8]) -> String {
+        let crc = body.withUnsafeBytes { $0.isEmpty ? 0 : cs_crc32c_update(0, $0.baseAddress!, $0.count) }
+        return "\(body.count) \(crc)"
+    }
+
+    /// The reports of every connection accepted before a sentinel connection, which (the
+    /// accept queue being first-in first-out) proves no other attempt is still queued.
+    package func connectionsSoFar() async throws -> [Report] {
+        let sentinel = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(sentinel) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let connected = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(sentinel, $0, length) == 0 && getsockname(sentinel, $0, &length) == 0
+            }
+        }
+        guard connected else { throw POSIXError(.ECONNREFUSED) }
+        let sentinelPort = Int(UInt16(bigEndian: address.sin_port))
+        var accepted: [Int] = []
+        var finished: [Int: Report] = [:]
+        var sawSentinel = false
+        for await event in events {
+            switch event {
+            case .accepted(let port) where port == sentinelPort: sawSentinel = true
+            case .accepted(let port): accepted.append(port)
+            case .finished(let port, let report): finished[port] = report
+            case .holding: break
+            }
+            if sawSentinel && accepted.allSatisfy({ finished[$0] != nil }) { break }
+        }
+        return accepted.compactMap { finished[$0] }
+    }
+
     /// The named certificate and key of the test PKI.
     private static func identity(_ name: String) -> TLSServerConfiguration {
         TLSServerConfiguration(

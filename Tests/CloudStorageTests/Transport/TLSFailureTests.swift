@@ -93,7 +93,7 @@ struct TLSFailureTests {
             #expect(!message.contains("URLSession"), "\(message)")
         }
 
-        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        let reports = try await server.connectionsSoFar()
         #expect(reports.count == 1, "one connection attempt, no retry")
         for report in reports {
             #expect(!report.handshakeSucceeded)
