@@ -95,6 +95,14 @@ let package = Package(
             path: "Tests/FakeGCSServer",
             swiftSettings: strictSwift
         ),
+        // Loopback servers for tests of HTTP clients (scripted, numbered, dripping, TLS) and the test
+        // PKI's paths, shared by HTTPClientTests and CloudStorageTests.
+        .target(
+            name: "HTTPTestServers",
+            dependencies: ["HTTP1", "HTTPClient", "NativeTLS", "CCRC32C"],
+            path: "Tests/HTTPTestServers",
+            swiftSettings: strictSwift
+        ),
         // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
         .target(
             name: "CloudStorageCLI",
@@ -124,7 +132,7 @@ let package = Package(
             name: "CloudStorageTests",
             dependencies: [
                 "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "HTTPClient",
-                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls",
+                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls", "HTTPTestServers",
             ],
             swiftSettings: strictSwift
         ),
@@ -158,6 +166,11 @@ let package = Package(
         .testTarget(
             name: "CloudStorageWireTests",
             dependencies: ["CloudStorageWire"],
+            swiftSettings: strictSwift
+        ),
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient", "HTTP1", "NativeTLS", "SystemCalls", "HTTPTestServers"],
             swiftSettings: strictSwift
         ),
     ]

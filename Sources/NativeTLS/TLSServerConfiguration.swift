@@ -11,10 +11,13 @@ public struct TLSServerConfiguration: Sendable, Hashable {
     public var privateKey: TLSPEMSource
     /// Tests only: serve this one protocol version, to check that clients refuse it (TLS 1.1,
     /// with the security level it requires) or that their host's policy does (TLS 1.2).
-    var onlyVersionForTesting: OnlyVersion?
+    ///
+    /// `package` so that the shared test servers (Tests/HTTPTestServers, a regular target that
+    /// cannot `@testable import`) can set it; no product's public API shows it.
+    package var onlyVersionForTesting: OnlyVersion?
 
     /// The versions a test server can be limited to.
-    enum OnlyVersion: Sendable, Hashable {
+    package enum OnlyVersion: Sendable, Hashable {
         case tls11, tls12
     }
 

@@ -1,5 +1,6 @@
 import CloudStorage
 import Foundation
+import HTTPTestServers
 import NativeTLS
 import Testing
 

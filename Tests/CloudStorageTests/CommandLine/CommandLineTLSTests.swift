@@ -1,6 +1,7 @@
 import CloudStorage
 import FakeGCSServer
 import Foundation
+import HTTPTestServers
 import NativeTLS
 import Testing
 
@@ -67,7 +68,7 @@ extension CommandLineToolTests {
         #expect(errors.contains("--ca-file"), "says how to trust a private CA: \(errors)")
         #expect(!errors.contains("secret-token"))
 
-        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        let reports = try await server.connectionsSoFar()
         #expect(reports.count == 1, "one connection attempt, no retry")
         #expect(reports.allSatisfy { !$0.handshakeSucceeded && $0.requests == 0 && $0.applicationBytes == 0 })
     }

@@ -1,5 +1,6 @@
 import CloudStorage
 import Foundation
+import HTTPTestServers
 import StorageEmulator
 import Synchronization
 import Testing

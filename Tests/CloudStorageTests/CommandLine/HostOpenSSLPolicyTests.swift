@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import Testing
 
 @testable import CloudStorageCLI
@@ -49,7 +50,7 @@ struct HostOpenSSLPolicyTests {
         #expect(status == ExitCode.failure.rawValue, "\(errors)")
         #expect(errors.contains("OpenSSL configuration"), "\(errors)")
         #expect(errors.contains("OPENSSL_CONF"), "\(errors)")
-        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        let reports = try await server.connectionsSoFar()
         #expect(reports.isEmpty, "no connection: \(reports)")
     }
 
@@ -62,7 +63,7 @@ struct HostOpenSSLPolicyTests {
         let chacha = try Self.systemDefault("Ciphersuites = TLS_CHACHA20_POLY1305_SHA256")
         let (status, errors) = try await Self.stat(server, under: chacha)
         #expect(status == ExitCode.notFound.rawValue, "the request was answered: \(errors)")
-        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        let reports = try await server.connectionsSoFar()
         #expect(reports.count == 1)
         #expect(reports.first?.cipherSuite == "TLS_CHACHA20_POLY1305_SHA256", "\(reports)")
     }
@@ -77,7 +78,7 @@ struct HostOpenSSLPolicyTests {
         let (status, errors) = try await Self.stat(server, under: modern)
         #expect(status == ExitCode.failure.rawValue, "\(errors)")
         #expect(errors.contains("shares no TLS version"), "\(errors)")
-        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        let reports = try await server.connectionsSoFar()
         #expect(reports.count == 1, "one attempt, no retry")
         #expect(reports.allSatisfy { !$0.handshakeSucceeded && $0.requests == 0 }, "\(reports)")
     }

@@ -1,6 +1,7 @@
 import CloudStorage
 import FakeGCSServer
 import Foundation
+import HTTPTestServers
 import StorageEmulator
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import HTTPTestServers
 import StorageEmulator
 import Synchronization
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import Testing
 
 @testable import CloudStorage
@@ -15,9 +16,8 @@ import Testing
 /// Linux cannot be told to trust a private CA, and ``StorageTransportChoice/automatic``
 /// may route `https` either way.
 struct TestRoute: Sendable, Hashable, CustomTestStringConvertible {
-    enum Scheme: String, Sendable, Hashable {
-        case http, https
-    }
+    /// The scheme the test servers (``ScriptedHTTPServer``) speak, so that a route passes its own.
+    typealias Scheme = ScriptedHTTPServer.Scheme
 
     var transport: StorageTransportChoice
     var scheme: Scheme

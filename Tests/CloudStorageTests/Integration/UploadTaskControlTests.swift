@@ -1,5 +1,6 @@
 import FakeGCSServer
 import Foundation
+import HTTPTestServers
 import Synchronization
 import Testing
 

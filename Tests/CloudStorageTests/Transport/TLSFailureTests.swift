@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import NativeTLS
 import Synchronization
 import Testing
@@ -92,7 +93,7 @@ struct TLSFailureTests {
             #expect(!message.contains("URLSession"), "\(message)")
         }
 
-        let reports = try await NativeTLSTransportTests.connectionsSoFar(server)
+        let reports = try await server.connectionsSoFar()
         #expect(reports.count == 1, "one connection attempt, no retry")
         for report in reports {
             #expect(!report.handshakeSucceeded)

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import Synchronization
 import SystemCalls
 import Testing
@@ -32,7 +33,7 @@ struct TLSFileUploadTests {
             .fileRegion(HashingBodyFile(file: file, checksum: checksum), offset: 0, length: Int64(payload.count))
         ])
         let response = try await TLSTestPKI.transport().execute(
-            HTTPRequest(method: "PUT", url: NativeTLSTransportTests.url(server), body: body), progress: nil)
+            HTTPRequest(method: "PUT", url: server.url(), body: body), progress: nil)
         var crc = CRC32C()
         crc.update(payload)
         #expect(String(decoding: response.body, as: UTF8.self) == "\(payload.count) \(crc.value)")
@@ -73,7 +74,7 @@ struct TLSFileUploadTests {
         ])
         let error = await #expect(throws: HTTPTransportError.self) {
             _ = try await TLSTestPKI.transport().execute(
-                HTTPRequest(method: "PUT", url: NativeTLSTransportTests.url(server), body: body), progress: nil)
+                HTTPRequest(method: "PUT", url: server.url(), body: body), progress: nil)
         }
         #expect(error?.kind == .bodySourceFailed)
         let changed = error?.underlying as? StorageError

@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import Testing
 
 @testable import CloudStorage
@@ -54,7 +55,7 @@ struct TLSHandshakeStallTests {
     @Test func aHandshakeDrippedByteByByteTimesOut() async throws {
         let peer = DrippingPeer()
         let server = try ScriptedHTTPServer { connection, _ in
-            peer.run(on: connection, prefix: ExchangeDeadlineTests.handshakeRecordStart, belowTLS: true)
+            peer.run(on: connection, prefix: DrippingPeer.handshakeRecordStart, belowTLS: true)
         }
         defer { server.stop() }
         let storage = Self.storage(server) {

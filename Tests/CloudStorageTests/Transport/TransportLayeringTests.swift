@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import Testing
 
 @testable import CloudStorage
@@ -98,7 +99,7 @@ struct TransportLayeringTests {
         let error = await #expect(throws: HTTPTransportError.self) {
             _ = try await transport.execute(
                 HTTPRequest(
-                    method: "PUT", url: NativeHTTPTransportTests.url(server.port),
+                    method: "PUT", url: NativeHTTPTransportWithSDKTests.url(server.port),
                     body: HTTPRequestBody(segments: [.fileRegion(FailingFile(), offset: 0, length: 10)])),
                 progress: nil)
         }
@@ -109,11 +110,11 @@ struct TransportLayeringTests {
     @Test func aSinksOwnErrorComesBackUntouched() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
-            connection.write(NativeHTTPTransportTests.ok("some body"))
+            connection.write(NativeHTTPTransportWithSDKTests.ok("some body"))
         }
         defer { server.stop() }
         let transport = NativeHTTPTransport(configuration: .forTests())
-        var request = HTTPRequest(method: "GET", url: NativeHTTPTransportTests.url(server.port))
+        var request = HTTPRequest(method: "GET", url: NativeHTTPTransportWithSDKTests.url(server.port))
         request.responseSink = HTTPResponseSink(
             begin: { _, _ in true },
             receive: { _ in throw Marker(id: 4) })

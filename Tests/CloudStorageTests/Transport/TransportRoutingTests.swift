@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTestServers
 import NativeTLS
 import StorageEmulator
 import Synchronization
@@ -134,6 +135,6 @@ struct TransportRoutingTests {
         #expect(error?.code == .tlsFailure)
         #expect(error?.message.contains("OpenSSL 3") == true)
         #expect(error?.message.contains(Self.missing) == true)
-        #expect(try await NativeTLSTransportTests.connectionsSoFar(server).isEmpty, "refused before connecting")
+        #expect(try await server.connectionsSoFar().isEmpty, "refused before connecting")
     }
 }

@@ -1,5 +1,4 @@
-@testable import CloudStorage
-@testable import HTTPClient
+package import HTTPClient
 
 extension NativeHTTPTransport.Configuration {
     /// The default configuration, except that idle connections never age out during a test.
@@ -9,7 +8,7 @@ extension NativeHTTPTransport.Configuration {
     /// test judges reuse, or where a scripted server answers its second connection otherwise.
     /// Tests judge connections by what the server sent, never by time; those about ageing set
     /// `maxIdleTime` themselves.
-    static func forTests() -> Self {
+    package static func forTests() -> Self {
         var configuration = Self()
         configuration.maxIdleTime = .seconds(3600)
         return configuration

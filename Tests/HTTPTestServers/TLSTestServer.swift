@@ -1,25 +1,24 @@
-import Foundation
+import CCRC32C
+package import Foundation
+package import HTTPClient
+package import NativeTLS
 import Synchronization
-
-@testable import CloudStorage
-@testable import HTTPClient
-@testable import NativeTLS
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Paths of the committed test-only PKI (see Tests/TLSTestCertificates/README.md).
-enum TLSTestPKI {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("TLSTestCertificates")
+package enum TLSTestPKI {
+    package static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("TLSTestCertificates")
 
-    static func path(_ name: String) -> String {
+    package static func path(_ name: String) -> String {
         directory.appendingPathComponent(name).path
     }
 
     /// A native transport that trusts only the test CA, so the machine's store cannot change a verdict.
-    static func transport(maxIdleConnectionsPerHost: Int = 32) -> NativeHTTPTransport {
+    package static func transport(maxIdleConnectionsPerHost: Int = 32) -> NativeHTTPTransport {
         var configuration = NativeHTTPTransport.Configuration.forTests()
         configuration.additionalTrustRoots = [.file(path("test-ca.pem"))]
         configuration.trustsSystemRoots = false
@@ -36,8 +35,8 @@ enum TLSTestPKI {
 /// Every connection runs on a thread of its own with blocking sockets (generous time-outs
 /// guard against hangs; they never decide a verdict). What happened is reported as
 /// ``Event``s, so tests wait for events rather than for time.
-final class TLSTestServer: Sendable {
-    enum Mode: Sendable {
+package final class TLSTestServer: Sendable {
+    package enum Mode: Sendable {
         /// TLS with the named certificate and key of the test PKI (`localhost`, `expired`, …).
         case tls(String)
         /// TLS with the test PKI's `localhost` identity, in this one protocol version only.
@@ -47,20 +46,20 @@ final class TLSTestServer: Sendable {
     }
 
     /// What one connection amounted to.
-    struct Report: Sendable {
-        var handshakeSucceeded = false
-        var sessionResumed = false
+    package struct Report: Sendable {
+        package var handshakeSucceeded = false
+        package var sessionResumed = false
         /// The cipher suite the handshake settled on (OpenSSL's name), if it succeeded.
-        var cipherSuite: String?
+        package var cipherSuite: String?
         /// Complete request heads received.
-        var requests = 0
+        package var requests = 0
         /// Application bytes received (decrypted, or in clear for ``Mode/plainHTTP``).
-        var applicationBytes = 0
+        package var applicationBytes = 0
         /// Whether any received byte sequence contained `Authorization`.
-        var sawAuthorization = false
+        package var sawAuthorization = false
     }
 
-    enum Event: Sendable {
+    package enum Event: Sendable {
         /// A connection from the client's port was accepted.
         case accepted(port: Int)
         /// A held upload's head arrived; the server stops reading it.
@@ -69,13 +68,13 @@ final class TLSTestServer: Sendable {
         case finished(port: Int, Report)
     }
 
-    static let getBody = testBytes(count: 300_000, seed: 7)
+    package static let getBody = testBytes(count: 300_000, seed: 7)
     /// A GET whose target contains this is answered `404` with a JSON error (a missing object,
     /// for clients that must end at once, whatever they asked).
-    static let notFoundMarker = "not-found"
+    package static let notFoundMarker = "not-found"
 
-    let port: Int
-    let events: AsyncStream<Event>
+    package let port: Int
+    package let events: AsyncStream<Event>
     private let eventSink: AsyncStream<Event>.Continuation
     private let listener: Int32
     private let context: TLSContext?
@@ -83,7 +82,7 @@ final class TLSTestServer: Sendable {
     private let open = Mutex<Set<Int32>>([])
     private let stopped = Mutex(false)
 
-    init(_ mode: Mode, holdsUploads: Bool = false) throws {
+    package init(_ mode: Mode, holdsUploads: Bool = false) throws {
         switch mode {
         case .tls(let name):
             context = try TLSContext(server: Self.identity(name))
@@ -116,6 +115,49 @@ final class TLSTestServer: Sendable {
         Thread { [self] in acceptLoop() }.start()
     }
 
+    /// `https://127.0.0.1:<port><path>`.
+    package func url(_ path: String = "/x") -> URL {
+        URL(string: "https://127.0.0.1:\(port)\(path)")!
+    }
+
+    /// The server's answer to an upload of `body`: `"<byte count> <CRC32C>"`.
+    package static func answer(toUploadOf body: [UInt8]) -> String {
+        let crc = body.withUnsafeBytes { $0.isEmpty ? 0 : cs_crc32c_update(0, $0.baseAddress!, $0.count) }
+        return "\(body.count) \(crc)"
+    }
+
+    /// The reports of every connection accepted before a sentinel connection, which (the
+    /// accept queue being first-in first-out) proves no other attempt is still queued.
+    package func connectionsSoFar() async throws -> [Report] {
+        let sentinel = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { Glibc.close(sentinel) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let connected = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(sentinel, $0, length) == 0 && getsockname(sentinel, $0, &length) == 0
+            }
+        }
+        guard connected else { throw POSIXError(.ECONNREFUSED) }
+        let sentinelPort = Int(UInt16(bigEndian: address.sin_port))
+        var accepted: [Int] = []
+        var finished: [Int: Report] = [:]
+        var sawSentinel = false
+        for await event in events {
+            switch event {
+            case .accepted(let port) where port == sentinelPort: sawSentinel = true
+            case .accepted(let port): accepted.append(port)
+            case .finished(let port, let report): finished[port] = report
+            case .holding: break
+            }
+            if sawSentinel && accepted.allSatisfy({ finished[$0] != nil }) { break }
+        }
+        return accepted.compactMap { finished[$0] }
+    }
+
     /// The named certificate and key of the test PKI.
     private static func identity(_ name: String) -> TLSServerConfiguration {
         TLSServerConfiguration(
@@ -123,7 +165,7 @@ final class TLSTestServer: Sendable {
     }
 
     /// Stops accepting and shuts every connection down (held ones included).
-    func stop() {
+    package func stop() {
         stopped.withLock { $0 = true }
         Glibc.shutdown(listener, Int32(SHUT_RDWR))
         for fd in open.withLock({ $0 }) { Glibc.shutdown(fd, Int32(SHUT_RDWR)) }
@@ -243,12 +285,12 @@ final class TLSTestServer: Sendable {
                 while !stopped.withLock({ $0 }) && POSIXProbe.peerOpen(fd) {}
                 return report
             }
-            var crc = CRC32C()
+            var crc: UInt32 = 0
             var left = length
             while left > 0 {
                 if input.isEmpty, !receive() { return report }
                 let take = min(left, input.count)
-                input.withUnsafeBytes { crc.update(UnsafeRawBufferPointer(rebasing: $0[0..<take])) }
+                input.withUnsafeBytes { crc = cs_crc32c_update(crc, $0.baseAddress!, take) }
                 input.removeFirst(take)
                 left -= take
             }
@@ -257,7 +299,7 @@ final class TLSTestServer: Sendable {
             let body: [UInt8] =
                 missing
                 ? Array(#"{"error":{"code":404,"message":"No such object."}}"#.utf8)
-                : method == "GET" ? Self.getBody : Array("\(length) \(crc.value)".utf8)
+                : method == "GET" ? Self.getBody : Array("\(length) \(crc)".utf8)
             let status = missing ? "404 Not Found\r\nContent-Type: application/json" : "200 OK"
             let response = Array("HTTP/1.1 \(status)\r\nContent-Length: \(body.count)\r\n\r\n".utf8) + body
             guard connection.write(response) else { return report }
@@ -279,10 +321,10 @@ final class TLSTestServer: Sendable {
 }
 
 /// Waits on a held connection without reading it.
-enum POSIXProbe {
+package enum POSIXProbe {
     /// Blocks (up to 60 s, a hang guard) until the peer closes or the socket is shut down;
     /// returns whether it is still open afterwards.
-    static func peerOpen(_ fd: Int32) -> Bool {
+    package static func peerOpen(_ fd: Int32) -> Bool {
         var descriptor = pollfd(fd: fd, events: 0x2000 /* POLLRDHUP, hidden behind _GNU_SOURCE */, revents: 0)
         let ready = poll(&descriptor, 1, 60_000)
         return ready == 0
@@ -290,7 +332,7 @@ enum POSIXProbe {
 }
 
 /// Deterministic pseudo-random bytes (xorshift), so a mismatch cannot hide behind a pattern.
-func testBytes(count: Int, seed: UInt64) -> [UInt8] {
+package func testBytes(count: Int, seed: UInt64) -> [UInt8] {
     var state = seed | 1
     return (0..<count).map { _ in
         state ^= state << 13

@@ -1,8 +1,8 @@
 import Foundation
+import HTTPTestServers
 import NativeTLS
 import Testing
 
-@testable import CloudStorage
 @testable import HTTPClient
 
 /// Deadlines that a peer cannot move by trickling bytes: connecting plus the TLS handshake
@@ -16,15 +16,31 @@ import Testing
 /// connection, not a time-out.
 @Suite("Deadlines a trickling peer cannot stretch", .timeLimit(.minutes(10)))
 struct ExchangeDeadlineTests {
-    /// The header of a TLS handshake record of 16 KiB: a client reads on until all of it came.
-    static let handshakeRecordStart: [UInt8] = [0x16, 0x03, 0x03, 0x40, 0x00]
+    /// A client of the HTTP client's own: the native one over plain HTTP and over TLS (trusting
+    /// only the test CA), and the URLSession one over plain HTTP (on Linux it cannot be told to
+    /// trust a private CA).
+    enum Client: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case nativeHTTP, urlSessionHTTP, nativeHTTPS
+
+        var scheme: ScriptedHTTPServer.Scheme { self == .nativeHTTPS ? .https : .http }
+
+        var testDescription: String { rawValue }
+
+        func makeTransport() -> any HTTPTransport {
+            switch self {
+            case .nativeHTTP: NativeHTTPTransport(configuration: .forTests())
+            case .urlSessionHTTP: URLSessionTransport.shared
+            case .nativeHTTPS: TLSTestPKI.transport()
+            }
+        }
+    }
 
     @Test(.enabled(if: TLSLibrary.isAvailable))
     func aHandshakeDrippedByteByByteEndsAtTheConnectDeadline() async throws {
         let peer = DrippingPeer()
         // A plain server, so that its bytes reach the client as they are: the start of a record.
         let server = try ScriptedHTTPServer { connection, _ in
-            peer.run(on: connection, prefix: Self.handshakeRecordStart, belowTLS: true)
+            peer.run(on: connection, prefix: DrippingPeer.handshakeRecordStart, belowTLS: true)
         }
         defer { server.stop() }
         var configuration = NativeHTTPTransport.Configuration.forTests()
@@ -45,10 +61,10 @@ struct ExchangeDeadlineTests {
         }
     }
 
-    @Test(arguments: TestRoute.all)
-    func anAnswerDrippedByteByByteEndsAtTheRequestsDeadline(route: TestRoute) async throws {
+    @Test(arguments: Client.allCases)
+    func anAnswerDrippedByteByByteEndsAtTheRequestsDeadline(client: Client) async throws {
         let peer = DrippingPeer()
-        let server = try NumberedServer(scheme: route.scheme) { connection, _, index, _ in
+        let server = try NumberedServer(scheme: client.scheme) { connection, _, index, _ in
             // The first request warms the connection up (and, over https, the TLS context).
             guard index > 0 else {
                 connection.write(NumberedServer.empty(204))
@@ -58,7 +74,7 @@ struct ExchangeDeadlineTests {
             return .close
         }
         defer { server.stop() }
-        let transport = route.makeTransport(for: .gcs(server.baseURL))
+        let transport = client.makeTransport()
         var request = HTTPRequest(
             method: "GET", url: server.baseURL.appendingPathComponent("o"), idleTimeout: .seconds(60))
         #expect(try await transport.execute(request, progress: nil).status == 204)

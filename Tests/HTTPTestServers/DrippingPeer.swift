@@ -15,33 +15,37 @@ import Darwin
 /// connection closes: a client without a deadline then sees a lost connection, never a
 /// time-out, so a test that asserts a time-out fails on such a client instead of hanging.
 /// Tests assert on how the drip ended (``End``), never on time.
-final class DrippingPeer: Sendable {
-    enum End: Sendable, Equatable {
+package final class DrippingPeer: Sendable {
+    package enum End: Sendable, Equatable {
         /// A write failed: the client closed the connection.
         case clientGone
         /// Every byte of the limit went out.
         case exhausted
     }
 
+    /// The header of a TLS handshake record of 16 KiB, a prefix for dripping a handshake below
+    /// TLS: a client reads on until all of the record came.
+    package static let handshakeRecordStart: [UInt8] = [0x16, 0x03, 0x03, 0x40, 0x00]
+
     /// The most bytes dripped after the prefix.
-    let limit: Int
+    package let limit: Int
     private let state = Mutex<(dripped: Int, end: End?)>((0, nil))
 
-    init(limit: Int = 2000) {
+    package init(limit: Int = 2000) {
         self.limit = limit
     }
 
     /// How the drip ended, or nil while it goes on.
-    var end: End? { state.withLock { $0.end } }
+    package var end: End? { state.withLock { $0.end } }
 
     /// Bytes dripped after the prefix so far.
-    var dripped: Int { state.withLock { $0.dripped } }
+    package var dripped: Int { state.withLock { $0.dripped } }
 
     /// Sends `prefix`, then drips; on `connection`'s script thread.
     ///
     /// - Parameter belowTLS: Writes under the connection's TLS (or on a plain connection, where
     ///   the bytes are whatever the client expects: the start of a TLS record, say).
-    func run(on connection: ScriptedConnection, prefix: [UInt8], belowTLS: Bool = false, byte: UInt8 = 0x30) {
+    package func run(on connection: ScriptedConnection, prefix: [UInt8], belowTLS: Bool = false, byte: UInt8 = 0x30) {
         func send(_ bytes: [UInt8]) -> Bool {
             belowTLS ? connection.writeBelowTLS(bytes) : connection.write(bytes)
         }
@@ -56,7 +60,7 @@ final class DrippingPeer: Sendable {
 
     /// Waits until the drip has ended. No time bound of its own: the suite's time limit
     /// ends a test that waits for ever, and the drip always ends within its limit anyway.
-    func ended() async throws -> End {
+    package func ended() async throws -> End {
         while true {
             if let end { return end }
             try await Task.sleep(for: .milliseconds(5))

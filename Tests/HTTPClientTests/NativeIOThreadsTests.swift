@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 
-@testable import CloudStorage
 @testable import HTTPClient
 
 /// What an I/O thread keeps between jobs: nothing. A streamed upload's previous request (up to

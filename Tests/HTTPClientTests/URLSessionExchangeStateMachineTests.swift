@@ -2,7 +2,6 @@ import Foundation
 import HTTP1
 import Testing
 
-@testable import CloudStorage
 @testable import HTTPClient
 
 /// How a URLSession exchange ends when the task never reports itself complete:

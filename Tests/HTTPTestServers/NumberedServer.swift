@@ -1,13 +1,13 @@
-import Foundation
+package import Foundation
 import HTTP1
 import Synchronization
 
 /// A loopback server (a ``ScriptedHTTPServer``) that numbers the requests to each path across
 /// all connections, and lets a test's handler answer each one on its connection however it
 /// likes: well, badly, slowly or not at all. The counts are what tests assert on.
-final class NumberedServer: Sendable {
+package final class NumberedServer: Sendable {
     /// What the handler does with a request.
-    enum Next: Sendable {
+    package enum Next: Sendable {
         /// Reads the connection's next request.
         case keepReading
         /// Returns from the script: the connection ends (with close_notify over `https`).
@@ -24,8 +24,8 @@ final class NumberedServer: Sendable {
 
     /// - Parameter handler: Answers request number `index` (0, 1, … per path) to `path`, on
     ///   `connection`, and says whether to read on.
-    init(
-        scheme: TestRoute.Scheme = .http,
+    package init(
+        scheme: ScriptedHTTPServer.Scheme = .http,
         handler:
             @escaping @Sendable (_ connection: ScriptedConnection, _ path: String, _ index: Int, _ body: [UInt8]) ->
             Next
@@ -43,24 +43,24 @@ final class NumberedServer: Sendable {
         }
     }
 
-    var baseURL: URL { server.baseURL }
-    var acceptedConnections: Int { server.acceptedConnections }
+    package var baseURL: URL { server.baseURL }
+    package var acceptedConnections: Int { server.acceptedConnections }
 
     /// How many requests to `path` arrived (whole heads).
-    func requests(to path: String) -> Int {
+    package func requests(to path: String) -> Int {
         log.paths.withLock { $0.count(where: { $0 == path }) }
     }
 
-    func stop() {
+    package func stop() {
         server.stop()
     }
 
     /// An empty answer with `status`.
-    static func empty(_ status: Int) -> String {
+    package static func empty(_ status: Int) -> String {
         "HTTP/1.1 \(status) Scripted\r\nContent-Length: 0\r\n\r\n"
     }
 
     /// A head announcing 10 GB of JSON, far past any limit on answers held in memory.
-    static let tenGigabyteHead =
+    package static let tenGigabyteHead =
         "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10737418240\r\n\r\n"
 }

@@ -1,6 +1,6 @@
-import Foundation
-import HTTP1
-import NativeTLS
+package import Foundation
+package import HTTP1
+package import NativeTLS
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,16 +17,21 @@ import Darwin
 /// running the script); the script then reads and writes decrypted bytes, a
 /// script that returns ends the connection with a TLS close_notify, and
 /// ``ScriptedConnection/reset()`` still resets the TCP connection.
-final class ScriptedHTTPServer: Sendable {
+package final class ScriptedHTTPServer: Sendable {
+    /// Whether connections speak plain HTTP or TLS first.
+    package enum Scheme: String, Sendable, Hashable {
+        case http, https
+    }
+
     private struct State {
         var accepted = 0
         var stopped = false
         var open: [Int32: ScriptedConnection] = [:]
     }
 
-    let port: Int
+    package let port: Int
     /// `http://127.0.0.1:<port>`, or `https://…` when the server speaks TLS.
-    let baseURL: URL
+    package let baseURL: URL
     private let listener: Int32
     private let state = Mutex(State())
     private let threads = DispatchGroup()
@@ -42,8 +47,8 @@ final class ScriptedHTTPServer: Sendable {
     /// - Parameters:
     ///   - scheme: Whether connections speak plain HTTP or TLS first.
     ///   - script: Runs for each connection with its index (0, 1, …); the connection closes when it returns.
-    init(
-        scheme: TestRoute.Scheme = .http,
+    package init(
+        scheme: Scheme = .http,
         script: @escaping @Sendable (_ connection: ScriptedConnection, _ index: Int) -> Void
     ) throws {
         guard scheme == .http || Self.tlsContext != nil else {
@@ -110,10 +115,10 @@ final class ScriptedHTTPServer: Sendable {
     }
 
     /// Connections accepted so far.
-    var acceptedConnections: Int { state.withLock { $0.accepted } }
+    package var acceptedConnections: Int { state.withLock { $0.accepted } }
 
     /// Stops accepting, shuts down open connections and waits for every script to end.
-    func stop() {
+    package func stop() {
         let open = state.withLock { state -> [ScriptedConnection] in
             state.stopped = true
             return Array(state.open.values)
@@ -125,9 +130,9 @@ final class ScriptedHTTPServer: Sendable {
     }
 }
 
-struct ScriptFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
+package struct ScriptFailure: Error, CustomStringConvertible {
+    package let description: String
+    package init(_ description: String) { self.description = description }
 }
 
 /// One accepted connection, used by its script's thread only (blocking calls).
@@ -136,13 +141,13 @@ struct ScriptFailure: Error, CustomStringConvertible {
 /// ever closes a connection whose script never ran); close and shutdown (non-blocking
 /// system calls) are serialized by `lifecycle`, so the descriptor is never shut down
 /// after it was closed.
-final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pending`, `tls` are thread-confined.
-    let fd: Int32
+package final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pending`, `tls` are thread-confined.
+    package let fd: Int32
     private var pending: [UInt8] = []
     private var tls: TLSStream?
     private let lifecycle = Mutex(false)
 
-    init(fd: Int32) {
+    package init(fd: Int32) {
         self.fd = fd
         // A hang guard far beyond any client time-out a test sets (stop() shuts connections down):
         // a test that waits for the client to time out must never race the server giving up.
@@ -152,7 +157,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
 
     /// Completes the server side of a TLS handshake; from then on reads and writes are
     /// decrypted and encrypted. Returns whether the handshake succeeded.
-    func acceptTLS(_ context: TLSContext) -> Bool {
+    package func acceptTLS(_ context: TLSContext) -> Bool {
         guard let stream = try? TLSStream(server: context, socket: fd), (try? stream.handshake()) != nil else {
             return false
         }
@@ -161,7 +166,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     }
 
     /// Reads a request head; nil at end of stream.
-    func readHead() -> HTTPRequestHead? {
+    package func readHead() -> HTTPRequestHead? {
         var parser = HTTPHeadParser()
         while true {
             let parsed = try? pending.withUnsafeBytes { try parser.parseRequest($0) }
@@ -174,7 +179,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     }
 
     /// Reads `count` body bytes (fewer at end of stream).
-    func readBody(_ count: Int) -> [UInt8] {
+    package func readBody(_ count: Int) -> [UInt8] {
         while pending.count < count {
             guard fill() > 0 else { break }
         }
@@ -184,7 +189,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     }
 
     /// Reads a whole request, its body framed by Content-Length.
-    func readRequest() -> (head: HTTPRequestHead, body: [UInt8])? {
+    package func readRequest() -> (head: HTTPRequestHead, body: [UInt8])? {
         guard let head = readHead() else { return nil }
         let length = Int(head.headers["Content-Length"] ?? "0") ?? 0
         return (head, readBody(length))
@@ -192,7 +197,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
 
     /// Reads and drops everything until the peer closes; returns the number of bytes dropped.
     @discardableResult
-    func drainUntilClosed() -> Int {
+    package func drainUntilClosed() -> Int {
         var total = pending.count
         pending = []
         while true {
@@ -205,13 +210,13 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
 
     /// Writes `text` (through TLS over `https`); false once the peer is gone.
     @discardableResult
-    func write(_ text: String) -> Bool {
+    package func write(_ text: String) -> Bool {
         write(Array(text.utf8))
     }
 
     /// Writes `bytes` (through TLS over `https`); false once the peer is gone.
     @discardableResult
-    func write(_ bytes: [UInt8]) -> Bool {
+    package func write(_ bytes: [UInt8]) -> Bool {
         if let tls {
             return bytes.withUnsafeBytes { raw in (try? tls.write(raw)) != nil }
         }
@@ -221,7 +226,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     /// Writes `bytes` straight to the socket, under TLS if there is any (bytes that are no
     /// record of it); false once the peer is gone.
     @discardableResult
-    func writeBelowTLS(_ bytes: [UInt8]) -> Bool {
+    package func writeBelowTLS(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, sendFlags) }
@@ -233,14 +238,14 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     }
 
     /// Ends the server's direction with a FIN (and no TLS close_notify), keeping the socket open.
-    func finishSendingBelowTLS() {
+    package func finishSendingBelowTLS() {
         lifecycle.withLock { closed in
             if !closed { _ = systemShutdownWrite(fd) }
         }
     }
 
     /// Closes with RST instead of FIN (and, over TLS, without a close_notify).
-    func reset() {
+    package func reset() {
         var option = linger(l_onoff: 1, l_linger: 0)
         _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
         tls?.close()
@@ -251,7 +256,7 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
     /// Ends the connection the way a server that is done with it does: over TLS a
     /// close_notify first (a peer's read then ends cleanly, as at a plain FIN), then FIN.
     /// Called on the script's thread once the script returned.
-    func finish() {
+    package func finish() {
         if let tls {
             if !lifecycle.withLock({ $0 }) { try? tls.shutdown() }
             tls.close()
@@ -260,13 +265,13 @@ final class ScriptedConnection: @unchecked Sendable {  // SAFETY: see above; `pe
         close()
     }
 
-    func shutdown() {
+    package func shutdown() {
         lifecycle.withLock { closed in
             if !closed { _ = systemShutdown(fd) }
         }
     }
 
-    func close() {
+    package func close() {
         lifecycle.withLock { closed in
             if !closed { _ = systemClose(fd) }
             closed = true

@@ -1,9 +1,9 @@
 import Foundation
+import HTTPTestServers
 import NativeTLS
 import Synchronization
 import Testing
 
-@testable import CloudStorage
 @testable import HTTPClient
 
 #if canImport(Glibc)
@@ -218,9 +218,11 @@ struct NativeTLSBufferingTests {
     @Test func largeBodiesGoByteIdenticallyBothWaysOnOneConnection() async throws {
         let payload = Self.largePayload
         let fileOffset = 333
-        let fileURL = try TestSupport.temporaryDirectory().appendingPathComponent("tls-buffering.bin")
+        let fileURL = FileManager.default.temporaryDirectory
+            .appendingPathComponent("httpclient-tests-\(UUID().uuidString)-tls-buffering.bin")
         try (Data(count: fileOffset) + Data(payload)).write(to: fileURL)
-        let file = try ReadOnlyFile(path: fileURL.path)
+        defer { try? FileManager.default.removeItem(at: fileURL) }
+        let file = try PlainBodyFile(path: fileURL.path)
         let server = try ScriptedHTTPServer(scheme: .https) { connection, _ in
             while let request = connection.readRequest() {
                 if request.head.method == "GET" {
