@@ -16,23 +16,6 @@ struct NativeHTTPTransportTests {
         URL(string: "http://127.0.0.1:\(port)\(path)")!
     }
 
-    /// A sparse file of `size` zero bytes (instant to create, read from the page cache).
-    static func sparseFile(size: Int64) throws -> URL {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("httpclient-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let url = directory.appendingPathComponent("sparse.bin")
-        #expect(FileManager.default.createFile(atPath: url.path, contents: nil))
-        let handle = try FileHandle(forWritingTo: url)
-        try handle.truncate(atOffset: UInt64(size))
-        try handle.close()
-        return url
-    }
-
-    static func ok(_ body: String = "ok", extra: String = "") -> String {
-        "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
-    }
-
     /// Deterministic pseudo-random bytes (xorshift, a word at a time: fast enough for 256 MiB in a
     /// debug build).
     static func payload(size: Int, seed: UInt64) -> Data {
@@ -66,7 +49,7 @@ struct NativeHTTPTransportTests {
         let server = try ScriptedHTTPServer { connection, _ in
             while let request = connection.readRequest() {
                 if request.head.target == "/hold" { _ = release.wait(timeout: .now() + 300) }
-                connection.write(Self.ok())
+                connection.write(ScriptedHTTPServer.ok())
             }
         }
         defer { server.stop() }
@@ -137,7 +120,7 @@ struct NativeHTTPTransportTests {
     @Test func connectionCloseFromTheServerIsHonoured() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
-            connection.write(Self.ok(extra: "Connection: close\r\n"))
+            connection.write(ScriptedHTTPServer.ok(extra: "Connection: close\r\n"))
         }
         defer { server.stop() }
         let transport = NativeHTTPTransport(configuration: .forTests())
@@ -159,7 +142,7 @@ struct NativeHTTPTransportTests {
         let server = try ScriptedHTTPServer { connection, index in
             guard connection.readRequest() != nil else { return }
             guard index == 0 else {
-                connection.write(Self.ok())
+                connection.write(ScriptedHTTPServer.ok())
                 return
             }
             // Half the body (0x32 = 50 bytes), then nothing until the client hangs up.
@@ -189,7 +172,7 @@ struct NativeHTTPTransportTests {
 
     @Test func connectionCloseFromTheRequestIsHonoured() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
-            while connection.readRequest() != nil { connection.write(Self.ok()) }
+            while connection.readRequest() != nil { connection.write(ScriptedHTTPServer.ok()) }
         }
         defer { server.stop() }
         let transport = NativeHTTPTransport(configuration: .forTests())
@@ -270,7 +253,7 @@ struct NativeHTTPTransportTests {
         }
         defer { server.stop() }
         defer { release.signal() }
-        let file = try Self.sparseFile(size: 512 * Int64(Int.mebibyte))
+        let file = try ScriptedHTTPServer.sparseFile(size: 512 * Int64(Int.mebibyte))
         defer { try? FileManager.default.removeItem(at: file.deletingLastPathComponent()) }
         let body = HTTPRequestBody(segments: [
             .fileRegion(try PlainBodyFile(path: file.path), offset: 0, length: 512 * 1024 * 1024)
@@ -288,7 +271,7 @@ struct NativeHTTPTransportTests {
     @Test func aDeadPooledConnectionIsNotUsed() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
-            connection.write(Self.ok())  // keep-alive promised, then closed
+            connection.write(ScriptedHTTPServer.ok())  // keep-alive promised, then closed
         }
         defer { server.stop() }
         let transport = NativeHTTPTransport(configuration: .forTests())
@@ -303,7 +286,7 @@ struct NativeHTTPTransportTests {
     @Test func aReplayableRequestOnAConnectionClosedUnderItIsSentAgainOnce() async throws {
         let server = try ScriptedHTTPServer { connection, index in
             guard connection.readRequest() != nil else { return }
-            connection.write(Self.ok("first"))
+            connection.write(ScriptedHTTPServer.ok("first"))
             guard index == 0 else { return }
             // The server gives up on the connection just as the next request arrives.
             _ = connection.readHead()
@@ -323,7 +306,7 @@ struct NativeHTTPTransportTests {
     func onlyRequestsMarkedIdempotentAreSentAgainAfterTheirBytesWentOut(method: String, idempotent: Bool) async throws {
         let server = try ScriptedHTTPServer { connection, index in
             guard connection.readRequest() != nil else { return }
-            connection.write(Self.ok("first"))
+            connection.write(ScriptedHTTPServer.ok("first"))
             guard index == 0 else { return }
             // The server gives up on the connection just as the next request arrives.
             _ = connection.readHead()
@@ -348,7 +331,7 @@ struct NativeHTTPTransportTests {
     @Test func anUploadWhoseBodyWasPartlySentIsNeverSentAgain() async throws {
         let server = try ScriptedHTTPServer { connection, index in
             guard connection.readRequest() != nil else { return }
-            connection.write(Self.ok())
+            connection.write(ScriptedHTTPServer.ok())
             guard index == 0 else { return }
             _ = connection.readHead()
             _ = connection.readBody(1024)
@@ -398,7 +381,7 @@ struct NativeHTTPTransportTests {
         defer { server.stop() }
         defer { release.signal() }
         let size = 1024 * Int64(Int.mebibyte)
-        let fileURL = try Self.sparseFile(size: size)
+        let fileURL = try ScriptedHTTPServer.sparseFile(size: size)
         defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
         let file = try PlainBodyFile(path: fileURL.path)
         let transport = NativeHTTPTransport(configuration: .forTests())
@@ -420,7 +403,7 @@ struct NativeHTTPTransportTests {
         let reached = Mutex(false)
         let server = try ScriptedHTTPServer { connection, index in
             guard index == 0 else {
-                while connection.readRequest() != nil { connection.write(Self.ok("fresh")) }
+                while connection.readRequest() != nil { connection.write(ScriptedHTTPServer.ok("fresh")) }
                 return
             }
             guard connection.readHead() != nil else { return }
@@ -490,7 +473,7 @@ struct NativeHTTPTransportTests {
         }
         defer { server.stop() }
         let size = 256 * Int64(Int.mebibyte)
-        let fileURL = try Self.sparseFile(size: size)
+        let fileURL = try ScriptedHTTPServer.sparseFile(size: size)
         defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
         let file = try PlainBodyFile(path: fileURL.path)
         let error = await #expect(throws: HTTPTransportError.self) {

@@ -26,20 +26,6 @@ struct NativeHTTPTransportWithSDKTests {
         URL(string: "\(emulator.baseURL)/storage/v1/b/\(bucket)/o/\(name)?alt=media")!
     }
 
-    /// A sparse file of `size` zero bytes (instant to create, read from the page cache).
-    static func sparseFile(size: Int64) throws -> URL {
-        let url = try TestSupport.temporaryDirectory().appendingPathComponent("sparse.bin")
-        #expect(FileManager.default.createFile(atPath: url.path, contents: nil))
-        let handle = try FileHandle(forWritingTo: url)
-        try handle.truncate(atOffset: UInt64(size))
-        try handle.close()
-        return url
-    }
-
-    static func ok(_ body: String = "ok", extra: String = "") -> String {
-        "HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\n\(extra)\r\n\(body)"
-    }
-
     /// Collects progress reports.
     final class ProgressLog: Sendable {
         private let values = Mutex<[Int64]>([])
@@ -179,7 +165,7 @@ struct NativeHTTPTransportWithSDKTests {
     @Test("a file that shrinks mid-send is reported as changed", arguments: [true, false])
     func fileTruncatedMidSend(usesSendfile: Bool) async throws {
         let size = 64 * Int64(Int.mebibyte)
-        let fileURL = try Self.sparseFile(size: size)
+        let fileURL = try ScriptedHTTPServer.sparseFile(size: size)
         defer { try? FileManager.default.removeItem(at: fileURL.deletingLastPathComponent()) }
         let path = fileURL.path
         let server = try ScriptedHTTPServer { connection, _ in

@@ -110,7 +110,7 @@ struct TransportLayeringTests {
     @Test func aSinksOwnErrorComesBackUntouched() async throws {
         let server = try ScriptedHTTPServer { connection, _ in
             guard connection.readRequest() != nil else { return }
-            connection.write(NativeHTTPTransportWithSDKTests.ok("some body"))
+            connection.write(ScriptedHTTPServer.ok("some body"))
         }
         defer { server.stop() }
         let transport = NativeHTTPTransport(configuration: .forTests())
