@@ -78,7 +78,7 @@ public struct Storage: Sendable {
     /// transport), and the credentials with their token cache, so a token fetched for one is
     /// used by the other and a server that serves several buckets is reached over the same
     /// connections. References from both can be copied and moved into each other
-    /// (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``).
+    /// (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``).
     /// Like ``init(bucket:endpoint:authorization:configuration:)`` it checks nothing; see
     /// ``validateBucketName(_:)``.
     ///

@@ -7,11 +7,11 @@ struct ComposeCommand {
 
         Writes DESTINATION with the bytes of the SOURCE objects, one after the other, on
         the server (Cloud Storage's compose): 1 to \(StorageReference.maximumComposeSources) sources, all in DESTINATION's
-        bucket; a source may repeat, and DESTINATION may be one of them (to append). The
-        sources' generations are read first and the compose is pinned to them; the
-        result's CRC32C must be the combination of the sources' (else it is deleted and
-        the command exits with 7). The new object's metadata is only what the options
-        give (the content type is not taken from the sources).
+        bucket; a source may repeat, and DESTINATION may be one of them (to append). A
+        source written gs://BUCKET/NAME#GENERATION contributes that generation; any other,
+        the live object. One request: the server combines the sources' CRC32Cs into the
+        result's. The new object's metadata is only what the options give (the content
+        type is not taken from the sources).
 
         \(StorageOptions.destinationUsage)
 
@@ -24,8 +24,7 @@ struct ComposeCommand {
         Exit status: 0 composed (or skipped by -n), 2 usage (more than \(StorageReference.maximumComposeSources) sources,
         sources in another bucket, or a name that breaks the rules, refused before anything
         is contacted), 4 credentials refused, 5 a source or the bucket does not exist,
-        6 retries ran out, 7 the result's checksum is wrong, 8 a condition did not hold
-        or a source changed meanwhile, 130/143 interrupted, 1 other.
+        6 retries ran out, 8 a condition did not hold, 130/143 interrupted, 1 other.
         """
 
     let sources: [ObjectAddress]

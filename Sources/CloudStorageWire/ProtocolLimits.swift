@@ -3,7 +3,8 @@
 ///
 /// Sources: the JSON API's resumable uploads ("Perform resumable uploads": every request but the
 /// last carries a multiple of 256 KiB), Firebase Storage v0 (`X-Goog-Upload-Chunk-Granularity`),
-/// and `objects.compose` (at most 32 source objects per request).
+/// `objects.compose` (at most 32 source objects per request) and `objects.rewrite`
+/// (`maxBytesRewrittenPerCall` is a multiple of 1 MiB).
 package enum ProtocolLimits {
     /// The unit of a resumable upload: every request but the last carries a multiple of it,
     /// 256 KiB, on both the JSON API and Firebase Storage v0.
@@ -26,4 +27,13 @@ package enum ProtocolLimits {
 
     /// The most source objects one compose request takes.
     package static let maximumComposeSources = 32
+
+    /// The unit of a rewrite call: `maxBytesRewrittenPerCall` is a positive multiple of it, 1 MiB.
+    package static let rewriteGranularity: Int64 = 1024 * 1024
+
+    /// Whether `limit` may be a rewrite call's `maxBytesRewrittenPerCall`: a positive multiple of
+    /// ``rewriteGranularity``.
+    package static func isRewriteLimit(_ limit: Int64) -> Bool {
+        limit > 0 && limit % rewriteGranularity == 0
+    }
 }

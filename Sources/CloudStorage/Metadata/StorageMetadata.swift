@@ -48,7 +48,7 @@ public struct StorageMetadata: Sendable, Hashable {
     /// stores the bucket's default class (Google Cloud Storage only).
     ///
     /// An existing object changes class by being rewritten: copy it onto itself with
-    /// ``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``
+    /// ``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``
     /// and metadata naming the new class. A metadata update cannot change it.
     public var storageClass: String?
     /// A date of the user's choosing that lifecycle rules can act on (Google Cloud Storage

@@ -5,8 +5,8 @@ import HTTPClient
 /// `rewriteToken` until done), `compose` and the atomic `moveTo`.
 ///
 /// None is marked idempotent, so a transport never resends one on its own; the caller's retries
-/// repeat a rewrite call with the same token, and a compose whose sources are pinned to their
-/// generations, which give the same result again.
+/// repeat a rewrite call with the same token, and a compose under the destination's
+/// `ifGenerationMatch`, which can succeed only once.
 extension GCSJSONProtocol {
     func rewrite(_ copy: ServerSideCopy, rewriteToken: String?) -> HTTPRequest? {
         var query: [(String, String)] = []
@@ -34,15 +34,8 @@ extension GCSJSONProtocol {
         preconditions: StoragePreconditions
     ) -> HTTPRequest? {
         let sourceObjects = sources.map { source in
-            // A pinned source names its generation, which may be noncurrent; any other must still be
-            // the live generation that was read.
             JSONText.Value.object(
-                source.isPinned
-                    ? [("name", .string(source.name)), ("generation", .string(String(source.generation)))]
-                    : [
-                        ("name", .string(source.name)),
-                        ("objectPreconditions", .object([("ifGenerationMatch", .string(String(source.generation)))])),
-                    ])
+                [("name", .string(source.name))] + (source.generation.map { [("generation", .string(String($0)))] } ?? []))
         }
         let body = JSONText.Value.object([
             ("destination", .object(newObject(metadata).resourceFields)), ("sourceObjects", .array(sourceObjects)),

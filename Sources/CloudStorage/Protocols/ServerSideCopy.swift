@@ -29,13 +29,10 @@ struct ServerSideCopy: Sendable, Equatable {
     var destinationPredefinedACL: StoragePredefinedACL?
 }
 
-/// One source of a compose: an object of the destination's bucket, at the generation whose
-/// checksum and length the caller combined.
+/// One source of a compose: an object of the destination's bucket, live or at one generation.
 struct ComposeSource: Sendable, Equatable {
     var name: String
-    /// The generation the object must still have (`objectPreconditions.ifGenerationMatch`).
-    var generation: Int64
-    /// Whether the source names `generation` itself (the source object's `generation`), which may
-    /// be noncurrent, rather than the live object, which must still be of that generation.
-    var isPinned = false
+    /// The generation composed (the source object's `generation`), which may be noncurrent; nil
+    /// for the live object.
+    var generation: Int64? = nil
 }

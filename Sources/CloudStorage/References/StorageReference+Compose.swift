@@ -7,15 +7,17 @@ extension StorageReference {
     /// server (the JSON API's `compose`).
     ///
     /// The sources are objects of this reference's bucket on the same endpoint; one may appear
-    /// more than once, and this reference may be one of them (to append to an object). Their
-    /// metadata is read first, and the compose is pinned to the generations read, so that the
-    /// result's checksum can be checked: the CRC32C Cloud Storage reports for the new object
-    /// must equal the combination of the sources' CRC32Cs, given their lengths, or the compose
-    /// fails with ``StorageErrorCode/nonMatchingChecksum`` and the wrong object is deleted
-    /// (when some source, or the result, reports no CRC32C, nothing can be compared and only the
-    /// size is checked). A source replaced after it was read fails the compose with
-    /// ``StorageErrorCode/preconditionFailed``; read and compose again. A source pinned to a
-    /// generation (``atGeneration(_:)``) contributes that generation, live or noncurrent.
+    /// more than once, and this reference may be one of them (to append to an object). A source
+    /// pinned to a generation (``atGeneration(_:)``) contributes that generation, live or
+    /// noncurrent; any other, the live object when the server composes. The compose is one
+    /// request, as in Google's libraries: Cloud Storage combines the sources' CRC32Cs into the new
+    /// object's, which the answer reports (``StorageMetadata/crc32c``); check the object's size or
+    /// checksum against what you expect where that matters, and pin the sources to the generations
+    /// you read to compose exactly those bytes.
+    ///
+    /// A compose is not idempotent: it is retried only under `preconditions.ifGenerationMatch`
+    /// (such as ``StoragePreconditions/doesNotExist``), as ``StorageConfiguration/Retry/policy``
+    /// allows by default.
     ///
     /// ```swift
     /// let parts = (0..<3).map { storage.reference(withPath: "upload/part-\($0)") }
@@ -32,12 +34,10 @@ extension StorageReference {
     ///   - preconditions: Conditions on this reference's object: `ifGenerationMatch` and
     ///     `ifMetagenerationMatch`, the only ones a compose takes.
     /// - Returns: The new object's metadata.
-    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when a source does not
-    ///   exist; ``StorageErrorCode/preconditionFailed`` when a condition does not hold or a
-    ///   source changed after it was read (nothing is written);
-    ///   ``StorageErrorCode/nonMatchingChecksum`` when the result's CRC32C is not the sources'
-    ///   combined; ``StorageErrorCode/protocolViolation`` when its size is not theirs summed;
-    ///   ``StorageErrorCode/invalidArgument`` for no sources or more than
+    /// - Throws: ``StorageError``: ``StorageErrorCode/objectNotFound`` when a source (or a
+    ///   pinned source's generation) does not exist; ``StorageErrorCode/preconditionFailed`` when
+    ///   a condition does not hold (nothing is written); ``StorageErrorCode/protocolViolation``
+    ///   when the answer is no object resource; ``StorageErrorCode/invalidArgument`` for no sources or more than
     ///   ``maximumComposeSources``, a source in another bucket or on another endpoint, a root
     ///   reference or one pinned to a generation as the destination, `ifGenerationNotMatch` or
     ///   `ifMetagenerationNotMatch`, or a Firebase
@@ -49,25 +49,15 @@ extension StorageReference {
     ) async throws(StorageError) -> StorageMetadata {
         let name = try validatedWriteTarget("A compose")
         let names = try validatedComposeSources(sources, into: name, metadata: metadata, preconditions: preconditions)
-        let read = try await Self.metadata(of: sources)
-        let plan = try ComposePlan(names: names, sources: sources, read: read)
+        let parts = zip(names, sources).map { ComposeSource(name: $0, generation: $1.generation) }
         var executor = CallExecutor(storage: storage, operation: .other)
         guard
             let request = storage.objectProtocol.compose(
-                bucket: storage.bucket, name: name, sources: plan.parts, metadata: metadata,
-                preconditions: preconditions)
+                bucket: storage.bucket, name: name, sources: parts, metadata: metadata, preconditions: preconditions)
         else { throw .internalError("The endpoint's protocol stopped offering compose.") }
         let response = try await executor.execute(
             request, idempotency: .generationConditioned(preconditions), accepting: [200], about: .object(name))
-        let composed = try StorageMetadata(objectResource: response.body)
-        guard let problem = plan.problem(with: composed) else { return composed }
-        if let generation = composed.generation {
-            // Best effort, as after an upload found wrong: the error stays whatever happens.
-            let delete = storage.uploadProtocol.deleteObject(
-                bucket: storage.bucket, name: name, generation: generation)
-            _ = await executor.sendOnce(delete, accepting: [200, 204, 404], about: .object(name))
-        }
-        throw problem
+        return try StorageMetadata(objectResource: response.body)
     }
 
     /// Checks a compose into the object `name` before any request: the endpoint offers compose,
@@ -112,99 +102,5 @@ extension StorageReference {
         try preconditions.validate(for: storage.endpoint)
         try metadata.validate(for: storage.endpoint)
         return names
-    }
-
-    /// The metadata of each reference, in order, read a few at a time.
-    ///
-    /// - Throws: The first failure; the reads still running are cancelled.
-    private static func metadata(of references: [StorageReference]) async throws(StorageError) -> [StorageMetadata] {
-        let concurrency = 8
-        return try await withTaskGroup(
-            of: (Int, Result<StorageMetadata, StorageError>).self,
-            returning: Result<[StorageMetadata], StorageError>.self
-        ) { group in
-            var results = [StorageMetadata?](repeating: nil, count: references.count)
-            var next = 0
-            func start() {
-                guard next < references.count else { return }
-                let index = next
-                let reference = references[index]
-                next += 1
-                group.addTask {
-                    do throws(StorageError) {
-                        // Bound first, never `(index, .success(try await …))`: Swift 6.3's optimizer
-                        // returns 0 for `index` from a tuple whose later element is a `try await`
-                        // inside do/catch in a task (OptimizerDefectTests), which made every
-                        // release build trap here.
-                        let metadata = try await reference.getMetadata()
-                        return (index, .success(metadata))
-                    } catch {
-                        return (index, .failure(error))
-                    }
-                }
-            }
-            for _ in 0..<min(concurrency, references.count) { start() }
-            while let (index, result) = await group.next() {
-                switch result {
-                case .success(let metadata):
-                    results[index] = metadata
-                    start()
-                case .failure(let error):
-                    group.cancelAll()
-                    return .failure(error)
-                }
-            }
-            return .success(results.map { $0! })
-        }.get()
-    }
-}
-
-/// What a compose sends and what its result must be, from the sources' metadata read first.
-private struct ComposePlan {
-    /// The sources, each pinned to the generation read.
-    private(set) var parts: [ComposeSource] = []
-    /// The CRC32C the result must report: the sources' combined; nil when one reported none.
-    private(set) var combinedCRC32C: UInt32? = 0
-    /// The result's size: the sources' summed.
-    private(set) var size: Int64 = 0
-
-    /// Pins each source to the generation in `read`, and sums and combines what the result must be.
-    ///
-    /// - Parameters:
-    ///   - names: The sources' object names, in order.
-    ///   - sources: The references given, in order (a pinned one composes noncurrent generations too).
-    ///   - read: The sources' metadata, in order.
-    /// - Throws: ``StorageErrorCode/protocolViolation`` when the server reported no generation for one.
-    init(names: [String], sources: [StorageReference], read: [StorageMetadata]) throws(StorageError) {
-        for (index, source) in read.enumerated() {
-            guard let generation = source.generation else {
-                throw .protocolViolation(
-                    "The server did not report the generation of \(names[index]), which a compose pins.")
-            }
-            parts.append(
-                ComposeSource(name: names[index], generation: generation, isPinned: sources[index].generation != nil))
-            if let crc = source.crc32cValue, let sum = combinedCRC32C {
-                combinedCRC32C = CRC32C.combine(sum, crc, secondLength: source.size)
-            } else {
-                combinedCRC32C = nil
-            }
-            size += source.size
-        }
-    }
-
-    /// What is wrong with the object the server composed: a size other than the sources' summed,
-    /// or a CRC32C other than theirs combined; nil when nothing is (or nothing can be compared).
-    func problem(with composed: StorageMetadata) -> StorageError? {
-        if composed.size != size {
-            return .protocolViolation(
-                "The server says the composed object has \(composed.size) bytes; its sources have \(size).")
-        }
-        if let combinedCRC32C, let reported = composed.crc32cValue, reported != combinedCRC32C {
-            return StorageError(
-                .nonMatchingChecksum,
-                "The server's CRC32C of the composed object (\(CRC32CEncoding.base64(reported))) differs from "
-                    + "the combination of its sources' (\(CRC32CEncoding.base64(combinedCRC32C))).")
-        }
-        return nil
     }
 }

@@ -1,8 +1,9 @@
+import CloudStorageWire
 import HTTPClient
 
 extension StorageReference {
     /// How many rewrite calls in a row may answer without copying a byte more than before until
-    /// ``copy(to:metadata:preconditions:sourcePreconditions:progress:)`` gives up on the server.
+    /// ``copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)`` gives up on the server.
     ///
     /// Cloud Storage makes progress on every call of a rewrite; a server that keeps answering
     /// "not done" with nothing more copied (typically with the same token) would keep a copy
@@ -13,7 +14,7 @@ extension StorageReference {
     /// to count as progress: Cloud Storage rewrites in steps of whole mebibytes
     /// (`maxBytesRewrittenPerCall` is a multiple of 1 MiB), so a server that advances a few bytes
     /// a call is stalling the copy, not making it.
-    static let minimumRewriteProgress: Int64 = 1 << 20
+    static let minimumRewriteProgress = ProtocolLimits.rewriteGranularity
 
     /// Copies this reference's object to `destination` on the server, without its bytes passing
     /// through this process.
@@ -54,6 +55,11 @@ extension StorageReference {
     ///   - preconditions: Conditions on the destination, such as ``StoragePreconditions/doesNotExist``.
     ///   - sourcePreconditions: Conditions on the source (the JSON API's `ifSourceGenerationMatch`
     ///     and the like): pass the generation read before to copy exactly that version.
+    ///   - rewriteToken: The token of an unfinished copy to continue (a step's
+    ///     ``StorageRewriteStep/rewriteToken`` from
+    ///     ``rewrite(to:metadata:preconditions:sourcePreconditions:rewriteToken:maxBytesRewrittenPerCall:)``,
+    ///     perhaps in another process), sent with the same destination, metadata and conditions;
+    ///     nil starts the copy.
     ///   - progress: Called after each call of the rewrite with the bytes copied so far and the
     ///     object's size.
     /// - Returns: The copy's metadata.
@@ -74,10 +80,89 @@ extension StorageReference {
         metadata: StorageMetadata? = nil,
         preconditions: StoragePreconditions = .none,
         sourcePreconditions: StoragePreconditions = .none,
+        rewriteToken: String? = nil,
         progress: (@Sendable (TaskProgress) -> Void)? = nil
     ) async throws(StorageError) -> StorageMetadata {
-        let (sourceName, destinationName) = try validatedPair(with: destination, writing: "A copy")
-        let copy = ServerSideCopy(
+        let copy = try serverSideCopy(
+            to: destination, metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions,
+            writing: "A copy")
+        return try await rewrite(copy, from: rewriteToken, progress: progress)
+    }
+
+    /// Makes one call of a server-side copy of this reference's object to `destination`, the
+    /// JSON API's `rewriteTo`, and returns how far the copy got: the step for callers that keep
+    /// a long copy's state themselves, as python-storage's `rewrite(token=)` and Go's
+    /// `Copier.RewriteToken` allow.
+    ///
+    /// A copy of a large object, or one that changes its location or storage class, may take
+    /// the server several calls. Each step that is not done carries a
+    /// ``StorageRewriteStep/rewriteToken``: pass it to the next call, with the same destination,
+    /// metadata and conditions, from this process or another one (store it with the job), until
+    /// a step is ``StorageRewriteStep/isDone``. ``copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``
+    /// continues from such a token to the end.
+    ///
+    /// ```swift
+    /// let source = storage.reference(withPath: "exports/2024.tar")
+    /// let destination = storage.bucket("archive").reference(withPath: "2024.tar")
+    /// var step = try await source.rewrite(to: destination)
+    /// while let token = step.rewriteToken {
+    ///     print("\(step.bytesRewritten) of \(step.objectSize) bytes; continue with \(token)")
+    ///     step = try await source.rewrite(to: destination, rewriteToken: token)
+    /// }
+    /// print(step.metadata?.generation ?? 0)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - destination: As ``copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)`` takes it.
+    ///   - metadata: The copy's metadata, replacing the source's; nil keeps the source's. The
+    ///     same in every call of one copy.
+    ///   - preconditions: Conditions on the destination.
+    ///   - sourcePreconditions: Conditions on the source.
+    ///   - rewriteToken: The token of the step before; nil to start the copy.
+    ///   - maxBytesRewrittenPerCall: The most bytes the server copies in this call, a multiple of
+    ///     1 MiB; nil lets it choose (Cloud Storage copies within one location in one call).
+    /// - Returns: How far the copy got, and its token or, when done, the copy's metadata.
+    /// - Throws: ``StorageError`` as ``copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``
+    ///   describes; a token from another copy, or one the server no longer takes, is refused by the
+    ///   server (``StorageErrorCode/invalidArgument`` for 400, ``StorageErrorCode/preconditionFailed``
+    ///   when the source changed since the copy started).
+    public func rewrite(
+        to destination: StorageReference,
+        metadata: StorageMetadata? = nil,
+        preconditions: StoragePreconditions = .none,
+        sourcePreconditions: StoragePreconditions = .none,
+        rewriteToken: String? = nil,
+        maxBytesRewrittenPerCall: Int64? = nil
+    ) async throws(StorageError) -> StorageRewriteStep {
+        var copy = try serverSideCopy(
+            to: destination, metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions,
+            writing: "A rewrite")
+        copy.maxBytesRewrittenPerCall = maxBytesRewrittenPerCall
+        try validated(copy)
+        var executor = CallExecutor(storage: storage, operation: .other)
+        let status = try await rewriteCall(copy, rewriteToken: rewriteToken, executor: &executor)
+        return switch status.next {
+        case .done(let metadata):
+            StorageRewriteStep(
+                bytesRewritten: status.totalBytesRewritten, objectSize: status.objectSize, rewriteToken: nil,
+                metadata: metadata)
+        case .continueWith(let token):
+            StorageRewriteStep(
+                bytesRewritten: status.totalBytesRewritten, objectSize: status.objectSize, rewriteToken: token,
+                metadata: nil)
+        }
+    }
+
+    /// The server-side copy of this reference's object to `destination` with the references'
+    /// options (billing project, keys, ACL).
+    ///
+    /// - Parameter operation: What the copy is for, in messages ("A copy").
+    private func serverSideCopy(
+        to destination: StorageReference, metadata: StorageMetadata?, preconditions: StoragePreconditions,
+        sourcePreconditions: StoragePreconditions, writing operation: String
+    ) throws(StorageError) -> ServerSideCopy {
+        let (sourceName, destinationName) = try validatedPair(with: destination, writing: operation)
+        return ServerSideCopy(
             sourceBucket: storage.bucket, sourceName: sourceName, sourceGeneration: generation,
             destinationBucket: destination.storage.bucket, destinationName: destinationName,
             metadata: metadata, preconditions: preconditions, sourcePreconditions: sourcePreconditions,
@@ -86,17 +171,12 @@ extension StorageReference {
             destinationEncryptionKey: destination.storage.options.encryptionKey,
             destinationKMSKeyName: destination.storage.options.kmsKeyName,
             destinationPredefinedACL: destination.storage.options.predefinedACL)
-        return try await rewrite(copy, progress: progress)
     }
 
-    /// Runs a rewrite to its end: one call, then one per token, within the operation's retry time,
-    /// which starts again whenever a call copies at least ``minimumRewriteProgress`` more than any
-    /// before (or the rest).
-    func rewrite(
-        _ copy: ServerSideCopy, progress: (@Sendable (TaskProgress) -> Void)? = nil
-    ) async throws(StorageError) -> StorageMetadata {
-        let wire = storage.objectProtocol
-        guard wire.rewrite(copy, rewriteToken: nil) != nil else {
+    /// Checks a copy before any request: the endpoint has server-side copies, and its conditions
+    /// and metadata are valid there.
+    private func validated(_ copy: ServerSideCopy) throws(StorageError) {
+        guard storage.objectProtocol.rewrite(copy, rewriteToken: nil) != nil else {
             throw .invalidArgument(
                 "Firebase Storage has no server-side copy (the JSON API's rewriteTo); "
                     + "use a Google Cloud Storage endpoint, or download and upload again.")
@@ -104,19 +184,40 @@ extension StorageReference {
         try copy.preconditions.validate(for: storage.endpoint)
         try copy.sourcePreconditions.validate(for: storage.endpoint)
         try copy.metadata?.validate(for: storage.endpoint)
+        if let limit = copy.maxBytesRewrittenPerCall, !ProtocolLimits.isRewriteLimit(limit) {
+            throw .invalidArgument(
+                "maxBytesRewrittenPerCall must be a positive multiple of 1 MiB "
+                    + "(\(ProtocolLimits.rewriteGranularity) bytes); \(limit) is not.")
+        }
+    }
+
+    /// One call of a rewrite, retried as its conditions allow.
+    private func rewriteCall(
+        _ copy: ServerSideCopy, rewriteToken: String?, executor: inout CallExecutor
+    ) async throws(StorageError) -> RewriteStatus {
+        guard let request = storage.objectProtocol.rewrite(copy, rewriteToken: rewriteToken) else {
+            throw .internalError("The endpoint's protocol stopped offering server-side copies.")
+        }
+        let response = try await executor.execute(
+            request, idempotency: .generationConditioned(copy.preconditions), accepting: [200],
+            about: .object(copy.sourceName))
+        return try RewriteStatus(json: response.body)
+    }
+
+    /// Runs a rewrite to its end: one call (continuing `rewriteToken` when given), then one per
+    /// token, within the operation's retry time, which starts again whenever a call copies at
+    /// least ``minimumRewriteProgress`` more than any before (or the rest).
+    func rewrite(
+        _ copy: ServerSideCopy, from rewriteToken: String? = nil, progress: (@Sendable (TaskProgress) -> Void)? = nil
+    ) async throws(StorageError) -> StorageMetadata {
+        try validated(copy)
         var executor = CallExecutor(storage: storage, operation: .other)
-        var token: String?
+        var token = rewriteToken
         var mostCopied: Int64 = -1
         var callsWithoutProgress = 0
         var size: Int64?
         while true {
-            guard let request = wire.rewrite(copy, rewriteToken: token) else {
-                throw .internalError("The endpoint's protocol stopped offering server-side copies.")
-            }
-            let response = try await executor.execute(
-                request, idempotency: .generationConditioned(copy.preconditions), accepting: [200],
-                about: .object(copy.sourceName))
-            let status = try RewriteStatus(json: response.body)
+            let status = try await rewriteCall(copy, rewriteToken: token, executor: &executor)
             if let size, size != status.objectSize {
                 throw .protocolViolation(
                     "The server's rewrite changed the object's size from \(size) to \(status.objectSize) bytes midway.")
@@ -181,7 +282,7 @@ extension StorageReference {
     ///   copy stays, and so does the newer source); ``StorageErrorCode/invalidArgument`` on a
     ///   root reference, a destination that is the source or is on another endpoint, or a
     ///   Firebase endpoint, which cannot move objects; the errors of
-    ///   ``copy(to:metadata:preconditions:sourcePreconditions:progress:)`` and ``delete(preconditions:)``.
+    ///   ``copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)`` and ``delete(preconditions:)``.
     public func move(
         to destination: StorageReference,
         preconditions: StoragePreconditions = .none,

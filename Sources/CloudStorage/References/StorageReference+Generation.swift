@@ -8,7 +8,7 @@ extension StorageReference {
     /// ``dataStream(preconditions:)``, ``write(toFile:preconditions:)`` and their variants),
     /// ``downloadURL()``, ``signedURL(method:expiresIn:headers:queryParameters:style:signer:)``
     /// (`GET`, `HEAD` and `DELETE`), and, as a source,
-    /// ``copy(to:metadata:preconditions:sourcePreconditions:progress:)``,
+    /// ``copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``,
     /// ``move(to:preconditions:sourcePreconditions:)`` and ``compose(from:metadata:preconditions:)``
     /// act on that generation (the JSON API's `generation` and `sourceGeneration`). A generation
     /// that does not exist is ``StorageErrorCode/objectNotFound``, even when the live object

@@ -24,7 +24,7 @@ public struct StorageTransferItem: Sendable, Hashable {
         /// Downloads the object into the file (``StorageReference/write(toFile:preconditions:)``),
         /// making its directory first.
         case download(StorageReference, to: URL)
-        /// Copies the object on the server (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``),
+        /// Copies the object on the server (``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``),
         /// with `metadata` replacing the source's when given.
         case copy(StorageReference, to: StorageReference, metadata: StorageMetadata?)
         /// Deletes the object (``StorageReference/delete(preconditions:)``).

@@ -9,7 +9,7 @@ public import Foundation
 /// from their sizes). Each file goes through the SDK's own single-object operations
 /// (``StorageReference/putFile(from:metadata:preconditions:)``,
 /// ``StorageReference/write(toFile:preconditions:)``, server-side
-/// ``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:progress:)``,
+/// ``StorageReference/copy(to:metadata:preconditions:sourcePreconditions:rewriteToken:progress:)``,
 /// ``StorageReference/delete(preconditions:)``), with their retries, checksums and resumption.
 ///
 /// Names are exact, as everywhere in the SDK. A prefix is the start of object names, taken

@@ -70,8 +70,6 @@ enum GCSObjectOperation: Equatable {
 extension EmulatorApplication {
     /// The most uploaded objects a composite object may be made of.
     static let maxComponentCount = 1024
-    /// `maxBytesRewrittenPerCall` must be a multiple of this (1 MiB).
-    static let rewriteUnit: Int64 = 1024 * 1024
 
     func gcsObjectOperation(
         _ request: any ServerRequest, _ body: BodyReader, bucket: String, _ operation: GCSObjectOperation
@@ -148,9 +146,10 @@ extension EmulatorApplication {
         if let text = request.query("maxBytesRewrittenPerCall") {
             // At most the largest object, so adding it to the bytes done cannot overflow.
             let value = try RequestNumber.byteCount(text, field: "maxBytesRewrittenPerCall")
-            guard value > 0, value % Self.rewriteUnit == 0 else {
+            guard ProtocolLimits.isRewriteLimit(value) else {
                 throw HTTPError.badRequest(
-                    "Invalid argument: maxBytesRewrittenPerCall must be a positive multiple of \(Self.rewriteUnit).")
+                    "Invalid argument: maxBytesRewrittenPerCall must be a positive multiple of "
+                        + "\(ProtocolLimits.rewriteGranularity).")
             }
             perCall = value
         }

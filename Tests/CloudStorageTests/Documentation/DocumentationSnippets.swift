@@ -476,8 +476,21 @@ enum DocumentationSnippets {
         // end snippet
     }
 
-    static func composingParts(storage: Storage) async throws {
+    static func continuingACopyFromItsToken(storage: Storage) async throws {
         // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#2
+        let source = storage.reference(withPath: "exports/2024.tar")
+        let destination = storage.bucket("archive").reference(withPath: "2024.tar")
+        let step = try await source.rewrite(to: destination, preconditions: .doesNotExist)
+        if let token = step.rewriteToken {
+            // Later, perhaps in another process:
+            let copied = try await source.copy(to: destination, preconditions: .doesNotExist, rewriteToken: token)
+            print(copied.generation ?? 0)
+        }
+        // end snippet
+    }
+
+    static func composingParts(storage: Storage) async throws {
+        // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#3
         let parts = (0..<3).map { storage.reference(withPath: "upload/part-\($0)") }
         var metadata = StorageMetadata()
         metadata.contentType = "video/mp4"
@@ -489,7 +502,7 @@ enum DocumentationSnippets {
     }
 
     static func movingWithinABucket(storage: Storage) async throws {
-        // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#3
+        // snippet: DocsCatalog/CloudStorage.docc/CopyingAndMovingObjects.md#4
         let moved = try await storage.reference(withPath: "inbox/scan.pdf")
             .move(to: storage.reference(withPath: "done/scan.pdf"), preconditions: .doesNotExist)
         print(moved.path ?? "")  // "done/scan.pdf"

@@ -61,11 +61,12 @@ struct ServerSideCopyIntegrationTests {
     enum Scenario: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case copyWithinABucketKeepsBytesAndMetadata
         case copyToAnotherBucketWithNewMetadata
-        case composeConcatenatesAndChecksTheChecksum
+        case composeConcatenatesInOneRequest
         case moveWithinABucket
         case moveToAnotherBucket
         // Strict servers only:
         case copyInSeveralCallsReportsProgress
+        case aCopyContinuesFromARewriteToken
         case preconditionsOnBothSidesOfACopy
         case composeHonoursItsPreconditions
         case atomicMoveIsOneRequest
@@ -75,7 +76,7 @@ struct ServerSideCopyIntegrationTests {
         /// The scenarios fake-gcs-server can judge.
         static let onFakeGCS: [Scenario] = [
             .copyWithinABucketKeepsBytesAndMetadata, .copyToAnotherBucketWithNewMetadata,
-            .composeConcatenatesAndChecksTheChecksum, .moveWithinABucket, .moveToAnotherBucket,
+            .composeConcatenatesInOneRequest, .moveWithinABucket, .moveToAnotherBucket,
         ]
     }
 
@@ -148,7 +149,7 @@ struct ServerSideCopyIntegrationTests {
             #expect(rewrites.count == 1)
             #expect(rewrites.first?.url.contains("/rewriteTo/b/\(context.other.bucket)/o/2024%2Freport.pdf") == true)
 
-        case .composeConcatenatesAndChecksTheChecksum:
+        case .composeConcatenatesInOneRequest:
             let parts = (0..<3).map { TestSupport.payload(size: 1000 * ($0 + 1) + $0, seed: UInt64(40 + $0)) }
             let references = (0..<3).map { storage.reference(withPath: "parts/\($0)") }
             for (part, reference) in zip(parts, references) { _ = try await upload(part, to: reference) }
@@ -158,7 +159,10 @@ struct ServerSideCopyIntegrationTests {
             let sources = references + [references[0]]
             let whole = parts.reduce(Data(), +) + parts[0]
             let destination = storage.reference(withPath: "whole.txt")
+            let before = context.recorder.sent.count
             let composed = try await destination.compose(from: sources, metadata: metadata)
+            let sent = context.recorder.sent.dropFirst(before)
+            #expect(sent.count == 1 && sent.first?.url.contains("/o/whole.txt/compose") == true, "\(sent)")
             #expect(composed.size == Int64(whole.count))
             #expect(composed.crc32cValue == CRC32C.checksum(whole))
             #expect(composed.contentType == "text/plain")
@@ -205,6 +209,36 @@ struct ServerSideCopyIntegrationTests {
             #expect(seen == seen.sorted() && seen.last == Int64(big.count))
             #expect(copied.crc32cValue == CRC32C.checksum(big))
             #expect(try await context.other.reference(withPath: "big.bin").data(maxSize: 4 << 20) == big)
+
+        case .aCopyContinuesFromARewriteToken:
+            let big = TestSupport.payload(size: 3 * .mebibyte + 5, seed: 8)
+            let source = storage.reference(withPath: "big.bin")
+            _ = try await upload(big, to: source)
+            let destination = context.other.reference(withPath: "copy.bin")
+            let first = try await source.rewrite(
+                to: destination, preconditions: .doesNotExist, maxBytesRewrittenPerCall: Int64(Int.mebibyte))
+            let token = try #require(first.rewriteToken)
+            #expect(!first.isDone && first.bytesRewritten == Int64(Int.mebibyte) && first.objectSize == Int64(big.count))
+            let second = try await source.rewrite(
+                to: destination, preconditions: .doesNotExist, rewriteToken: token,
+                maxBytesRewrittenPerCall: Int64(Int.mebibyte))
+            #expect(second.bytesRewritten == 2 * Int64(Int.mebibyte) && second.rewriteToken != nil)
+            await #expect(throws: StorageError.self, "nothing is written before the last call") {
+                _ = try await destination.getMetadata()
+            }
+            // Another handle, as another process would be, continues from the token alone.
+            let before = context.recorder.sent.count
+            let copied = try await storage.bucket(storage.bucket).reference(withPath: "big.bin").copy(
+                to: destination, preconditions: .doesNotExist, rewriteToken: second.rewriteToken)
+            let sent = context.recorder.sent.dropFirst(before)
+            #expect(sent.count == 1 && sent.first?.url.contains("rewriteToken=") == true, "\(sent)")
+            #expect(copied.crc32cValue == CRC32C.checksum(big))
+            #expect(try await destination.data(maxSize: 4 << 20) == big)
+            let refused = await #expect(throws: StorageError.self, "a token names its copy") {
+                _ = try await source.copy(
+                    to: context.other.reference(withPath: "elsewhere.bin"), rewriteToken: token)
+            }
+            #expect(refused?.code == .invalidArgument)
 
         case .preconditionsOnBothSidesOfACopy:
             let source = storage.reference(withPath: "s.bin")
