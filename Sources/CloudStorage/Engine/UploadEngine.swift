@@ -45,6 +45,8 @@ struct UploadEngine: Sendable {
     /// A session another process opened, to continue instead of opening one: the source is
     /// checked against it before any byte goes out (``adopt(_:_:_:)``).
     var resuming: StorageUploadSession?
+    /// Why the upload cannot run at all, found when it was set up; every run fails with it.
+    var refusal: StorageError?
 
     /// Whether the transport reads a file's bytes itself to send them to the endpoint (TLS), so
     /// that they can be hashed as they pass instead of read once more (``InlineChecksum``).
@@ -158,6 +160,7 @@ struct UploadEngine: Sendable {
         checkpoint: UploadCheckpoint,
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
+        if let refusal { throw refusal }
         let name = try StorageReference.validatedWriteTarget(path, generation: generation, "An upload")
         try preconditions.validate(for: storage.endpoint)
         try metadata.validate(for: storage.endpoint)

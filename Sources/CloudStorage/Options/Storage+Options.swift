@@ -5,9 +5,9 @@ extension Storage {
     /// every call of its references sends them.
     ///
     /// The copy shares the connections and credentials of this one, so making one per call costs
-    /// nothing. ``StorageRequestOptions/retry`` and ``StorageRequestOptions/timeouts`` replace
-    /// those of the copy's ``configuration``, where the call executor reads
-    /// them.
+    /// nothing. ``StorageRequestOptions/retry``, ``StorageRequestOptions/timeouts``,
+    /// ``StorageRequestOptions/chunkSize`` and ``StorageRequestOptions/decompressesDownloads``
+    /// replace those of the copy's ``configuration``, where the engines read them.
     ///
     /// ```swift
     /// let billed = storage.with(.init(userProject: "my-billing-project"))
@@ -21,6 +21,9 @@ extension Storage {
         var configuration = self.configuration
         if let retry = merged.retry { configuration.retry = retry }
         if let timeouts = merged.timeouts { configuration.timeouts = timeouts }
+        if let decompresses = merged.decompressesDownloads { configuration.decompressesDownloads = decompresses }
+        // A size the protocols refuse stays in the options, which refuse every call (`validate`).
+        if let chunkSize = merged.chunkSize { try? configuration.uploads.setChunkSize(chunkSize) }
         return Storage(
             bucket: bucket, endpoint: endpoint, authorization: authorization, configuration: configuration,
             transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: merged)

@@ -1,3 +1,4 @@
+import CloudStorageWire
 import HTTP1
 import HTTPClient
 
@@ -10,8 +11,8 @@ extension StorageRequestOptions {
         "expect", "te", "trailer", "upgrade", "keep-alive", "x-goog-user-project", "x-firebase-appcheck",
     ]
 
-    /// Refuses options the endpoint's protocol does not have, and extra headers that are not
-    /// allowed (see ``headers``).
+    /// Refuses options the endpoint's protocol does not have, a ``chunkSize`` the protocols do not
+    /// allow, and extra headers that are not allowed (see ``headers``).
     ///
     /// - Throws: ``StorageErrorCode/invalidArgument`` naming the option or the header (never a value).
     func validate(for endpoint: StorageEndpoint) throws(StorageError) {
@@ -29,6 +30,11 @@ extension StorageRequestOptions {
             guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
                 throw .invalidArgument("The value of the extra header \(name) contains a line break or NUL.")
             }
+        }
+        if let chunkSize, !ProtocolLimits.isChunkSize(chunkSize) {
+            throw .invalidArgument(
+                "The option chunkSize must be a positive multiple of \(ProtocolLimits.chunkGranularityText); "
+                    + "it is \(chunkSize).")
         }
         switch endpoint.wireProtocol {
         case .gcsJSON:

@@ -1,6 +1,7 @@
 /// What each request of an operation carries beyond its own arguments: the project billed, an
-/// encryption key, how new objects are stored, extra headers, the retry time and time-outs, and
-/// for Firebase an App Check token.
+/// encryption key, how new objects are stored, how uploads are compressed and cut into chunks,
+/// whether downloads decompress, extra headers, the retry time and time-outs, and for Firebase
+/// an App Check token.
 ///
 /// A ``Storage`` holds the options its calls use by default; ``Storage/with(_:)`` and
 /// ``StorageReference/with(_:)`` return a copy whose every call uses them merged with new ones,
@@ -26,8 +27,11 @@
 ///   (uploads, the destination of copies and composes). An explicit
 ///   ``StorageMetadata/storageClass`` wins over ``storageClass``.
 /// - ``headers``, ``retry``, ``timeouts``: every request.
+/// - ``compression``, ``chunkSize``: uploads from `Data` and files (`putData`, `putFile` and
+///   their async forms); ``decompressesDownloads``: downloads.
 ///
-/// Firebase endpoints have only ``headers``, ``retry``, ``timeouts`` and ``appCheckToken``;
+/// Firebase endpoints have only ``headers``, ``retry``, ``timeouts``, ``compression``,
+/// ``chunkSize``, ``decompressesDownloads`` and ``appCheckToken``;
 /// a call on one with any other option set fails with ``StorageErrorCode/invalidArgument``
 /// before it sends anything, as does ``appCheckToken`` on a Google Cloud Storage endpoint.
 ///
@@ -68,6 +72,19 @@ public struct StorageRequestOptions: Sendable {
     /// valid (as Firebase's `AppCheck.token(forcingRefresh: false)` does). An error it throws
     /// fails the request with ``StorageErrorCode/unauthenticated``, its error attached.
     public var appCheckToken: (@Sendable () async throws -> String)?
+    /// How uploads compress their bytes on the way (``StorageCompression/gzip``), as
+    /// ``StorageReference/putData(_:metadata:preconditions:compression:)`` does: the object is
+    /// stored compressed, with its `Content-Encoding`. Applies to `putData` and `putFile` (and
+    /// their async forms); a `putStream` under it fails with ``StorageErrorCode/invalidArgument``.
+    public var compression: StorageCompression?
+    /// The most bytes one request of a resumable upload carries instead of
+    /// ``StorageConfiguration/Uploads/chunkSize``: a positive multiple of 256 KiB, or else every
+    /// call fails with ``StorageErrorCode/invalidArgument`` before it sends anything.
+    public var chunkSize: Int64?
+    /// Whether downloads give an object stored gzip-compressed decompressed, instead of
+    /// ``StorageConfiguration/decompressesDownloads``: false gives the stored bytes (python-storage's
+    /// `raw_download=True`, Go's `ReadCompressed(true)`).
+    public var decompressesDownloads: Bool?
 
     /// Creates options; every field is unset (inherited when merged) by default.
     ///
@@ -85,6 +102,9 @@ public struct StorageRequestOptions: Sendable {
     ///   - timeouts: Time-outs for these calls.
     ///   - headers: Headers added to every request.
     ///   - appCheckToken: Gives the Firebase App Check token.
+    ///   - compression: How uploads compress their bytes.
+    ///   - chunkSize: The most bytes per request of a resumable upload.
+    ///   - decompressesDownloads: Whether downloads decompress gzip-stored objects.
     public init(
         userProject: String? = nil,
         encryptionKey: StorageEncryptionKey? = nil,
@@ -94,7 +114,10 @@ public struct StorageRequestOptions: Sendable {
         retry: StorageConfiguration.Retry? = nil,
         timeouts: StorageConfiguration.Timeouts? = nil,
         headers: [String: String] = [:],
-        appCheckToken: (@Sendable () async throws -> String)? = nil
+        appCheckToken: (@Sendable () async throws -> String)? = nil,
+        compression: StorageCompression? = nil,
+        chunkSize: Int64? = nil,
+        decompressesDownloads: Bool? = nil
     ) {
         self.userProject = userProject
         self.encryptionKey = encryptionKey
@@ -105,6 +128,9 @@ public struct StorageRequestOptions: Sendable {
         self.timeouts = timeouts
         self.headers = headers
         self.appCheckToken = appCheckToken
+        self.compression = compression
+        self.chunkSize = chunkSize
+        self.decompressesDownloads = decompressesDownloads
     }
 
     /// These options with every field `overrides` sets replacing this one's; headers are merged
@@ -126,6 +152,9 @@ public struct StorageRequestOptions: Sendable {
         if let value = overrides.retry { merged.retry = value }
         if let value = overrides.timeouts { merged.timeouts = value }
         if let value = overrides.appCheckToken { merged.appCheckToken = value }
+        if let value = overrides.compression { merged.compression = value }
+        if let value = overrides.chunkSize { merged.chunkSize = value }
+        if let value = overrides.decompressesDownloads { merged.decompressesDownloads = value }
         for (name, value) in overrides.headers {
             for existing in merged.headers.keys where existing.lowercased() == name.lowercased() {
                 merged.headers[existing] = nil
@@ -164,6 +193,9 @@ extension StorageRequestOptions: CustomStringConvertible, CustomDebugStringConve
         if let timeouts { fields.append(("timeouts.request", "\(timeouts.request)")) }
         if !headers.isEmpty { fields.append(("headers", headers.keys.sorted().joined(separator: ","))) }
         if appCheckToken != nil { fields.append(("appCheckToken", "set")) }
+        if let compression { fields.append(("compression", compression.description)) }
+        if let chunkSize { fields.append(("chunkSize", String(chunkSize))) }
+        if let decompressesDownloads { fields.append(("decompressesDownloads", String(decompressesDownloads))) }
         return fields
     }
 }

@@ -21,6 +21,10 @@ public struct StorageCompression: Sendable, Hashable, CustomStringConvertible {
 extension StorageReference {
     /// Starts uploading bytes in memory, compressed on the way, to this reference's object.
     ///
+    /// The same as `with(.init(compression: compression)).putData(…)`
+    /// (``StorageRequestOptions/compression``), which also compresses `putDataAsync` and
+    /// `putFileAsync` uploads.
+    ///
     /// The object stores the compressed bytes with ``StorageMetadata/contentEncoding`` set to
     /// `gzip` and a CRC32C of the compressed bytes; its ``StorageMetadata/size`` is theirs. The
     /// bytes are compressed as the upload sends them (off Swift's cooperative threads) and go
@@ -49,7 +53,7 @@ extension StorageReference {
         _ data: Data, metadata: StorageMetadata? = nil, preconditions: StoragePreconditions = .none,
         compression: StorageCompression
     ) -> StorageUploadTask {
-        putCompressed(CompressedChunks(.data(data)), metadata: metadata, preconditions: preconditions, compression)
+        with(.init(compression: compression)).putData(data, metadata: metadata, preconditions: preconditions)
     }
 
     /// Starts uploading a file, compressed on the way, to this reference's object.
@@ -76,22 +80,7 @@ extension StorageReference {
         from fileURL: URL, metadata: StorageMetadata? = nil, preconditions: StoragePreconditions = .none,
         compression: StorageCompression
     ) -> StorageUploadTask {
-        var metadata = metadata ?? StorageMetadata()
-        if metadata.contentType == nil { metadata.contentType = ContentTypes.forPath(fileURL.path) }
-        return putCompressed(
-            CompressedChunks(.file(fileURL)), metadata: metadata, preconditions: preconditions, compression)
-    }
-
-    /// Uploads `chunks` as a stream of unknown size, declared `compression`-encoded.
-    private func putCompressed(
-        _ chunks: CompressedChunks, metadata: StorageMetadata?, preconditions: StoragePreconditions,
-        _ compression: StorageCompression
-    ) -> StorageUploadTask {
-        var metadata = metadata ?? StorageMetadata()
-        metadata.contentEncoding = compression.description
-        return StorageUploadTask.start(
-            reference: self, source: .stream(UploadStream(chunks, size: nil)), metadata: metadata,
-            preconditions: preconditions)
+        with(.init(compression: compression)).putFile(from: fileURL, metadata: metadata, preconditions: preconditions)
     }
 }
 

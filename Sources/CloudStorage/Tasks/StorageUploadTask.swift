@@ -121,13 +121,37 @@ public actor StorageUploadTask: StorageTask {
         preconditions: StoragePreconditions = .none,
         resuming: StorageUploadSession? = nil
     ) -> StorageUploadTask {
+        let (source, metadata, refusal) = compressing(source, metadata, reference.storage.options.compression)
         let engine = UploadEngine(
             storage: reference.storage, path: reference.path, generation: reference.generation, source: source,
-            metadata: metadata,
-            preconditions: preconditions, resuming: resuming)
+            metadata: metadata, preconditions: preconditions, resuming: resuming, refusal: refusal)
         let job = UploadJob(engine: engine)
         return StorageUploadTask(
             driver: TaskRunner(job).driver(for: reference),
             describer: UploadSessionDescriber(engine: engine, checkpoint: job.checkpoint))
+    }
+
+    /// The source and metadata of an upload under ``StorageRequestOptions/compression``: bytes in
+    /// memory or a file become their compressed stream, stored with the coding as its
+    /// `Content-Encoding`; a stream is refused (its bytes go out as they come).
+    private static func compressing(
+        _ source: UploadSource, _ metadata: StorageMetadata, _ compression: StorageCompression?
+    ) -> (UploadSource, StorageMetadata, StorageError?) {
+        guard let compression else { return (source, metadata, nil) }
+        var metadata = metadata
+        metadata.contentEncoding = compression.description
+        switch source {
+        case .data(let data):
+            return (.stream(UploadStream(CompressedChunks(.data(data)), size: nil)), metadata, nil)
+        case .file(let url):
+            return (.stream(UploadStream(CompressedChunks(.file(url)), size: nil)), metadata, nil)
+        case .stream:
+            return (
+                source, metadata,
+                .invalidArgument(
+                    "The option compression applies to putData and putFile, not to a stream: "
+                        + "compress the stream's bytes and set contentEncoding in its metadata.")
+            )
+        }
     }
 }

@@ -4,12 +4,11 @@ import Foundation
 // The Swift blocks of the gzip and download() sections of the "Options and observability"
 // article and the README, compiled with the tests (see DocumentationSnippetTests). Nothing here runs.
 
-func gzipRawDownload() async throws {
+func gzipRawDownload(storage: Storage) async throws {
     // snippet: DocsCatalog/CloudStorage.docc/OptionsAndObservability.md#6
-    var configuration = StorageConfiguration()
-    configuration.decompressesDownloads = false
-    let raw = Storage(bucket: "my-bucket", configuration: configuration)
-    let compressed = try await raw.reference(withPath: "site/app.js").data(maxSize: 10 * 1024 * 1024)
+    let compressed = try await storage.reference(withPath: "site/app.js")
+        .with(.init(decompressesDownloads: false))
+        .data(maxSize: 10 * 1024 * 1024)
     // end snippet
     _ = compressed
 }

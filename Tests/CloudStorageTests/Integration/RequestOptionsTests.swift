@@ -429,6 +429,59 @@ struct RequestOptionsTests {
         #expect(captured.all.filter { $0.method == "GET" }.count == 1 + 4)
     }
 
+    @Test(arguments: [false, true])
+    func compressionAndRawDownloadsArePerCallOptions(firebase: Bool) async throws {
+        let emulator = try StorageEmulator.start(.init())
+        defer { emulator.stop() }
+        let storage = Self.storage(emulator, firebase: firebase)
+        let original = Data((0..<20_000).map { "line \($0)\n" }.joined().utf8)
+        let ref = storage.reference(withPath: "logs/today.txt")
+        let gzip = StorageRequestOptions(compression: .gzip)
+        let stored = try await ref.with(gzip).putDataAsync(original)
+        #expect(stored.contentEncoding == "gzip" && stored.size < Int64(original.count) / 2)
+        #expect(try await ref.data(maxSize: 1 << 20) == original, "downloads decompress by default")
+        let raw = try await ref.with(.init(decompressesDownloads: false)).data(maxSize: 1 << 20)
+        #expect(Int64(raw.count) == stored.size && raw.starts(with: [0x1F, 0x8B]), "the stored gzip bytes")
+        #expect(try await ref.data(maxSize: 1 << 20) == original, "the option held for that call only")
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("opts-\(UUID().uuidString).txt")
+        try original.write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let fromFile = try await storage.reference(withPath: "logs/file.txt").with(gzip).putFileAsync(from: file)
+        #expect(fromFile.contentEncoding == "gzip" && fromFile.contentType == "text/plain")
+        #expect(try await storage.reference(withPath: "logs/file.txt").data(maxSize: 1 << 20) == original)
+
+        let stream = AsyncStream<Data> { continuation in
+            continuation.yield(original)
+            continuation.finish()
+        }
+        let error = await #expect(throws: StorageError.self, "a stream is not compressed behind the caller's back") {
+            _ = try await storage.reference(withPath: "logs/stream.txt").with(gzip).putStreamAsync(stream)
+        }
+        #expect(error?.code == .invalidArgument)
+    }
+
+    @Test func aPerCallChunkSizeBoundsEachRequestOfThatUpload() async throws {
+        let emulator = try StorageEmulator.start(.init())
+        defer { emulator.stop() }
+        let captured = Captured()
+        let storage = Self.storage(emulator, captured: captured) { $0.uploads.multipartThreshold = 1024 }
+        let payload = Self.payload(600 * 1024)
+        let ref = storage.reference(withPath: "chunked.bin")
+        _ = try await ref.putDataAsync(payload)
+        let uploads = { captured.all.filter { $0.method == "PUT" }.count }
+        #expect(uploads() == 1, "one request by default")
+        _ = try await ref.with(.init(chunkSize: 256 * 1024)).putDataAsync(payload)
+        #expect(uploads() == 1 + 3, "256 KiB, 256 KiB and the rest")
+        #expect(try await ref.data(maxSize: 1 << 20) == payload)
+        let before = captured.all.count
+        let error = await #expect(throws: StorageError.self) {
+            _ = try await ref.with(.init(chunkSize: 1000)).putDataAsync(payload)
+        }
+        #expect(error?.code == .invalidArgument && error?.message.contains("chunkSize") == true)
+        #expect(captured.all.count == before, "refused before any request")
+    }
+
     @Test func appCheckTokensAreSentAndCheckedOnFirebaseRoutes() async throws {
         var configuration = StorageEmulator.Configuration()
         configuration.appCheckToken = "app-check-ok"
