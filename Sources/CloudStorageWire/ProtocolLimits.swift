@@ -28,6 +28,9 @@ package enum ProtocolLimits {
     /// The most source objects one compose request takes.
     package static let maximumComposeSources = 32
 
+    /// The most entries one page of an object listing holds (`maxResults`).
+    package static let maximumListResults = 1000
+
     /// The unit of a rewrite call: `maxBytesRewrittenPerCall` is a positive multiple of it, 1 MiB.
     package static let rewriteGranularity: Int64 = 1024 * 1024
 

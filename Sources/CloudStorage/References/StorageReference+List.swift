@@ -1,6 +1,6 @@
 extension StorageReference {
     /// The largest page ``list(maxResults:pageToken:)`` may ask for.
-    public static let maximumListResults = 1000
+    public static let maximumListResults = ProtocolLimits.maximumListResults
 
     /// Lists one page of the objects and prefixes directly below this reference.
     ///

@@ -17,7 +17,7 @@ public import Foundation
 /// ```
 public struct StorageEndpoint: Hashable, Sendable, CustomStringConvertible {
     /// The wire protocols the SDK speaks.
-    enum WireProtocol: Hashable, Sendable {
+    package enum WireProtocol: Hashable, Sendable {
         /// The Google Cloud Storage JSON API (`/storage/v1`, `/upload/storage/v1`).
         case gcsJSON
         /// The Firebase Storage v0 API (`/v0/b/{bucket}/o`).
@@ -26,7 +26,7 @@ public struct StorageEndpoint: Hashable, Sendable, CustomStringConvertible {
         /// The scheme of the `Authorization` header that carries a token, for
         /// every request to the service: `Bearer` for the JSON API (OAuth 2
         /// access tokens), `Firebase` for v0 (Firebase ID tokens).
-        var credentialScheme: String {
+        package var credentialScheme: String {
             switch self {
             case .gcsJSON: "Bearer"
             case .firebaseV0: "Firebase"
@@ -36,7 +36,7 @@ public struct StorageEndpoint: Hashable, Sendable, CustomStringConvertible {
 
     /// The base URL: scheme, host, port and an optional path prefix.
     public let baseURL: URL
-    let wireProtocol: WireProtocol
+    package let wireProtocol: WireProtocol
 
     /// The Google Cloud Storage JSON API at `baseURL`: the real service, an
     /// emulator such as fake-gcs-server, or a gateway.

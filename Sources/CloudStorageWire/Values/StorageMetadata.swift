@@ -67,59 +67,59 @@ public struct StorageMetadata: Sendable, Hashable {
     // MARK: Set by the server
 
     /// The bucket the object is stored in.
-    public internal(set) var bucket: String?
+    public package(set) var bucket: String?
     /// The object's full path in the bucket, such as `images/space.jpg`: its name exactly as the
     /// server sent it.
-    public internal(set) var path: String?
+    public package(set) var path: String?
     /// The last segment of ``path``, such as `space.jpg` (as in the Firebase SDKs,
     /// not the full object name): the text after its last slash, empty for a name
     /// that ends in one (`photos/`), never a renamed neighbour.
-    public internal(set) var name: String?
+    public package(set) var name: String?
     /// The object's size in bytes; 0 until the server has reported it.
-    public internal(set) var size: Int64 = 0
+    public package(set) var size: Int64 = 0
     /// The MD5 digest of the object's bytes, base64-encoded as the server sent
     /// it; nil for composite objects and when not reported.
-    public internal(set) var md5Hash: String?
+    public package(set) var md5Hash: String?
     /// The CRC32C checksum of the object's bytes, as the server sent it: base64
     /// of four big-endian bytes from Cloud Storage, a decimal number from the
     /// Firebase emulator.
-    public internal(set) var crc32c: String?
+    public package(set) var crc32c: String?
     /// The object's generation: it changes whenever the object's data is replaced.
-    public internal(set) var generation: Int64?
+    public package(set) var generation: Int64?
     /// The metadata generation: it changes whenever the object's metadata changes.
-    public internal(set) var metageneration: Int64?
+    public package(set) var metageneration: Int64?
     /// When the object was created.
-    public internal(set) var timeCreated: Date?
+    public package(set) var timeCreated: Date?
     /// When the object's metadata was last changed.
-    public internal(set) var updated: Date?
+    public package(set) var updated: Date?
     /// The object's ID (`{bucket}/{name}/{generation}` on Google Cloud Storage).
-    public internal(set) var id: String?
+    public package(set) var id: String?
     /// The HTTP entity tag of the object's metadata.
-    public internal(set) var etag: String?
+    public package(set) var etag: String?
     /// How many objects a composed object was made from, counting their own components;
     /// nil for an object that was not composed.
-    public internal(set) var componentCount: Int?
+    public package(set) var componentCount: Int?
     /// The Cloud KMS key that encrypts the object, when one does.
-    public internal(set) var kmsKeyName: String?
+    public package(set) var kmsKeyName: String?
     /// How the object is encrypted when its key was supplied by the customer.
-    public internal(set) var customerEncryption: CustomerEncryption?
+    public package(set) var customerEncryption: CustomerEncryption?
     /// When this generation stopped being the live object (versioned buckets).
-    public internal(set) var timeDeleted: Date?
+    public package(set) var timeDeleted: Date?
     /// When the object's storage class last changed.
-    public internal(set) var timeStorageClassUpdated: Date?
+    public package(set) var timeStorageClassUpdated: Date?
     /// When the object was finalized (its bytes were complete).
-    public internal(set) var timeFinalized: Date?
+    public package(set) var timeFinalized: Date?
     /// When a soft-deleted object was deleted; nil for a live object.
-    public internal(set) var softDeleteTime: Date?
+    public package(set) var softDeleteTime: Date?
     /// When a soft-deleted object will be deleted for good; nil for a live object.
-    public internal(set) var hardDeleteTime: Date?
+    public package(set) var hardDeleteTime: Date?
 
     /// The download tokens Firebase Storage reports (its `downloadTokens`
     /// field, comma-separated on the wire); empty from Cloud Storage.
     ///
     /// Internal, as in the Firebase SDKs, which expose tokens only inside
     /// download URLs; kept for building those.
-    var downloadTokens: [String] = []
+    package var downloadTokens: [String] = []
 
     /// Creates empty metadata: nothing set, nothing reported.
     ///
@@ -136,7 +136,7 @@ public struct StorageMetadata: Sendable, Hashable {
     }
 
     /// The writable fields that only Google Cloud Storage has, by their wire names; empty when none is set.
-    var gcsOnlyFieldsSet: [String] {
+    package var gcsOnlyFieldsSet: [String] {
         [
             ("storageClass", storageClass != nil), ("customTime", customTime != nil),
             ("temporaryHold", temporaryHold != nil), ("eventBasedHold", eventBasedHold != nil),
@@ -148,12 +148,12 @@ public struct StorageMetadata: Sendable, Hashable {
     ///
     /// - Throws: ``StorageErrorCode/invalidArgument`` naming them, on a Firebase endpoint
     ///   given a field only Google Cloud Storage has.
-    func validate(for endpoint: StorageEndpoint) throws(StorageError) {
+    package func validate(for endpoint: StorageEndpoint) throws(StorageError) {
         try Self.refuse(gcsOnlyFieldsSet, on: endpoint)
     }
 
     /// Throws when `fields` is not empty and `endpoint` is not Google Cloud Storage.
-    static func refuse(_ fields: [String], on endpoint: StorageEndpoint) throws(StorageError) {
+    package static func refuse(_ fields: [String], on endpoint: StorageEndpoint) throws(StorageError) {
         guard !fields.isEmpty, endpoint.wireProtocol != .gcsJSON else { return }
         // Dropping them would store an object without the hold or retention that was asked for.
         throw .invalidArgument(
@@ -243,7 +243,7 @@ package enum CRC32CEncoding {
     ///
     /// - Parameter text: The text the server sent.
     /// - Returns: The checksum, or nil when the text is neither form.
-    static func parse(_ text: String) -> UInt32? {
+    package static func parse(_ text: String) -> UInt32? {
         if let data = Data(base64Encoded: text), data.count == 4 {
             return data.reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
         }

@@ -87,10 +87,10 @@ public struct StorageMetadataUpdate: Sendable, Hashable {
     }
 
     /// Whether the update names no field at all.
-    var isEmpty: Bool { patchFields.isEmpty }
+    package var isEmpty: Bool { patchFields.isEmpty }
 
     /// The fields that only Google Cloud Storage has which the update names, by their wire names.
-    var gcsOnlyFieldsNamed: [String] {
+    package var gcsOnlyFieldsNamed: [String] {
         [
             ("customTime", customTime != nil), ("temporaryHold", temporaryHold != nil),
             ("eventBasedHold", eventBasedHold != nil), ("retention", retention != nil || overrideUnlockedRetention),
@@ -100,13 +100,13 @@ public struct StorageMetadataUpdate: Sendable, Hashable {
     /// Refuses fields the endpoint's service does not have, before any request goes out.
     ///
     /// - Throws: ``StorageErrorCode/invalidArgument`` naming them, on a Firebase endpoint.
-    func validate(for endpoint: StorageEndpoint) throws(StorageError) {
+    package func validate(for endpoint: StorageEndpoint) throws(StorageError) {
         try StorageMetadata.refuse(gcsOnlyFieldsNamed, on: endpoint)
     }
 
     /// The JSON body of a PATCH request: named fields with their values, or
     /// `null` for removals; custom keys inside `metadata`. Keys are sorted.
-    func patchJSON() -> JSONText.Value { .object(patchFields) }
+    package func patchJSON() -> JSONText.Value { .object(patchFields) }
 
     private var patchFields: [(String, JSONText.Value)] {
         var fields: [(String, JSONText.Value)] = []
@@ -133,7 +133,7 @@ public struct StorageMetadataUpdate: Sendable, Hashable {
 
 extension StorageMetadataUpdate.Change: JSONFieldValue where Value: JSONFieldValue {
     /// The new value, or `null`, which removes the field.
-    var jsonValue: JSONText.Value {
+    package var jsonValue: JSONText.Value {
         switch self {
         case .set(let value): value.jsonValue
         case .remove: .null

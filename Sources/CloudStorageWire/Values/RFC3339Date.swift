@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 /// Reads and writes RFC 3339 timestamps, the form of every date in the GCS JSON API.
 ///
@@ -6,7 +6,7 @@ import Foundation
 /// exactly the RFC 3339 grammar (with or without fractional seconds, `Z` or a
 /// numeric offset) the same way on every platform, allocates nothing, and is
 /// `Sendable` without locks.
-enum RFC3339Date {
+package enum RFC3339Date {
     /// Parses `YYYY-MM-DDTHH:MM:SS[.fraction](Z|±HH:MM)`.
     ///
     /// `t`, `z` and a space in place of `T` are accepted, as RFC 3339 allows.
@@ -14,7 +14,7 @@ enum RFC3339Date {
     ///
     /// - Parameter text: The timestamp.
     /// - Returns: The date, or nil when the text is not an RFC 3339 timestamp.
-    static func parse(_ text: String) -> Date? {
+    package static func parse(_ text: String) -> Date? {
         var scanner = Scanner(Array(text.utf8))
         guard let year = scanner.digits(4), scanner.take("-"),
             let month = scanner.digits(2), scanner.take("-"),
@@ -69,7 +69,7 @@ enum RFC3339Date {
     ///
     /// - Parameter date: A date from year 0 to 9999.
     /// - Returns: The timestamp.
-    static func format(_ date: Date) -> String {
+    package static func format(_ date: Date) -> String {
         let milliseconds = Int((date.timeIntervalSince1970 * 1000).rounded())
         let (days, millisecondOfDay) = milliseconds.quotientAndRemainder(dividingBy: 86_400_000)
         let (dayNumber, dayMilliseconds) =
@@ -119,22 +119,22 @@ enum RFC3339Date {
 
     /// A cursor over ASCII bytes.
     private struct Scanner {
-        let bytes: [UInt8]
-        var index = 0
+        package let bytes: [UInt8]
+        package var index = 0
 
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        package init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-        var isAtEnd: Bool { index == bytes.count }
+        package var isAtEnd: Bool { index == bytes.count }
 
         /// Consumes `character` if it is next.
-        mutating func take(_ character: Unicode.Scalar) -> Bool {
+        package mutating func take(_ character: Unicode.Scalar) -> Bool {
             guard index < bytes.count, bytes[index] == UInt8(ascii: character) else { return false }
             index += 1
             return true
         }
 
         /// Consumes exactly `count` decimal digits and returns their value.
-        mutating func digits(_ count: Int) -> Int? {
+        package mutating func digits(_ count: Int) -> Int? {
             guard bytes.count - index >= count else { return nil }
             var value = 0
             for offset in 0..<count {

@@ -70,7 +70,7 @@ public struct StorageObjectQuery: Sendable, Hashable {
     public init(
         prefix: String = "", delimiter: String? = nil, matchGlob: String? = nil, startOffset: String? = nil,
         endOffset: String? = nil, includesVersions: Bool = false, includesTrailingDelimiter: Bool = false,
-        includesFoldersAsPrefixes: Bool = false, pageSize: Int = StorageReference.maximumListResults
+        includesFoldersAsPrefixes: Bool = false, pageSize: Int = 1000  // ProtocolLimits.maximumListResults
     ) {
         self.prefix = prefix
         self.delimiter = delimiter
@@ -98,7 +98,7 @@ public struct StorageObjectQuery: Sendable, Hashable {
     ///   `includesTrailingDelimiter` without a delimiter; `includesFoldersAsPrefixes` without
     ///   the delimiter `/`; on Firebase Storage v0, any option it has no equivalent for.
     public func validate(for endpoint: StorageEndpoint) throws(StorageError) {
-        let maximum = StorageReference.maximumListResults
+        let maximum = ProtocolLimits.maximumListResults
         guard (1...maximum).contains(pageSize) else {
             throw .invalidArgument("pageSize must be between 1 and \(maximum); it is \(pageSize).")
         }

@@ -1,12 +1,12 @@
 /// The bytes of an object a download asks for: from `start`, to `end` inclusive
 /// or to the object's end.
-struct ByteRange: Sendable, Equatable {
-    var start: Int64
+package struct ByteRange: Sendable, Equatable {
+    package var start: Int64
     /// The last byte wanted (inclusive), or nil for every byte to the end.
-    var end: Int64?
+    package var end: Int64?
 
     /// The bytes from `start` to `end` inclusive, or to the object's end when `end` is nil.
-    init(start: Int64, end: Int64?) {
+    package init(start: Int64, end: Int64?) {
         self.start = start
         self.end = end
     }
@@ -14,7 +14,7 @@ struct ByteRange: Sendable, Equatable {
     /// A range from public range expressions; nil for one that means the whole object.
     ///
     /// - Throws: ``StorageErrorCode/invalidArgument`` for an empty range or a negative bound.
-    init?(_ expression: some RangeExpression<Int64>) throws(StorageError) {
+    package init?(_ expression: some RangeExpression<Int64>) throws(StorageError) {
         let start: Int64
         let end: Int64?
         switch expression {

@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 
 extension StorageMetadata {
     /// Decodes a GCS object resource, or the Firebase v0 metadata JSON, which
@@ -19,7 +19,7 @@ extension StorageMetadata {
     ///   number must be, a negative size or generation, `metadata` that is not an
     ///   object); the decoding
     ///   error is the ``StorageError/underlyingError``.
-    init(objectResource json: Data) throws(StorageError) {
+    package init(objectResource json: Data) throws(StorageError) {
         let resource: ObjectResource
         do {
             resource = try JSONDecoder().decode(ObjectResource.self, from: json)
@@ -43,7 +43,7 @@ extension StorageMetadata {
     ///
     /// - Parameter decoder: The decoder positioned at the item.
     /// - Returns: The metadata, or nil.
-    static func listedResource(from decoder: any Decoder) -> StorageMetadata? {
+    package static func listedResource(from decoder: any Decoder) -> StorageMetadata? {
         guard let resource = try? ObjectResource(from: decoder), resource.size != nil, resource.generation != nil
         else { return nil }
         return StorageMetadata(resource)
@@ -52,7 +52,7 @@ extension StorageMetadata {
     /// The GCS JSON API field names that fill a ``StorageMetadata``, comma-separated,
     /// for a `fields=items(…)` selection: the resource minus what the SDK never reads
     /// (`selfLink`, `mediaLink`, `acl`, `kind`), which would add about half to a listing's size.
-    static let gcsResourceFields = ObjectResource.CodingKeys.allCases
+    package static let gcsResourceFields = ObjectResource.CodingKeys.allCases
         .filter { $0 != .downloadTokens }  // Firebase v0 only; GCS refuses unknown fields.
         .map(\.rawValue).joined(separator: ",")
 
@@ -109,7 +109,7 @@ extension StorageMetadata {
     ///   - name: The object name, already validated.
     ///   - crc32c: The checksum of the whole object, when known in advance.
     /// - Returns: UTF-8 JSON text.
-    func resourceJSON(name: String, crc32c: UInt32?) -> Data {
+    package func resourceJSON(name: String, crc32c: UInt32?) -> Data {
         var fields: [(String, JSONText.Value)] = [("name", .string(name))] + resourceFields
         if let crc32c { fields.append(("crc32c", .string(CRC32CEncoding.base64(crc32c)))) }
         return Data(JSONText.serialize(.object(fields)).utf8)
@@ -120,7 +120,7 @@ extension StorageMetadata {
     /// `storageClass`, `customTime` (RFC 3339), `temporaryHold`, `eventBasedHold`, `retention`,
     /// and `metadata` when ``customMetadata`` is not empty. What an upload, a copy or a
     /// compose sends for the object it creates.
-    var resourceFields: [(String, JSONText.Value)] {
+    package var resourceFields: [(String, JSONText.Value)] {
         var fields: [(String, JSONText.Value)] = []
         let strings: [(String, String?)] = [
             ("contentType", contentType),
@@ -145,65 +145,65 @@ extension StorageMetadata {
 }
 
 /// A value that can be a member of a request's JSON body.
-protocol JSONFieldValue {
+package protocol JSONFieldValue {
     /// The value as JSON.
     var jsonValue: JSONText.Value { get }
 }
 
 extension String: JSONFieldValue {
-    var jsonValue: JSONText.Value { .string(self) }
+    package var jsonValue: JSONText.Value { .string(self) }
 }
 
 extension Bool: JSONFieldValue {
-    var jsonValue: JSONText.Value { .bool(self) }
+    package var jsonValue: JSONText.Value { .bool(self) }
 }
 
 extension Date: JSONFieldValue {
     /// The date as the RFC 3339 text the JSON API reads.
-    var jsonValue: JSONText.Value { .string(RFC3339Date.format(self)) }
+    package var jsonValue: JSONText.Value { .string(RFC3339Date.format(self)) }
 }
 
 extension StorageMetadata.Retention: JSONFieldValue {
-    var jsonValue: JSONText.Value {
+    package var jsonValue: JSONText.Value {
         .object([("mode", .string(mode.rawValue)), ("retainUntilTime", retainUntilTime.jsonValue)])
     }
 }
 
 /// The fields of a GCS object resource the SDK reads.
 private struct ObjectResource: Decodable {
-    var name: String?
-    var bucket: String?
-    var generation: FlexibleInt64?
-    var metageneration: FlexibleInt64?
-    var size: FlexibleInt64?
-    var contentType: String?
-    var md5Hash: String?
-    var crc32c: String?
-    var timeCreated: String?
-    var updated: String?
-    var cacheControl: String?
-    var contentDisposition: String?
-    var contentEncoding: String?
-    var contentLanguage: String?
-    var metadata: [String: LooseScalar]?
-    var downloadTokens: String?
-    var storageClass: String?
-    var customTime: String?
-    var temporaryHold: Bool?
-    var eventBasedHold: Bool?
-    var retention: StorageMetadata.Retention?
-    var id: String?
-    var etag: String?
-    var componentCount: FlexibleInt64?
-    var kmsKeyName: String?
-    var customerEncryption: StorageMetadata.CustomerEncryption?
-    var timeDeleted: String?
-    var timeStorageClassUpdated: String?
-    var timeFinalized: String?
-    var softDeleteTime: String?
-    var hardDeleteTime: String?
+    package var name: String?
+    package var bucket: String?
+    package var generation: FlexibleInt64?
+    package var metageneration: FlexibleInt64?
+    package var size: FlexibleInt64?
+    package var contentType: String?
+    package var md5Hash: String?
+    package var crc32c: String?
+    package var timeCreated: String?
+    package var updated: String?
+    package var cacheControl: String?
+    package var contentDisposition: String?
+    package var contentEncoding: String?
+    package var contentLanguage: String?
+    package var metadata: [String: LooseScalar]?
+    package var downloadTokens: String?
+    package var storageClass: String?
+    package var customTime: String?
+    package var temporaryHold: Bool?
+    package var eventBasedHold: Bool?
+    package var retention: StorageMetadata.Retention?
+    package var id: String?
+    package var etag: String?
+    package var componentCount: FlexibleInt64?
+    package var kmsKeyName: String?
+    package var customerEncryption: StorageMetadata.CustomerEncryption?
+    package var timeDeleted: String?
+    package var timeStorageClassUpdated: String?
+    package var timeFinalized: String?
+    package var softDeleteTime: String?
+    package var hardDeleteTime: String?
 
-    enum CodingKeys: String, CodingKey, CaseIterable {
+    package enum CodingKeys: String, CodingKey, CaseIterable {
         case name, bucket, generation, metageneration, size, contentType, md5Hash, crc32c
         case timeCreated, updated, cacheControl, contentDisposition, contentEncoding, contentLanguage
         case metadata, downloadTokens
@@ -212,7 +212,7 @@ private struct ObjectResource: Decodable {
         case softDeleteTime, hardDeleteTime
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decodeIfPresent(String.self, forKey: .name)
         bucket = try container.decodeIfPresent(String.self, forKey: .bucket)
@@ -265,11 +265,11 @@ private struct ObjectResource: Decodable {
     /// `retention`: both members are required, and the time must be RFC 3339, since a
     /// retention whose end cannot be read says nothing about when the object may go.
     private struct RetentionResource: Decodable {
-        var retention: StorageMetadata.Retention
+        package var retention: StorageMetadata.Retention
 
         private enum CodingKeys: String, CodingKey { case mode, retainUntilTime }
 
-        init(from decoder: any Decoder) throws {
+        package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             let mode = try container.decode(String.self, forKey: .mode)
             let text = try container.decode(String.self, forKey: .retainUntilTime)
@@ -283,27 +283,27 @@ private struct ObjectResource: Decodable {
 
     /// `customerEncryption`, both members required.
     private struct EncryptionResource: Decodable {
-        var encryptionAlgorithm: String
-        var keySha256: String
+        package var encryptionAlgorithm: String
+        package var keySha256: String
     }
 }
 
 /// An object resource nested in another answer (a rewrite's `resource`), read as strictly as a
 /// whole answer is by ``StorageMetadata/init(objectResource:)``.
-struct NestedObjectResource: Decodable {
-    var metadata: StorageMetadata
+package struct NestedObjectResource: Decodable {
+    package var metadata: StorageMetadata
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         metadata = StorageMetadata(try ObjectResource(from: decoder))
     }
 }
 
 /// An integer sent as a JSON string (the GCS JSON API's form for 64-bit
 /// values) or as a JSON number.
-struct FlexibleInt64: Decodable {
-    var value: Int64
+package struct FlexibleInt64: Decodable {
+    package var value: Int64
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let number = try? container.decode(Int64.self) {
             value = number
@@ -323,9 +323,9 @@ struct FlexibleInt64: Decodable {
 /// A custom-metadata value: its text when it is a string, number or boolean;
 /// nil (skipped) for null, arrays and objects.
 private struct LooseScalar: Decodable {
-    var text: String?
+    package var text: String?
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             text = nil
@@ -349,9 +349,9 @@ private struct LooseScalar: Decodable {
 /// `JSONEncoder`, whose errors could only be handled by sending a wrong body;
 /// and because its output (sorted keys, no escaped `/`) is byte-for-byte the
 /// same on every platform.
-enum JSONText {
+package enum JSONText {
     /// A JSON value this writer can produce.
-    indirect enum Value {
+    package indirect enum Value {
         case string(String)
         case bool(Bool)
         case object([(String, Value)])
@@ -364,7 +364,7 @@ enum JSONText {
     ///
     /// - Parameter value: The value.
     /// - Returns: Compact JSON text.
-    static func serialize(_ value: Value) -> String {
+    package static func serialize(_ value: Value) -> String {
         var output = ""
         write(value, to: &output)
         return output

@@ -9,12 +9,12 @@
 /// otherwise the widely used unregistered one (`application/x-tar`).
 /// Extensions without an entry give nil: the caller's default applies
 /// (`application/octet-stream` is deliberately not in the table).
-enum ContentTypes {
+package enum ContentTypes {
     /// The media type for an extension, matched case-insensitively.
     ///
     /// - Parameter ext: An extension without the dot, such as `jpg` or `JPG`.
     /// - Returns: The media type, such as `image/jpeg`, or nil when unknown.
-    static func forPathExtension(_ ext: String) -> String? {
+    package static func forPathExtension(_ ext: String) -> String? {
         table[ext.lowercased()]
     }
 
@@ -26,7 +26,7 @@ enum ContentTypes {
     ///
     /// - Parameter path: A path or file name, such as `images/space.jpg`.
     /// - Returns: The media type, or nil when there is no known extension.
-    static func forPath(_ path: String) -> String? {
+    package static func forPath(_ path: String) -> String? {
         let lastSegment = path.split(separator: "/", omittingEmptySubsequences: true).last ?? ""
         guard let dot = lastSegment.lastIndex(of: "."), dot != lastSegment.startIndex else { return nil }
         let ext = lastSegment[lastSegment.index(after: dot)...]

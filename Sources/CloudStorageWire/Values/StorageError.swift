@@ -69,7 +69,7 @@ public struct StorageError: Error, Sendable, CustomStringConvertible {
 /// added without breaking code that switches over them: compare with `==` or
 /// use `switch` with a `default`.
 public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
-    enum Kind: String, Hashable, Sendable {
+    package enum Kind: String, Hashable, Sendable {
         case unknown, objectNotFound, bucketNotFound, projectNotFound, quotaExceeded
         case unauthenticated, unauthorized, retryLimitExceeded, nonMatchingChecksum
         case cancelled, invalidArgument, bucketMismatch, internalError, pathError
@@ -78,7 +78,7 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
         case dataLoss, uploadSessionExpired, undecodableContent
     }
 
-    let kind: Kind
+    package let kind: Kind
 
     /// The server answered with an error the SDK has no more specific code for.
     public static let unknown = Self(kind: .unknown)
@@ -219,23 +219,23 @@ public struct StorageErrorCode: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension StorageError {
-    static func cancelled() -> StorageError {
+    package static func cancelled() -> StorageError {
         StorageError(.cancelled, "The operation was cancelled.")
     }
 
-    static func invalidArgument(_ message: String) -> StorageError {
+    package static func invalidArgument(_ message: String) -> StorageError {
         StorageError(.invalidArgument, message)
     }
 
-    static func pathError(_ message: String) -> StorageError {
+    package static func pathError(_ message: String) -> StorageError {
         StorageError(.pathError, message)
     }
 
-    static func protocolViolation(_ message: String, underlyingError: (any Error & Sendable)? = nil) -> StorageError {
+    package static func protocolViolation(_ message: String, underlyingError: (any Error & Sendable)? = nil) -> StorageError {
         StorageError(.protocolViolation, message, underlyingError: underlyingError)
     }
 
-    static func internalError(_ message: String, underlyingError: (any Error & Sendable)? = nil) -> StorageError {
+    package static func internalError(_ message: String, underlyingError: (any Error & Sendable)? = nil) -> StorageError {
         StorageError(.internalError, message, underlyingError: underlyingError)
     }
 }

@@ -1,8 +1,8 @@
-import Foundation
+package import Foundation
 
 /// Builds request URLs under an endpoint's base URL, with every piece
 /// percent-encoded, for the wire protocols.
-enum WireURL {
+package enum WireURL {
     /// `base` followed by `path` and a query.
     ///
     /// - Parameters:
@@ -10,7 +10,7 @@ enum WireURL {
     ///   - path: The path, already encoded (use ``pathSegment(_:)`` on each piece).
     ///   - query: Names and unencoded values.
     /// - Returns: The URL.
-    static func make(base: URL, path: String, query: [(String, String)] = []) -> URL {
+    package static func make(base: URL, path: String, query: [(String, String)] = []) -> URL {
         var text = base.absoluteString
         if text.hasSuffix("/") { text.removeLast() }
         text += path
@@ -23,12 +23,12 @@ enum WireURL {
 
     /// Percent-encodes a path segment: everything but RFC 3986 unreserved
     /// characters, so `/` inside an object name becomes `%2F`.
-    static func pathSegment(_ text: String) -> String {
+    package static func pathSegment(_ text: String) -> String {
         text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? ""
     }
 
     /// Percent-encodes a query value the same way (so `/`, `+`, `&` and `=` are escaped).
-    static func queryValue(_ text: String) -> String {
+    package static func queryValue(_ text: String) -> String {
         pathSegment(text)
     }
 

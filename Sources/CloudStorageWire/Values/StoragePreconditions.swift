@@ -87,11 +87,11 @@ public struct StoragePreconditions: Sendable, Hashable {
     }
 
     /// The JSON API query parameters, in a fixed order.
-    var queryItems: [(String, String)] { queryItems(prefix: "if") }
+    package var queryItems: [(String, String)] { queryItems(prefix: "if") }
 
     /// The JSON API query parameters that put these conditions on the source of a copy or a
     /// move (`ifSourceGenerationMatch` and the like), in a fixed order.
-    var sourceQueryItems: [(String, String)] { queryItems(prefix: "ifSource") }
+    package var sourceQueryItems: [(String, String)] { queryItems(prefix: "ifSource") }
 
     private func queryItems(prefix: String) -> [(String, String)] {
         [
@@ -102,7 +102,7 @@ public struct StoragePreconditions: Sendable, Hashable {
 
     /// Whether the conditions hold for an object with this metadata, judged
     /// as the server would (for a read that changes nothing).
-    func holds(for metadata: StorageMetadata) -> Bool {
+    package func holds(for metadata: StorageMetadata) -> Bool {
         let generation = metadata.generation
         let metageneration = metadata.metageneration
         if let ifGenerationMatch, ifGenerationMatch != generation { return false }
@@ -117,7 +117,7 @@ public struct StoragePreconditions: Sendable, Hashable {
     ///
     /// - Throws: ``StorageErrorCode/invalidArgument`` for a negative number, or
     ///   any condition on an endpoint whose protocol has none (Firebase v0).
-    func validate(for endpoint: StorageEndpoint) throws(StorageError) {
+    package func validate(for endpoint: StorageEndpoint) throws(StorageError) {
         if isEmpty { return }
         for (name, value) in [
             ("ifGenerationMatch", ifGenerationMatch), ("ifGenerationNotMatch", ifGenerationNotMatch),

@@ -22,20 +22,20 @@
 /// Construction never fails: whether the path is a valid object name is only
 /// decided by ``validatedObjectName()``, when an operation needs a name. That
 /// keeps navigation (`child`, `parent`, `root`) total, as in the Firebase SDKs.
-struct StoragePath: Hashable, Sendable {
+package struct StoragePath: Hashable, Sendable {
     /// The path's text: the object name, "" at the root.
-    let string: String
+    package let string: String
     /// Whether this is the root of the bucket, which names no object.
-    let isRoot: Bool
+    package let isRoot: Bool
 
     /// The root of the bucket.
-    static let root = StoragePath(string: "", isRoot: true)
+    package static let root = StoragePath(string: "", isRoot: true)
 
     /// The most UTF-8 bytes an object name may have (a GCS limit).
-    static let maximumObjectNameBytes = 1024
+    package static let maximumObjectNameBytes = 1024
 
     /// The prefix GCS reserves for ACME HTTP-01 challenges.
-    static let reservedACMEPrefix = ".well-known/acme-challenge/"
+    package static let reservedACMEPrefix = ".well-known/acme-challenge/"
 
     private static let slash = UInt8(ascii: "/")
 
@@ -48,7 +48,7 @@ struct StoragePath: Hashable, Sendable {
     /// empty segments and leading or trailing slashes included.
     ///
     /// - Parameter name: An object name such as `a//b` or `dir/`.
-    init(exact name: String) {
+    package init(exact name: String) {
         self.init(string: name, isRoot: false)
     }
 
@@ -60,7 +60,7 @@ struct StoragePath: Hashable, Sendable {
     /// kept as they are.
     ///
     /// - Parameter raw: Any text, such as `images/space.jpg`.
-    init(normalizing raw: String) {
+    package init(normalizing raw: String) {
         let segments = raw.utf8.split(separator: Self.slash, omittingEmptySubsequences: true)
         let joined = Array(segments.joined(separator: [Self.slash]))
         self.init(string: String(decoding: joined, as: UTF8.self), isRoot: segments.isEmpty)
@@ -75,7 +75,7 @@ struct StoragePath: Hashable, Sendable {
     ///
     /// - Parameter raw: A relative path.
     /// - Returns: The combined path.
-    func child(_ raw: String) -> StoragePath {
+    package func child(_ raw: String) -> StoragePath {
         let relative = StoragePath(normalizing: raw)
         if relative.isRoot { return self }
         if isRoot { return relative }
@@ -88,7 +88,7 @@ struct StoragePath: Hashable, Sendable {
     /// On exact names this keeps empty segments: the parent of `a//b` is `a/`,
     /// whose listing (prefix `a//`) holds `a//b`; the parent of `/lead` is the
     /// exact empty path, whose listing prefix is `/`.
-    var parent: StoragePath? {
+    package var parent: StoragePath? {
         if isRoot { return nil }
         guard let slash = string.utf8.lastIndex(of: Self.slash) else { return .root }
         return StoragePath(exact: String(decoding: string.utf8[..<slash], as: UTF8.self))
@@ -96,14 +96,14 @@ struct StoragePath: Hashable, Sendable {
 
     /// The text after the last slash: "" at the root, and for a name that ends
     /// in a slash (`dir/`).
-    var lastComponent: String {
+    package var lastComponent: String {
         guard let slash = string.utf8.lastIndex(of: Self.slash) else { return string }
         return String(decoding: string.utf8[string.utf8.index(after: slash)...], as: UTF8.self)
     }
 
     /// The prefix that lists what lies below this path: "" at the root,
     /// otherwise the text and one slash (`a/` lists `a//b`).
-    var listingPrefix: String { isRoot ? "" : string + "/" }
+    package var listingPrefix: String { isRoot ? "" : string + "/" }
 
     /// Whether two paths are the same: both the root, or the same bytes.
     ///
@@ -111,14 +111,14 @@ struct StoragePath: Hashable, Sendable {
     ///   - lhs: A path.
     ///   - rhs: Another path.
     /// - Returns: True when they name the same place.
-    static func == (lhs: StoragePath, rhs: StoragePath) -> Bool {
+    package static func == (lhs: StoragePath, rhs: StoragePath) -> Bool {
         lhs.isRoot == rhs.isRoot && lhs.string.utf8.elementsEqual(rhs.string.utf8)
     }
 
     /// Hashes what equality compares: whether it is the root, and the bytes.
     ///
     /// - Parameter hasher: The hasher to feed.
-    func hash(into hasher: inout Hasher) {
+    package func hash(into hasher: inout Hasher) {
         hasher.combine(isRoot)
         hasher.combine(string.utf8.count)
         for byte in string.utf8 { hasher.combine(byte) }
@@ -136,7 +136,7 @@ struct StoragePath: Hashable, Sendable {
     /// - Returns: The object name, the same text as ``string``.
     /// - Throws: ``StorageErrorCode/invalidArgument`` at the root, which names
     ///   no object; ``StorageErrorCode/pathError`` when a rule is broken.
-    func validatedObjectName() throws(StorageError) -> String {
+    package func validatedObjectName() throws(StorageError) -> String {
         if isRoot {
             throw .invalidArgument("An operation needs an object path; the root reference names no object.")
         }
