@@ -103,6 +103,13 @@ let package = Package(
             path: "Tests/HTTPTestServers",
             swiftSettings: strictSwift
         ),
+        // Fixtures of CloudStorageTests and CloudStorageCLITests: test credentials, auth fakes, payloads, files.
+        .target(
+            name: "StorageTestSupport",
+            dependencies: ["CloudStorage", "HTTP1", "HTTPTestServers", "NativeTLS"],
+            path: "Tests/StorageTestSupport",
+            swiftSettings: strictSwift
+        ),
         // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
         .target(
             name: "CloudStorageCLI",
@@ -132,7 +139,7 @@ let package = Package(
             name: "CloudStorageTests",
             dependencies: [
                 "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "HTTPClient",
-                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls", "HTTPTestServers",
+                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls", "HTTPTestServers", "StorageTestSupport",
             ],
             swiftSettings: strictSwift
         ),

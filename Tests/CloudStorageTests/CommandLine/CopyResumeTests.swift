@@ -2,6 +2,7 @@ import CloudStorage
 import FakeGCSServer
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
