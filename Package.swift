@@ -96,7 +96,7 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Loopback servers for tests of HTTP clients (scripted, numbered, dripping, TLS) and the test
-        // PKI's paths, shared by HTTPClientTests and CloudStorageTests.
+        // PKI's paths, shared by HTTPClientTests, CloudStorageTests, CloudStorageCLITests and StorageTestSupport.
         .target(
             name: "HTTPTestServers",
             dependencies: ["HTTP1", "HTTPClient", "NativeTLS", "CCRC32C"],
@@ -140,6 +140,15 @@ let package = Package(
             dependencies: [
                 "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "HTTPClient",
                 "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls", "HTTPTestServers", "StorageTestSupport",
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The command-line tool's tests: commands run in-process and as a process of their own, against emulators.
+        .testTarget(
+            name: "CloudStorageCLITests",
+            dependencies: [
+                "CloudStorageCLI", "CloudStorage", "StorageEmulator", "FakeGCSServer", "HTTP1", "NativeTLS",
+                "HTTPTestServers", "StorageTestSupport",
             ],
             swiftSettings: strictSwift
         ),
