@@ -96,11 +96,18 @@ let package = Package(
             swiftSettings: strictSwift
         ),
         // Loopback servers for tests of HTTP clients (scripted, numbered, dripping, TLS) and the test
-        // PKI's paths, shared by HTTPClientTests and CloudStorageTests.
+        // PKI's paths, shared by HTTPClientTests, CloudStorageTests, CloudStorageCLITests and StorageTestSupport.
         .target(
             name: "HTTPTestServers",
             dependencies: ["HTTP1", "HTTPClient", "NativeTLS", "CCRC32C"],
             path: "Tests/HTTPTestServers",
+            swiftSettings: strictSwift
+        ),
+        // Fixtures of CloudStorageTests and CloudStorageCLITests: test credentials, auth fakes, payloads, files.
+        .target(
+            name: "StorageTestSupport",
+            dependencies: ["CloudStorage", "HTTP1", "HTTPTestServers", "NativeTLS"],
+            path: "Tests/StorageTestSupport",
             swiftSettings: strictSwift
         ),
         // The command-line tool: `cp` uploads (to the built-in emulator by default), `emulator` serves.
@@ -132,7 +139,16 @@ let package = Package(
             name: "CloudStorageTests",
             dependencies: [
                 "CloudStorage", "CCRC32C", "FakeGCSServer", "StorageEmulator", "HTTP1", "HTTPClient",
-                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls", "HTTPTestServers",
+                "CloudStorageCLI", "NativeTLS", "V4Signing", "SystemCalls", "HTTPTestServers", "StorageTestSupport",
+            ],
+            swiftSettings: strictSwift
+        ),
+        // The command-line tool's tests: commands run in-process and as a process of their own, against emulators.
+        .testTarget(
+            name: "CloudStorageCLITests",
+            dependencies: [
+                "CloudStorageCLI", "CloudStorage", "StorageEmulator", "FakeGCSServer", "HTTP1", "NativeTLS",
+                "HTTPTestServers", "StorageTestSupport",
             ],
             swiftSettings: strictSwift
         ),

@@ -79,7 +79,10 @@ struct ServiceAccountKey: Sendable {
 }
 
 /// base64url without padding (RFC 4648 §5), as JWTs use it.
-enum Base64URL {
+///
+/// `package` so that the shared credential fakes (Tests/StorageTestSupport, a regular target that
+/// cannot `@testable import`) can read the JWTs they are sent; no product's public API shows it.
+package enum Base64URL {
     static func encode(_ bytes: [UInt8]) -> String {
         var text = Data(bytes).base64EncodedString()
         text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
@@ -88,7 +91,7 @@ enum Base64URL {
     }
 
     /// The bytes of base64url text, padded or not; nil when it is not base64url.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while standard.utf8.count % 4 != 0 { standard += "=" }
         return Data(base64Encoded: standard).map(Array.init)

@@ -1,14 +1,8 @@
 import Foundation
-import HTTPTestServers
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage
-
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Application Default Credentials with an injected environment and home directory (never
 /// the real `~/.config` or environment): the order of the places looked at, what is kept,
@@ -38,37 +32,6 @@ struct ApplicationDefaultCredentialsTests {
         }
 
         func remove() { try? FileManager.default.removeItem(at: root) }
-    }
-
-    /// A loopback port nothing listens on: connections to it are refused at once.
-    ///
-    /// The port stays bound (never listening) for the life of the test process, so no
-    /// server another test starts can be given it: a client still retrying against it
-    /// could otherwise reach that server and become a stray connection there.
-    static func closedPort() throws -> Int {
-        try reservedClosedPort.get()
-    }
-
-    private static let reservedClosedPort = Result { () throws -> Int in
-        #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
-        #endif
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = in_addr_t(0x7F00_0001).bigEndian
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else {
-            close(fd)
-            throw ScriptFailure("bind: \(errno)")
-        }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     static func context(_ fake: GoogleAuthFake) -> TokenRequestContext {
@@ -155,7 +118,7 @@ struct ApplicationDefaultCredentialsTests {
                 == "serviceAccount")
 
         let empty = sandbox.root.appendingPathComponent("empty-config")
-        let port = try Self.closedPort()
+        let port = try TestSupport.closedPort()
         let error = await #expect(throws: StorageError.self) {
             try await Self.source(
                 sandbox.environment(["CLOUDSDK_CONFIG": empty.path, "GCE_METADATA_HOST": "127.0.0.1:\(port)"]), fake)
@@ -169,7 +132,7 @@ struct ApplicationDefaultCredentialsTests {
         defer { fake.stop() }
         let sandbox = try Sandbox()
         defer { sandbox.remove() }
-        let port = try Self.closedPort()
+        let port = try TestSupport.closedPort()
         let environment = sandbox.environment(["GCE_METADATA_HOST": "127.0.0.1:\(port)"])
         let storage = CredentialFlowTests.storage(fake, .applicationDefault(environment: environment))
         let error = await #expect(throws: StorageError.self) { try await CredentialFlowTests.delete(storage) }

@@ -1,5 +1,6 @@
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 
@@ -57,7 +58,7 @@ struct CredentialEndToEndTests {
         let home = directory.appendingPathComponent("home")
         let wellKnown = home.appendingPathComponent(".config/gcloud/application_default_credentials.json")
         // Where no metadata server answers (a refused loopback port), for the ADC file kinds.
-        let noMetadata = "127.0.0.1:\(try ApplicationDefaultCredentialsTests.closedPort())"
+        let noMetadata = "127.0.0.1:\(try TestSupport.closedPort())"
         func adc(_ variables: [String: String]) -> StorageAuthorization {
             .applicationDefault(
                 environment: ApplicationDefaultCredentials.Environment(variables: variables, homeDirectory: home.path))

@@ -1,21 +1,8 @@
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage
-
-/// The TEST-ONLY keys of Tests/TestCredentials (see its README).
-enum TestCredentials {
-    static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("TestCredentials")
-
-    static func url(_ name: String) -> URL {
-        directory.appendingPathComponent(name)
-    }
-
-    static func text(_ name: String) throws -> String {
-        try String(contentsOf: url(name), encoding: .utf8)
-    }
-}
 
 @Suite("RSA signing keys, PEM and PKCS #8")
 struct RSASigningKeyTests {

@@ -1,5 +1,6 @@
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 

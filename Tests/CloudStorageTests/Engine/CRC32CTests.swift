@@ -1,5 +1,6 @@
 import CCRC32C
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

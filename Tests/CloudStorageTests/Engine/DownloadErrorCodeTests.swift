@@ -1,6 +1,7 @@
 import Foundation
 import HTTP1
 import HTTPTestServers
+import StorageTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTestServers
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

@@ -2,6 +2,7 @@ import Foundation
 import HTTP1
 import HTTPTestServers
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 

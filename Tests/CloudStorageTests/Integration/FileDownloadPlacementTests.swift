@@ -1,25 +1,23 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import SystemCalls
 import Testing
 
-@testable import CloudStorageCLI
-
 /// Where a file download puts its bytes, and what it leaves: the partial files of downloads
 /// that died are removed by the next download of the same file (never one still being
-/// written) and never uploaded; a replaced file keeps its mode; a copy below a directory
-/// never writes through a symbolic link it did not make.
-///
-/// Serialized because `cp` takes over SIGINT and SIGTERM while it runs.
-@Suite("file downloads: partial files, modes and links", .serialized, .timeLimit(.minutes(5)))
+/// written) and never uploaded; a replaced file keeps its mode. (That a copy below a directory
+/// never writes through a symbolic link it did not make is tested with `cp -r` and `rsync -r`
+/// in CloudStorageCLITests, `CopyDirectionsTests`.)
+@Suite("file downloads: partial files and modes", .timeLimit(.minutes(5)))
 struct FileDownloadPlacementTests {
     static let bytes = Data("the object's bytes\n".utf8)
 
-    /// An emulator holding `demo/a.txt` and `demo/p/sub/x.txt`.
+    /// An emulator holding `demo/a.txt`.
     static func emulator() async throws -> StorageEmulator {
-        let emulator = try CopyDirectionsTests.emulator()
-        try await CopyDirectionsTests.put(["a.txt": bytes, "p/sub/x.txt": bytes, "p/y.txt": bytes], in: emulator)
+        let emulator = try StorageEmulator.start(StorageEmulator.Configuration())
+        _ = try await storage(emulator).reference(withPath: "a.txt").putDataAsync(bytes)
         return emulator
     }
 
@@ -83,46 +81,5 @@ struct FileDownloadPlacementTests {
         let fresh = directory.appendingPathComponent("fresh.txt")
         _ = try await ref.writeAsync(toFile: fresh)
         #expect(try SystemCall.status(path: fresh.path).permissions == 0o666 & ~SystemCall.currentUmask())
-    }
-
-    /// `DIR/p/sub` is a link to a directory outside DIR: the copy of `p/sub/x.txt` is refused
-    /// with the link's path, nothing is written outside, and the other objects are copied: by
-    /// the SDK's `downloadObjects`, `cp -r` and `rsync -r`.
-    @Test(arguments: ["downloadObjects", "cp", "rsync"])
-    func aRecursiveCopyNeverWritesThroughALinkInTheDestination(by copier: String) async throws {
-        let emulator = try await Self.emulator()
-        defer { emulator.stop() }
-        let directory = try TestSupport.temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let outside = directory.appendingPathComponent("outside")
-        let root = directory.appendingPathComponent("copy")
-        try FileManager.default.createDirectory(at: outside, withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: root.appendingPathComponent("p"), withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(
-            at: root.appendingPathComponent("p/sub"), withDestinationURL: outside)
-
-        let link = root.appendingPathComponent("p/sub").path
-        switch copier {
-        case "cp":
-            let (status, output) = try await CopyDirectionsTests.cp(
-                ["--quiet", "-r", "gs://demo/p", root.path], emulator)
-            #expect(status == .localFile)
-            #expect(CopyDirectionsTests.text(output).contains("\(link) is a symbolic link"))
-        case "rsync":
-            let (status, _) = try await RsyncCommandTests.rsync(
-                ["--quiet", "-r", "gs://demo/p", root.appendingPathComponent("p").path], emulator)
-            #expect(status == .localFile)
-        default:
-            let report = try await StorageTransferManager(storage: Self.storage(emulator))
-                .downloadObjects(withPrefix: "p/", to: root.appendingPathComponent("p")).value
-            let failed = report.outcomes.compactMap { outcome -> StorageError? in
-                if case .failed(let error) = outcome.result { return error }
-                return nil
-            }
-            #expect(failed.map(\.code) == [.unwritableFile])
-            #expect(failed.first?.message.contains("\(link) is a symbolic link") == true)
-        }
-        #expect(try Self.names(in: outside).isEmpty, "nothing written through the link")
-        #expect(try Data(contentsOf: root.appendingPathComponent("p/y.txt")) == Self.bytes)
     }
 }

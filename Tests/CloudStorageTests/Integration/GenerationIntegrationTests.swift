@@ -2,6 +2,7 @@ import FakeGCSServer
 import Foundation
 import HTTP1
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 
@@ -234,11 +235,11 @@ struct GenerationIntegrationTests {
             let signer = try SignedURLEmulatorTests.keySigner()
             let url = try await old.signedURL(expiresIn: .seconds(600), signer: signer)
             #expect(url.query?.contains("generation=\(first)") == true)
-            let served = try await SignedURLEmulatorTests.send("GET", url)
+            let served = try await TestSupport.send("GET", url)
             #expect(served.status == 200 && served.body == one)
             let missing = try await ref.atGeneration(second + 1000).signedURL(expiresIn: .seconds(600), signer: signer)
             #expect(
-                try await SignedURLEmulatorTests.send("GET", missing).status == 404, "never the live object instead")
+                try await TestSupport.send("GET", missing).status == 404, "never the live object instead")
         }
     }
 }

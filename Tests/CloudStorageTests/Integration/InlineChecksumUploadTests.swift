@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTestServers
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

@@ -1,4 +1,5 @@
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

@@ -1,5 +1,6 @@
 import FakeGCSServer
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

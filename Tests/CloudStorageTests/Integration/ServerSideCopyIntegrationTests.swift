@@ -1,6 +1,7 @@
 import FakeGCSServer
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 

@@ -1,50 +1,12 @@
 import FakeGCSServer
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage
 
-/// Payloads, files and servers for the integration suites.
-enum TestSupport {
-    /// Deterministic pseudo-random bytes, fast enough for 100 MiB in a debug build.
-    static func payload(size: Int, seed: UInt64) -> Data {
-        var data = Data(count: size)
-        var generator = SeededGenerator(seed: seed)
-        data.withUnsafeMutableBytes { raw in
-            let words = size / 8
-            let wordPointer = raw.baseAddress!.assumingMemoryBound(to: UInt64.self)
-            for index in 0..<words {
-                wordPointer[index] = generator.next()
-            }
-            var tail = generator.next()
-            for index in (words * 8)..<size {
-                raw[index] = UInt8(truncatingIfNeeded: tail)
-                tail >>= 8
-            }
-        }
-        return data
-    }
-
-    /// A new directory under the system's temporary directory, for one test.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory
-            .appendingPathComponent("cloudstorage-tests-\(UUID().uuidString)", isDirectory: true)
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
-
-    /// Writes `data` to a new file named `name` in a new temporary directory.
-    static func file(named name: String = "payload.bin", containing data: Data) throws -> URL {
-        let url = try temporaryDirectory().appendingPathComponent(name)
-        try data.write(to: url)
-        return url
-    }
-
-    /// A unique bucket name for one test.
-    static func bucketName(_ label: String = "t") -> String {
-        "\(label)-\(UUID().uuidString.lowercased().prefix(13))"
-    }
-
+/// fake-gcs-server's storages and checks, and snapshot collection, for the SDK's integration suites.
+extension TestSupport {
     /// A `Storage` for a new bucket on the shared fake-gcs-server, on `route` (its HTTPS port
     /// for `https`; the server's own checks, like ``expectStored(_:at:in:server:sourceLocation:)``,
     /// go over plain HTTP).

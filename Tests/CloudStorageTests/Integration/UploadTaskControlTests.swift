@@ -1,6 +1,7 @@
 import FakeGCSServer
 import Foundation
 import HTTPTestServers
+import StorageTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import StorageTestSupport
 import Synchronization
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
-import HTTPTestServers
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage
@@ -11,12 +11,6 @@ import Testing
 @Suite("Exact object names", .timeLimit(.minutes(10)))
 struct ExactNameTests {
     let storage = Storage(bucket: "my-bucket")
-
-    /// The names of the issue, and the neighbours a normalizing SDK confused them with.
-    static let objects: [(name: String, bytes: String)] = [
-        ("pfx//abs.txt", "doubled"), ("pfx/abs.txt", "single"), ("a//b", "a-b"), ("a/b", "not a//b"),
-        ("dir/", "placeholder"), ("dir", "not dir/"), ("/lead", "leading"), ("lead", "not /lead"),
-    ]
 
     // MARK: References
 
@@ -87,7 +81,7 @@ struct ExactNameTests {
         let emulator = try StorageEmulator.start(configuration)
         defer { emulator.stop() }
         let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
-        for (name, bytes) in objects {
+        for (name, bytes) in TestSupport.exactNames {
             _ = try await storage.reference(objectName: name).putDataAsync(Data(bytes.utf8))
         }
         try await body(emulator, storage)
@@ -96,7 +90,7 @@ struct ExactNameTests {
     @Test(arguments: [false, true])
     func eachNameIsStoredReadAndListedAsItself(directory: Bool) async throws {
         try await Self.withEmulator(directory: directory) { _, storage in
-            for (name, bytes) in Self.objects {
+            for (name, bytes) in TestSupport.exactNames {
                 let ref = storage.reference(objectName: name)
                 #expect(try await ref.data(maxSize: 100) == Data(bytes.utf8), "\(name)")
                 let metadata = try await ref.getMetadata()
@@ -113,7 +107,7 @@ struct ExactNameTests {
                 found += page.items.map(\.fullPath)
                 pending += page.prefixes
             }
-            #expect(found.sorted() == Self.objects.map(\.name).sorted())
+            #expect(found.sorted() == TestSupport.exactNames.map(\.name).sorted())
             #expect(walked.sorted() == ["", "/", "a/", "a//", "dir/", "pfx/", "pfx//"])
             // The prefix `pfx//` is the reference `pfx/`, whose listing holds only `pfx//abs.txt`.
             let pfx = try await storage.reference(withPath: "pfx").listAll()
@@ -137,16 +131,6 @@ struct ExactNameTests {
     // MARK: A server that lists what was not asked for
 
     /// Answers every request with the listing `json`.
-    static func listingServer(_ json: String) throws -> ScriptedHTTPServer {
-        try ScriptedHTTPServer { connection, _ in
-            while connection.readRequest() != nil {
-                connection.write(
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(json.utf8.count)\r\n\r\n"
-                        + json)
-            }
-        }
-    }
-
     @Test(arguments: [
         // The prefix asked for again: a walker would list it for ever.
         (#"{"prefixes": ["x/"]}"#, "the prefix \"x/\""),
@@ -157,7 +141,7 @@ struct ExactNameTests {
         (#"{"items": [{"name": "other"}]}"#, "the object \"other\""),
     ])
     func aListingOfNamesNotBelowThePrefixIsAProtocolViolation(json: String, named: String) async throws {
-        let server = try Self.listingServer(json)
+        let server = try TestSupport.listingServer(json)
         defer { server.stop() }
         let storage = Storage(bucket: "demo", endpoint: .gcs(server.baseURL))
         let error = await #expect(throws: StorageError.self) {
@@ -169,7 +153,7 @@ struct ExactNameTests {
 
     @Test func aPrefixLongerThanAnyNameIsAProtocolViolation() async throws {
         let long = String(repeating: "n", count: 1024) + "/"
-        let server = try Self.listingServer(#"{"prefixes": ["\#(long)"]}"#)
+        let server = try TestSupport.listingServer(#"{"prefixes": ["\#(long)"]}"#)
         defer { server.stop() }
         let storage = Storage(bucket: "demo", endpoint: .gcs(server.baseURL))
         let error = await #expect(throws: StorageError.self) {

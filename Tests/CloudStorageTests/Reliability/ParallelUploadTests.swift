@@ -1,6 +1,7 @@
 import FakeGCSServer
 import Foundation
 import HTTP1
+import StorageTestSupport
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTP1
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

@@ -1,5 +1,6 @@
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage
@@ -26,9 +27,9 @@ struct DefaultURLSignerTests {
         let reference = storage.reference(withPath: "signed/\(kind.rawValue).txt")
         let payload = Data("signed by \(kind.rawValue)".utf8)
         let put = try await reference.signedURL(method: .put, expiresIn: .seconds(600))
-        #expect(try await SignedURLEmulatorTests.send("PUT", put, body: payload).status == 200)
+        #expect(try await TestSupport.send("PUT", put, body: payload).status == 200)
         let get = try await reference.signedURL(expiresIn: .seconds(600))
-        let read = try await SignedURLEmulatorTests.send("GET", get)
+        let read = try await TestSupport.send("GET", get)
         #expect(read.status == 200)
         #expect(read.body == payload)
         // The key signs locally and needs no token; the metadata server's account needs one

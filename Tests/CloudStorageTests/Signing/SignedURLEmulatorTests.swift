@@ -1,13 +1,10 @@
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage
 @testable import CloudStorageCLI
-
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 #if canImport(Glibc)
 import Glibc
@@ -38,28 +35,11 @@ struct SignedURLEmulatorTests {
         try SignedURLSigner.privateKey(email: email, pem: try TestCredentials.text("service-account.key"))
     }
 
-    /// Sends a request with no credentials; the status, body and headers.
-    static func send(
-        _ method: String, _ url: URL, headers: [String: String] = [:], body: Data? = nil
-    ) async throws -> (status: Int, body: Data, headers: [AnyHashable: Any]) {
-        var request = URLRequest(url: url)
-        request.httpMethod = method
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        let (data, response) =
-            if let body {
-                try await URLSession.shared.upload(for: request, from: body)
-            } else {
-                try await URLSession.shared.data(for: request)
-            }
-        let http = try #require(response as? HTTPURLResponse)
-        return (http.statusCode, data, http.allHeaderFields)
-    }
-
     /// A token for the metadata server's account, as a VM would get it.
     static func metadataToken(_ emulator: StorageEmulator) async throws -> String {
         let url = URL(
             string: emulator.baseURL.absoluteString + "/computeMetadata/v1/instance/service-accounts/default/token")!
-        let (status, body, _) = try await send("GET", url, headers: ["Metadata-Flavor": "Google"])
+        let (status, body, _) = try await TestSupport.send("GET", url, headers: ["Metadata-Flavor": "Google"])
         try #require(status == 200)
         let json = try #require(try JSONSerialization.jsonObject(with: body) as? [String: Any])
         return try #require(json["access_token"] as? String)
@@ -71,17 +51,17 @@ struct SignedURLEmulatorTests {
         let payload = Data("signed bytes for \(name)".utf8)
         let put = try await reference.signedURL(
             method: .put, expiresIn: .seconds(600), headers: ["Content-Type": "text/plain"], signer: signer)
-        let stored = try await send("PUT", put, headers: ["Content-Type": "text/plain"], body: payload)
+        let stored = try await TestSupport.send("PUT", put, headers: ["Content-Type": "text/plain"], body: payload)
         #expect(stored.status == 200, "\(String(decoding: stored.body, as: UTF8.self))")
 
         let get = try await reference.signedURL(expiresIn: .seconds(600), signer: signer)
-        let read = try await send("GET", get)
+        let read = try await TestSupport.send("GET", get)
         #expect(read.status == 200)
         #expect(read.body == payload)
 
         let delete = try await reference.signedURL(method: .delete, expiresIn: .seconds(600), signer: signer)
-        #expect(try await send("DELETE", delete).status == 204)
-        #expect(try await send("GET", get).status == 404)
+        #expect(try await TestSupport.send("DELETE", delete).status == 204)
+        #expect(try await TestSupport.send("GET", get).status == 404)
     }
 
     @Test("a key-signed URL PUTs, GETs and DELETEs with no credentials, on a token-requiring emulator")
@@ -92,7 +72,7 @@ struct SignedURLEmulatorTests {
         try await Self.roundTrip(storage, signer: try Self.keySigner(), name: "dir/a b+c é.txt")
         // The same request unsigned is refused: the signature is what authorized it.
         let plain = URL(string: emulator.baseURL.absoluteString + "/storage/v1/b/signed/o/x?alt=media")!
-        #expect(try await Self.send("GET", plain).status == 401)
+        #expect(try await TestSupport.send("GET", plain).status == 401)
     }
 
     /// Whether `URLSession` reaches subdomains of `localhost`, which a virtual-hosted URL for a
@@ -121,10 +101,10 @@ struct SignedURLEmulatorTests {
         let put = try await reference.signedURL(
             method: .put, expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
         #expect(put.absoluteString.hasPrefix("http://virtual.localhost:\(port)/dir/v.txt?"))
-        #expect(try await Self.send("PUT", put, body: Data("v".utf8)).status == 200)
+        #expect(try await TestSupport.send("PUT", put, body: Data("v".utf8)).status == 200)
         let get = try await reference.signedURL(
             expiresIn: .seconds(600), style: .virtualHosted, signer: try Self.keySigner())
-        #expect(try await Self.send("GET", get).body == Data("v".utf8))
+        #expect(try await TestSupport.send("GET", get).body == Data("v".utf8))
     }
 
     @Test("a URL signed through the emulator's IAM signBlob, with a metadata-server token, works the same")
@@ -155,18 +135,18 @@ struct SignedURLEmulatorTests {
         let storage = Storage(bucket: "signed", endpoint: .gcs(emulator.baseURL))
         let reference = storage.reference(withPath: "resumable.bin")
         let post = try await reference.signedURL(method: .post, expiresIn: .seconds(600), signer: try Self.keySigner())
-        let started = try await Self.send("POST", post, headers: ["x-goog-resumable": "start"], body: Data())
+        let started = try await TestSupport.send("POST", post, headers: ["x-goog-resumable": "start"], body: Data())
         #expect(started.status == 201)
         let location = try #require(started.headers["Location"] as? String)
         let payload = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
-        let sent = try await Self.send(
+        let sent = try await TestSupport.send(
             "PUT", try #require(URL(string: location)),
             headers: ["Content-Range": "bytes 0-\(payload.count - 1)/\(payload.count)"], body: payload)
         #expect(sent.status == 200)
         let get = try await reference.signedURL(expiresIn: .seconds(600), signer: try Self.keySigner())
-        #expect(try await Self.send("GET", get).body == payload)
+        #expect(try await TestSupport.send("GET", get).body == payload)
         // Without the signed header the start is refused.
-        #expect(try await Self.send("POST", post, body: Data()).status == 403)
+        #expect(try await TestSupport.send("POST", post, body: Data()).status == 403)
     }
 
     @Test("tampered, expired, not-yet-valid and unknown-account URLs are refused")
@@ -177,39 +157,39 @@ struct SignedURLEmulatorTests {
         let reference = storage.reference(withPath: "secret.txt")
         let signer = try Self.keySigner()
         let put = try await reference.signedURL(method: .put, expiresIn: .seconds(600), signer: signer)
-        #expect(try await Self.send("PUT", put, body: Data("x".utf8)).status == 200)
+        #expect(try await TestSupport.send("PUT", put, body: Data("x".utf8)).status == 200)
         let get = try await reference.signedURL(expiresIn: .seconds(600), signer: signer)
 
         // Another object, another method, a changed expiry: the signature no longer matches.
         let other = URL(string: get.absoluteString.replacingOccurrences(of: "secret.txt", with: "other.txt"))!
-        let tampered = try await Self.send("GET", other)
+        let tampered = try await TestSupport.send("GET", other)
         #expect(tampered.status == 403)
         #expect(String(decoding: tampered.body, as: UTF8.self).contains("<Code>SignatureDoesNotMatch</Code>"))
-        #expect(try await Self.send("DELETE", get).status == 403)
+        #expect(try await TestSupport.send("DELETE", get).status == 403)
         let longer = URL(
             string: get.absoluteString.replacingOccurrences(of: "X-Goog-Expires=600", with: "X-Goog-Expires=601"))!
-        #expect(try await Self.send("GET", longer).status == 403)
+        #expect(try await TestSupport.send("GET", longer).status == 403)
 
         // Signed two minutes ago for one: expired a minute ago, whatever the machine's load.
         let past = try await reference.signedURL(
             method: .get, expiresIn: .seconds(60), headers: [:], queryParameters: [:], style: .pathStyle,
             signer: signer, at: Date().addingTimeInterval(-120))
-        let expired = try await Self.send("GET", past)
+        let expired = try await TestSupport.send("GET", past)
         #expect(expired.status == 400)
         #expect(String(decoding: expired.body, as: UTF8.self).contains("<Code>ExpiredToken</Code>"))
         let future = try await reference.signedURL(
             method: .get, expiresIn: .seconds(60), headers: [:], queryParameters: [:], style: .pathStyle,
             signer: signer, at: Date().addingTimeInterval(3600))
-        #expect(try await Self.send("GET", future).status == 400)
+        #expect(try await TestSupport.send("GET", future).status == 400)
 
         // A key the emulator does not know.
         let stranger = try SignedURLSigner.privateKey(
             email: "stranger@cloudstorage-test.iam.gserviceaccount.com",
             pem: try TestCredentials.text("service-account.key"))
         let unknown = try await reference.signedURL(expiresIn: .seconds(600), signer: stranger)
-        #expect(try await Self.send("GET", unknown).status == 403)
+        #expect(try await TestSupport.send("GET", unknown).status == 403)
         // The object is still there for the right URL.
-        #expect(try await Self.send("GET", get).body == Data("x".utf8))
+        #expect(try await TestSupport.send("GET", get).body == Data("x".utf8))
     }
 
     @Test("cloud-storage sign --key-file prints a URL the emulator serves")
@@ -225,8 +205,8 @@ struct SignedURLEmulatorTests {
             return try #require(URL(string: lines.first ?? ""))
         }
         let put = try await sign(["gs://cli/from-cli.txt", "--method", "PUT", "--expires", "15m"])
-        #expect(try await Self.send("PUT", put, body: Data("cli".utf8)).status == 200)
+        #expect(try await TestSupport.send("PUT", put, body: Data("cli".utf8)).status == 200)
         let get = try await sign(["gs://cli/from-cli.txt"])
-        #expect(try await Self.send("GET", get).body == Data("cli".utf8))
+        #expect(try await TestSupport.send("GET", get).body == Data("cli".utf8))
     }
 }

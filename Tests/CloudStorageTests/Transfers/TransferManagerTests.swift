@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 
@@ -167,7 +168,7 @@ struct TransferManagerTests {
             let report = try await task.value
             #expect(report.succeeded.count == objects.count)
             #expect(counter.highWater == 3, "at most 3 requests at once, and 3 were held")
-            #expect(try CopyDirectionsTests.files(below: target) == objects)
+            #expect(try TestSupport.files(below: target) == objects)
         }
     }
 
@@ -185,7 +186,7 @@ struct TransferManagerTests {
             let report = try await task.value
             #expect(report.succeeded.count == objects.count)
             #expect(counter.highWater == 2)
-            #expect(try CopyDirectionsTests.files(below: target) == objects)
+            #expect(try TestSupport.files(below: target) == objects)
         }
     }
 
@@ -206,7 +207,7 @@ struct TransferManagerTests {
             #expect(last?.error?.code == .cancelled)
             #expect(task.outcomes.count == 2)
             #expect(task.outcomes.allSatisfy { $0.result == .failed(.cancelled()) })
-            #expect(try CopyDirectionsTests.files(below: target).isEmpty, "no file, partial or whole")
+            #expect(try TestSupport.files(below: target).isEmpty, "no file, partial or whole")
         }
     }
 

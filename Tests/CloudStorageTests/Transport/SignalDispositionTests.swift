@@ -1,5 +1,6 @@
 import Foundation
 import NativeTLS
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorage

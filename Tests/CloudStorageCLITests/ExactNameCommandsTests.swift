@@ -1,6 +1,7 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
@@ -8,13 +9,13 @@ import Testing
 /// `ls`, `stat`, `cat` and `rm` address object names exactly (`gs://b/a//b` is `a//b`), and the
 /// recursive walks act on exactly the names listed, and end, whatever the names.
 extension ObjectCommandsTests {
-    /// An emulator holding the names of `ExactNameTests.objects`.
+    /// An emulator holding the names of `TestSupport.exactNames`.
     static func emulatorWithExactNames(directory: URL? = nil) async throws -> StorageEmulator {
         let emulator = try Self.emulator { configuration in
             if let directory { configuration.backing = .directory(directory) }
         }
         let storage = Storage(bucket: "demo", endpoint: .gcs(emulator.baseURL))
-        for (name, bytes) in ExactNameTests.objects {
+        for (name, bytes) in TestSupport.exactNames {
             _ = try await storage.reference(objectName: name).putDataAsync(Self.bytes(bytes))
         }
         return emulator
@@ -40,7 +41,7 @@ extension ObjectCommandsTests {
         // The walk descends into `/`, `a//` and `pfx//` once each, and lists each object once.
         let (status, listing) = try await Self.run(["ls", "-r", "gs://demo"], emulator, pageSize: 2)
         #expect(status == .success)
-        let names = ExactNameTests.objects.map(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        let names = TestSupport.exactNames.map(\.name).sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
         #expect(listing == names.map { "gs://demo/\($0)\n" }.joined())
 
         // One level: the prefix `/` prints as gs://demo//, the placeholder dir/ under dir/.
@@ -56,7 +57,7 @@ extension ObjectCommandsTests {
     @Test func statAndCatReadTheObjectNamedNotItsNeighbour() async throws {
         let emulator = try await Self.emulatorWithExactNames()
         defer { emulator.stop() }
-        for (name, bytes) in ExactNameTests.objects {
+        for (name, bytes) in TestSupport.exactNames {
             #expect(try await Self.run(["cat", "gs://demo/\(name)"], emulator) == (.success, bytes), "\(name)")
             let (status, block) = try await Self.run(["stat", "gs://demo/\(name)"], emulator)
             #expect(status == .success)
@@ -90,7 +91,7 @@ extension ObjectCommandsTests {
     /// A server that answers a listing of `x/` with the prefix `x/` again: the walk stops with a
     /// protocol error after that one listing instead of asking for it for ever.
     @Test func aRecursiveWalkStopsAtAServerThatListsThePrefixAskedFor() async throws {
-        let server = try ExactNameTests.listingServer(#"{"prefixes": ["x/"]}"#)
+        let server = try TestSupport.listingServer(#"{"prefixes": ["x/"]}"#)
         defer { server.stop() }
         let command = try ListCommand(
             ["-r", "gs://demo", "--endpoint", server.baseURL.absoluteString], environment: [:])

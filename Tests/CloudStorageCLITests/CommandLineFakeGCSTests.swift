@@ -1,6 +1,7 @@
 import CloudStorage
 import FakeGCSServer
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
@@ -130,7 +131,7 @@ struct CommandLineFakeGCSTests {
         try FileManager.default.createDirectory(at: back, withIntermediateDirectories: false)
         let (down, downSummary) = try await Self.run(["cp", "-r", "gs://\(bucket)/up/tree", back.path], server)
         #expect(down == .success, "\(downSummary)")
-        #expect(try CopyDirectionsTests.files(below: back.appendingPathComponent("tree")) == treeFiles)
+        #expect(try TestSupport.files(below: back.appendingPathComponent("tree")) == treeFiles)
         let (removed, removals) = try await Self.run(["rm", "-r", "gs://\(bucket)/up"], server)
         #expect(removed == .success, "\(removals)")
         #expect(removals.components(separatedBy: "Removed ").count - 1 == treeFiles.count, "\(removals)")

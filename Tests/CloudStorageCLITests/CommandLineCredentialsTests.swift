@@ -2,6 +2,7 @@ import CloudStorage
 import Foundation
 import HTTPTestServers
 import NativeTLS
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
@@ -30,7 +31,7 @@ extension CommandLineToolTests {
         let (source, _) = try Self.file(size: 1000)
         let home = source.deletingLastPathComponent()
         defer { try? FileManager.default.removeItem(at: home) }
-        let port = try ApplicationDefaultCredentialsTests.closedPort()
+        let port = try TestSupport.closedPort()
         let (status, errors) = try await Self.runTool(
             ["cp", "--quiet", "--production", source.path, "gs://demo/x.bin"],
             environment: ["HOME": home.path, "GCE_METADATA_HOST": "127.0.0.1:\(port)"])

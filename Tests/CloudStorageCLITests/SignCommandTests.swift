@@ -1,5 +1,6 @@
 import CloudStorage
 import Foundation
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI

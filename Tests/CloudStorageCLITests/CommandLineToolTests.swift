@@ -2,6 +2,7 @@ import CloudStorage
 import Foundation
 import HTTPTestServers
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 

@@ -1,8 +1,7 @@
-import Foundation
+import CloudStorage
+package import Foundation
 import NativeTLS
 import Synchronization
-
-@testable import CloudStorage
 
 /// Google's token endpoint, metadata server and a storage server that checks bearer tokens,
 /// in one loopback server, with scripted refusals and failures: enough of the wire protocol
@@ -11,7 +10,7 @@ import Synchronization
 /// The token endpoint verifies a service account's JWT with Tests/TestCredentials'
 /// public key and an authorized user's client secret and refresh token; the storage server
 /// answers `DELETE /storage/v1/b/<bucket>/o/<name>` with 204 for a live token, else 401.
-final class GoogleAuthFake: Sendable {
+package final class GoogleAuthFake: Sendable {
     struct State {
         /// Tokens the storage server accepts.
         var live: Set<String> = []
@@ -29,7 +28,8 @@ final class GoogleAuthFake: Sendable {
     private let shared = Shared()
     private let server: AuthTestServer
 
-    init() throws {
+    /// Starts the server on a free loopback port.
+    package init() throws {
         let publicKey = try RSAKey(publicKeyPEM: Array(try TestCredentials.text("service-account.pub").utf8))
         let shared = self.shared
         server = try AuthTestServer { request in
@@ -37,24 +37,29 @@ final class GoogleAuthFake: Sendable {
         }
     }
 
-    var baseURL: URL { server.baseURL }
-    var tokenURI: String { baseURL.absoluteString + "/token" }
-    var metadataHost: String { "127.0.0.1:\(server.port)" }
-    var grants: Int { shared.state.withLock { $0.issued } }
+    /// The server's `http://127.0.0.1:<port>` URL: its storage server.
+    package var baseURL: URL { server.baseURL }
+    /// The token endpoint, for a key file's `token_uri`.
+    package var tokenURI: String { baseURL.absoluteString + "/token" }
+    /// The metadata server, for `GCE_METADATA_HOST`.
+    package var metadataHost: String { "127.0.0.1:\(server.port)" }
+    /// How many tokens have been issued.
+    package var grants: Int { shared.state.withLock { $0.issued } }
 
     /// Every issued token stops being accepted (as if it expired).
-    func expireAllTokens() { shared.state.withLock { $0.live = [] } }
+    package func expireAllTokens() { shared.state.withLock { $0.live = [] } }
 
     /// The next token requests get these answers instead of a token.
-    func script(_ replies: AuthTestServer.Reply...) { shared.state.withLock { $0.scripted += replies } }
+    package func script(_ replies: AuthTestServer.Reply...) { shared.state.withLock { $0.scripted += replies } }
 
     /// The `expires_in` of tokens issued from now on.
     func setExpiresIn(_ seconds: Int) { shared.state.withLock { $0.expiresIn = seconds } }
 
     /// The requests to `path`.
-    func requests(to path: String) -> [AuthTestServer.Request] { server.requests(to: path) }
+    package func requests(to path: String) -> [AuthTestServer.Request] { server.requests(to: path) }
 
-    func stop() { server.stop() }
+    /// Stops listening and closes every connection.
+    package func stop() { server.stop() }
 
     private static func answer(
         _ request: AuthTestServer.Request, state: borrowing Mutex<State>, publicKey: RSAKey

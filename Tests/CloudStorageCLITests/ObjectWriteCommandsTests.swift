@@ -1,6 +1,7 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI

@@ -1,6 +1,7 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Synchronization
 import Testing
 
@@ -94,20 +95,6 @@ struct CopyDirectionsTests {
     }
 
     static func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
-
-    /// The regular files below `directory`, by relative path, with their bytes.
-    static func files(below directory: URL) throws -> [String: Data] {
-        var result: [String: Data] = [:]
-        guard let enumerator = FileManager.default.enumerator(atPath: directory.path) else { return [:] }
-        while let relative = enumerator.nextObject() as? String {
-            let url = directory.appendingPathComponent(relative)
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), !isDirectory.boolValue {
-                result[relative] = try Data(contentsOf: url)
-            }
-        }
-        return result
-    }
 
     // MARK: Downloads
 
@@ -298,12 +285,12 @@ struct CopyDirectionsTests {
         #expect(down == .success, "\(Self.text(downOutput))")
         var expected = files
         for (name, data) in files { expected["tree/" + name] = data }
-        #expect(try Self.files(below: restored) == expected)
+        #expect(try TestSupport.files(below: restored) == expected)
         // An existing directory gets the prefix's name inside it.
         let existing = root.appendingPathComponent("existing")
         try FileManager.default.createDirectory(at: existing, withIntermediateDirectories: false)
         #expect(try await Self.cp(["-r", "--quiet", "gs://demo/backup/tree", existing.path], emulator).0 == .success)
-        #expect(try Self.files(below: existing.appendingPathComponent("tree")) == files)
+        #expect(try TestSupport.files(below: existing.appendingPathComponent("tree")) == files)
     }
 
     @Test func rDownloadRefusesNamesThatLeaveTheDirectoryAndSkipsFolderPlaceholders() async throws {
@@ -330,7 +317,7 @@ struct CopyDirectionsTests {
         #expect(lines.count == 4)
         #expect(lines.dropFirst().allSatisfy { $0.contains("refused: its name would leave") })
         // Only the good object was written, and nothing above the directory.
-        #expect(try Self.files(below: root) == ["deep/out/ok.txt": Data("ok".utf8)])
+        #expect(try TestSupport.files(below: root) == ["deep/out/ok.txt": Data("ok".utf8)])
     }
 
     @Test func rOfAPrefixThatMatchesNothingExits5() async throws {

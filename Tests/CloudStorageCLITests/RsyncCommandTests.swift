@@ -1,6 +1,7 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
@@ -106,7 +107,7 @@ struct RsyncCommandTests {
         #expect(status == .success, "\(output)")
         #expect(output.hasSuffix("Copied 2, deleted 1; 1 unchanged\n"), "\(output)")
         #expect(
-            try CopyDirectionsTests.files(below: root) == [
+            try TestSupport.files(below: root) == [
                 "a.txt": Data("new".utf8), "b/c.txt": Data("changed".utf8), "same.txt": Data("same".utf8),
             ])
         // In sync now: nothing more to do.

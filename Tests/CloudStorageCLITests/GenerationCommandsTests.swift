@@ -1,6 +1,7 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
@@ -11,7 +12,7 @@ import Testing
 struct GenerationCommandsTests {
     /// A versioned bucket `demo` holding `o` twice ("one", then "two"); the two generations.
     static func versions(_ emulator: StorageEmulator) async throws -> (Int64, Int64) {
-        let created = try await SignedURLEmulatorTests.send(
+        let created = try await TestSupport.send(
             "POST", emulator.baseURL.appendingPathComponent("storage/v1/b"),
             headers: ["Content-Type": "application/json"],
             body: Data(#"{"name": "demo", "versioning": {"enabled": true}}"#.utf8))

@@ -2,6 +2,7 @@ import CloudStorage
 import Foundation
 import HTTP1
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI

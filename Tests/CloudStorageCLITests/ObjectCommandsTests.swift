@@ -3,6 +3,7 @@ import FakeGCSServer
 import Foundation
 import HTTPTestServers
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI

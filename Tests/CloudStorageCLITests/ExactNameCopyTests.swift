@@ -1,6 +1,7 @@
 import CloudStorage
 import Foundation
 import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
@@ -19,7 +20,7 @@ extension CopyDirectionsTests {
         let doubled = root.appendingPathComponent("doubled")
         let (status, output) = try await Self.cp(["-r", "--quiet", "gs://demo/pfx//", doubled.path], emulator)
         #expect(status == .success, "\(Self.text(output))")
-        #expect(try Self.files(below: doubled) == ["abs.txt": Data("doubled".utf8)])
+        #expect(try TestSupport.files(below: doubled) == ["abs.txt": Data("doubled".utf8)])
 
         let whole = root.appendingPathComponent("whole")
         let (wholeStatus, wholeOutput) = try await Self.cp(
@@ -34,7 +35,7 @@ extension CopyDirectionsTests {
                 "\(name): \(lines)")
         }
         #expect(
-            try Self.files(below: whole) == [
+            try TestSupport.files(below: whole) == [
                 "pfx/abs.txt": Data("single".utf8), "a/b": Data("not a//b".utf8), "dir": Data("not dir/".utf8),
                 "lead": Data("not /lead".utf8),
             ])
@@ -58,7 +59,7 @@ extension CopyDirectionsTests {
     /// A listing that names an object with a NUL byte (which no file name can hold) is refused
     /// saying so, not as a `.` or `..` segment.
     @Test func rDownloadRefusesANameWithANulByteForWhatItIs() async throws {
-        let server = try ExactNameTests.listingServer(
+        let server = try TestSupport.listingServer(
             #"{"items": [{"name": "p/a\u0000b", "size": "1", "generation": "1"}]}"#)
         defer { server.stop() }
         let root = try TestSupport.temporaryDirectory()

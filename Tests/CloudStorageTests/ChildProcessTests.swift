@@ -14,7 +14,7 @@ import Darwin
 struct ChildProcessTests {
     /// The repository's root folder.
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// Foundation's `Process.run()` reads past a buffer while it lists `/proc/self/fd`
     /// (swiftlang/swift-corelibs-foundation#5472); beside the suite's thousand-odd open

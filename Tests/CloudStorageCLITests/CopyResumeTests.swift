@@ -1,10 +1,11 @@
 import CloudStorage
 import FakeGCSServer
 import Foundation
-import StorageEmulator
+import StorageTestSupport
 import Testing
 
 @testable import CloudStorageCLI
+@testable import StorageEmulator
 
 #if canImport(Glibc)
 import Glibc
@@ -216,7 +217,7 @@ struct CopyResumeTests {
             let (firstStatus, firstStderr) = try await Self.finish(first, firstErrors)
             #expect(firstStatus == ExitCode.unavailable.rawValue, "\(firstStderr)")
             #expect(scene.recordFiles().count == 1, "the record is kept for a rerun")
-            #expect(Reliability.liveSessions(emulator) == 1, "the server's session is left open")
+            #expect(emulator.application.sessions.count == 1, "the server's session is left open")
 
             let before = emulator.bytesReceived
             let (process, errors) = try Self.launch(arguments, environment: scene.environment)
