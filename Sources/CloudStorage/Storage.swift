@@ -171,3 +171,19 @@ public struct Storage: Sendable {
         StorageReference(storage: self, path: StoragePath(exact: objectName))
     }
 }
+
+extension Storage: CustomReflectable {
+    /// What `dump` and debuggers show of a handle: its bucket, endpoint, credentials, settings and
+    /// options (the credentials and options as their own redacted mirrors), and the transport by
+    /// its type only. The transport's live state (connections, I/O threads, locks) is never
+    /// walked: reading it unlocked while its threads change it would be a data race.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "bucket": bucket as Any, "endpoint": endpoint, "authorization": authorization,
+                "configuration": configuration, "options": options, "transport": "\(type(of: transport))",
+            ],
+            displayStyle: .struct)
+    }
+}
