@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Client CPU per GiB and peak RSS over https against curl, as medians of interleaved rounds:
 # `cloud-storage cp` uploads (putFile: one stream, and parts over parallel connections) and
-# downloads to tmpfs, and curl doing the same. Both take their ciphers from the host's OpenSSL
+# downloads to tmpfs (as `cp` chooses: sliced when its probe finds one connection too slow; and
+# on one stream, `--slices 1`), and curl doing the same. Both take their ciphers from the host's OpenSSL
 # configuration. The sinks are TLS `cloud-storage emulator`s of a fixed build, each in its own
 # process, so their costs never mix with the client's: one-stream uploads (the SDK's and curl's)
 # go to one that counts and drops the bytes (`--discard`), so that storing them never limits a
@@ -66,6 +67,10 @@ for ((round = 1; round <= rounds; round++)); do
     for i in "${order[@]}"; do
         rm -f "$work/down"
         row "download client $i" "${clients[$i]}" "${copy[@]}" --endpoint "$endpoint" gs://bench/source "$work/down"
+        cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
+        rm -f "$work/down"
+        row "download client $i one stream" "${clients[$i]}" "${copy[@]}" --endpoint "$endpoint" --slices 1 \
+            gs://bench/source "$work/down"
         cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
     done
     rm -f "$work/down"

@@ -95,23 +95,11 @@ enum TokenEndpoint {
     /// The error for an endpoint's refusal: its `error` and `error_description` (RFC 6749 §5.2)
     /// and status, never the rest of its body.
     static func refusal(_ response: HTTPResponse, by server: String, of grant: String) -> StorageError {
-        let fields = errorFields(in: response.body)
+        let fields = OAuthErrorAnswer.fields(in: response.body)
         let code = fields?.code.map { " (\($0))" } ?? ""
         return StorageError(
             .unauthenticated, "\(server) refused \(grant)\(code).", httpStatus: response.status,
             serverMessage: fields?.description)
-    }
-
-    /// `error` and `error_description` of an OAuth 2 error answer, or of Google's
-    /// `{"error": {"message": …}}`.
-    static func errorFields(in body: Data) -> (code: String?, description: String?)? {
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else { return nil }
-        if let nested = object["error"] as? [String: Any] {
-            return (nested["status"] as? String, nested["message"] as? String)
-        }
-        let code = object["error"] as? String
-        let description = object["error_description"] as? String ?? code
-        return code == nil && description == nil ? nil : (code, description)
     }
 
     /// `application/x-www-form-urlencoded`: every byte but the unreserved ones percent-encoded.

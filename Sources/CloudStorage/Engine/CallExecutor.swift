@@ -170,7 +170,7 @@ struct CallExecutor: Sendable {
                     StorageError(
                         .unknown, "\($0.capitalizedFirst) answered HTTP \(response.status).",
                         httpStatus: response.status,
-                        serverMessage: TokenEndpoint.errorFields(in: response.body)?.description)
+                        serverMessage: OAuthErrorAnswer.fields(in: response.body)?.description)
                 } ?? response.storageError(about: subject, sentChecksum: sentChecksum)
             if response.isRetryable { return .retryable(error) }
             throw error

@@ -129,7 +129,7 @@ struct DownloadEngine: Sendable {
         checkpoint: DownloadCheckpoint,
         progress: @escaping @Sendable (_ received: Int64, _ total: Int64?) -> Void
     ) async throws(StorageError) -> Int64 {
-        let (name, _) = try StorageReference.validatedObject(path, generation: generation, on: storage.endpoint)
+        let (name, _) = try path.validatedObject(generation: generation, on: storage.endpoint)
         try preconditions.validate(for: storage.endpoint)
         let events = storage.configuration.events.emitter()
         let received: Int64

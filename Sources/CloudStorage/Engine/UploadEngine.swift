@@ -161,7 +161,7 @@ struct UploadEngine: Sendable {
         progress: @escaping @Sendable (Int64) -> Void
     ) async throws(StorageError) -> StorageMetadata {
         if let refusal { throw refusal }
-        let name = try StorageReference.validatedWriteTarget(path, generation: generation, "An upload")
+        let name = try path.validatedWriteTarget(generation: generation, "An upload")
         try preconditions.validate(for: storage.endpoint)
         try metadata.validate(for: storage.endpoint)
         if checkpoint.source == nil || checkpoint.parts.uploadID != nil,

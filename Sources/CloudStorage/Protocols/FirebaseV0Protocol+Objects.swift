@@ -12,7 +12,7 @@ import HTTPClient
 /// token twice would leave two), so a transport never resends one on its own.
 extension FirebaseV0Protocol: ObjectWireProtocol {
     /// v0 has no generations; callers refuse a pinned reference before building a request
-    /// (``StorageReference/validatedObject(_:generation:on:)``), so `generation` is always nil here.
+    /// (``StoragePath/validatedObject(generation:on:)``), so `generation` is always nil here.
     func getMetadata(bucket: String, name: String, generation: Int64? = nil) -> HTTPRequest {
         HTTPRequest(method: "GET", url: objectURL(bucket: bucket, name: name), isIdempotent: true)
     }

@@ -14,7 +14,7 @@ import HTTPClient
 ///   breaks the protocol, never crash on one.
 /// - A `generation` addresses that generation of the object (live or noncurrent); nil the
 ///   live object. Callers check generations first
-///   (``StorageReference/validatedObject(_:generation:on:)``), so a protocol without
+///   (``StoragePath/validatedObject(generation:on:)``), so a protocol without
 ///   generations is only ever given nil.
 protocol ObjectWireProtocol: Sendable {
     /// Reads an object's metadata.

@@ -49,27 +49,7 @@ extension StorageReference {
     ///   ``StorageErrorCode/invalidArgument`` for a generation below 1, or any generation on an
     ///   endpoint whose protocol has none (Firebase v0).
     func validatedObject() throws(StorageError) -> (name: String, generation: Int64?) {
-        try Self.validatedObject(path, generation: generation, on: storage.endpoint)
-    }
-
-    /// ``validatedObject()`` for the parts of a reference an engine keeps.
-    static func validatedObject(
-        _ path: StoragePath, generation: Int64?, on endpoint: StorageEndpoint
-    ) throws(StorageError) -> (name: String, generation: Int64?) {
-        let name = try path.validatedObjectName()
-        guard let generation else { return (name, nil) }
-        guard generation > 0 else {
-            throw .invalidArgument(
-                "Generations are positive numbers; \(name) was pinned to generation \(generation), which names nothing."
-            )
-        }
-        guard endpoint.wireProtocol == .gcsJSON else {
-            // Acting on the live object instead would read, change or delete another version than the one named.
-            throw .invalidArgument(
-                "Firebase Storage has no object generations; gs://…/\(name)#\(generation) names one. "
-                    + "Use a Google Cloud Storage endpoint, or atGeneration(nil) for the live object.")
-        }
-        return (name, generation)
+        try path.validatedObject(generation: generation, on: storage.endpoint)
     }
 
     /// The object name to write, checked; a reference pinned to a generation is refused, as an
@@ -79,22 +59,9 @@ extension StorageReference {
     /// - Throws: What ``StoragePath/validatedObjectName()`` throws;
     ///   ``StorageErrorCode/invalidArgument`` when the reference is pinned.
     func validatedWriteTarget(_ operation: String) throws(StorageError) -> String {
-        try Self.validatedWriteTarget(path, generation: generation, operation)
+        try path.validatedWriteTarget(generation: generation, operation)
     }
 
-    /// ``validatedWriteTarget(_:)`` for the parts of a reference an engine keeps.
-    static func validatedWriteTarget(
-        _ path: StoragePath, generation: Int64?, _ operation: String
-    ) throws(StorageError) -> String {
-        let name = try path.validatedObjectName()
-        if let generation {
-            throw .invalidArgument(
-                "\(operation) writes a new generation, so it cannot write to \(name)#\(generation), "
-                    + "a reference pinned to generation \(generation). Write to atGeneration(nil) instead, "
-                    + "with StoragePreconditions(ifGenerationMatch: \(generation)) to replace only that generation.")
-        }
-        return name
-    }
 }
 
 extension Storage {

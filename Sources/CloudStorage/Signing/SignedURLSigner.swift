@@ -26,8 +26,6 @@ public struct SignedURLSigner: Sendable {
     public let email: String
     let kind: Kind
 
-    /// Google's IAM Credentials API.
-    static let defaultIAMBaseURL = URL(string: "https://iamcredentials.googleapis.com")!
 
     /// Signs with a service account's RSA private key, here, without any request.
     ///
@@ -64,7 +62,7 @@ public struct SignedURLSigner: Sendable {
     /// - Returns: The signer. An empty `email` fails when a URL is signed, with
     ///   ``StorageErrorCode/invalidArgument``.
     public static func iamSignBlob(email: String) -> SignedURLSigner {
-        iamSignBlob(email: email, baseURL: defaultIAMBaseURL)
+        iamSignBlob(email: email, baseURL: Storage.defaultIAMCredentialsBaseURL)
     }
 
     /// ``iamSignBlob(email:)`` against another IAM Credentials server (an emulator).

@@ -28,38 +28,4 @@ extension Storage {
             bucket: bucket, endpoint: endpoint, authorization: authorization, configuration: configuration,
             transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: merged)
     }
-
-    /// The endpoint's protocol for operations on stored objects, building requests with ``options``.
-    var objectProtocol: any ObjectWireProtocol {
-        switch endpoint.wireProtocol {
-        case .gcsJSON: GCSJSONProtocol(baseURL: endpoint.baseURL, options: options)
-        case .firebaseV0: FirebaseV0Protocol(baseURL: endpoint.baseURL)
-        }
-    }
-
-    /// The steps of an upload in the endpoint's protocol, building requests with ``options``.
-    var uploadProtocol: any UploadWireProtocol {
-        switch endpoint.wireProtocol {
-        case .gcsJSON: GCSJSONProtocol(baseURL: endpoint.baseURL, options: options)
-        case .firebaseV0: FirebaseV0Protocol(baseURL: endpoint.baseURL)
-        }
-    }
-}
-
-extension StorageReference {
-    /// This reference with `options` merged into its storage's (``Storage/with(_:)``): every
-    /// call on it — and every task it starts, with each of its requests — sends them.
-    ///
-    /// ```swift
-    /// let key = try StorageEncryptionKey(base64: keyText)
-    /// let secret = storage.reference(withPath: "vault/report.pdf").with(.init(encryptionKey: key))
-    /// _ = try await secret.putDataAsync(report)
-    /// let metadata = try await secret.getMetadata()  // needs the key for its hashes
-    /// ```
-    ///
-    /// - Parameter options: The options that win over the storage's.
-    /// - Returns: The same object's reference, sending the merged options.
-    public func with(_ options: StorageRequestOptions) -> StorageReference {
-        StorageReference(storage: storage.with(options), path: path, generation: generation)
-    }
 }
