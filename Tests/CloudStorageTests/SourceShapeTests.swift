@@ -1,3 +1,4 @@
+import FakeGCSServer
 import Foundation
 import Testing
 
@@ -31,6 +32,24 @@ struct SourceShapeTests {
             checked += 1
         }
         #expect(checked > 100)
+    }
+
+    /// The folders of `Sources/CloudStorage` form layers: `scripts/folder-dependencies` finds no
+    /// pair of folders whose files name each other's types both ways.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")))
+    func noFolderPairOfTheSDKDependsBothWays() async throws {
+        let root = Self.sources.deletingLastPathComponent()
+        let report = FileManager.default.temporaryDirectory
+            .appendingPathComponent("folders-\(UUID().uuidString).txt")
+        defer { try? FileManager.default.removeItem(at: report) }
+        let script = root.appendingPathComponent("scripts/folder-dependencies").path
+        let target = Self.sources.appendingPathComponent("CloudStorage").path
+        let child = try ChildProcess(
+            "/usr/bin/python3", [script, target], environment: [:], output: .file(report.path), errors: .standardOutput)
+        await child.exited()
+        let text = (try? String(contentsOf: report, encoding: .utf8)) ?? ""
+        #expect(child.terminationReason == .exit && child.terminationStatus == 0, "\(text)")
+        #expect(text.contains("0 of "), "\(text)")
     }
 
     /// `count` lines of body.
