@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -50,9 +49,13 @@ struct RetryBudgetTests {
         }
         route.via.apply(to: &configuration)
         let endpoint = route.wire.endpoint(emulator.baseURL)
+        let transport = TestTransport(wrapping: route.via.makeTransport(for: endpoint))
+        transport.answer { _, index in
+            index == 0 ? TestTransport.response(503, body: #"{"error":{"message":"scripted 503"}}"#) : nil
+        }
         return Storage(
             bucket: Reliability.bucket, endpoint: endpoint, authorization: .none, configuration: configuration,
-            transport: FirstRequestFails(route.via.makeTransport(for: endpoint)))
+            transport: transport)
     }
 
     @Test(arguments: Reliability.Route.all, Operation.allCases)
@@ -76,22 +79,5 @@ struct RetryBudgetTests {
                 _ = try await seed.reference(withPath: "b").putDataAsync(Data(repeating: 1, count: 1000))
             }
         }
-    }
-}
-
-/// Answers the first request with `503` and passes every later one to `inner`.
-final class FirstRequestFails: HTTPTransport {
-    private let inner: any HTTPTransport
-    private let failed = Atomic(false)
-
-    init(_ inner: any HTTPTransport) { self.inner = inner }
-
-    var maximumBodyLength: Int64? { inner.maximumBodyLength }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        if !failed.exchange(true, ordering: .acquiringAndReleasing) {
-            return HTTPResponse(status: 503, headers: [:], body: Data(#"{"error":{"message":"scripted 503"}}"#.utf8))
-        }
-        return try await inner.execute(request, progress: progress)
     }
 }

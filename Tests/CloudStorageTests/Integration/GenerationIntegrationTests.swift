@@ -3,7 +3,6 @@ import Foundation
 import HTTP1
 import StorageEmulator
 import StorageTestSupport
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -44,28 +43,9 @@ struct GenerationIntegrationTests {
 
     struct Context {
         var storage: Storage
-        var recorder: PreconditionRecorder
+        /// Records every request; media downloads opt into a fault plan through its rewrites.
+        var recorder: TestTransport
         var emulator: StorageEmulator?
-        /// The fault plan media downloads opt into (emulator only).
-        var faultPlan: FaultHeaderTransport
-    }
-
-    /// Adds `x-emulator-faults: <plan>` to media downloads while a plan is set.
-    final class FaultHeaderTransport: HTTPTransport {
-        let inner: any HTTPTransport
-        let plan = Mutex<String?>(nil)
-
-        init(_ inner: any HTTPTransport) { self.inner = inner }
-
-        var maximumBodyLength: Int64? { inner.maximumBodyLength }
-
-        func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-            var request = request
-            if let plan = plan.withLock({ $0 }), request.url.query?.contains("alt=media") == true {
-                request.headers.set("x-emulator-faults", plan)
-            }
-            return try await inner.execute(request, progress: progress)
-        }
     }
 
     static let signerEmail = SignedURLEmulatorTests.email
@@ -91,8 +71,7 @@ struct GenerationIntegrationTests {
             endpoint = .gcs(started.baseURL)
         }
         defer { emulator?.stop() }
-        let faults = FaultHeaderTransport(route.makeTransport(for: endpoint))
-        let recorder = PreconditionRecorder(wrapping: faults)
+        let recorder = TestTransport(wrapping: route.makeTransport(for: endpoint))
         let storage = Storage(
             bucket: bucket, endpoint: endpoint, authorization: .none, configuration: configuration, transport: recorder)
         // A versioned bucket, made as the clients make one.
@@ -102,7 +81,7 @@ struct GenerationIntegrationTests {
         create.headers.add("Content-Type", "application/json")
         var executor = CallExecutor(storage: storage, operation: .other)
         _ = try await executor.execute(create, idempotency: .idempotent, accepting: [200], about: .bucket(bucket))
-        try await body(Context(storage: storage, recorder: recorder, emulator: emulator, faultPlan: faults))
+        try await body(Context(storage: storage, recorder: recorder, emulator: emulator))
     }
 
     @Test(arguments: Scenario.onFakeGCS)
@@ -162,15 +141,20 @@ struct GenerationIntegrationTests {
             // The live object is untouched and still what an unpinned reference reads.
             #expect(try await ref.data(maxSize: 1 << 20) == two)
             #expect(try await ref.getMetadata().generation == second)
-            let media = context.recorder.sent.filter { $0.url.contains("alt=media") && $0.url.contains("generation=") }
-            #expect(media.count == 4 && media.allSatisfy { $0.url.contains("generation=\(first)") })
+            let media = context.recorder.sent.filter {
+                $0.url.absoluteString.contains("alt=media") && $0.url.absoluteString.contains("generation=")
+            }
+            #expect(media.count == 4 && media.allSatisfy { $0.url.absoluteString.contains("generation=\(first)") })
 
         case .deletingANoncurrentGenerationLeavesTheLiveObject:
             try await old.delete()
             await expectNotFound { _ = try await old.getMetadata() }
             await expectNotFound { _ = try await old.data(maxSize: 1 << 20) }
             #expect(try await ref.data(maxSize: 1 << 20) == two)
-            #expect(context.recorder.sent.contains { $0.method == "DELETE" && $0.url.contains("generation=\(first)") })
+            #expect(
+                context.recorder.sent.contains {
+                    $0.method == "DELETE" && $0.url.absoluteString.contains("generation=\(first)")
+                })
 
         case .aGenerationThatDoesNotExistIsNotFound:
             let missing = ref.atGeneration(max(first, second) + 1000)
@@ -205,7 +189,8 @@ struct GenerationIntegrationTests {
             #expect(try await copy.data(maxSize: 1 << 20) == one)
             #expect(
                 context.recorder.sent.contains {
-                    $0.url.contains("/rewriteTo/") && $0.url.contains("sourceGeneration=\(first)")
+                    $0.url.absoluteString.contains("/rewriteTo/")
+                        && $0.url.absoluteString.contains("sourceGeneration=\(first)")
                 })
             let whole = storage.reference(withPath: "whole.bin")
             _ = try await whole.compose(from: [old, ref])
@@ -224,12 +209,21 @@ struct GenerationIntegrationTests {
 
         case .aResumedDownloadKeepsAskingForItsGeneration:
             let emulator = try #require(context.emulator)
-            context.faultPlan.plan.withLock { $0 = try? emulator.installFaultPlan(["reset-after-16K", "pass"]) }
+            let plan = try emulator.installFaultPlan(["reset-after-16K", "pass"])
+            // Media downloads from now on opt into the plan.
+            context.recorder.rewrite { request in
+                if request.url.query?.contains("alt=media") == true { request.headers.set("x-emulator-faults", plan) }
+            }
             #expect(try await old.data(maxSize: 1 << 20) == one)
-            let media = context.recorder.sent.filter { $0.url.contains("alt=media") }
+            let media = context.recorder.sent.filter { $0.url.absoluteString.contains("alt=media") }
             #expect(media.count == 2, "\(media)")
-            #expect(media.allSatisfy { $0.url.contains("generation=\(first)") && !$0.url.contains("ifGeneration") })
-            #expect(media.last?.range?.hasPrefix("bytes=") == true && media.last?.range != "bytes=0-")
+            #expect(
+                media.allSatisfy {
+                    $0.url.absoluteString.contains("generation=\(first)")
+                        && !$0.url.absoluteString.contains("ifGeneration")
+                })
+            #expect(
+                media.last?.header("Range")?.hasPrefix("bytes=") == true && media.last?.header("Range") != "bytes=0-")
 
         case .aSignedURLServesItsGeneration:
             let signer = try SignedURLEmulatorTests.keySigner()

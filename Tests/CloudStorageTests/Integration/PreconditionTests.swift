@@ -1,6 +1,5 @@
 import Foundation
 import StorageTestSupport
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -18,7 +17,7 @@ struct PreconditionTests {
     static let bucket = "preconditions"
 
     static func storage(
-        _ emulator: StorageEmulator, _ route: TestRoute, _ transport: PreconditionRecorder? = nil,
+        _ emulator: StorageEmulator, _ route: TestRoute, _ transport: TestTransport? = nil,
         firebase: Bool = false, configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
@@ -85,8 +84,8 @@ struct PreconditionTests {
             let payload = TestSupport.payload(size: 600 * 1024, seed: 41)
             // Just before the request that finalizes goes out, another writer creates the object:
             // the session started while it was absent, so only the final check can catch it.
-            let recorder = PreconditionRecorder(wrapping: route.makeTransport(for: .gcs(emulator.baseURL))) {
-                request in
+            let recorder = TestTransport(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
+            recorder.rewrite { request in
                 guard request.method == "PUT", let range = request.headers["Content-Range"],
                     range.hasSuffix("/\(payload.count)")
                 else { return }
@@ -101,12 +100,15 @@ struct PreconditionTests {
             }
             #expect(error?.code == .preconditionFailed)
             let sent = recorder.sent
-            let finals = sent.filter { $0.method == "PUT" && $0.contentRange?.hasSuffix("/\(payload.count)") == true }
+            let finals = sent.filter {
+                $0.method == "PUT" && $0.header("Content-Range")?.hasSuffix("/\(payload.count)") == true
+            }
             #expect(finals.count == 1, "the refused final request is not sent again")
             #expect(finals.first?.status == 412)
             let puts = sent.filter { $0.method == "PUT" }
             #expect(puts.count == 3, "two 256 KiB chunks and the final one: \(sent.map(\.description))")
-            #expect(sent.first?.url.contains("ifGenerationMatch=0") == true, "the session start carries it")
+            #expect(
+                sent.first?.url.absoluteString.contains("ifGenerationMatch=0") == true, "the session start carries it")
             let kept = try await other.data(maxSize: 100)
             #expect(kept == theirs, "the other writer's object stays")
         }
@@ -256,7 +258,7 @@ struct PreconditionTests {
     func aResumedDownloadIsPinnedToTheGenerationItStartedWith(route: TestRoute) async throws {
         // The upload passes; the first GET sends 300,000 bytes, then holds until the client lets go.
         try await Self.withEmulator(route, faults: ["pass", "stall-after-300000"]) { emulator in
-            let recorder = PreconditionRecorder(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
+            let recorder = TestTransport(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
             let storage = Self.storage(emulator, route, recorder)
             let ref = storage.reference(withPath: "moving.bin")
             let old = TestSupport.payload(size: 1 * .mebibyte, seed: 42)
@@ -275,10 +277,10 @@ struct PreconditionTests {
             #expect(try await task.value == new, "the new object, whole, not the old one's head on its tail")
 
             let gets = recorder.sent.filter { $0.method == "GET" }
-            let resumed = try #require(gets.first { $0.range != nil }, "the resumed request asks for a range")
-            #expect(resumed.url.contains("ifGenerationMatch=\(generation)"), "\(resumed.url)")
+            let resumed = try #require(gets.first { $0.header("Range") != nil }, "the resumed request asks for a range")
+            #expect(resumed.url.absoluteString.contains("ifGenerationMatch=\(generation)"), "\(resumed.url)")
             #expect(resumed.status == 412)
-            #expect(gets.last?.range == nil, "after the refusal it starts over from the first byte")
+            #expect(gets.last?.header("Range") == nil, "after the refusal it starts over from the first byte")
         }
     }
 
@@ -309,7 +311,7 @@ struct PreconditionTests {
     @Test(arguments: TestRoute.plain)
     func firebaseRefusesPreconditionsBeforeAnyRequest(route: TestRoute) async throws {
         try await Self.withEmulator(route) { emulator in
-            let recorder = PreconditionRecorder(wrapping: route.makeTransport(for: .firebase(emulator.baseURL)))
+            let recorder = TestTransport(wrapping: route.makeTransport(for: .firebase(emulator.baseURL)))
             let storage = Self.storage(emulator, route, recorder, firebase: true)
             let ref = storage.reference(withPath: "fb.txt")
             let conditions = StoragePreconditions(ifGenerationMatch: 1)
@@ -357,7 +359,7 @@ struct PreconditionTests {
 
     @Test func negativeNumbersAreRefusedBeforeAnyRequest() async throws {
         let endpoint = StorageEndpoint.gcs(URL(string: "http://127.0.0.1:9")!)
-        let recorder = PreconditionRecorder(wrapping: TestRoute.nativeHTTP.makeTransport(for: endpoint))
+        let recorder = TestTransport(wrapping: TestRoute.nativeHTTP.makeTransport(for: endpoint))
         let storage = Storage(
             bucket: "b", endpoint: endpoint, authorization: .none, configuration: StorageConfiguration(),
             transport: recorder)
@@ -367,46 +369,5 @@ struct PreconditionTests {
         }
         #expect(error?.code == .invalidArgument)
         #expect(recorder.sent.isEmpty)
-    }
-}
-
-/// Passes requests to a real transport, recording each one's method, URL,
-/// `Range`, `Content-Range` and answer status; `before` runs just before a
-/// request goes out.
-final class PreconditionRecorder: HTTPTransport {
-    struct Sent: Sendable, CustomStringConvertible {
-        var method: String
-        var url: String
-        var range: String?
-        var contentRange: String?
-        var status: Int?
-
-        var description: String { "\(method) \(contentRange ?? range ?? "") → \(status.map(String.init) ?? "-")" }
-    }
-
-    private let inner: any HTTPTransport
-    private let before: @Sendable (HTTPRequest) async -> Void
-    private let log = Mutex<[Sent]>([])
-
-    init(wrapping inner: any HTTPTransport, before: @escaping @Sendable (HTTPRequest) async -> Void = { _ in }) {
-        self.inner = inner
-        self.before = before
-    }
-
-    var maximumBodyLength: Int64? { inner.maximumBodyLength }
-    var sent: [Sent] { log.withLock { $0 } }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        await before(request)
-        let index = log.withLock { log in
-            log.append(
-                Sent(
-                    method: request.method, url: request.url.absoluteString, range: request.headers["Range"],
-                    contentRange: request.headers["Content-Range"]))
-            return log.count - 1
-        }
-        let response = try await inner.execute(request, progress: progress)
-        log.withLock { $0[index].status = response.status }
-        return response
     }
 }

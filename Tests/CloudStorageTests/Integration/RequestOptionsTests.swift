@@ -31,7 +31,8 @@ struct RequestOptionsTests {
             try configure(&$0)
         }
         let inner = configuration.transport.transport(for: endpoint, configuration: configuration)
-        let recorder = PreconditionRecorder(wrapping: inner) { request in
+        let recorder = TestTransport(wrapping: inner)
+        recorder.rewrite { request in
             captured.requests.withLock { $0.append(request) }
         }
         return Storage(

@@ -14,7 +14,7 @@ struct SlicedDownloadFakeGCSTests {
         let server = try await FakeGCSServer.shared()
         let bucket = TestSupport.bucketName("slice")
         try await server.createBucket(bucket)
-        let probe = SliceProbe(wrapping: TestRoute.nativeHTTP.makeTransport(for: .gcs(server.baseURL)))
+        let probe = TestTransport(wrapping: TestRoute.nativeHTTP.makeTransport(for: .gcs(server.baseURL)))
         var configuration = StorageConfiguration()
         configuration.applyForTest {
             try $0.retry.setInitialDelay(.milliseconds(50))
@@ -36,9 +36,9 @@ struct SlicedDownloadFakeGCSTests {
         #expect(try Data(contentsOf: target) == payload)
         // fake-gcs-server names the generation and honours Range: the download is sliced.
         let plan = RangedDownloadStateMachine.slices(of: Int64(size), count: 4)
-        #expect(probe.sent.first?.range == nil)
+        #expect(probe.mediaGets.first?.range == nil)
         #expect(
-            Set(probe.sent.dropFirst().map { $0.range ?? "" })
+            Set(probe.mediaGets.dropFirst().map { $0.range ?? "" })
                 == Set(plan.dropFirst().map { "bytes=\($0.start)-\($0.end!)" }))
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTP1
 import StorageTestSupport
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -90,7 +89,7 @@ struct DownloadFaultTests {
         try await Reliability.throttled {
             try await Reliability.withEmulator(for: testCase.route.via, faults: ["pass", testCase.instruction]) {
                 emulator in
-                let recorder = RecordingTransport(
+                let recorder = TestTransport(
                     wrapping: testCase.route.via.makeTransport(for: testCase.route.wire.endpoint(emulator.baseURL)))
                 let storage = Self.storage(testCase.route.wire, emulator, recorder)
                 let name = "downloads/\(testCase.size).bin"
@@ -126,7 +125,7 @@ struct DownloadFaultTests {
     }
 
     static func storage(
-        _ wire: Reliability.Wire, _ emulator: StorageEmulator, _ transport: RecordingTransport,
+        _ wire: Reliability.Wire, _ emulator: StorageEmulator, _ transport: TestTransport,
         configure: (inout StorageConfiguration) throws -> Void = { _ in }
     ) -> Storage {
         var configuration = StorageConfiguration()
@@ -143,13 +142,13 @@ struct DownloadFaultTests {
 
     /// The download's GETs: the faulted one first, then retries; a retry after a
     /// cut-short body continues with `Range: bytes=K-` where K is at most what was sent.
-    static func checkRequests(_ gets: [RecordingTransport.Sent], _ testCase: Case) {
+    static func checkRequests(_ gets: [TestTransport.Sent], _ testCase: Case) {
         #expect(gets.allSatisfy { $0.method == "GET" })
-        #expect(gets.first?.range == nil, "the first GET asks for the whole object")
+        #expect(gets.first?.header("Range") == nil, "the first GET asks for the whole object")
         if testCase.kind != .dropResponse {
             #expect(gets.count >= 2, "the faulted GET was retried")
         }
-        let resumedFrom = gets.dropFirst().first?.range.flatMap(Self.rangeStart)
+        let resumedFrom = gets.dropFirst().first?.header("Range").flatMap(Self.rangeStart)
         switch testCase.kind {
         case .resetAfter, .longStallAfter:
             let sent = testCase.bytes ?? 0
@@ -164,7 +163,7 @@ struct DownloadFaultTests {
             // The native transport repeats an idempotent request itself, below the recorder, when
             // a reused connection closes before any response byte: the drop may show as one GET.
             #expect((1...2).contains(gets.count))
-            #expect(gets.allSatisfy { $0.range == nil }, "nothing arrived, so no retry asks for a range")
+            #expect(gets.allSatisfy { $0.header("Range") == nil }, "nothing arrived, so no retry asks for a range")
         case .return503:
             #expect(gets.count == 2)
             #expect(resumedFrom == nil, "nothing arrived, so the retry asks for the whole object")
@@ -175,28 +174,5 @@ struct DownloadFaultTests {
     static func rangeStart(_ header: String) -> Int64? {
         guard header.hasPrefix("bytes="), header.hasSuffix("-") else { return nil }
         return Int64(header.dropFirst("bytes=".count).dropLast())
-    }
-}
-
-/// Passes requests to a real transport, recording the method and `Range` of each.
-final class RecordingTransport: HTTPTransport {
-    struct Sent: Sendable {
-        var method: String
-        var range: String?
-    }
-
-    private let inner: any HTTPTransport
-    private let log = Mutex<[Sent]>([])
-
-    init(wrapping inner: any HTTPTransport) {
-        self.inner = inner
-    }
-
-    var maximumBodyLength: Int64? { inner.maximumBodyLength }
-    var sent: [Sent] { log.withLock { $0 } }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        log.withLock { $0.append(Sent(method: request.method, range: request.headers["Range"])) }
-        return try await inner.execute(request, progress: progress)
     }
 }

@@ -315,12 +315,12 @@ struct ParallelUploadTests {
         }
     }
 
-    /// ``withParallelUpload(route:wire:faults:_:)`` with a ``PartProbe`` as the transport.
+    /// ``withParallelUpload(route:wire:faults:_:)`` with a ``TestTransport`` as the transport.
     static func withPartProbe(
-        route: TestRoute, _ body: (PartProbe, Storage, StorageEmulator) async throws -> Void
+        route: TestRoute, _ body: (TestTransport, Storage, StorageEmulator) async throws -> Void
     ) async throws {
         try await Reliability.withEmulator(for: route, configure: { $0.minimumMultipartPartSize = 1 }) { emulator in
-            let probe = PartProbe(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
+            let probe = TestTransport(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
             var configuration = StorageConfiguration()
             route.apply(to: &configuration)
             configuration.applyForTest {
@@ -336,35 +336,29 @@ struct ParallelUploadTests {
     }
 }
 
-/// A transport that records the `x-goog-hash` each part upload (`PUT ?partNumber=`) carries,
-/// and can make the answer to a chosen part report a CRC32C that is not the stored bytes'
-/// (a server that stored something else).
-final class PartProbe: HTTPTransport {
-    private let inner: any HTTPTransport
-    private let hashes = Mutex<[(number: Int, hash: String?)]>([])
-    private let misreported = Mutex<Set<Int>>([])
-
-    init(wrapping inner: any HTTPTransport) {
-        self.inner = inner
+/// What a ``TestTransport`` under a parallel upload recorded of its part uploads
+/// (`PUT ?partNumber=`), and how it makes the answer to a chosen part report a CRC32C that is
+/// not the stored bytes' (a server that stored something else).
+extension TestTransport {
+    /// The part number `request` uploads, or nil when it is no part upload.
+    fileprivate static func partNumber(_ request: HTTPRequest) -> Int? {
+        guard request.method == "PUT" else { return nil }
+        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        return query.first { $0.name == "partNumber" }?.value.flatMap(Int.init)
     }
 
-    var maximumBodyLength: Int64? { inner.maximumBodyLength }
-    var capabilities: HTTPTransportCapabilities { inner.capabilities }
     /// Each part request sent: its number and its `x-goog-hash`, if any.
-    var sentHashes: [(number: Int, hash: String?)] { hashes.withLock { $0 } }
+    var sentHashes: [(number: Int, hash: String?)] {
+        sent.compactMap { sent in Self.partNumber(sent.request).map { ($0, sent.header("x-goog-hash")) } }
+    }
 
-    func misreport(part number: Int) { misreported.withLock { _ = $0.insert(number) } }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
-        guard request.method == "PUT",
-            let number = query.first(where: { $0.name == "partNumber" })?.value.flatMap(Int.init)
-        else { return try await inner.execute(request, progress: progress) }
-        hashes.withLock { $0.append((number, request.headers["x-goog-hash"])) }
-        var response = try await inner.execute(request, progress: progress)
-        if response.status == 200, misreported.withLock({ $0.remove(number) != nil }) {
-            response.headers.set("x-goog-hash", "crc32c=AAAAAA==")
+    /// Makes the next successful answer to part `number` report another CRC32C.
+    func misreport(part number: Int) {
+        let armed = Atomic(true)
+        inspect { request, response in
+            if Self.partNumber(request) == number, response.status == 200, armed.exchange(false, ordering: .relaxed) {
+                response.headers.set("x-goog-hash", "crc32c=AAAAAA==")
+            }
         }
-        return response
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import HTTP1
 import StorageTestSupport
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -299,44 +298,35 @@ extension Reliability {
     }
 }
 
-/// A transport that opens sessions on a loopback endpoint but hands back a
-/// session URL on another, plain-http host, and records every request: the
-/// SDK must never send the token there.
-final class ForeignSessionTransport: HTTPTransport {
-    struct Sent: Sendable {
-        var method: String
-        var url: URL
-        var authorization: String?
-    }
-
+extension Reliability {
+    /// The loopback endpoint ``foreignSessionTransport()`` opens sessions on.
     static let loopback = URL(string: "http://127.0.0.1:9")!
+    /// The session URL it hands back: another, plain-http host.
     static let foreignSession = "http://uploads.example.invalid:80/session/1"
 
-    let maximumBodyLength: Int64? = nil
-    private let log = Mutex<[Sent]>([])
-
-    var sent: [Sent] { log.withLock { $0 } }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        log.withLock {
-            $0.append(Sent(method: request.method, url: request.url, authorization: request.headers["Authorization"]))
+    /// A transport that opens sessions on ``loopback`` but hands back a session URL on
+    /// another, plain-http host (``foreignSession``), and records every request: the SDK must
+    /// never send the token there.
+    static func foreignSessionTransport() -> TestTransport {
+        let transport = TestTransport()
+        transport.answer { request, _ in
+            guard request.url.host == "127.0.0.1" else {
+                // Nothing may ever get here with a token; answer like a server that forgot the session.
+                return TestTransport.response(404)
+            }
+            let isStart =
+                request.headers["X-Goog-Upload-Command"] == "start"
+                || (request.url.query ?? "").contains("uploadType=resumable")
+            guard isStart else {
+                return TestTransport.response(400, body: "{\"error\":{\"message\":\"unscripted\"}}")
+            }
+            return TestTransport.response(
+                200,
+                headers: [
+                    "Location": foreignSession, "X-Goog-Upload-URL": foreignSession,
+                    "X-Goog-Upload-Status": "active",
+                ])
         }
-        guard request.url.host == "127.0.0.1" else {
-            // Nothing may ever get here with a token; answer like a server that forgot the session.
-            return HTTPResponse(status: 404, headers: [:], body: Data())
-        }
-        let isStart =
-            request.headers["X-Goog-Upload-Command"] == "start"
-            || (request.url.query ?? "").contains("uploadType=resumable")
-        guard isStart else {
-            return HTTPResponse(status: 400, headers: [:], body: Data("{\"error\":{\"message\":\"unscripted\"}}".utf8))
-        }
-        return HTTPResponse(
-            status: 200,
-            headers: [
-                "Location": Self.foreignSession, "X-Goog-Upload-URL": Self.foreignSession,
-                "X-Goog-Upload-Status": "active",
-            ],
-            body: Data())
+        return transport
     }
 }

@@ -14,9 +14,9 @@ import Testing
 /// meanwhile ends in ``StorageErrorCode/objectChanged``, pause, resume and cancel with every
 /// slice held in flight, and the objects and downloads that never slice.
 ///
-/// Which slice a fault hits is chosen by its `Range` (``SliceProbe``), never by the order in
-/// which concurrent requests arrive; waits are for events (bytes arrived, held connections),
-/// never for a clock.
+/// Which slice a fault hits is chosen by its `Range` (``TestTransport/fault(sliceStartingAt:with:)``),
+/// never by the order in which concurrent requests arrive; waits are for events (bytes arrived,
+/// held connections), never for a clock.
 @Suite("Reliability: sliced downloads", .timeLimit(.minutes(5)))
 struct SlicedDownloadTests {
     static let name = "sliced/object.bin"
@@ -25,14 +25,15 @@ struct SlicedDownloadTests {
     static func withSlicedDownload<T>(
         size: Int, slices: Int, threshold: Int64 = 1, seed: UInt64 = 7, route: TestRoute = .nativeHTTP,
         slicingProbe: StorageConfiguration.Downloads.SlicingProbe? = nil,
-        _ body: (_ emulator: StorageEmulator, _ probe: SliceProbe, _ storage: Storage, _ payload: Data) async throws ->
+        _ body: (_ emulator: StorageEmulator, _ probe: TestTransport, _ storage: Storage, _ payload: Data) async throws
+            ->
             T
     ) async throws -> T {
         try await Reliability.withEmulator(for: route) { emulator in
             let uploads = Reliability.storage(Reliability.Route(wire: .gcs, via: route), emulator)
             let payload = TestSupport.payload(size: size, seed: seed)
             _ = try await uploads.reference(withPath: name).putDataAsync(payload)
-            let probe = SliceProbe(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
+            let probe = TestTransport(wrapping: route.makeTransport(for: .gcs(emulator.baseURL)))
             var configuration = StorageConfiguration()
             route.apply(to: &configuration)
             configuration.applyForTest {
@@ -75,7 +76,7 @@ struct SlicedDownloadTests {
                 #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["copy.bin"])
             }
             let plan = Self.plan(size, slices)
-            let gets = probe.sent
+            let gets = probe.mediaGets
             #expect(gets.count == plan.count, "one GET per slice, and none more")
             // The first is today's request; every other asks for one slice of the pinned generation.
             #expect(gets.first?.range == nil && gets.first?.pinned == nil)
@@ -91,7 +92,7 @@ struct SlicedDownloadTests {
         let size = 500_001
         try await Self.withSlicedDownload(size: size, slices: 3, route: route) { _, probe, storage, payload in
             try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
-            #expect(probe.sent.count == 3)
+            #expect(probe.mediaGets.count == 3)
         }
     }
 
@@ -100,7 +101,7 @@ struct SlicedDownloadTests {
         let enough = try StorageConfiguration.Downloads.SlicingProbe(duration: .zero, rate: 1)
         try await Self.withSlicedDownload(size: size, slices: 4, slicingProbe: enough) { _, probe, storage, payload in
             try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
-            #expect(probe.sent.map(\.range) == [nil], "one request for the whole object")
+            #expect(probe.mediaGets.map(\.range) == [nil], "one request for the whole object")
         }
     }
 
@@ -111,7 +112,7 @@ struct SlicedDownloadTests {
         try await Self.withSlicedDownload(size: size, slices: 4, slicingProbe: never) {
             emulator, probe, storage, payload in
             try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
-            let gets = probe.sent
+            let gets = probe.mediaGets
             #expect(gets.count == 4 && gets.first?.range == nil)
             // The other three cover, back to back, the bytes from some point after the first
             // connection's first piece to the end, each pinned to the generation it read.
@@ -133,7 +134,7 @@ struct SlicedDownloadTests {
         try await Self.withSlicedDownload(size: size, slices: 8, threshold: Int64(size) + 1) {
             _, probe, storage, payload in
             try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
-            #expect(probe.sent.map(\.range) == [nil])
+            #expect(probe.mediaGets.map(\.range) == [nil])
         }
     }
 
@@ -144,7 +145,7 @@ struct SlicedDownloadTests {
             var streamed = Data()
             for try await chunk in reference.dataStream() { streamed.append(chunk) }
             #expect(streamed == payload)
-            #expect(probe.sent.map(\.range) == [nil, nil])
+            #expect(probe.mediaGets.map(\.range) == [nil, nil])
         }
     }
 
@@ -155,7 +156,7 @@ struct SlicedDownloadTests {
             let route = Reliability.Route(wire: .firebase, via: .nativeHTTP)
             let payload = TestSupport.payload(size: 300_000, seed: 5)
             _ = try await Reliability.storage(route, emulator).reference(withPath: Self.name).putDataAsync(payload)
-            let probe = SliceProbe(wrapping: TestRoute.nativeHTTP.makeTransport(for: .firebase(emulator.baseURL)))
+            let probe = TestTransport(wrapping: TestRoute.nativeHTTP.makeTransport(for: .firebase(emulator.baseURL)))
             var configuration = StorageConfiguration()
             configuration.applyForTest {
                 $0.downloads.slicingThreshold = 1
@@ -166,7 +167,7 @@ struct SlicedDownloadTests {
                 bucket: Reliability.bucket, endpoint: .firebase(emulator.baseURL), authorization: .none,
                 configuration: configuration, transport: probe)
             try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
-            #expect(probe.sent.map(\.range) == [nil])
+            #expect(probe.mediaGets.map(\.range) == [nil])
         }
     }
 
@@ -179,7 +180,7 @@ struct SlicedDownloadTests {
             metadata.contentEncoding = "gzip"
             _ = try await reference.putDataAsync(stored, metadata: metadata)
             try await Self.expectDownload(reference, toFileNamed: "app.js", equals: original)
-            #expect(probe.sent.map(\.range) == [nil], "one GET, whole")
+            #expect(probe.mediaGets.map(\.range) == [nil], "one GET, whole")
         }
     }
 
@@ -190,7 +191,7 @@ struct SlicedDownloadTests {
             let faulted = plan[2]
             probe.fault(sliceStartingAt: faulted.start, with: try emulator.installFaultPlan(["reset-after-100000"]))
             try await Self.expectDownload(storage.reference(withPath: Self.name), equals: payload)
-            let gets = probe.sent
+            let gets = probe.mediaGets
             #expect(gets.count == plan.count + 1, "one request more than the slices: the faulted slice's resumption")
             #expect(emulator.requestsReceived == 1 + plan.count + 1, "the server saw the upload and those GETs only")
             let resumed = try #require(gets.last)
@@ -241,7 +242,7 @@ struct SlicedDownloadTests {
 
     /// Holds every slice's first answer after `held` bytes, and waits until all of them are in.
     static func startHeld(
-        _ emulator: StorageEmulator, _ probe: SliceProbe, _ storage: Storage, size: Int, slices: Int, held: Int,
+        _ emulator: StorageEmulator, _ probe: TestTransport, _ storage: Storage, size: Int, slices: Int, held: Int,
         into target: URL
     ) async throws -> StorageDownloadTask<URL> {
         let plan = plan(size, slices)
@@ -270,12 +271,12 @@ struct SlicedDownloadTests {
                 emulator, probe, storage, size: size, slices: slices, held: held, into: target)
             await task.pause()
             for await snapshot in task.snapshots where snapshot.status == .pause { break }
-            let beforeResume = probe.sent.count
+            let beforeResume = probe.mediaGets.count
             #expect(beforeResume == slices)
             await task.resume()
             #expect(try await task.value == target)
             #expect(try Data(contentsOf: target) == payload)
-            let resumed = probe.sent.dropFirst(beforeResume)
+            let resumed = probe.mediaGets.dropFirst(beforeResume)
             #expect(
                 Set(resumed.map { $0.range ?? "" })
                     == Set(Self.plan(size, slices).map { "bytes=\($0.start + Int64(held))-\($0.end!)" }),
@@ -328,16 +329,18 @@ struct SlicedDownloadTests {
             }
             #expect(error.code == .cancelled)
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
-            #expect(probe.sent.count == slices, "nothing is asked for after the cancel")
+            #expect(probe.mediaGets.count == slices, "nothing is asked for after the cancel")
         }
     }
 }
 
-/// A transport that records the media GETs it carries (their `Range` and pinned generation) and
-/// acts on the requests of chosen slices, picked by where their `Range` starts (nil for the
-/// first request, which has none): names a fault plan, corrupts a body byte, or runs a step first.
-final class SliceProbe: HTTPTransport {
-    struct Sent: Sendable {
+/// What a ``TestTransport`` under a sliced download recorded of its media GETs (their `Range`
+/// and pinned generation), and what it does to the requests of chosen slices, picked by where
+/// their `Range` starts (nil for the first request, which has none): names a fault plan,
+/// corrupts a body byte, or runs a step first.
+extension TestTransport {
+    /// A media GET as it went out.
+    struct MediaGet: Sendable {
         var range: String?
         /// The `ifGenerationMatch` the request carries.
         var pinned: String?
@@ -346,48 +349,33 @@ final class SliceProbe: HTTPTransport {
         var start: Int64? {
             range.flatMap { Int64($0.dropFirst("bytes=".count).prefix { $0 != "-" }) }
         }
-    }
 
-    private struct Rules: Sendable {
-        var faults: [Int64?: String] = [:]
-        var corrupt: Set<Int64> = []
-        var before: [Int64: @Sendable () async throws -> Void] = [:]
-    }
-
-    private let inner: any HTTPTransport
-    private let log = Mutex<[Sent]>([])
-    private let rules = Mutex(Rules())
-
-    init(wrapping inner: any HTTPTransport) {
-        self.inner = inner
-    }
-
-    var maximumBodyLength: Int64? { inner.maximumBodyLength }
-    var capabilities: HTTPTransportCapabilities { inner.capabilities }
-    /// The media GETs sent, in order.
-    var sent: [Sent] { log.withLock { $0 } }
-
-    func fault(sliceStartingAt start: Int64?, with plan: String) { rules.withLock { $0.faults[start] = plan } }
-    func corrupt(sliceStartingAt start: Int64) { rules.withLock { _ = $0.corrupt.insert(start) } }
-    func beforeSending(sliceStartingAt start: Int64, _ step: @escaping @Sendable () async throws -> Void) {
-        rules.withLock { $0.before[start] = step }
-    }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        var request = request
-        let isMedia = request.method == "GET" && request.url.query?.contains("alt=media") == true
-        guard isMedia else { return try await inner.execute(request, progress: progress) }
-        let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
-        let sent = Sent(range: request.headers["Range"], pinned: query.first { $0.name == "ifGenerationMatch" }?.value)
-        let start = sent.start
-        let (plan, corrupts, step) = rules.withLock { rules in
-            let step = start.flatMap { rules.before.removeValue(forKey: $0) }
-            return (rules.faults[start], start.map { rules.corrupt.remove($0) != nil } ?? false, step)
+        /// What `request` asks for, or nil when it is no media GET.
+        init?(_ request: HTTPRequest) {
+            guard request.method == "GET", request.url.query?.contains("alt=media") == true else { return nil }
+            let query = URLComponents(url: request.url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            range = request.headers["Range"]
+            pinned = query.first { $0.name == "ifGenerationMatch" }?.value
         }
-        try await step?()
-        log.withLock { $0.append(sent) }
-        if let plan { request.headers.set("x-emulator-faults", plan) }
-        if corrupts, let sink = request.responseSink {
+    }
+
+    /// The media GETs sent, in order.
+    var mediaGets: [MediaGet] { sent.compactMap { MediaGet($0.request) } }
+
+    /// Names the fault plan `plan` on every media GET of the slice starting at `start`.
+    func fault(sliceStartingAt start: Int64?, with plan: String) {
+        rewrite { request in
+            if let get = MediaGet(request), get.start == start { request.headers.set("x-emulator-faults", plan) }
+        }
+    }
+
+    /// Flips the first body byte the next media GET of the slice starting at `start` receives.
+    func corrupt(sliceStartingAt start: Int64) {
+        let armed = Atomic(true)
+        rewrite { request in
+            guard let get = MediaGet(request), get.start == start, armed.exchange(false, ordering: .relaxed),
+                let sink = request.responseSink
+            else { return }
             let first = Mutex(true)
             request.responseSink = HTTPResponseSink(
                 begin: sink.begin,
@@ -404,6 +392,16 @@ final class SliceProbe: HTTPTransport {
                     return try copy.withUnsafeBytes { try sink.receive($0) }
                 })
         }
-        return try await inner.execute(request, progress: progress)
+    }
+
+    /// Runs `step` before the next media GET of the slice starting at `start` goes out.
+    func beforeSending(sliceStartingAt start: Int64, _ step: @escaping @Sendable () async throws -> Void) {
+        let armed = Atomic(true)
+        rewrite { request in
+            guard let get = MediaGet(request), get.start == start, armed.exchange(false, ordering: .relaxed) else {
+                return
+            }
+            try await step()
+        }
     }
 }

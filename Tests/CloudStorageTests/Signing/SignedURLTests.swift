@@ -6,48 +6,6 @@ import Testing
 @testable import CloudStorage
 @testable import HTTPClient
 
-/// Answers IAM `signBlob` calls from a script, signing with a real key, and records them.
-final class ScriptedSignBlobTransport: HTTPTransport {
-    struct Sent: Sendable {
-        var url: URL
-        var authorization: String?
-        var body: Data
-    }
-
-    /// The statuses to answer in turn (200 signs); the last repeats.
-    private let statuses: [Int]
-    private let key: RSASigningKey
-    private let log = Mutex<[Sent]>([])
-    let omitsSignature: Bool
-
-    init(statuses: [Int] = [200], key: RSASigningKey, omitsSignature: Bool = false) {
-        self.statuses = statuses
-        self.key = key
-        self.omitsSignature = omitsSignature
-    }
-
-    var maximumBodyLength: Int64? { nil }
-    var sent: [Sent] { log.withLock { $0 } }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        let body = try await request.body.collected()
-        let count = log.withLock { log in
-            log.append(Sent(url: request.url, authorization: request.headers["Authorization"], body: body))
-            return log.count
-        }
-        let status = statuses[min(count, statuses.count) - 1]
-        guard status == 200 else {
-            let error = "{\"error\":{\"code\":\(status),\"message\":\"scripted refusal\"}}"
-            return HTTPResponse(status: status, headers: HTTPHeaders(), body: Data(error.utf8))
-        }
-        let json = try #require(try JSONSerialization.jsonObject(with: body) as? [String: String])
-        let payload = try #require(Data(base64Encoded: json["payload"] ?? ""))
-        let blob = Data(try key.sign(Array(payload))).base64EncodedString()
-        let answer = omitsSignature ? "{\"keyId\":\"k\"}" : "{\"keyId\":\"k\",\"signedBlob\":\"\(blob)\"}"
-        return HTTPResponse(status: 200, headers: HTTPHeaders(), body: Data(answer.utf8))
-    }
-}
-
 @Suite("V4 signed URLs: arguments, endpoints and signers")
 struct SignedURLTests {
     let account: ConformanceServiceAccount
@@ -57,6 +15,28 @@ struct SignedURLTests {
     init() throws {
         account = try ConformanceServiceAccount.load()
         signer = try account.signer()
+    }
+
+    /// A transport that answers IAM `signBlob` calls with `statuses` in turn (200 signs with
+    /// `key`; the last repeats), and records them.
+    static func signBlobTransport(
+        statuses: [Int] = [200], key: RSASigningKey, omitsSignature: Bool = false
+    ) -> TestTransport {
+        let transport = TestTransport()
+        transport.answer { request, index in
+            let status = statuses[min(index + 1, statuses.count) - 1]
+            guard status == 200 else {
+                return TestTransport.response(
+                    status, body: "{\"error\":{\"code\":\(status),\"message\":\"scripted refusal\"}}")
+            }
+            let body = try await request.body.collected()
+            let json = try #require(try JSONSerialization.jsonObject(with: body) as? [String: String])
+            let payload = try #require(Data(base64Encoded: json["payload"] ?? ""))
+            let blob = Data(try key.sign(Array(payload))).base64EncodedString()
+            return TestTransport.response(
+                200, body: omitsSignature ? "{\"keyId\":\"k\"}" : "{\"keyId\":\"k\",\"signedBlob\":\"\(blob)\"}")
+        }
+        return transport
     }
 
     func sign(
@@ -185,7 +165,7 @@ struct SignedURLTests {
     @Test("iamSignBlob posts the string to sign with the Storage's token and makes the same URL as the key")
     func iamSignBlob() async throws {
         let key = try RSASigningKey(pem: account.privateKey)
-        let transport = ScriptedSignBlobTransport(key: key)
+        let transport = Self.signBlobTransport(key: key)
         let storage = Storage(
             bucket: "b", endpoint: .firebase(URL(string: "http://127.0.0.1:9199")!),
             authorization: .bearerToken("token-1"), configuration: .init(), transport: transport)
@@ -202,8 +182,9 @@ struct SignedURLTests {
                 == "http://127.0.0.1:1/v1/projects/-/serviceAccounts/test-iam-credentials%40dummy-project-id.iam.gserviceaccount.com:signBlob"
         )
         // IAM takes OAuth tokens, even from a Storage that speaks Firebase's protocol.
-        #expect(sent.authorization == "Bearer token-1")
-        let json = try #require(try JSONSerialization.jsonObject(with: sent.body) as? [String: String])
+        #expect(sent.header("Authorization") == "Bearer token-1")
+        let body = try await sent.request.body.collected()
+        let json = try #require(try JSONSerialization.jsonObject(with: body) as? [String: String])
         let request = try reference.signingRequest(
             method: .put, expiresIn: .seconds(60), headers: [:], queryParameters: [:], style: .pathStyle,
             email: account.clientEmail, at: Self.time)
@@ -219,16 +200,16 @@ struct SignedURLTests {
             return force ? "fresh" : "stale"
         }
         let base = URL(string: "http://127.0.0.1:1")!
-        let retried = ScriptedSignBlobTransport(statuses: [401, 200], key: key)
+        let retried = Self.signBlobTransport(statuses: [401, 200], key: key)
         let storage = Storage(
             bucket: "b", endpoint: .gcs(base), authorization: authorization, configuration: .init(), transport: retried)
         let iam = SignedURLSigner.iamSignBlob(email: account.clientEmail, baseURL: base)
         _ = try await sign(storage.reference(withPath: "x"), signer: iam)
-        #expect(retried.sent.map(\.authorization) == ["Bearer stale", "Bearer fresh"])
+        #expect(retried.sent.map { $0.header("Authorization") } == ["Bearer stale", "Bearer fresh"])
         #expect(refreshes.withLock { $0 } == 1)
 
         for (status, expected) in [(403, StorageErrorCode.unauthorized), (404, .invalidArgument)] {
-            let refusing = ScriptedSignBlobTransport(statuses: [status], key: key)
+            let refusing = Self.signBlobTransport(statuses: [status], key: key)
             let refused = Storage(
                 bucket: "b", endpoint: .gcs(base), authorization: .bearerToken("t"), configuration: .init(),
                 transport: refusing)
@@ -237,7 +218,7 @@ struct SignedURLTests {
                     try await sign(refused.reference(withPath: "x"), signer: iam)
                 } == expected)
         }
-        let empty = ScriptedSignBlobTransport(key: key, omitsSignature: true)
+        let empty = Self.signBlobTransport(key: key, omitsSignature: true)
         let answered = Storage(
             bucket: "b", endpoint: .gcs(base), authorization: .bearerToken("t"), configuration: .init(),
             transport: empty)

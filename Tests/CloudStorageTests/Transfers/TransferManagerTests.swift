@@ -1,8 +1,6 @@
 import Foundation
-import HTTPClient
 import StorageEmulator
 import StorageTestSupport
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -15,9 +13,9 @@ struct TransferManagerTests {
     static let bucket = "transfer-bucket"
 
     /// Runs `body` with an emulator (given `faults`) and a `Storage` whose requests a
-    /// ``CountingTransport`` counts.
+    /// ``TestTransport`` counts.
     static func withStorage(
-        faults: [String] = [], _ body: (Storage, CountingTransport, StorageEmulator) async throws -> Void
+        faults: [String] = [], _ body: (Storage, TestTransport, StorageEmulator) async throws -> Void
     ) async throws {
         let route = TestRoute.nativeHTTP
         let emulator = try route.startEmulator { $0.faults = faults }
@@ -28,7 +26,7 @@ struct TransferManagerTests {
         var configuration = StorageConfiguration()
         route.apply(to: &configuration)
         try configuration.retry.setInitialDelay(.milliseconds(5))
-        let counter = CountingTransport(wrapping: route.makeTransport(for: endpoint))
+        let counter = TestTransport(wrapping: route.makeTransport(for: endpoint))
         let storage = Storage(
             bucket: bucket, endpoint: endpoint, authorization: .none, configuration: configuration, transport: counter)
         try await body(storage, counter, emulator)
@@ -255,33 +253,5 @@ struct TransferManagerTests {
             #expect(last.progress == TaskProgress(completedUnitCount: total, totalUnitCount: total))
             #expect(last.files == StorageTransferFileCounts(total: files.count, succeeded: files.count))
         }
-    }
-}
-
-/// Wraps a transport and counts the requests in flight, and the most at once.
-final class CountingTransport: HTTPTransport {
-    private struct Counts {
-        var inFlight = 0
-        var highWater = 0
-    }
-
-    private let inner: any HTTPTransport
-    private let counts = Mutex(Counts())
-
-    init(wrapping inner: any HTTPTransport) {
-        self.inner = inner
-    }
-
-    var maximumBodyLength: Int64? { inner.maximumBodyLength }
-    var inFlight: Int { counts.withLock { $0.inFlight } }
-    var highWater: Int { counts.withLock { $0.highWater } }
-
-    func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-        counts.withLock {
-            $0.inFlight += 1
-            $0.highWater = max($0.highWater, $0.inFlight)
-        }
-        defer { counts.withLock { $0.inFlight -= 1 } }
-        return try await inner.execute(request, progress: progress)
     }
 }

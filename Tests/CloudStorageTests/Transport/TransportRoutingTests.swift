@@ -2,7 +2,6 @@ import Foundation
 import HTTPTestServers
 import NativeTLS
 import StorageEmulator
-import Synchronization
 import Testing
 
 @testable import CloudStorage
@@ -21,18 +20,10 @@ struct TransportRoutingTests {
     static let missing = "libssl.so.3: cannot open shared object file: No such file or directory"
 
     /// A transport that records the URLs it was asked to carry and answers 200.
-    final class Recorder: HTTPTransport {
-        let maximumBodyLength: Int64?
-        let urls = Mutex<[URL]>([])
-
-        init(maximumBodyLength: Int64?) {
-            self.maximumBodyLength = maximumBodyLength
-        }
-
-        func execute(_ request: HTTPRequest, progress: (@Sendable (Int64) -> Void)?) async throws -> HTTPResponse {
-            urls.withLock { $0.append(request.url) }
-            return HTTPResponse(status: 200, headers: .init(), body: Data())
-        }
+    static func recorder(maximumBodyLength: Int64?) -> TestTransport {
+        let recorder = TestTransport(maximumBodyLength: maximumBodyLength)
+        recorder.answer { _, _ in TestTransport.response(200) }
+        return recorder
     }
 
     /// The engine asks the transport that will carry a request what it can do, once: a routing
@@ -79,19 +70,17 @@ struct TransportRoutingTests {
     }
 
     @Test func eachRequestIsRoutedByItsOwnScheme() async throws {
-        let native = Recorder(maximumBodyLength: nil)
-        let other = Recorder(maximumBodyLength: 32)
         let urls = ["http://a/1", "https://a/2", "HTTPS://a/3", "ftp://a/4"].map { URL(string: $0)! }
         for (schemes, toNative) in [(["http", "https"], [0, 1, 2]), (["http"], [0])] {
-            native.urls.withLock { $0.removeAll() }
-            other.urls.withLock { $0.removeAll() }
+            let native = Self.recorder(maximumBodyLength: nil)
+            let other = Self.recorder(maximumBodyLength: 32)
             let routing = SchemeRoutingTransport(
                 native: native, other: other, nativeSchemes: Set(schemes), endpointScheme: "https")
             for url in urls {
                 _ = try await routing.execute(HTTPRequest(method: "GET", url: url), progress: nil)
             }
-            #expect(native.urls.withLock { $0 } == toNative.map { urls[$0] })
-            #expect(other.urls.withLock { $0 }.count == urls.count - toNative.count)
+            #expect(native.sent.map(\.url) == toNative.map { urls[$0] })
+            #expect(other.sent.count == urls.count - toNative.count)
             // The endpoint's scheme decides the body bound: its requests all go one way.
             #expect(routing.maximumBodyLength == (schemes.contains("https") ? nil : 32))
         }
