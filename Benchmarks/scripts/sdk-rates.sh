@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SDK's rates against a baseline build, in one run, clients in turns (medians of rounds): the
 # small-object rate (`cloud-storage cp -r` of FILES files of 16 KiB, files per second) and the
-# throughput of one large object each way (`cp` of SIZE_MIB MiB up and down, MB/s and CPU-s/GiB),
+# throughput of one large object each way (`cp` of SIZE_MIB MiB up on one stream and down, MB/s and
+# CPU-s/GiB),
 # over plain http on loopback to `cloud-storage emulator`s of one fixed build: uploads of the large
 # object go to one that counts and drops the bytes (`--discard`), the rest to directory storage
 # on tmpfs. Each client process runs alone under `perf stat` (task-clock).
@@ -52,7 +53,7 @@ for ((round = 1; round <= rounds; round++)); do
         row "small files client $i" "${clients[$i]}" "${copy[@]}" -r --endpoint "$endpoint" \
             "$work/tree" "gs://bench/small-$round-$i"
         row "upload client $i" "${clients[$i]}" "${copy[@]}" --endpoint "$upload_endpoint" \
-            "$work/payload" "gs://bench/up-$i"
+            --parallel-threshold off "$work/payload" "gs://bench/up-$i"
         rm -f "$work/down"
         row "download client $i" "${clients[$i]}" "${copy[@]}" --endpoint "$endpoint" gs://bench/source "$work/down"
         cmp -s "$work/down" "$work/payload" || { echo "client $i downloaded wrong bytes" >&2; exit 1; }
