@@ -32,9 +32,9 @@ struct CallExecutor: Sendable {
         case retryable(StorageError)
     }
 
-    /// Where the requests go, and the settings; nil for token requests, which carry no
-    /// credentials and no per-call options.
-    private let storage: Storage?
+    /// What each request carries beyond itself: the per-call options and the credentials; nil
+    /// for token requests, which carry neither.
+    private let authority: (any CallAuthority)?
     private let transport: any HTTPTransport
     private let requestTimeout: Duration
     private let identification: StorageConfiguration.Identification
@@ -59,25 +59,28 @@ struct CallExecutor: Sendable {
     /// The `Authorization` scheme of the endpoint's service, for uploads and every other request.
     private let credentialScheme: String
 
-    /// An executor for one call to `storage`.
+    /// An executor for one call on behalf of `authority`, with the settings of a storage call.
     ///
     /// - Parameters:
-    ///   - storage: Where the requests go, and the settings (retry policy and times included).
-    ///   - operation: Which retry time (``StorageConfiguration/Retry/maxUploadTime``,
-    ///     ``StorageConfiguration/Retry/maxDownloadTime`` or
-    ///     ``StorageConfiguration/Retry/maxOperationTime``) bounds the retries.
-    init(storage: Storage, operation: RetryBackoff.Operation) {
-        self.storage = storage
-        self.transport = storage.transport
-        self.requestTimeout = storage.configuration.timeouts.request
-        self.identification = storage.configuration.identification
-        self.wireProtocol = storage.endpoint.wireProtocol
-        self.policy = storage.configuration.retry.policy
+    ///   - authority: The options and credentials each request carries.
+    ///   - settings: Transport, time-outs, identification, retry policy and back-off, events.
+    ///   - credentialScheme: The `Authorization` scheme of the endpoint's service.
+    ///   - wireProtocol: The endpoint's protocol, for its retry rules.
+    init(
+        authority: any CallAuthority, settings: TokenRequestContext, credentialScheme: String,
+        wireProtocol: StorageEndpoint.WireProtocol, operation: RetryBackoff.Operation
+    ) {
+        self.authority = authority
+        self.transport = settings.transport
+        self.requestTimeout = settings.requestTimeout
+        self.identification = settings.identification
+        self.wireProtocol = wireProtocol
+        self.policy = settings.retryPolicy
         self.tokenServer = nil
-        self.backoff = RetryBackoff(configuration: storage.configuration, operation: operation)
+        self.backoff = settings.retryBackoff
         self.attempts = RetryBackoff.Attempts(for: operation)
-        self.credentialScheme = storage.endpoint.wireProtocol.credentialScheme
-        self.events = storage.configuration.events.emitter()
+        self.credentialScheme = credentialScheme
+        self.events = settings.events
         self.invocationID = UUID().uuidString.lowercased()
     }
 
@@ -86,7 +89,7 @@ struct CallExecutor: Sendable {
     ///
     /// - Parameter server: The server, for messages ("the token endpoint https://…").
     init(tokenRequestsOf context: TokenRequestContext, server: String) {
-        self.storage = nil
+        self.authority = nil
         self.transport = context.transport
         self.requestTimeout = context.requestTimeout
         self.identification = context.identification
@@ -136,12 +139,12 @@ struct CallExecutor: Sendable {
         // closed before any answer: a retry, which only the retry gate may allow.
         request.isIdempotent = retryDecision(for: idempotency).allowsRetry
         request.idleTimeout = requestTimeout
-        if let storage { try await storage.options.prepare(&request, for: storage.endpoint) }
+        if let authority { try await authority.prepare(&request) }
         let isTransfer = progress != nil || request.responseSink != nil
         for refreshed in [false, true] {
             if Task.isCancelled { throw .cancelled() }
-            if storage != nil {
-                let credential: Credential?
+            if authority != nil {
+                let credential: CallCredential?
                 do {
                     credential = try await self.credential(refreshing: refreshed)
                 } catch  where error.underlyingError is RetryTimeRanOut {
@@ -162,7 +165,7 @@ struct CallExecutor: Sendable {
             if accepted.contains(response.status) {
                 return .answer(response)
             }
-            if response.status == 401, !refreshed, storage?.authorization.refreshesAfterRefusal == true {
+            if response.status == 401, !refreshed, authority?.refreshesAfterRefusal == true {
                 continue
             }
             let error =
@@ -284,9 +287,9 @@ struct CallExecutor: Sendable {
     }
 
     /// Adds `credential` to `request`, refusing to send a secret in the clear to another machine.
-    private func authorize(_ request: inout HTTPRequest, with credential: Credential) throws(StorageError) {
-        guard let storage else { return }
-        guard !storage.authorization.isSecret || !request.url.isPlainHTTPToAnotherMachine else {
+    private func authorize(_ request: inout HTTPRequest, with credential: CallCredential) throws(StorageError) {
+        guard let authority else { return }
+        guard !authority.sendsSecret || !request.url.isPlainHTTPToAnotherMachine else {
             throw .invalidArgument(
                 "Refusing to send credentials over plain HTTP to \(request.url.host ?? "an unknown host"); use https or a loopback address."
             )
@@ -350,13 +353,6 @@ struct CallExecutor: Sendable {
         return try result.get()
     }
 
-    /// What a request carries to prove who sends it.
-    private struct Credential {
-        var scheme: String
-        var token: String
-        var quotaProject: String?
-    }
-
     /// The credential for the next request: the operation's token (fetched once, then again
     /// after a 401), or for a Google credential whatever its shared cache holds now — a lock
     /// and a comparison, so a long operation switches to a new token before the old one
@@ -367,23 +363,17 @@ struct CallExecutor: Sendable {
     ///   refused together share one exchange).
     /// - Throws: The exchange's error; once the retry time runs, an error carrying
     ///   ``RetryTimeRanOut`` if the token has not come by its end.
-    private mutating func credential(refreshing: Bool) async throws(StorageError) -> Credential? {
-        guard let storage else { return nil }
-        if case .credential(let credential) = storage.authorization.kind {
-            let context = TokenRequestContext(
-                transport: transport, requestTimeout: requestTimeout, retryBackoff: backoff, retryPolicy: policy,
-                deadline: attempts.retryTimeEnd(policy: backoff), identification: identification, events: events)
-            let fresh = try await credential.token(context: context, replacing: refreshing ? token : nil)
-            token = fresh.value
-            hasToken = true
-            // OAuth 2 access tokens, whichever service the endpoint is.
-            return Credential(scheme: "Bearer", token: fresh.value, quotaProject: fresh.quotaProject)
-        }
-        if !hasToken || refreshing {
-            token = try await storage.authorization.token(forceRefresh: refreshing)
-            hasToken = true
-        }
-        return token.map { Credential(scheme: credentialScheme, token: $0) }
+    private mutating func credential(refreshing: Bool) async throws(StorageError) -> CallCredential? {
+        guard let authority else { return nil }
+        let context = TokenRequestContext(
+            transport: transport, requestTimeout: requestTimeout, retryBackoff: backoff, retryPolicy: policy,
+            deadline: attempts.retryTimeEnd(policy: backoff), identification: identification, events: events)
+        let credential = try await authority.credential(
+            context: context, scheme: credentialScheme, previous: hasToken ? .some(token) : nil,
+            refreshing: refreshing)
+        token = credential?.token
+        hasToken = true
+        return credential
     }
 
     /// Notes that the operation reached a new high (more bytes committed or

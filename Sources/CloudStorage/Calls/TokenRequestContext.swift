@@ -37,13 +37,4 @@ struct TokenRequestContext: Sendable {
         self.identification = identification
         self.events = events
     }
-
-    /// The context of an operation of `storage`.
-    init(storage: Storage, operation: RetryBackoff.Operation) {
-        self.init(
-            transport: storage.transport, requestTimeout: storage.configuration.timeouts.request,
-            retryBackoff: RetryBackoff(configuration: storage.configuration, operation: operation),
-            retryPolicy: storage.configuration.retry.policy,
-            identification: storage.configuration.identification, events: storage.configuration.events.emitter())
-    }
 }
