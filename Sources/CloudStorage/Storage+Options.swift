@@ -17,15 +17,6 @@ extension Storage {
     /// - Parameter options: The options that win over this handle's.
     /// - Returns: A handle like this one that sends the merged options.
     public func with(_ options: StorageRequestOptions) -> Storage {
-        let merged = self.options.merging(options)
-        var configuration = self.configuration
-        if let retry = merged.retry { configuration.retry = retry }
-        if let timeouts = merged.timeouts { configuration.timeouts = timeouts }
-        if let decompresses = merged.decompressesDownloads { configuration.decompressesDownloads = decompresses }
-        // A size the protocols refuse stays in the options, which refuse every call (`validate`).
-        if let chunkSize = merged.chunkSize { try? configuration.uploads.setChunkSize(chunkSize) }
-        return Storage(
-            bucket: bucket, endpoint: endpoint, authorization: authorization, configuration: configuration,
-            transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: merged)
+        Storage(client: client.with(options), bucket: bucket)
     }
 }

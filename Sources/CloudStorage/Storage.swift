@@ -16,25 +16,30 @@ public struct Storage: Sendable {
     /// Google's IAM Credentials API, where signed URLs without a private key get their signature.
     static let defaultIAMCredentialsBaseURL = URL(string: "https://iamcredentials.googleapis.com")!
 
+    /// The client this handle belongs to: the endpoint, credentials, settings, options and
+    /// connection pool it shares with every handle made from the same client.
+    public let client: StorageClient
     /// The bucket every reference from this handle lives in.
     public let bucket: String
     /// Where requests go and which protocol they speak.
-    public let endpoint: StorageEndpoint
+    public var endpoint: StorageEndpoint { client.endpoint }
     /// The credentials sent with requests.
-    public let authorization: StorageAuthorization
+    public var authorization: StorageAuthorization { client.authorization }
     /// Settings for every operation: uploads, retries, time-outs, connections, TLS.
-    public let configuration: StorageConfiguration
+    public var configuration: StorageConfiguration { client.configuration }
     /// What every call of this handle's references sends: user project, encryption key, extra
     /// headers and the like (see ``with(_:)``). Its retry rules and time-outs are already in
     /// ``configuration``.
-    public let options: StorageRequestOptions
-    let transport: any HTTPTransport
+    public var options: StorageRequestOptions { client.options }
+    var transport: any HTTPTransport { client.transport }
     /// Where IAM `signBlob` calls go when a signed URL is signed by the metadata server's
-    /// account: Google's IAM Credentials API, or an emulator a test injects through the
-    /// internal initializer (it is no setting, so it has no place in ``configuration``).
-    let iamCredentialsBaseURL: URL
+    /// account (see ``StorageClient``).
+    var iamCredentialsBaseURL: URL { client.iamCredentialsBaseURL }
 
-    /// Creates a handle for a bucket.
+    /// Creates a handle for a bucket, with a client of its own
+    /// (``StorageClient/init(endpoint:authorization:configuration:)``): a connection pool and
+    /// credentials that only this handle and those made from it share. Where an application
+    /// uses several buckets, make one ``StorageClient`` and take each bucket from it.
     ///
     /// - Parameters:
     ///   - bucket: The bucket name, without `gs://`.
@@ -49,12 +54,8 @@ public struct Storage: Sendable {
         configuration: StorageConfiguration = .init()
     ) {
         self.init(
-            bucket: bucket,
-            endpoint: endpoint,
-            authorization: authorization,
-            configuration: configuration,
-            transport: configuration.transport.transport(for: endpoint, configuration: configuration)
-        )
+            client: StorageClient(endpoint: endpoint, authorization: authorization, configuration: configuration),
+            bucket: bucket)
     }
 
     init(
@@ -66,13 +67,17 @@ public struct Storage: Sendable {
         iamCredentialsBaseURL: URL = Storage.defaultIAMCredentialsBaseURL,
         options: StorageRequestOptions = .init()
     ) {
+        self.init(
+            client: StorageClient(
+                endpoint: endpoint, authorization: authorization, configuration: configuration, transport: transport,
+                iamCredentialsBaseURL: iamCredentialsBaseURL, options: options),
+            bucket: bucket)
+    }
+
+    /// A handle for `bucket` of `client`.
+    init(client: StorageClient, bucket: String) {
+        self.client = client
         self.bucket = bucket
-        self.endpoint = endpoint
-        self.authorization = authorization
-        self.configuration = configuration
-        self.transport = transport
-        self.iamCredentialsBaseURL = iamCredentialsBaseURL
-        self.options = options
     }
 
     /// A handle for another bucket on the same endpoint, with the same credentials, settings and options.
@@ -95,9 +100,7 @@ public struct Storage: Sendable {
     /// - Parameter name: The other bucket's name, without `gs://`.
     /// - Returns: A handle for that bucket; this one is unchanged.
     public func bucket(_ name: String) -> Storage {
-        Storage(
-            bucket: name, endpoint: endpoint, authorization: authorization, configuration: configuration,
-            transport: transport, iamCredentialsBaseURL: iamCredentialsBaseURL, options: options)
+        client.bucket(name)
     }
 
     /// Closes the connections this handle keeps, and refuses every request it has not yet sent.
@@ -122,7 +125,7 @@ public struct Storage: Sendable {
     /// let bytes = try await storage.reference(withPath: "hello.txt").data(maxSize: 1 << 20)
     /// ```
     public func shutdown() {
-        transport.shutdown()
+        client.shutdown()
     }
 }
 
@@ -135,8 +138,7 @@ extension Storage: CustomReflectable {
         Mirror(
             self,
             children: [
-                "bucket": bucket as Any, "endpoint": endpoint, "authorization": authorization,
-                "configuration": configuration, "options": options, "transport": "\(type(of: transport))",
+                "bucket": bucket as Any, "client": client,
             ],
             displayStyle: .struct)
     }

@@ -50,6 +50,36 @@ struct StorageShutdownTests {
         await #expect(throws: StorageError.self) { _ = try await other.reference(withPath: "after").getMetadata() }
     }
 
+    /// A ``StorageClient`` owns one pool for all its buckets: they reuse each other's
+    /// connections, and its shutdown refuses every bucket's later requests.
+    @Test func aClientsBucketsShareItsPoolAndItsShutdown() async throws {
+        let emulator = try StorageEmulator.start()
+        defer { emulator.stop() }
+        var configuration = StorageConfiguration()
+        configuration.transport = .native
+        try configuration.connectionPool.setIdleTimeout(.seconds(3600))
+        let client = StorageClient(endpoint: .gcs(emulator.baseURL), configuration: configuration)
+        let (first, second) = (TestSupport.bucketName("client-a"), TestSupport.bucketName("client-b"))
+        try emulator.createBucket(first)
+        try emulator.createBucket(second)
+        let transport = try #require(client.transport as? NativeHTTPTransport)
+        _ = try await client.bucket(first).reference(withPath: "a").putDataAsync(Data("a".utf8))
+        _ = try await client.bucket(second).reference(withPath: "b").putDataAsync(Data("b".utf8))
+        let billed = client.with(.init(headers: ["X-Purpose": "test"])).bucket(first)
+        #expect(try await billed.reference(withPath: "a").data(maxSize: 10) == Data("a".utf8))
+        #expect(transport.connectionsOpened == 1, "one connection served both buckets and the options' copy")
+        #expect(client.bucket(first).client.transport as? NativeHTTPTransport === transport)
+
+        client.shutdown()
+        for handle in [client.bucket(first), client.bucket(second), billed] {
+            let error = await #expect(throws: StorageError.self) {
+                _ = try await handle.reference(withPath: "after").getMetadata()
+            }
+            #expect(error?.code == .cancelled)
+        }
+        #expect(transport.connectionsOpened == 1)
+    }
+
     @Test func aRequestWaitingForAConnectionFailsAtTheShutdownAndOneInFlightEnds() async throws {
         let pool = NativeConnectionPool(maxConnectionsPerHost: 1, maxIdlePerHost: 1, maxIdleTime: .seconds(60))
         try await pool.acquire("host:1")  // the request in flight
