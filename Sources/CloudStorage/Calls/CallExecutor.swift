@@ -66,22 +66,16 @@ struct CallExecutor: Sendable {
     ///   - settings: Transport, time-outs, identification, retry policy and back-off, events.
     ///   - credentialScheme: The `Authorization` scheme of the endpoint's service.
     ///   - wireProtocol: The endpoint's protocol, for its retry rules.
+    ///   - operation: Which retry time (``StorageConfiguration/Retry/maxUploadTime``,
+    ///     ``StorageConfiguration/Retry/maxDownloadTime`` or
+    ///     ``StorageConfiguration/Retry/maxOperationTime``) bounds the retries, and when its clock starts.
     init(
         authority: any CallAuthority, settings: TokenRequestContext, credentialScheme: String,
         wireProtocol: StorageEndpoint.WireProtocol, operation: RetryBackoff.Operation
     ) {
-        self.authority = authority
-        self.transport = settings.transport
-        self.requestTimeout = settings.requestTimeout
-        self.identification = settings.identification
-        self.wireProtocol = wireProtocol
-        self.policy = settings.retryPolicy
-        self.tokenServer = nil
-        self.backoff = settings.retryBackoff
-        self.attempts = RetryBackoff.Attempts(for: operation)
-        self.credentialScheme = credentialScheme
-        self.events = settings.events
-        self.invocationID = UUID().uuidString.lowercased()
+        self.init(
+            settings, authority: authority, tokenServer: nil, wireProtocol: wireProtocol,
+            credentialScheme: credentialScheme, attempts: RetryBackoff.Attempts(for: operation))
     }
 
     /// An executor for one token exchange: no credentials, no per-call options; retried within
@@ -89,17 +83,27 @@ struct CallExecutor: Sendable {
     ///
     /// - Parameter server: The server, for messages ("the token endpoint https://…").
     init(tokenRequestsOf context: TokenRequestContext, server: String) {
-        self.authority = nil
-        self.transport = context.transport
-        self.requestTimeout = context.requestTimeout
-        self.identification = context.identification
-        self.wireProtocol = nil
-        self.policy = context.retryPolicy
-        self.tokenServer = server
-        self.backoff = context.retryBackoff
-        self.attempts = RetryBackoff.Attempts()
-        self.credentialScheme = "Bearer"
-        self.events = context.events
+        self.init(
+            context, authority: nil, tokenServer: server, wireProtocol: nil, credentialScheme: "Bearer",
+            attempts: RetryBackoff.Attempts())
+    }
+
+    /// The settings of `settings`, and what differs between a storage call and a token exchange.
+    private init(
+        _ settings: TokenRequestContext, authority: (any CallAuthority)?, tokenServer: String?,
+        wireProtocol: StorageEndpoint.WireProtocol?, credentialScheme: String, attempts: RetryBackoff.Attempts
+    ) {
+        self.authority = authority
+        self.transport = settings.transport
+        self.requestTimeout = settings.requestTimeout
+        self.identification = settings.identification
+        self.wireProtocol = wireProtocol
+        self.policy = settings.retryPolicy
+        self.tokenServer = tokenServer
+        self.backoff = settings.retryBackoff
+        self.attempts = attempts
+        self.credentialScheme = credentialScheme
+        self.events = settings.events
         self.invocationID = UUID().uuidString.lowercased()
     }
 
